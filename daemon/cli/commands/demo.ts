@@ -1,0 +1,4 @@
+// Placeholder until its owner lands it.
+export async function run(_argv: string[]): Promise<number> {
+  throw new Error('the "demo" command is not implemented yet');
+}

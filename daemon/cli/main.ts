@@ -1,0 +1,48 @@
+// `harness-rl <command> …`: each command lives in commands/<name>.ts and exports `run(argv)`.
+const commands: Record<
+  string,
+  { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number | void> }> }
+> = {
+  daemon: { summary: 'start the daemon (proxy, store, API)', load: () => import('./commands/daemon') },
+  run: { summary: 'run start FILE | list | show ID | stop ID', load: () => import('./commands/run') },
+  worker: {
+    summary: 'claim rollouts and run the harness command on them',
+    load: () => import('./commands/worker'),
+  },
+  samples: {
+    summary: 'build training samples from trajectories (offline)',
+    load: () => import('./commands/samples'),
+  },
+  export: { summary: 'write the samples of a run as JSONL', load: () => import('./commands/export') },
+  demo: {
+    summary: 'train the reference engine on the example harness',
+    load: () => import('./commands/demo'),
+  },
+  schema: { summary: 'print the config JSON Schema', load: () => import('./commands/schema') },
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  const command = name ? commands[name] : undefined;
+  if (!command) {
+    const list = Object.entries(commands)
+      .map(([n, c]) => `  ${n.padEnd(9)} ${c.summary}`)
+      .join('\n');
+    process.stderr.write(
+      `${name ? `unknown command: ${name}\n` : ''}usage: harness-rl <command> [options]\n${list}\n`,
+    );
+    return name ? 2 : 0;
+  }
+  const code = await (await command.load()).run(rest);
+  return typeof code === 'number' ? code : 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 0) process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`harness-rl: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,114 @@
+// REST request and response bodies. The server validates with these, the OpenAPI document is
+// generated from them, and the extension and webviews import the same types.
+import { z } from 'zod';
+import { RunConfig } from './config';
+import {
+  Attempt,
+  Group,
+  Id,
+  Json,
+  LlmCall,
+  PrefixBreak,
+  Recording,
+  Reward,
+  Rollout,
+  RolloutStatus,
+  Run,
+} from './entities';
+
+export const ErrorBody = z.object({
+  error: z.object({ message: z.string(), field: z.string().nullable(), code: z.string() }),
+});
+
+export const Health = z.object({ ok: z.literal(true), version: z.string(), store: z.string() });
+
+export const CreateRolloutBody = z
+  .object({
+    run_id: Id.optional(),
+    input: Json.optional(),
+    max_attempts: z.number().int().positive().max(100).optional(),
+  })
+  .strict();
+export const CreatedRollout = z.object({
+  id: Id,
+  key: z.string().describe('bearer key scoped to this rollout'),
+  openai_base_url: z.string(),
+  anthropic_base_url: z.string(),
+});
+
+export const RolloutQuery = z
+  .object({
+    run_id: Id.optional(),
+    group_id: Id.optional(),
+    status: RolloutStatus.optional(),
+    min_reward: z.coerce.number().optional(),
+    max_reward: z.coerce.number().optional(),
+    has_reward: z.enum(['true', 'false']).optional(),
+    cursor: z.string().optional(),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+  })
+  .strict();
+
+export const RolloutDetail = Rollout.extend({
+  attempts: z.array(Attempt),
+  rewards: z.array(Reward),
+  llm_calls: z.array(LlmCall),
+  prefix_breaks: z.array(PrefixBreak),
+});
+
+export const RewardBody = z
+  .object({
+    value: z.number().finite(),
+    source: z.string().max(100).optional(),
+    detail: Json.optional(),
+  })
+  .strict();
+
+export const FailBody = z.object({ error: z.string().max(10_000) }).strict();
+
+export const CreateRunBody = z
+  .object({
+    config: RunConfig,
+    base_dir: z.string().optional().describe('folder that relative paths in the config resolve against'),
+  })
+  .strict();
+
+export const RunQuery = z
+  .object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) })
+  .strict();
+
+export const GroupQuery = z
+  .object({
+    cursor: z.string().optional(),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+  })
+  .strict();
+
+export const CreateRecordingBody = z
+  .object({
+    name: z.string().min(1).max(200).optional(),
+    upstream: z
+      .object({
+        kind: z.enum(['openai', 'anthropic', 'vllm', 'reference']),
+        base_url: z.string().url().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export const CreatedRecording = Recording.extend({
+  key: z.string(),
+  openai_base_url: z.string(),
+  anthropic_base_url: z.string(),
+});
+
+export type ErrorBody = z.infer<typeof ErrorBody>;
+export type CreateRolloutBody = z.infer<typeof CreateRolloutBody>;
+export type CreatedRollout = z.infer<typeof CreatedRollout>;
+export type RolloutQuery = z.infer<typeof RolloutQuery>;
+export type RolloutDetail = z.infer<typeof RolloutDetail>;
+export type RewardBody = z.infer<typeof RewardBody>;
+export type CreateRunBody = z.infer<typeof CreateRunBody>;
+export type CreateRecordingBody = z.infer<typeof CreateRecordingBody>;
+export type CreatedRecording = z.infer<typeof CreatedRecording>;
+export { Group, Run };

@@ -1,0 +1,156 @@
+// The config file (harness.yaml or JSON): one schema for the daemon section and for runs.
+// JSON Schema for editors is generated from these (`npm run schema` → harness-rl.schema.json).
+import { z } from 'zod';
+
+const Endpoint = z.union([
+  z.literal('reference').describe('the built-in reference engine'),
+  z.url().describe('a vLLM-compatible base URL (http…/v1) or a node agent (ws(s)://host:port)'),
+]);
+
+export const ModelConfig = z
+  .object({
+    name: z.string().min(1).default('reference').describe('the served model name harnesses ask for'),
+    path: z.string().optional().describe('base model path or hub id for the trainer'),
+    lora: z
+      .object({ rank: z.number().int().positive(), alpha: z.number().positive() })
+      .strict()
+      .optional()
+      .describe('train a LoRA adapter instead of full weights'),
+  })
+  .strict();
+
+export const InferenceConfig = z
+  .object({
+    endpoints: z.array(Endpoint).min(1).default(['reference']),
+    token: z.string().optional().describe('token for node agents'),
+    timeout_ms: z.number().int().positive().default(120_000),
+  })
+  .strict();
+
+export const TrainerConfig = z
+  .object({
+    endpoint: Endpoint.default('reference'),
+    token: z.string().optional(),
+  })
+  .strict();
+
+export const TasksConfig = z
+  .object({
+    file: z.string().describe('JSONL, one task input per line (relative to the config file)'),
+    validation_fraction: z.number().min(0).max(0.5).default(0),
+    shuffle_seed: z.number().int().default(0),
+    limit: z.number().int().positive().optional(),
+  })
+  .strict();
+
+export const HarnessConfig = z
+  .object({
+    command: z
+      .array(z.string())
+      .min(1)
+      .optional()
+      .describe('argv run by `harness-rl worker` per rollout; gets HARNESS_RL_* and OPENAI_BASE_URL env'),
+    concurrency: z.number().int().positive().default(8),
+    timeout_s: z.number().positive().default(600),
+    max_attempts: z.number().int().positive().default(2),
+    reward: z
+      .enum(['harness', 'verifier'])
+      .default('harness')
+      .describe('harness: the harness posts the reward; verifier: the verifier command computes it'),
+    verifier: z.array(z.string()).optional(),
+  })
+  .strict();
+
+export const MergeMode = z.enum(['exact', 'none']);
+export const AdvantageEstimator = z.enum(['grpo', 'drgrpo', 'rloo', 'reinforce']);
+export const LossAggregation = z.enum([
+  'token-mean',
+  'seq-mean-token-mean',
+  'seq-mean-token-sum',
+  'seq-mean-token-sum-norm',
+]);
+
+export const AlgorithmConfig = z
+  .object({
+    n: z.number().int().positive().default(8).describe('rollouts per group'),
+    merge: MergeMode.default('exact'),
+    tito: z.boolean().default(true).describe('token-in-token-out bridge for harnesses that resend text'),
+    advantage: AdvantageEstimator.default('grpo'),
+    loss_agg: LossAggregation.default('token-mean'),
+    clip_low: z.number().nonnegative().default(0.2),
+    clip_high: z.number().nonnegative().default(0.28),
+    tis_cap: z
+      .number()
+      .positive()
+      .nullable()
+      .default(2)
+      .describe('truncated importance sampling cap, null = off'),
+    learning_rate: z.number().positive().default(1e-6),
+    kl_coef: z.number().nonnegative().default(0),
+    max_prompt_tokens: z.number().int().positive().default(8192),
+    max_response_tokens: z.number().int().positive().default(4096),
+    max_len: z.number().int().positive().optional().describe('constant for seq-mean-token-sum-norm'),
+    temperature: z.number().nonnegative().default(1),
+    drop_zero_variance_groups: z.boolean().default(false),
+  })
+  .strict();
+
+export const ScheduleConfig = z
+  .object({
+    mode: z.enum(['sync', 'async']).default('sync'),
+    max_staleness: z.number().int().nonnegative().default(0),
+    groups_per_step: z.number().int().positive().default(4).describe('batch size in groups'),
+    steps: z.number().int().positive().default(10),
+    validate_every: z.number().int().nonnegative().default(0),
+    checkpoint_every: z.number().int().nonnegative().default(0),
+    seed: z.number().int().default(0),
+  })
+  .strict();
+
+export const RunConfig = z
+  .object({
+    name: z.string().min(1).max(200),
+    model: ModelConfig.default({ name: 'reference' }),
+    inference: InferenceConfig.default({ endpoints: ['reference'], timeout_ms: 120_000 }),
+    trainer: TrainerConfig.default({ endpoint: 'reference' }),
+    tasks: TasksConfig,
+    harness: HarnessConfig.default({
+      concurrency: 8,
+      timeout_s: 600,
+      max_attempts: 2,
+      reward: 'harness',
+    }),
+    algorithm: AlgorithmConfig.default(AlgorithmConfig.parse({})),
+    schedule: ScheduleConfig.default(ScheduleConfig.parse({})),
+  })
+  .strict();
+
+export const DaemonConfig = z
+  .object({
+    port: z.number().int().min(0).max(65535).default(4100),
+    host: z.string().default('127.0.0.1'),
+    data: z.string().optional().describe('data folder (default ~/.harness-rl)'),
+    store: z.string().default('sqlite').describe('"sqlite" or a postgres://… URL'),
+    backends: z.array(z.url()).default([]).describe('vLLM-compatible inference backends'),
+    body_limit_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(32 * 1024 * 1024),
+    backend_timeout_ms: z.number().int().positive().default(300_000),
+  })
+  .strict();
+
+/** The whole file: a `daemon` section and/or a `run` section. */
+export const ConfigFile = z.object({ daemon: DaemonConfig.optional(), run: RunConfig.optional() }).strict();
+
+export type RunConfig = z.infer<typeof RunConfig>;
+export type RunConfigInput = z.input<typeof RunConfig>;
+export type AlgorithmConfig = z.infer<typeof AlgorithmConfig>;
+export type ScheduleConfig = z.infer<typeof ScheduleConfig>;
+export type HarnessConfig = z.infer<typeof HarnessConfig>;
+export type DaemonConfig = z.infer<typeof DaemonConfig>;
+export type ConfigFile = z.infer<typeof ConfigFile>;
+export type MergeMode = z.infer<typeof MergeMode>;
+export type AdvantageEstimator = z.infer<typeof AdvantageEstimator>;
+export type LossAggregation = z.infer<typeof LossAggregation>;

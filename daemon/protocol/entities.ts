@@ -1,0 +1,221 @@
+// The trace store's entities as they cross every boundary (REST, events, extension, webview).
+// Token ids and logprobs are plain number arrays here; the store keeps them as binary blobs.
+import { z } from 'zod';
+
+export const Id = z.string().min(1).max(200);
+export const Timestamp = z.string().describe('ISO 8601 time');
+export const Json = z.unknown();
+
+export const TokenIds = z.array(z.number().int().nonnegative());
+export const Logprobs = z.array(z.number());
+
+export const RunStatus = z.enum(['created', 'running', 'paused', 'stopped', 'finished', 'failed']);
+export const RolloutStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
+export const AttemptStatus = z.enum([
+  'running',
+  'succeeded',
+  'failed',
+  'timed_out',
+  'unresponsive',
+  'cancelled',
+]);
+export const LlmCallStatus = z.enum(['ok', 'error', 'cancelled']);
+/** The API the harness spoke to the proxy. */
+export const WireApi = z.enum(['chat', 'completions', 'responses', 'messages']);
+/** Where the stored token ids came from: the backend, the token-in-token-out bridge, or none (text only). */
+export const TokenSource = z.enum(['backend', 'bridge', 'text']);
+export const RolloutKind = z.enum(['run', 'standalone', 'recording']);
+
+export const RolloutStats = z.object({
+  samples: z.number().int().nonnegative(),
+  prefix_breaks: z.number().int().nonnegative(),
+  mask_tokens: z.number().int().nonnegative(),
+  truncations: z.number().int().nonnegative(),
+});
+
+export const PrefixBreak = z.object({
+  call_index: z.number().int().nonnegative().describe('index of the call whose prompt broke the prefix'),
+  position: z.number().int().nonnegative().describe('first differing token position'),
+  expected: TokenIds.describe('tokens of the running sequence from the break on (a short window)'),
+  actual: TokenIds.describe('tokens of the new prompt from the break on (a short window)'),
+  expected_text: z.string().nullable(),
+  actual_text: z.string().nullable(),
+  class: z.enum(['template', 'retokenized', 'other']),
+});
+
+export const Run = z.object({
+  id: Id,
+  name: z.string(),
+  status: RunStatus,
+  config: Json.describe('the run config as validated (RunConfig)'),
+  step: z.number().int().nonnegative(),
+  model_version: z.number().int().nonnegative(),
+  error: z.string().nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const Task = z.object({
+  id: Id,
+  run_id: Id,
+  index: z.number().int().nonnegative(),
+  split: z.enum(['train', 'validation']),
+  input: Json,
+});
+
+export const GroupStatus = z.enum(['pending', 'running', 'complete', 'failed']);
+export const Group = z.object({
+  id: Id,
+  run_id: Id,
+  task_id: Id.nullable(),
+  step: z.number().int().nonnegative().describe('model version the group was sampled with'),
+  size: z.number().int().positive(),
+  status: GroupStatus,
+  created_at: Timestamp,
+});
+
+export const Rollout = z.object({
+  id: Id,
+  kind: RolloutKind,
+  run_id: Id.nullable(),
+  group_id: Id.nullable(),
+  task_id: Id.nullable(),
+  recording_id: Id.nullable(),
+  input: Json,
+  status: RolloutStatus,
+  attempt_count: z.number().int().nonnegative(),
+  max_attempts: z.number().int().positive(),
+  reward: z.number().nullable().describe('the latest reward value, null until one is given'),
+  error: z.string().nullable(),
+  stats: RolloutStats.nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  started_at: Timestamp.nullable(),
+  finished_at: Timestamp.nullable(),
+});
+
+export const Attempt = z.object({
+  id: Id,
+  rollout_id: Id,
+  index: z.number().int().positive(),
+  status: AttemptStatus,
+  worker: z.string().nullable(),
+  error: z.string().nullable(),
+  started_at: Timestamp,
+  heartbeat_at: Timestamp,
+  finished_at: Timestamp.nullable(),
+});
+
+export const Usage = z.object({
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+});
+
+export const LlmCall = z.object({
+  id: Id,
+  rollout_id: Id.nullable(),
+  attempt_id: Id.nullable(),
+  recording_id: Id.nullable(),
+  seq: z.number().int().nonnegative().describe('order of the call within its rollout or recording'),
+  wire_api: WireApi,
+  stream: z.boolean(),
+  request: Json.describe('the request as the harness sent it (secrets redacted)'),
+  backend_request: Json.nullable().describe('the request as sent to the backend'),
+  response: Json.nullable().describe('the response as returned to the harness (streams assembled)'),
+  prompt_ids: TokenIds.nullable(),
+  response_ids: TokenIds.nullable(),
+  response_logprobs: Logprobs.nullable(),
+  token_source: TokenSource,
+  bridge: Json.nullable().describe(
+    'token-in-token-out bridge decision: reused prefix length or fallback reason',
+  ),
+  finish_reason: z.string().nullable(),
+  usage: Usage.nullable(),
+  model: z.string().nullable(),
+  model_version: z.number().int().nonnegative().nullable(),
+  backend: z.string().nullable(),
+  status: LlmCallStatus,
+  error: z.string().nullable(),
+  http_status: z.number().int().nullable(),
+  tags: z.array(z.string()).describe('e.g. "side" for title/count_tokens/small-model calls of a recording'),
+  queue_ms: z.number().nonnegative().nullable(),
+  ttft_ms: z.number().nonnegative().nullable(),
+  total_ms: z.number().nonnegative().nullable(),
+  created_at: Timestamp,
+});
+
+/** What the proxy hands to the store; the store assigns id, seq and created_at. */
+export const NewLlmCall = LlmCall.omit({ id: true, seq: true, created_at: true });
+
+export const Reward = z.object({
+  id: Id,
+  rollout_id: Id,
+  value: z.number().finite(),
+  source: z.string().describe('who gave it: api, verifier, human, harness'),
+  detail: Json.nullable(),
+  created_at: Timestamp,
+});
+
+export const ModelVersion = z.object({
+  run_id: Id.nullable(),
+  version: z.number().int().nonnegative(),
+  path: z.string().nullable().describe('checkpoint or adapter location'),
+  metrics: Json.nullable(),
+  created_at: Timestamp,
+});
+
+export const NodeKind = z.enum(['inference', 'trainer']);
+export const NodeInfo = z.object({
+  id: Id,
+  name: z.string(),
+  kind: NodeKind,
+  url: z.string(),
+  status: z.enum(['connecting', 'ready', 'busy', 'unhealthy', 'gone']),
+  model_version: z.number().int().nonnegative().nullable(),
+  detail: Json.nullable(),
+  last_seen_at: Timestamp,
+});
+
+export const RecordingStatus = z.enum(['active', 'stopped']);
+export const Recording = z.object({
+  id: Id,
+  name: z.string(),
+  status: RecordingStatus,
+  upstream: Json.describe('where calls go: {kind: "openai"|"anthropic"|"vllm", base_url} — never the key'),
+  rollout_id: Id.describe('the rollout that collects the session calls'),
+  created_at: Timestamp,
+  stopped_at: Timestamp.nullable(),
+});
+
+/** One row of a run's per-step metrics (mean reward, loss, kl, entropy, clip fraction, tokens/s …). */
+export const RunMetrics = z.object({
+  run_id: Id,
+  step: z.number().int().nonnegative(),
+  metrics: z.record(z.string(), z.number().nullable()),
+  created_at: Timestamp,
+});
+
+export const Page = <T extends z.ZodTypeAny>(item: T) =>
+  z.object({ items: z.array(item), next_cursor: z.string().nullable() });
+
+export type Run = z.infer<typeof Run>;
+export type RunStatus = z.infer<typeof RunStatus>;
+export type Task = z.infer<typeof Task>;
+export type Group = z.infer<typeof Group>;
+export type GroupStatus = z.infer<typeof GroupStatus>;
+export type Rollout = z.infer<typeof Rollout>;
+export type RolloutStatus = z.infer<typeof RolloutStatus>;
+export type RolloutKind = z.infer<typeof RolloutKind>;
+export type RolloutStats = z.infer<typeof RolloutStats>;
+export type PrefixBreak = z.infer<typeof PrefixBreak>;
+export type Attempt = z.infer<typeof Attempt>;
+export type AttemptStatus = z.infer<typeof AttemptStatus>;
+export type LlmCall = z.infer<typeof LlmCall>;
+export type NewLlmCall = z.infer<typeof NewLlmCall>;
+export type WireApi = z.infer<typeof WireApi>;
+export type Reward = z.infer<typeof Reward>;
+export type ModelVersion = z.infer<typeof ModelVersion>;
+export type NodeInfo = z.infer<typeof NodeInfo>;
+export type Recording = z.infer<typeof Recording>;
+export type RunMetrics = z.infer<typeof RunMetrics>;
+export type Page<T> = { items: T[]; next_cursor: string | null };

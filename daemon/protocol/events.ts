@@ -1,0 +1,27 @@
+// Live events streamed on GET /api/events (WebSocket, one JSON object per message).
+import { z } from 'zod';
+import { Id, LlmCall, NodeInfo, Recording, Reward, Rollout, Run, RunMetrics } from './entities';
+
+/** An llm call as announced live: everything but the bulky request/response bodies and token arrays. */
+export const LlmCallSummary = LlmCall.omit({
+  request: true,
+  backend_request: true,
+  response: true,
+  prompt_ids: true,
+  response_ids: true,
+  response_logprobs: true,
+}).extend({ prompt_tokens: z.number().int().nullable(), response_tokens: z.number().int().nullable() });
+
+export const DaemonEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('run'), run: Run }),
+  z.object({ type: z.literal('run_metrics'), metrics: RunMetrics }),
+  z.object({ type: z.literal('rollout'), rollout: Rollout }),
+  z.object({ type: z.literal('llm_call'), call: LlmCallSummary }),
+  z.object({ type: z.literal('reward'), reward: Reward }),
+  z.object({ type: z.literal('recording'), recording: Recording }),
+  z.object({ type: z.literal('node'), node: NodeInfo }),
+  z.object({ type: z.literal('model_version'), run_id: Id.nullable(), version: z.number().int() }),
+]);
+
+export type LlmCallSummary = z.infer<typeof LlmCallSummary>;
+export type DaemonEvent = z.infer<typeof DaemonEvent>;

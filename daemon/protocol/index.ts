@@ -1,0 +1,6 @@
+export * from './api';
+export * from './config';
+export * from './entities';
+export * from './events';
+export * from './samples';
+export * from './training';

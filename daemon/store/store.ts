@@ -1,0 +1,146 @@
+// The trace store: one interface, two backends (SQLite embedded, PostgreSQL shared).
+// Every method is one transaction; a resolved promise means the write is durable.
+// Implementations publish a DaemonEvent to subscribers after each committed change.
+import type {
+  Attempt,
+  AttemptStatus,
+  Group,
+  GroupStatus,
+  LlmCall,
+  ModelVersion,
+  NewLlmCall,
+  NodeInfo,
+  Page,
+  PrefixBreak,
+  Recording,
+  Reward,
+  Rollout,
+  RolloutKind,
+  RolloutStats,
+  RolloutStatus,
+  Run,
+  RunMetrics,
+  RunStatus,
+  Task,
+} from '../protocol/entities';
+import type { DaemonEvent } from '../protocol/events';
+
+export interface RolloutFilter {
+  run_id?: string;
+  group_id?: string;
+  status?: RolloutStatus;
+  min_reward?: number;
+  max_reward?: number;
+  has_reward?: boolean;
+  cursor?: string;
+  limit?: number;
+}
+
+export interface NewRollout {
+  kind: RolloutKind;
+  run_id?: string | null;
+  group_id?: string | null;
+  task_id?: string | null;
+  recording_id?: string | null;
+  input?: unknown;
+  max_attempts?: number;
+}
+
+export interface Store {
+  /** "sqlite" or "postgres" */
+  readonly kind: string;
+  close(): Promise<void>;
+  subscribe(listener: (event: DaemonEvent) => void): () => void;
+
+  // runs
+  createRun(input: { name: string; config: unknown }): Promise<Run>;
+  getRun(id: string): Promise<Run | null>;
+  listRuns(page?: { cursor?: string; limit?: number }): Promise<Page<Run>>;
+  updateRun(
+    id: string,
+    patch: Partial<Pick<Run, 'status' | 'step' | 'model_version' | 'error'>>,
+  ): Promise<Run>;
+  addRunMetrics(runId: string, step: number, metrics: Record<string, number | null>): Promise<RunMetrics>;
+  listRunMetrics(runId: string): Promise<RunMetrics[]>;
+
+  // tasks and groups
+  createTasks(runId: string, tasks: { input: unknown; split: Task['split'] }[]): Promise<Task[]>;
+  listTasks(runId: string, split?: Task['split']): Promise<Task[]>;
+  createGroup(input: { run_id: string; task_id: string | null; step: number; size: number }): Promise<Group>;
+  getGroup(id: string): Promise<Group | null>;
+  listGroups(runId: string, page?: { cursor?: string; limit?: number }): Promise<Page<Group>>;
+  setGroupStatus(id: string, status: GroupStatus): Promise<void>;
+
+  // rollouts and their life cycle: queued → running → succeeded | failed | cancelled
+  createRollout(input: NewRollout): Promise<Rollout & { key: string }>;
+  /** Many rollouts in one transaction (a group, or a benchmark's 100,000). */
+  createRollouts(inputs: NewRollout[]): Promise<(Rollout & { key: string })[]>;
+  getRollout(id: string): Promise<Rollout | null>;
+  /** The secret key scoped to this rollout (for proxy auth); null for unknown ids. */
+  getRolloutKey(id: string): Promise<string | null>;
+  listRollouts(filter: RolloutFilter): Promise<Page<Rollout>>;
+  /** Atomically take the oldest queued rollout (optionally of one run) and start an attempt on it. */
+  claimRollout(filter: {
+    run_id?: string;
+    worker?: string;
+  }): Promise<{ rollout: Rollout; attempt: Attempt } | null>;
+  /** Start an attempt on a queued rollout by id (standalone rollouts whose harness is already running). */
+  startAttempt(rolloutId: string, worker?: string): Promise<Attempt>;
+  heartbeat(attemptId: string): Promise<void>;
+  /**
+   * End an attempt. succeeded → rollout succeeded. failed/timed_out/unresponsive → rollout queued
+   * again while attempts remain, else failed. cancelled → rollout cancelled.
+   */
+  finishAttempt(
+    attemptId: string,
+    status: Exclude<AttemptStatus, 'running'>,
+    error?: string,
+  ): Promise<Rollout>;
+  /** Mark a rollout done without an attempt bookkeeping (ends its running attempt if any). */
+  completeRollout(id: string): Promise<Rollout>;
+  failRollout(id: string, error: string): Promise<Rollout>;
+  cancelRollout(id: string): Promise<Rollout>;
+  /** Attempts whose heartbeat is older than `olderThanMs` (for the unresponsive sweeper). */
+  listStaleAttempts(olderThanMs: number): Promise<Attempt[]>;
+  listAttempts(rolloutId: string): Promise<Attempt[]>;
+  setRolloutStats(id: string, stats: RolloutStats, prefixBreaks: PrefixBreak[]): Promise<void>;
+  getPrefixBreaks(id: string): Promise<PrefixBreak[]>;
+
+  // llm calls
+  recordLlmCall(call: NewLlmCall): Promise<LlmCall>;
+  recordLlmCalls(calls: NewLlmCall[]): Promise<LlmCall[]>;
+  getLlmCall(id: string): Promise<LlmCall | null>;
+  /** Calls of a rollout in seq order (full bodies and token arrays). */
+  listLlmCalls(rolloutId: string): Promise<LlmCall[]>;
+  listRecordingCalls(recordingId: string): Promise<LlmCall[]>;
+
+  // rewards
+  addReward(rolloutId: string, reward: { value: number; source: string; detail?: unknown }): Promise<Reward>;
+  listRewards(rolloutId: string): Promise<Reward[]>;
+
+  // model versions, nodes, recordings
+  addModelVersion(v: Omit<ModelVersion, 'created_at'>): Promise<ModelVersion>;
+  listModelVersions(runId?: string | null): Promise<ModelVersion[]>;
+  upsertNode(node: NodeInfo): Promise<NodeInfo>;
+  listNodes(): Promise<NodeInfo[]>;
+  createRecording(input: { name: string; upstream: unknown }): Promise<Recording & { key: string }>;
+  getRecording(id: string): Promise<Recording | null>;
+  getRecordingKey(id: string): Promise<string | null>;
+  /** The active recording session, if any (unscoped proxy calls record into it). */
+  activeRecording(): Promise<Recording | null>;
+  listRecordings(): Promise<Recording[]>;
+  stopRecording(id: string): Promise<Recording>;
+}
+
+/** Thrown for unknown ids and invalid transitions; the API maps it to 404 / 409. */
+export class StoreError extends Error {
+  constructor(
+    readonly code: 'not_found' | 'conflict' | 'invalid',
+    message: string,
+    readonly field: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export type OpenStoreOptions = { dataDir: string; url?: string };
