@@ -2,6 +2,13 @@
 import type { DaemonConfig } from './protocol/config';
 import type { Store } from './store/store';
 
+/** Starts and stops runs (the cluster's scheduler); the REST API calls it after creating a run. */
+export interface RunController {
+  start(runId: string): Promise<void>;
+  stop(runId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
 export interface DaemonContext {
   store: Store;
   config: DaemonConfig;
@@ -11,4 +18,6 @@ export interface DaemonContext {
   /** http://127.0.0.1:PORT once listening. */
   baseUrl(): string;
   log(message: string, detail?: Record<string, unknown>): void;
+  /** Set once the cluster is registered. */
+  runs?: RunController;
 }
