@@ -1,0 +1,300 @@
+import { describe, expect, it } from 'vitest';
+import { ZodError } from 'zod';
+import { countTokens, messagesTranslator as t } from './messages';
+import { chatChunksFor, chatResponseFor, parseSse, type ScriptedTurn } from './test-kit';
+
+const base = { model: 'qwen3', max_tokens: 256 };
+
+function parseError(body: unknown): ZodError {
+  try {
+    t.parse(body);
+  } catch (e) {
+    if (e instanceof ZodError) return e;
+    throw e;
+  }
+  throw new Error('parse accepted the body');
+}
+
+/** Rebuild a Message from SSE frames the way a client SDK does. */
+function accumulate(frames: string[]) {
+  const events = parseSse(frames.join(''));
+  let msg: any = null;
+  const json: Record<number, string> = {};
+  for (const { event, data } of events) {
+    expect(event).toBe(data.type);
+    if (data.type === 'message_start') msg = structuredClone(data.message);
+    else if (data.type === 'content_block_start')
+      msg.content[data.index] = structuredClone(data.content_block);
+    else if (data.type === 'content_block_delta') {
+      const b = msg.content[data.index];
+      if (data.delta.type === 'text_delta') b.text += data.delta.text;
+      if (data.delta.type === 'thinking_delta') b.thinking += data.delta.thinking;
+      if (data.delta.type === 'input_json_delta')
+        json[data.index] = (json[data.index] ?? '') + data.delta.partial_json;
+    } else if (data.type === 'content_block_stop') {
+      if (json[data.index] !== undefined) msg.content[data.index].input = JSON.parse(json[data.index]);
+    } else if (data.type === 'message_delta') {
+      Object.assign(msg, data.delta);
+      Object.assign(msg.usage, data.usage);
+    }
+  }
+  return { msg, types: events.map((e) => e.data.type as string) };
+}
+
+describe('Anthropic Messages → chat request', () => {
+  it('turns system blocks, thinking, tool_use and tool_result blocks into chat messages in order', () => {
+    const req = t.parse({
+      ...base,
+      system: [
+        { type: 'text', text: 'You are terse.' },
+        { type: 'text', text: 'Use tools.', cache_control: { type: 'ephemeral' } },
+      ],
+      messages: [
+        { role: 'user', content: 'What is the weather in Paris and Rome?' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'Need the tool twice.', signature: 'sig' },
+            { type: 'text', text: 'Checking.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } },
+            { type: 'tool_use', id: 'toolu_2', name: 'weather', input: { city: 'Rome' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: '18C' },
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_2',
+              content: [{ type: 'text', text: 'timeout' }],
+              is_error: true,
+            },
+            { type: 'text', text: 'Thanks, and Oslo?' },
+          ],
+        },
+      ],
+    });
+    expect(t.toChat(req).messages).toEqual([
+      { role: 'system', content: 'You are terse.\n\nUse tools.' },
+      { role: 'user', content: 'What is the weather in Paris and Rome?' },
+      {
+        role: 'assistant',
+        content: 'Checking.',
+        reasoning_content: 'Need the tool twice.',
+        tool_calls: [
+          { id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+          { id: 'toolu_2', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'toolu_1', content: '18C' },
+      { role: 'tool', tool_call_id: 'toolu_2', content: 'Error: timeout' },
+      { role: 'user', content: 'Thanks, and Oslo?' },
+    ]);
+  });
+
+  it('maps tools, tool_choice, stop sequences and sampling settings to their chat names', () => {
+    const chat = t.toChat(
+      t.parse({
+        ...base,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [
+          { name: 'weather', description: 'Weather', input_schema: { type: 'object', properties: {} } },
+        ],
+        tool_choice: { type: 'any', disable_parallel_tool_use: true },
+        stop_sequences: ['END'],
+        temperature: 0.7,
+        top_p: 0.9,
+        top_k: 20,
+        stream: true,
+        metadata: { user_id: 'u1' },
+      }),
+    );
+    expect(chat).toMatchObject({
+      model: 'qwen3',
+      max_tokens: 256,
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'weather',
+            description: 'Weather',
+            parameters: { type: 'object', properties: {} },
+          },
+        },
+      ],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      stop: ['END'],
+      temperature: 0.7,
+      top_p: 0.9,
+      top_k: 20,
+      user: 'u1',
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const named = t.toChat(
+      t.parse({ ...base, messages: [], tool_choice: { type: 'tool', name: 'weather' } }),
+    ).tool_choice;
+    expect(named).toEqual({ type: 'function', function: { name: 'weather' } });
+  });
+
+  it('rejects an image block with an error naming the block and saying images are unsupported', () => {
+    const e = parseError({
+      ...base,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'look' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
+          ],
+        },
+      ],
+    });
+    expect(e.issues[0].path).toEqual(['messages', 0, 'content', 1]);
+    expect(e.issues[0].message).toMatch(/image content is not supported/);
+  });
+
+  it('requires max_tokens, naming the field', () => {
+    const e = parseError({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(e.issues[0].path).toEqual(['max_tokens']);
+  });
+
+  it('gives an Anthropic error body', () => {
+    expect(t.errorBody(400, 'bad', 'max_tokens')).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'max_tokens: bad' },
+    });
+    expect(t.errorBody(529, 'busy')).toMatchObject({ error: { type: 'overloaded_error' } });
+    expect(t.errorBody(502, 'backend down')).toMatchObject({ error: { type: 'api_error' } });
+  });
+});
+
+const turns: Record<string, ScriptedTurn> = {
+  text: { content: 'Hello there, how can I help?' },
+  thinkingAndTools: {
+    reasoning: 'The user wants weather; call the tool.',
+    content: 'Let me check.',
+    toolCalls: [
+      { id: 'call_a', name: 'weather', arguments: '{"city": "Paris"}' },
+      { id: 'call_b', name: 'weather', arguments: '{"city": "Rome", "unit": "C"}' },
+    ],
+  },
+  toolOnly: { toolCalls: [{ id: 'call_c', name: 'noop', arguments: '' }] },
+  truncated: { content: 'This answer was cut', finish: 'length' },
+  stopSeq: { content: 'Done', stopReason: 'END' },
+};
+
+describe('chat response → Anthropic Message', () => {
+  const req = t.parse({ ...base, stop_sequences: ['END'], messages: [{ role: 'user', content: 'hi' }] });
+
+  it('returns thinking, text and tool_use blocks with parsed inputs and tool_use stop reason', () => {
+    const msg = t.fromChat(chatResponseFor(turns.thinkingAndTools), req) as any;
+    expect(msg).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      model: 'qwen3',
+      stop_reason: 'tool_use',
+      stop_sequence: null,
+      usage: { input_tokens: 11, output_tokens: 7 },
+    });
+    expect(msg.id).toMatch(/^msg_/);
+    expect(msg.content).toEqual([
+      { type: 'thinking', thinking: 'The user wants weather; call the tool.', signature: '' },
+      { type: 'text', text: 'Let me check.' },
+      { type: 'tool_use', id: 'call_a', name: 'weather', input: { city: 'Paris' } },
+      { type: 'tool_use', id: 'call_b', name: 'weather', input: { city: 'Rome', unit: 'C' } },
+    ]);
+  });
+
+  it('maps length to max_tokens and a matched stop string to stop_sequence', () => {
+    expect(t.fromChat(chatResponseFor(turns.truncated), req)).toMatchObject({ stop_reason: 'max_tokens' });
+    expect(t.fromChat(chatResponseFor(turns.stopSeq), req)).toMatchObject({
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'END',
+    });
+    expect(t.fromChat(chatResponseFor(turns.text), req)).toMatchObject({ stop_reason: 'end_turn' });
+  });
+
+  it('keeps vLLM token ids and logprobs out of the wire response', () => {
+    const s = JSON.stringify(t.fromChat(chatResponseFor(turns.thinkingAndTools), req));
+    expect(s).not.toMatch(/token_ids|logprob/);
+  });
+});
+
+describe('streaming Anthropic Messages', () => {
+  const req = t.parse({
+    ...base,
+    stream: true,
+    stop_sequences: ['END'],
+    messages: [{ role: 'user', content: 'hi' }],
+  });
+
+  for (const [name, turn] of Object.entries(turns)) {
+    it(`frames of a "${name}" turn rebuild exactly the non-streaming message`, () => {
+      const ws = t.stream(req);
+      const frames = [...chatChunksFor(turn).flatMap((c) => ws.chunk(c)), ...ws.end()];
+      const expected = t.fromChat(chatResponseFor(turn), req) as any;
+      const { msg, types } = accumulate(frames);
+      expect({ ...msg, id: expected.id }).toEqual(expected);
+      expect(ws.assembled()).toEqual(expected);
+      expect(types.slice(0, 2)).toEqual(['message_start', 'ping']);
+      expect(types.slice(-2)).toEqual(['message_delta', 'message_stop']);
+      expect(frames.join('')).not.toMatch(/token_ids|logprob|\[DONE\]/);
+    });
+  }
+
+  it('opens and closes one content block per thinking, text and tool call, in order', () => {
+    const ws = t.stream(req);
+    const frames = [...chatChunksFor(turns.thinkingAndTools).flatMap((c) => ws.chunk(c)), ...ws.end()];
+    const blockEvents = parseSse(frames.join(''))
+      .map((e) => e.data)
+      .filter((d) => d.type === 'content_block_start' || d.type === 'content_block_stop')
+      .map(
+        (d) => `${d.type === 'content_block_start' ? `start:${d.content_block.type}` : 'stop'}@${d.index}`,
+      );
+    expect(blockEvents).toEqual([
+      'start:thinking@0',
+      'stop@0',
+      'start:text@1',
+      'stop@1',
+      'start:tool_use@2',
+      'stop@2',
+      'start:tool_use@3',
+      'stop@3',
+    ]);
+  });
+
+  it('reports a mid-stream failure as an `event: error` frame', () => {
+    const ws = t.stream(req);
+    ws.chunk(chatChunksFor(turns.text)[0]);
+    const [frame] = ws.error('backend went away');
+    expect(frame.startsWith('event: error\n')).toBe(true);
+    expect(parseSse(frame)[0].data).toEqual({
+      type: 'error',
+      error: { type: 'api_error', message: 'backend went away' },
+    });
+    expect(ws.end()).toEqual([]);
+  });
+});
+
+describe('count_tokens', () => {
+  it('counts the chat rendering of the request without needing max_tokens', async () => {
+    const seen: unknown[] = [];
+    const r = await countTokens(
+      { model: 'm', system: 'sys', messages: [{ role: 'user', content: 'hello' }] },
+      async (chat) => {
+        seen.push(chat.messages);
+        return 42;
+      },
+    );
+    expect(r).toEqual({ input_tokens: 42 });
+    expect(seen).toEqual([
+      [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'hello' },
+      ],
+    ]);
+  });
+});
