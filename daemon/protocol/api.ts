@@ -112,3 +112,19 @@ export type CreateRunBody = z.infer<typeof CreateRunBody>;
 export type CreateRecordingBody = z.infer<typeof CreateRecordingBody>;
 export type CreatedRecording = z.infer<typeof CreatedRecording>;
 export { Group, Run };
+
+// Added by the API owner (additive): query and detail shapes of the remaining routes.
+export const ModelVersionQuery = z.object({ run_id: Id.optional() }).strict();
+export const EventsQuery = z
+  .object({
+    run_id: Id.optional().describe(
+      'only events of this run (runs, metrics, its rollouts, their calls and rewards)',
+    ),
+    token: z.string().optional().describe('the access token, for clients that cannot set headers (browsers)'),
+  })
+  .strict();
+export const GroupDetail = Group.extend({ rollouts: z.array(Rollout) });
+export const RecordingDetail = Recording.extend({ calls: z.array(LlmCall) });
+export const CompleteBody = z.object({}).strict();
+export type GroupDetail = z.infer<typeof GroupDetail>;
+export type RecordingDetail = z.infer<typeof RecordingDetail>;

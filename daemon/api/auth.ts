@@ -1,0 +1,69 @@
+// Who may call what: the daemon token may call everything; a rollout key only its own rollout's routes.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { DaemonContext } from '../context';
+import { ApiError } from './errors';
+import type { Auth, Caller } from './routes';
+
+/** Constant-time comparison of two secrets (hashed first, so lengths never leak). */
+export function sameSecret(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+export function bearerToken(headers: IncomingHttpHeaders): string | null {
+  const header = headers.authorization;
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1]! : null;
+}
+
+/** Does `key` belong to the rollout (its own key, or the key of the recording it collects)? */
+async function isRolloutKey(ctx: DaemonContext, rolloutId: string, key: string): Promise<boolean> {
+  const own = await ctx.store.getRolloutKey(rolloutId);
+  if (own && sameSecret(own, key)) return true;
+  const rollout = own ? await ctx.store.getRollout(rolloutId) : null;
+  if (rollout?.recording_id) {
+    const recordingKey = await ctx.store.getRecordingKey(rollout.recording_id);
+    if (recordingKey && sameSecret(recordingKey, key)) return true;
+  }
+  return false;
+}
+
+/**
+ * The caller of a route, or an ApiError: 401 for a missing or wrong token, 403 for a key that is not
+ * the daemon token used on a rollout route of another rollout.
+ */
+export async function authorize(
+  ctx: DaemonContext,
+  auth: Auth,
+  token: string | null,
+  rolloutId: string | undefined,
+): Promise<Caller> {
+  if (auth === 'none') return { kind: 'daemon' };
+  if (!token) {
+    throw new ApiError(
+      401,
+      'unauthorized',
+      'missing token: send Authorization: Bearer <token>',
+      'authorization',
+    );
+  }
+  if (sameSecret(token, ctx.token)) return { kind: 'daemon' };
+  if (auth === 'rollout' && rolloutId) {
+    if (await isRolloutKey(ctx, rolloutId, token)) return { kind: 'rollout', rolloutId };
+    throw new ApiError(
+      403,
+      'forbidden',
+      `this key is not valid for rollout ${JSON.stringify(rolloutId)}: a rollout key may only act on its own rollout`,
+      'authorization',
+    );
+  }
+  throw new ApiError(
+    401,
+    'unauthorized',
+    'invalid token: this route needs the daemon token (rollout keys may only report on their own rollout)',
+    'authorization',
+  );
+}

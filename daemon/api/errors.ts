@@ -1,0 +1,82 @@
+// One error shape for every /api failure: {error: {message, field, code}} with a fitting status.
+import type { FastifyError } from 'fastify';
+import type { z } from 'zod';
+import type { ErrorBody } from '../protocol/api';
+import { StoreError } from '../store/store';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly field: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** `a.b[0].c` from a zod issue path. */
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}
+
+/** A 400 naming the first offending field (unknown keys name the key itself). */
+export function validationError(
+  error: z.ZodError,
+  where: string,
+  prefix: readonly PropertyKey[] = [],
+): ApiError {
+  const described = error.issues.map((issue) => {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === 'unrecognized_keys' && issue.keys.length > 0) path.push(issue.keys[0]!);
+    const field = fieldPath(path);
+    return { field, text: `${field || where}: ${issue.message}` };
+  });
+  return new ApiError(
+    400,
+    'invalid_request',
+    `invalid ${where}: ${described.map((d) => d.text).join('; ')}`,
+    described[0]?.field || null,
+  );
+}
+
+export function errorBody(err: ApiError): ErrorBody {
+  return { error: { message: err.message, field: err.field, code: err.code } };
+}
+
+/** Any thrown value → an ApiError (store errors and fastify's own request errors keep their meaning). */
+export function toApiError(err: unknown, bodyLimit: number): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof StoreError) {
+    const status = err.code === 'not_found' ? 404 : err.code === 'conflict' ? 409 : 400;
+    return new ApiError(status, err.code, err.message, err.field);
+  }
+  const fe = err as Partial<FastifyError>;
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError(
+        413,
+        'body_too_large',
+        `request body is larger than the limit of ${bodyLimit} bytes`,
+        'body',
+      );
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError(
+        415,
+        'unsupported_media_type',
+        'send the body as JSON with Content-Type: application/json',
+        'body',
+      );
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError(400, 'invalid_request', 'Content-Length does not match the body', 'body');
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return new ApiError(fe.statusCode, 'invalid_request', fe.message ?? 'bad request');
+  }
+  return new ApiError(500, 'internal', err instanceof Error ? err.message : String(err));
+}

@@ -1,0 +1,93 @@
+// Registers the REST API (/api/*) and the event socket on the daemon's fastify app.
+// Everything under /api shares one error shape, JSON parsing and token check, in its own fastify scope
+// so the proxy's routes keep their own.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { VERSION } from '../config/version';
+import type { DaemonContext } from '../context';
+import { authorize, bearerToken } from './auth';
+import { ApiError, errorBody, toApiError, validationError } from './errors';
+import { attachEvents } from './events';
+import { openApiDocument } from './openapi';
+import { type AnyRoute, type Caller, routes } from './routes';
+
+export { routes } from './routes';
+
+function parse(schema: z.ZodType | undefined, value: unknown, where: string): unknown {
+  if (!schema) return undefined;
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw validationError(parsed.error, where);
+  return parsed.data;
+}
+
+export async function registerApi(
+  app: FastifyInstance,
+  ctx: DaemonContext,
+): Promise<{ close(): Promise<void> }> {
+  const bodyLimit = ctx.config.body_limit_bytes;
+  const callers = new WeakMap<FastifyRequest, Caller>();
+  let openapi: unknown = null;
+
+  await app.register(
+    async (api) => {
+      // Our own JSON parser: an empty body is "no body", malformed JSON is a 400 that says where.
+      api.removeContentTypeParser('application/json');
+      api.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
+        const raw = String(text);
+        if (raw.trim() === '') return done(null, undefined);
+        try {
+          done(null, JSON.parse(raw));
+        } catch (err) {
+          done(
+            new ApiError(400, 'invalid_json', `malformed JSON body: ${(err as Error).message}`, 'body'),
+            undefined,
+          );
+        }
+      });
+      api.setErrorHandler((err, req, reply) => {
+        const e = toApiError(err, bodyLimit);
+        if (e.status >= 500) ctx.log('api error', { method: req.method, url: req.url, error: e.message });
+        reply.code(e.status).send(errorBody(e));
+      });
+      api.setNotFoundHandler((req, reply) => {
+        const e = new ApiError(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0]}`);
+        reply.code(404).send(errorBody(e));
+      });
+
+      for (const r of routes as AnyRoute[]) {
+        api.route({
+          method: r.method,
+          url: r.path.replace(/^\/api/, ''),
+          onRequest: async (req) => {
+            const id = (req.params as { id?: unknown }).id;
+            callers.set(
+              req,
+              await authorize(ctx, r.auth, bearerToken(req.headers), typeof id === 'string' ? id : undefined),
+            );
+          },
+          handler: async (req, reply) => {
+            if (r.path === '/api/openapi.json') {
+              openapi ??= openApiDocument(routes, VERSION, ctx.baseUrl());
+              return openapi;
+            }
+            const params = parse(r.params, req.params, 'path');
+            const query = parse(r.query, req.query ?? {}, 'query');
+            const body = parse(r.body, req.body ?? {}, 'body');
+            const result = await r.handler({
+              params,
+              query,
+              body,
+              ctx,
+              caller: callers.get(req) ?? { kind: 'daemon' },
+            } as never);
+            reply.code(r.status ?? 200);
+            return result;
+          },
+        });
+      }
+    },
+    { prefix: '/api' },
+  );
+
+  return attachEvents(app.server, ctx);
+}

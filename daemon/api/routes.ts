@@ -1,0 +1,456 @@
+// The REST API as one table: each route declares its method, path, schemas and handler. The server
+// validates requests with these schemas and the OpenAPI document is generated from the same table.
+import { z } from 'zod';
+import { VERSION } from '../config/version';
+import type { DaemonContext } from '../context';
+import {
+  CompleteBody,
+  CreatedRecording,
+  CreatedRollout,
+  CreateRecordingBody,
+  CreateRolloutBody,
+  CreateRunBody,
+  FailBody,
+  GroupDetail,
+  GroupQuery,
+  Health,
+  ModelVersionQuery,
+  RecordingDetail,
+  RewardBody,
+  RolloutDetail,
+  RolloutQuery,
+  RunQuery,
+} from '../protocol/api';
+import {
+  Group,
+  Id,
+  LlmCall,
+  ModelVersion,
+  NodeInfo,
+  Page,
+  Recording,
+  Reward,
+  Rollout,
+  Run,
+  RunMetrics,
+} from '../protocol/entities';
+import { ApiError } from './errors';
+import { readTasks } from './tasks';
+
+/** Who is calling: the daemon token (full access) or one rollout's key. */
+export type Caller = { kind: 'daemon' } | { kind: 'rollout'; rolloutId: string };
+
+/** none: open; token: the daemon token; rollout: the daemon token or the key of the rollout in :id. */
+export type Auth = 'none' | 'token' | 'rollout';
+
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+export interface HandlerArgs<P, Q, B> {
+  params: Out<P>;
+  query: Out<Q>;
+  body: Out<B>;
+  ctx: DaemonContext;
+  caller: Caller;
+}
+
+export interface RouteSpec<
+  P extends z.ZodType | undefined,
+  Q extends z.ZodType | undefined,
+  B extends z.ZodType | undefined,
+  R extends z.ZodType,
+> {
+  method: 'GET' | 'POST';
+  /** Full path with fastify-style parameters, e.g. /api/rollouts/:id */
+  path: string;
+  summary: string;
+  auth: Auth;
+  params?: P;
+  query?: Q;
+  body?: B;
+  response: R;
+  /** Success status (default 200). */
+  status?: number;
+  /** Served as a WebSocket upgrade; a plain GET answers 426. */
+  websocket?: boolean;
+  handler(args: HandlerArgs<P, Q, B>): Promise<z.input<R>>;
+}
+
+export type AnyRoute = RouteSpec<
+  z.ZodType | undefined,
+  z.ZodType | undefined,
+  z.ZodType | undefined,
+  z.ZodType
+>;
+
+function route<
+  P extends z.ZodType | undefined = undefined,
+  Q extends z.ZodType | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+  R extends z.ZodType = z.ZodType,
+>(spec: RouteSpec<P, Q, B, R>): AnyRoute {
+  return spec as unknown as AnyRoute;
+}
+
+const IdParams = z.object({ id: Id }).strict();
+
+function notFound(kind: string, id: string, field = 'id'): ApiError {
+  return new ApiError(404, 'not_found', `no ${kind} with id ${JSON.stringify(id)}`, field);
+}
+
+async function mustRun(ctx: DaemonContext, id: string) {
+  const run = await ctx.store.getRun(id);
+  if (!run) throw notFound('run', id);
+  return run;
+}
+
+async function mustRollout(ctx: DaemonContext, id: string) {
+  const rollout = await ctx.store.getRollout(id);
+  if (!rollout) throw notFound('rollout', id);
+  return rollout;
+}
+
+function baseUrls(ctx: DaemonContext, rolloutId: string) {
+  const base = ctx.baseUrl();
+  return { openai_base_url: `${base}/r/${rolloutId}/v1`, anthropic_base_url: `${base}/r/${rolloutId}` };
+}
+
+export const routes: AnyRoute[] = [
+  route({
+    method: 'GET',
+    path: '/api/health',
+    summary: 'liveness, version and store kind (no token needed)',
+    auth: 'none',
+    response: Health,
+    handler: async ({ ctx }) => ({ ok: true as const, version: VERSION, store: ctx.store.kind }),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/openapi.json',
+    summary: 'this API as an OpenAPI 3.1 document',
+    auth: 'token',
+    response: z.record(z.string(), z.unknown()),
+    // Filled in by the server (it needs the whole table); see api/index.ts.
+    handler: async () => ({}),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/events',
+    summary: 'WebSocket: every store event as one JSON DaemonEvent per message (token by header or ?token=)',
+    auth: 'token',
+    websocket: true,
+    query: z.object({ run_id: Id.optional(), token: z.string().optional() }).strict(),
+    response: z.unknown(),
+    handler: async () => {
+      throw new ApiError(426, 'upgrade_required', 'GET /api/events is a WebSocket: send Upgrade: websocket');
+    },
+  }),
+
+  // rollouts
+  route({
+    method: 'POST',
+    path: '/api/rollouts',
+    summary:
+      'create a rollout (standalone ones start their attempt at once) and get its scoped key and base URLs',
+    auth: 'token',
+    body: CreateRolloutBody,
+    response: CreatedRollout,
+    status: 201,
+    handler: async ({ ctx, body }) => {
+      if (body.run_id && !(await ctx.store.getRun(body.run_id))) throw notFound('run', body.run_id, 'run_id');
+      const created = await ctx.store.createRollout({
+        kind: body.run_id ? 'run' : 'standalone',
+        run_id: body.run_id ?? null,
+        input: body.input ?? null,
+        max_attempts: body.max_attempts,
+      });
+      if (!body.run_id) await ctx.store.startAttempt(created.id, 'api');
+      return { id: created.id, key: created.key, ...baseUrls(ctx, created.id) };
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/rollouts',
+    summary: 'rollouts, newest first, paged by cursor and filtered',
+    auth: 'token',
+    query: RolloutQuery,
+    response: Page(Rollout),
+    handler: async ({ ctx, query }) => {
+      const { has_reward, ...rest } = query;
+      return ctx.store.listRollouts({
+        ...rest,
+        ...(has_reward === undefined ? {} : { has_reward: has_reward === 'true' }),
+      });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/rollouts/:id',
+    summary: 'a rollout with its attempts, rewards, llm calls (token ids, logprobs) and prefix breaks',
+    auth: 'rollout',
+    params: IdParams,
+    response: RolloutDetail,
+    handler: async ({ ctx, params }) => {
+      const rollout = await mustRollout(ctx, params.id);
+      const [attempts, rewards, llm_calls, prefix_breaks] = await Promise.all([
+        ctx.store.listAttempts(params.id),
+        ctx.store.listRewards(params.id),
+        ctx.store.listLlmCalls(params.id),
+        ctx.store.getPrefixBreaks(params.id),
+      ]);
+      return { ...rollout, attempts, rewards, llm_calls, prefix_breaks };
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/rollouts/:id/reward',
+    summary: 'give the rollout a reward (the latest one counts)',
+    auth: 'rollout',
+    params: IdParams,
+    body: RewardBody,
+    response: Reward,
+    status: 201,
+    handler: async ({ ctx, params, body, caller }) => {
+      await mustRollout(ctx, params.id);
+      return ctx.store.addReward(params.id, {
+        value: body.value,
+        source: body.source ?? (caller.kind === 'rollout' ? 'harness' : 'api'),
+        detail: body.detail,
+      });
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/rollouts/:id/complete',
+    summary: 'the harness finished the rollout',
+    auth: 'rollout',
+    params: IdParams,
+    body: CompleteBody,
+    response: Rollout,
+    handler: async ({ ctx, params }) => {
+      await mustRollout(ctx, params.id);
+      return ctx.store.completeRollout(params.id);
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/rollouts/:id/fail',
+    summary: 'the harness failed the rollout (retried while attempts remain)',
+    auth: 'rollout',
+    params: IdParams,
+    body: FailBody,
+    response: Rollout,
+    handler: async ({ ctx, params, body }) => {
+      await mustRollout(ctx, params.id);
+      return ctx.store.failRollout(params.id, body.error);
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/rollouts/:id/cancel',
+    summary: 'cancel the rollout',
+    auth: 'token',
+    params: IdParams,
+    body: CompleteBody,
+    response: Rollout,
+    handler: async ({ ctx, params }) => {
+      await mustRollout(ctx, params.id);
+      return ctx.store.cancelRollout(params.id);
+    },
+  }),
+
+  // runs
+  route({
+    method: 'GET',
+    path: '/api/runs',
+    summary: 'runs, newest first, paged by cursor',
+    auth: 'token',
+    query: RunQuery,
+    response: Page(Run),
+    handler: async ({ ctx, query }) => ctx.store.listRuns(query),
+  }),
+  route({
+    method: 'POST',
+    path: '/api/runs',
+    summary: 'create a run from a config: read and split its tasks, store them, start the run',
+    auth: 'token',
+    body: CreateRunBody,
+    response: Run,
+    status: 201,
+    handler: async ({ ctx, body }) => {
+      // Everything that can reject the request is checked before anything is written.
+      const tasks = await readTasks(body.config, body.base_dir);
+      const run = await ctx.store.createRun({ name: body.config.name, config: body.config });
+      await ctx.store.createTasks(run.id, tasks);
+      if (ctx.runs) {
+        try {
+          await ctx.runs.start(run.id);
+        } catch (err) {
+          const message = err instanceof Error ? err.message : String(err);
+          ctx.log('run failed to start', { run_id: run.id, error: message });
+          return ctx.store.updateRun(run.id, { status: 'failed', error: message });
+        }
+      }
+      return (await ctx.store.getRun(run.id)) ?? run;
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/runs/:id',
+    summary: 'one run',
+    auth: 'token',
+    params: IdParams,
+    response: Run,
+    handler: async ({ ctx, params }) => mustRun(ctx, params.id),
+  }),
+  route({
+    method: 'POST',
+    path: '/api/runs/:id/stop',
+    summary: 'stop the run (its state stays in the store)',
+    auth: 'token',
+    params: IdParams,
+    body: CompleteBody,
+    response: Run,
+    handler: async ({ ctx, params }) => {
+      const run = await mustRun(ctx, params.id);
+      if (run.status === 'finished' || run.status === 'failed') {
+        throw new ApiError(409, 'conflict', `run ${run.id} is already ${run.status}`, 'id');
+      }
+      if (run.status === 'stopped') return run;
+      if (ctx.runs) await ctx.runs.stop(run.id);
+      const after = await mustRun(ctx, run.id);
+      if (after.status === 'stopped' || after.status === 'finished' || after.status === 'failed')
+        return after;
+      return ctx.store.updateRun(run.id, { status: 'stopped' });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/runs/:id/metrics',
+    summary: "the run's metrics per step",
+    auth: 'token',
+    params: IdParams,
+    response: z.array(RunMetrics),
+    handler: async ({ ctx, params }) => {
+      await mustRun(ctx, params.id);
+      return ctx.store.listRunMetrics(params.id);
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/runs/:id/groups',
+    summary: "the run's groups, paged by cursor",
+    auth: 'token',
+    params: IdParams,
+    query: GroupQuery,
+    response: Page(Group),
+    handler: async ({ ctx, params, query }) => {
+      await mustRun(ctx, params.id);
+      return ctx.store.listGroups(params.id, query);
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/groups/:id',
+    summary: 'a group with its rollouts',
+    auth: 'token',
+    params: IdParams,
+    response: GroupDetail,
+    handler: async ({ ctx, params }) => {
+      const group = await ctx.store.getGroup(params.id);
+      if (!group) throw notFound('group', params.id);
+      const rollouts = [];
+      let cursor: string | undefined;
+      do {
+        const page = await ctx.store.listRollouts({ group_id: group.id, cursor, limit: 1000 });
+        rollouts.push(...page.items);
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor);
+      return { ...group, rollouts };
+    },
+  }),
+
+  // calls, model versions, nodes
+  route({
+    method: 'GET',
+    path: '/api/llm-calls/:id',
+    summary: 'one llm call with its bodies, token ids and logprobs',
+    auth: 'token',
+    params: IdParams,
+    response: LlmCall,
+    handler: async ({ ctx, params }) => {
+      const call = await ctx.store.getLlmCall(params.id);
+      if (!call) throw notFound('llm call', params.id);
+      return call;
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/model-versions',
+    summary: 'model versions (of one run with ?run_id=)',
+    auth: 'token',
+    query: ModelVersionQuery,
+    response: z.array(ModelVersion),
+    handler: async ({ ctx, query }) => ctx.store.listModelVersions(query.run_id),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/nodes',
+    summary: 'inference and trainer nodes with their health and versions',
+    auth: 'token',
+    response: z.array(NodeInfo),
+    handler: async ({ ctx }) => ctx.store.listNodes(),
+  }),
+
+  // recordings
+  route({
+    method: 'POST',
+    path: '/api/recordings',
+    summary: 'start recording a session: get a scoped key and base URLs to point an agent at',
+    auth: 'token',
+    body: CreateRecordingBody,
+    response: CreatedRecording,
+    status: 201,
+    handler: async ({ ctx, body }) => {
+      const recording = await ctx.store.createRecording({
+        name: body.name ?? `recording ${new Date().toISOString()}`,
+        upstream: body.upstream ?? { kind: 'reference' },
+      });
+      return { ...recording, ...baseUrls(ctx, recording.rollout_id) };
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/recordings',
+    summary: 'recordings',
+    auth: 'token',
+    response: z.array(Recording),
+    handler: async ({ ctx }) => ctx.store.listRecordings(),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/recordings/:id',
+    summary: 'a recording with its calls',
+    auth: 'token',
+    params: IdParams,
+    response: RecordingDetail,
+    handler: async ({ ctx, params }) => {
+      const recording = await ctx.store.getRecording(params.id);
+      if (!recording) throw notFound('recording', params.id);
+      return { ...recording, calls: await ctx.store.listRecordingCalls(recording.id) };
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/recordings/:id/stop',
+    summary: 'stop a recording',
+    auth: 'token',
+    params: IdParams,
+    body: CompleteBody,
+    response: Recording,
+    handler: async ({ ctx, params }) => {
+      const recording = await ctx.store.getRecording(params.id);
+      if (!recording) throw notFound('recording', params.id);
+      return ctx.store.stopRecording(params.id);
+    },
+  }),
+];

@@ -1,0 +1,87 @@
+// A run's tasks: read the JSONL file its config names, then split train/validation with a seeded shuffle.
+import { readFile } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
+import type { RunConfig } from '../protocol/config';
+import type { Task } from '../protocol/entities';
+import { ApiError } from './errors';
+
+const FIELD = 'config.tasks.file';
+
+/** mulberry32: a small seeded PRNG, so the same seed always gives the same split. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  const next = random(seed);
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+/** Parse JSONL text into task inputs; a bad line is a 400 naming its line number. */
+export function parseTasks(text: string, file: string): unknown[] {
+  const inputs: unknown[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (!line) continue;
+    try {
+      inputs.push(JSON.parse(line));
+    } catch (err) {
+      throw new ApiError(
+        400,
+        'invalid_tasks',
+        `${file} line ${i + 1} is not JSON: ${(err as Error).message}`,
+        FIELD,
+      );
+    }
+  }
+  return inputs;
+}
+
+/** The first `limit` tasks of the file, shuffled with `shuffle_seed`; the first `validation_fraction` of them validate. */
+export function splitTasks(
+  inputs: unknown[],
+  tasks: RunConfig['tasks'],
+): { input: unknown; split: Task['split'] }[] {
+  const taken = tasks.limit ? inputs.slice(0, tasks.limit) : inputs;
+  const order = shuffled(taken, tasks.shuffle_seed);
+  const validation = Math.round(order.length * tasks.validation_fraction);
+  return order.map((input, i) => ({ input, split: i < validation ? 'validation' : 'train' }));
+}
+
+export async function readTasks(
+  config: RunConfig,
+  baseDir: string | undefined,
+): Promise<{ input: unknown; split: Task['split'] }[]> {
+  const file = isAbsolute(config.tasks.file)
+    ? config.tasks.file
+    : resolve(baseDir ?? process.cwd(), config.tasks.file);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ApiError(
+      400,
+      'invalid_tasks',
+      `cannot read the tasks file ${file}: ${code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+      FIELD,
+    );
+  }
+  const inputs = parseTasks(text, file);
+  if (inputs.length === 0)
+    throw new ApiError(400, 'invalid_tasks', `the tasks file ${file} has no tasks`, FIELD);
+  return splitTasks(inputs, config.tasks);
+}

@@ -1,0 +1,124 @@
+// The daemon process: one fastify app with the REST API, the LLM proxy and the cluster, over one store.
+// startDaemon builds the context, registers the parts in order and closes them in reverse.
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import Fastify from 'fastify';
+import { registerApi } from './api';
+import { registerCluster } from './cluster';
+import { ensureToken } from './config/token';
+
+export { VERSION } from './config/version';
+
+import type { DaemonContext } from './context';
+import { DaemonConfig } from './protocol/config';
+import { registerProxy } from './proxy';
+import type { Store } from './store/store';
+
+export interface DaemonOptions {
+  dataDir: string;
+  /** Default 4100; 0 picks a free port. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** "sqlite" (default) or a postgres://… URL. */
+  store?: string;
+  /** Overrides the stored token (HARNESS_RL_TOKEN does the same). */
+  token?: string;
+  /** vLLM-compatible inference backends handed to the proxy. */
+  backends?: string[];
+  bodyLimitBytes?: number;
+  backendTimeoutMs?: number;
+  log?: (line: string) => void;
+  /** Opens the store (default: openStore from store/open). */
+  openStore?: (spec: string, dataDir: string) => Promise<Store>;
+}
+
+export interface Daemon {
+  /** http://127.0.0.1:PORT */
+  url: string;
+  port: number;
+  token: string;
+  /** True when this start created the token (the CLI prints it once). */
+  tokenCreated: boolean;
+  ctx: DaemonContext;
+  close(): Promise<void>;
+}
+
+async function defaultOpenStore(spec: string, dataDir: string): Promise<Store> {
+  // The store module is loaded lazily so that commands that never open a store do not load the drivers.
+  // TODO(api): a static './store/open' import once the store lands.
+  const specifier = './store/open';
+  const mod: { openStore(spec: string, dataDir: string): Promise<Store> } = await import(specifier);
+  return mod.openStore(spec, dataDir);
+}
+
+export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
+  const dataDir = resolve(options.dataDir);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const config = DaemonConfig.parse({
+    port: options.port ?? 4100,
+    host: options.host ?? '127.0.0.1',
+    data: dataDir,
+    store: options.store ?? 'sqlite',
+    backends: options.backends ?? [],
+    ...(options.bodyLimitBytes !== undefined ? { body_limit_bytes: options.bodyLimitBytes } : {}),
+    ...(options.backendTimeoutMs !== undefined ? { backend_timeout_ms: options.backendTimeoutMs } : {}),
+  });
+  const { token, created } = ensureToken(dataDir, options.token ?? process.env.HARNESS_RL_TOKEN);
+  const write = options.log;
+  const log = (message: string, detail?: Record<string, unknown>) => {
+    if (write) write(`${new Date().toISOString()} ${message}${detail ? ` ${JSON.stringify(detail)}` : ''}`);
+  };
+
+  const store = await (options.openStore ?? defaultOpenStore)(config.store, dataDir);
+  let url = '';
+  const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log };
+  const app = Fastify({
+    logger: false,
+    bodyLimit: config.body_limit_bytes,
+    forceCloseConnections: true,
+    return503OnClosing: true,
+  });
+  // Closed in reverse: the run controller, the event sockets, the HTTP server, then the store.
+  const closers: (() => Promise<void>)[] = [() => store.close(), () => app.close()];
+  const closeAll = async () => {
+    for (const close of closers.splice(0).reverse()) {
+      try {
+        await close();
+      } catch (err) {
+        log('close failed', { error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  };
+  try {
+    const api = await registerApi(app, ctx);
+    closers.push(() => api.close());
+    const proxy = await registerProxy(app, ctx);
+    for (const backend of config.backends) proxy.backends.add(backend);
+    ctx.runs = await registerCluster(app, ctx, proxy);
+    const runs = ctx.runs;
+    closers.push(() => runs.close());
+    await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  log('daemon listening', { url, store: store.kind, dataDir });
+
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    port,
+    token,
+    tokenCreated: created,
+    ctx,
+    close: () => {
+      closing ??= closeAll().then(() => log('daemon stopped'));
+      return closing;
+    },
+  };
+}
