@@ -1,0 +1,51 @@
+// The worker protocol: the bodies of the claim / heartbeat / finish routes, shared by the routes
+// (which validate with them) and the SDK worker (which reads with them).
+import { z } from 'zod';
+import { Attempt, Id, Json, Rollout } from '../protocol/entities';
+
+export const ClaimBody = z
+  .object({
+    worker: z.string().max(200).optional().describe('a name for the worker, stored on the attempt'),
+    wait_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(30_000)
+      .default(0)
+      .describe('wait up to this long for a queued rollout before answering 204'),
+  })
+  .strict();
+
+export const Claimed = z.object({
+  rollout: Rollout,
+  attempt: Attempt,
+  key: z.string().describe('bearer key scoped to this rollout (OPENAI_API_KEY / ANTHROPIC_API_KEY)'),
+  openai_base_url: z.string(),
+  anthropic_base_url: z.string(),
+  input: Json.describe('the task input'),
+  model: z.string().describe('the served model name to ask for'),
+  timeout_s: z.number().positive().describe('the attempt is timed out after this long'),
+  heartbeat_s: z.number().positive().describe('post a heartbeat at least this often'),
+});
+
+export const HeartbeatBody = z.object({ rollout_id: Id.optional() }).strict();
+export const HeartbeatReply = z.object({
+  status: z.string().describe('the attempt status'),
+  cancel: z.boolean().describe('true when the attempt is over (cancelled, timed out…): stop the harness'),
+});
+
+export const FinishBody = z
+  .object({
+    status: z.enum(['succeeded', 'failed', 'timed_out', 'cancelled']),
+    error: z.string().max(10_000).optional(),
+    reward: z.number().finite().optional().describe('stored unless the harness already posted one'),
+    rollout_id: Id.optional().describe(
+      'the attempt’s rollout (known to the daemon when it issued the claim)',
+    ),
+  })
+  .strict();
+
+export type ClaimBody = z.input<typeof ClaimBody>;
+export type Claimed = z.infer<typeof Claimed>;
+export type HeartbeatReply = z.infer<typeof HeartbeatReply>;
+export type FinishBody = z.infer<typeof FinishBody>;
