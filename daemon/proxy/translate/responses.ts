@@ -337,11 +337,11 @@ export function responsesFromChat(resp: ChatResponse, req: ResponsesRequest) {
   if (reasoning) output.push(reasoningItem(base, reasoning));
   const calls = (msg.tool_calls ?? []).filter((t) => t.type === 'function');
   if (msg.content || !calls.length) output.push(messageItem(base, msg.content ?? '', itemStatus));
-  calls.forEach((t, i) =>
+  calls.forEach((t, i) => {
     output.push(
       callItem(base, i, t.id || newId('call_'), t.function.name, t.function.arguments ?? '', itemStatus),
-    ),
-  );
+    );
+  });
   const u = usageOf(resp);
   return responseObject(
     req,
