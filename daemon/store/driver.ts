@@ -1,0 +1,26 @@
+// The small SQL seam both backends implement: the store's logic (sql-store.ts) is written once
+// against it. SQL uses `?` placeholders (converted to $n for PostgreSQL; never put `?` in literals).
+export type Param = string | number | null | Buffer;
+export type Row = Record<string, unknown>;
+
+export interface Queryable {
+  all<T = Row>(sql: string, params?: Param[]): Promise<T[]>;
+  get<T = Row>(sql: string, params?: Param[]): Promise<T | undefined>;
+  /** Runs a statement; resolves to the number of changed rows. */
+  run(sql: string, params?: Param[]): Promise<number>;
+  /** Inserts many rows (batched into multi-row statements where that is faster). */
+  insertMany(table: string, columns: readonly string[], rows: Param[][]): Promise<void>;
+  /** Runs several statements separated by `;` (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Driver extends Queryable {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** `FOR UPDATE` where row locks exist (PostgreSQL), '' in SQLite (its write transactions are exclusive). */
+  readonly forUpdate: string;
+  /** `FOR UPDATE SKIP LOCKED` in PostgreSQL, '' in SQLite. */
+  readonly skipLocked: string;
+  /** One write transaction; committed when fn resolves, rolled back when it throws. */
+  transaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}

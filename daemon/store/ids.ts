@@ -1,0 +1,54 @@
+// Ids: prefix + 10 chars of Crockford base32 milliseconds + 12 random base32 chars (60 bits).
+// Lexicographic order is creation order (monotonic within a process, like ULID), URL-safe, short.
+import { randomBytes } from 'node:crypto';
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+function randomDigits(n: number): number[] {
+  const bytes = randomBytes(n);
+  return Array.from(bytes, (b) => b & 31);
+}
+
+function encodeTime(ms: number): string {
+  let out = '';
+  let t = ms;
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[t % 32] + out;
+    t = Math.floor(t / 32);
+  }
+  return out;
+}
+
+/** A new id such as `run_01jeq3k9vz4m8x2c5d7f9gh0`: sortable by creation time, unique. */
+export function newId(prefix: string): string {
+  let now = Date.now();
+  if (now <= lastTime) {
+    now = lastTime;
+    // Same (or earlier) millisecond: increment the random part so ids stay strictly increasing.
+    let i = lastRandom.length - 1;
+    while (i >= 0 && lastRandom[i] === 31) {
+      lastRandom[i] = 0;
+      i--;
+    }
+    if (i < 0) {
+      now = lastTime + 1;
+      lastRandom = randomDigits(12);
+    } else {
+      lastRandom[i]++;
+    }
+  } else {
+    lastRandom = randomDigits(12);
+    // Keep headroom for increments within the millisecond.
+    lastRandom[0] &= 15;
+  }
+  lastTime = now;
+  return `${prefix}_${encodeTime(now)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
+}
+
+/** A rollout or recording key: `hrk_` + 32 random bytes, base64url. */
+export function newKey(): string {
+  return `hrk_${randomBytes(32).toString('base64url')}`;
+}

@@ -1,0 +1,221 @@
+// Versioned schema migrations, one ordered list for both dialects (column types are filled in per
+// dialect). openStore applies the missing ones in one transaction and records them in schema_migrations.
+// Append new migrations at the end; never edit one that has shipped.
+import type { Driver, Queryable } from './driver';
+
+export interface Migration {
+  version: number;
+  name: string;
+  up: string;
+}
+
+type Dialect = Driver['dialect'];
+const TYPES: Record<Dialect, Record<string, string>> = {
+  sqlite: { JSON: 'TEXT', BLOB: 'BLOB', TS: 'TEXT', REAL: 'REAL', INT: 'INTEGER' },
+  postgres: { JSON: 'json', BLOB: 'bytea', TS: 'timestamptz', REAL: 'double precision', INT: 'integer' },
+};
+
+const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'trace store tables',
+    up: `
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL,
+  config {JSON} NOT NULL,
+  step {INT} NOT NULL DEFAULT 0,
+  model_version {INT} NOT NULL DEFAULT 0,
+  error TEXT,
+  created_at {TS} NOT NULL,
+  updated_at {TS} NOT NULL
+);
+CREATE TABLE run_metrics (
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step {INT} NOT NULL,
+  metrics {JSON} NOT NULL,
+  created_at {TS} NOT NULL,
+  PRIMARY KEY (run_id, step)
+);
+CREATE TABLE tasks (
+  id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  idx {INT} NOT NULL,
+  split TEXT NOT NULL,
+  input {JSON},
+  UNIQUE (run_id, idx)
+);
+CREATE TABLE rollout_groups (
+  id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  task_id TEXT REFERENCES tasks(id),
+  step {INT} NOT NULL,
+  size {INT} NOT NULL,
+  status TEXT NOT NULL,
+  created_at {TS} NOT NULL
+);
+CREATE INDEX rollout_groups_run ON rollout_groups (run_id, id);
+CREATE TABLE recordings (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL,
+  upstream {JSON},
+  rollout_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  created_at {TS} NOT NULL,
+  stopped_at {TS}
+);
+CREATE INDEX recordings_status ON recordings (status, id);
+CREATE TABLE rollouts (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+  group_id TEXT REFERENCES rollout_groups(id) ON DELETE CASCADE,
+  task_id TEXT REFERENCES tasks(id),
+  recording_id TEXT REFERENCES recordings(id),
+  input {JSON},
+  status TEXT NOT NULL,
+  attempt_count {INT} NOT NULL DEFAULT 0,
+  max_attempts {INT} NOT NULL DEFAULT 1,
+  reward {REAL},
+  error TEXT,
+  stats {JSON},
+  key TEXT NOT NULL,
+  call_count {INT} NOT NULL DEFAULT 0,
+  created_at {TS} NOT NULL,
+  updated_at {TS} NOT NULL,
+  started_at {TS},
+  finished_at {TS}
+);
+CREATE INDEX rollouts_run ON rollouts (run_id, id);
+CREATE INDEX rollouts_group ON rollouts (group_id, id);
+CREATE TABLE attempts (
+  id TEXT PRIMARY KEY,
+  rollout_id TEXT NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,
+  idx {INT} NOT NULL,
+  status TEXT NOT NULL,
+  worker TEXT,
+  error TEXT,
+  started_at {TS} NOT NULL,
+  heartbeat_at {TS} NOT NULL,
+  finished_at {TS},
+  UNIQUE (rollout_id, idx)
+);
+CREATE INDEX attempts_running ON attempts (status, heartbeat_at);
+CREATE TABLE llm_calls (
+  id TEXT PRIMARY KEY,
+  rollout_id TEXT REFERENCES rollouts(id) ON DELETE CASCADE,
+  attempt_id TEXT REFERENCES attempts(id) ON DELETE CASCADE,
+  recording_id TEXT REFERENCES recordings(id) ON DELETE CASCADE,
+  seq {INT} NOT NULL,
+  wire_api TEXT NOT NULL,
+  stream {INT} NOT NULL,
+  request {JSON} NOT NULL,
+  backend_request {JSON},
+  response {JSON},
+  prompt_ids {BLOB},
+  response_ids {BLOB},
+  response_logprobs {BLOB},
+  token_source TEXT NOT NULL,
+  bridge {JSON},
+  finish_reason TEXT,
+  usage {JSON},
+  model TEXT,
+  model_version {INT},
+  backend TEXT,
+  status TEXT NOT NULL,
+  error TEXT,
+  http_status {INT},
+  tags {JSON} NOT NULL,
+  queue_ms {REAL},
+  ttft_ms {REAL},
+  total_ms {REAL},
+  created_at {TS} NOT NULL
+);
+CREATE INDEX llm_calls_rollout ON llm_calls (rollout_id, seq);
+CREATE INDEX llm_calls_recording ON llm_calls (recording_id, seq);
+CREATE TABLE rewards (
+  id TEXT PRIMARY KEY,
+  rollout_id TEXT NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,
+  value {REAL} NOT NULL,
+  source TEXT NOT NULL,
+  detail {JSON},
+  created_at {TS} NOT NULL
+);
+CREATE INDEX rewards_rollout ON rewards (rollout_id, id);
+CREATE TABLE prefix_breaks (
+  rollout_id TEXT NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,
+  idx {INT} NOT NULL,
+  data {JSON} NOT NULL,
+  PRIMARY KEY (rollout_id, idx)
+);
+CREATE TABLE model_versions (
+  id TEXT PRIMARY KEY,
+  run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+  version {INT} NOT NULL,
+  path TEXT,
+  metrics {JSON},
+  created_at {TS} NOT NULL
+);
+CREATE UNIQUE INDEX model_versions_run_version ON model_versions ((COALESCE(run_id, '')), version);
+CREATE TABLE nodes (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  url TEXT NOT NULL,
+  status TEXT NOT NULL,
+  model_version {INT},
+  detail {JSON},
+  last_seen_at {TS} NOT NULL
+)`,
+  },
+  {
+    // Listing a run's rollouts filtered by status (the dashboard, p99 < 20 ms at 100k rollouts) and
+    // claiming the oldest queued rollout need (run_id, status, id) and (status, id).
+    version: 2,
+    name: 'rollout status indexes for filtered paging and claims',
+    up: `
+CREATE INDEX rollouts_run_status ON rollouts (run_id, status, id);
+CREATE INDEX rollouts_status ON rollouts (status, id)`,
+  },
+];
+
+export function migrations(dialect: Dialect): Migration[] {
+  const types = TYPES[dialect];
+  return MIGRATIONS.map((m) => ({ ...m, up: m.up.replace(/\{(\w+)\}/g, (_, t: string) => types[t]) }));
+}
+
+export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+/** Applies the migrations after the current version up to `target` (default: all), in one transaction. */
+export async function migrate(driver: Driver, target = LATEST_VERSION): Promise<number[]> {
+  const list = migrations(driver.dialect).filter((m) => m.version <= target);
+  return driver.transaction(async (q: Queryable) => {
+    // Two daemons opening one PostgreSQL database at once must not both migrate it.
+    if (driver.dialect === 'postgres') await q.get('SELECT pg_advisory_xact_lock(727274)');
+    await q.exec(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`,
+    );
+    const rows = await q.all<{ version: number }>('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((r) => Number(r.version)));
+    const newest = Math.max(0, ...applied);
+    if (newest > LATEST_VERSION) {
+      throw new Error(
+        `the store's schema is version ${newest}, newer than this harness-rl knows (${LATEST_VERSION}); upgrade harness-rl`,
+      );
+    }
+    const done: number[] = [];
+    for (const m of list) {
+      if (applied.has(m.version)) continue;
+      await q.exec(m.up);
+      await q.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
+        m.version,
+        m.name,
+        new Date().toISOString(),
+      ]);
+      done.push(m.version);
+    }
+    return done;
+  });
+}

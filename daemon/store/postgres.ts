@@ -1,0 +1,143 @@
+// PostgreSQL driver (pg Pool). `?` placeholders become $1…$n. A `schema` query parameter in the URL
+// (not a libpq one; removed before connecting) selects a schema via search_path, created if missing.
+import pg from 'pg';
+import type { Driver, Param, Queryable, Row } from './driver';
+
+const JSON_OIDS = new Set([114, 3802]);
+const INT8_OID = 20;
+
+/** json/jsonb come back as text (the store parses them itself, like SQLite's TEXT), int8 as number. */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (JSON_OIDS.has(oid)) return (value: string) => value;
+    if (oid === INT8_OID) return (value: string) => Number(value);
+    // biome-ignore lint/suspicious/noExplicitAny: pg's overloads
+    return (pg.types.getTypeParser as any)(oid, format ?? 'text');
+  },
+};
+
+const converted = new Map<string, string>();
+function toPg(sql: string): string {
+  let out = converted.get(sql);
+  if (out === undefined) {
+    let n = 0;
+    out = sql.replace(/\?/g, () => `$${++n}`);
+    if (converted.size > 2000) converted.clear();
+    converted.set(sql, out);
+  }
+  return out;
+}
+
+const MAX_PARAMS = 30_000;
+
+function queryable(client: pg.Pool | pg.PoolClient): Queryable {
+  return {
+    async all<T = Row>(sql: string, params: Param[] = []): Promise<T[]> {
+      const res = await client.query(toPg(sql), params);
+      return res.rows as T[];
+    },
+    async get<T = Row>(sql: string, params: Param[] = []): Promise<T | undefined> {
+      const res = await client.query(toPg(sql), params);
+      return res.rows[0] as T | undefined;
+    },
+    async run(sql: string, params: Param[] = []): Promise<number> {
+      const res = await client.query(toPg(sql), params);
+      return res.rowCount ?? 0;
+    },
+    async insertMany(table: string, columns: readonly string[], rows: Param[][]): Promise<void> {
+      const perChunk = Math.max(1, Math.min(1000, Math.floor(MAX_PARAMS / columns.length)));
+      for (let start = 0; start < rows.length; start += perChunk) {
+        const chunk = rows.slice(start, start + perChunk);
+        const params: Param[] = [];
+        const values: string[] = [];
+        for (const row of chunk) {
+          const slots: string[] = [];
+          for (const v of row) {
+            params.push(v);
+            slots.push(`$${params.length}`);
+          }
+          values.push(`(${slots.join(', ')})`);
+        }
+        await client.query(
+          `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${values.join(', ')}`,
+          params,
+        );
+      }
+    },
+    async exec(sql: string): Promise<void> {
+      await client.query(sql);
+    },
+  };
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+export class PostgresDriver implements Driver {
+  readonly dialect = 'postgres' as const;
+  readonly forUpdate = ' FOR UPDATE';
+  readonly skipLocked = ' FOR UPDATE SKIP LOCKED';
+  readonly schema: string | null;
+  private readonly pool: pg.Pool;
+  private readonly q: Queryable;
+  all: Queryable['all'];
+  get: Queryable['get'];
+  run: Queryable['run'];
+  insertMany: Queryable['insertMany'];
+  exec: Queryable['exec'];
+
+  constructor(url: string, options: { max?: number } = {}) {
+    const parsed = new URL(url);
+    this.schema = parsed.searchParams.get('schema');
+    parsed.searchParams.delete('schema');
+    if (this.schema !== null && !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.schema)) {
+      throw new Error(`invalid schema name in the store URL: ${this.schema}`);
+    }
+    this.pool = new pg.Pool({
+      connectionString: parsed.toString(),
+      max: options.max ?? 10,
+      types,
+      connectionTimeoutMillis: 10_000,
+      // Set at connection start-up, so every pooled connection sees the schema before any query.
+      ...(this.schema ? { options: `-c search_path=${quoteIdent(this.schema)}` } : {}),
+    });
+    // An idle client losing its connection must not crash the daemon; the next query reconnects.
+    this.pool.on('error', () => {});
+    this.q = queryable(this.pool);
+    this.all = this.q.all;
+    this.get = this.q.get;
+    this.run = this.q.run;
+    this.insertMany = this.q.insertMany;
+    this.exec = this.q.exec;
+  }
+
+  /** Creates the schema named in the URL if it does not exist. */
+  async init(): Promise<void> {
+    if (this.schema) await this.pool.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(this.schema)}`);
+  }
+
+  async transaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      try {
+        const result = await fn(queryable(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {
+          broken = true;
+        });
+        throw err;
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

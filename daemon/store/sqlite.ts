@@ -1,0 +1,146 @@
+// SQLite driver (better-sqlite3, WAL). One connection per store; statements are synchronous, so
+// transactions (whose callbacks are async) hold a small in-process lock that other calls wait on.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Driver, Param, Queryable, Row } from './driver';
+
+type Statement = Database.Statement<unknown[], unknown>;
+
+export class SqliteDriver implements Driver {
+  readonly dialect = 'sqlite' as const;
+  readonly forUpdate = '';
+  readonly skipLocked = '';
+  private readonly db: Database.Database;
+  private readonly statements = new Map<string, Statement>();
+  private locked = false;
+  private readonly waiters: (() => void)[] = [];
+  private readonly direct: Queryable;
+
+  constructor(readonly file: string) {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    this.db = new Database(file, { timeout: 10_000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('cache_size = -65536');
+    this.db.pragma('wal_autocheckpoint = 4000');
+    this.direct = {
+      all: async <T>(sql: string, params: Param[] = []) => this.allSync<T>(sql, params),
+      get: async <T>(sql: string, params: Param[] = []) => this.allSync<T>(sql, params, true)[0],
+      run: async (sql: string, params: Param[] = []) => this.runSync(sql, params),
+      insertMany: async (table, columns, rows) => this.insertManySync(table, columns, rows),
+      exec: async (sql: string) => {
+        this.db.exec(sql);
+      },
+    };
+  }
+
+  private prepare(sql: string): Statement {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      if (this.statements.size > 500) this.statements.clear();
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  private allSync<T>(sql: string, params: Param[], one = false): T[] {
+    const stmt = this.prepare(sql);
+    if (!stmt.reader) {
+      stmt.run(...params);
+      return [];
+    }
+    if (one) {
+      const row = stmt.get(...params);
+      return row === undefined ? [] : [row as T];
+    }
+    return stmt.all(...params) as T[];
+  }
+
+  private runSync(sql: string, params: Param[]): number {
+    const stmt = this.prepare(sql);
+    if (stmt.reader) return stmt.all(...params).length;
+    return stmt.run(...params).changes;
+  }
+
+  private insertManySync(table: string, columns: readonly string[], rows: Param[][]): void {
+    if (rows.length === 0) return;
+    const stmt = this.prepare(
+      `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+    );
+    for (const row of rows) stmt.run(...row);
+  }
+
+  private async acquire(): Promise<void> {
+    if (!this.locked) {
+      this.locked = true;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.locked = false;
+  }
+
+  /** Runs fn synchronously when no transaction is open, else after it. */
+  private async outside<T>(fn: () => T): Promise<T> {
+    if (!this.locked) return fn();
+    await this.acquire();
+    try {
+      return fn();
+    } finally {
+      this.release();
+    }
+  }
+
+  all<T = Row>(sql: string, params: Param[] = []): Promise<T[]> {
+    return this.outside(() => this.allSync<T>(sql, params));
+  }
+  get<T = Row>(sql: string, params: Param[] = []): Promise<T | undefined> {
+    return this.outside(() => this.allSync<T>(sql, params, true)[0]);
+  }
+  run(sql: string, params: Param[] = []): Promise<number> {
+    return this.outside(() => this.runSync(sql, params));
+  }
+  insertMany(table: string, columns: readonly string[], rows: Param[][]): Promise<void> {
+    return this.outside(() => this.insertManySync(table, columns, rows));
+  }
+  exec(sql: string): Promise<void> {
+    return this.outside(() => {
+      this.db.exec(sql);
+    });
+  }
+
+  async transaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    await this.acquire();
+    try {
+      this.prepare('BEGIN IMMEDIATE').run();
+      let result: T;
+      try {
+        result = await fn(this.direct);
+      } catch (err) {
+        if (this.db.inTransaction) this.prepare('ROLLBACK').run();
+        throw err;
+      }
+      this.prepare('COMMIT').run();
+      return result;
+    } finally {
+      this.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.acquire();
+    try {
+      this.statements.clear();
+      if (this.db.open) this.db.close();
+    } finally {
+      this.release();
+    }
+  }
+}
