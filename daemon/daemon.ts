@@ -12,6 +12,7 @@ export { VERSION } from './config/version';
 import type { DaemonContext } from './context';
 import { DaemonConfig } from './protocol/config';
 import { registerProxy } from './proxy';
+import { openStore } from './store/open';
 import type { Store } from './store/store';
 
 export interface DaemonOptions {
@@ -44,14 +45,6 @@ export interface Daemon {
   close(): Promise<void>;
 }
 
-async function defaultOpenStore(spec: string, dataDir: string): Promise<Store> {
-  // The store module is loaded lazily so that commands that never open a store do not load the drivers.
-  // TODO(api): a static './store/open' import once the store lands.
-  const specifier = './store/open';
-  const mod: { openStore(spec: string, dataDir: string): Promise<Store> } = await import(specifier);
-  return mod.openStore(spec, dataDir);
-}
-
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -70,7 +63,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     if (write) write(`${new Date().toISOString()} ${message}${detail ? ` ${JSON.stringify(detail)}` : ''}`);
   };
 
-  const store = await (options.openStore ?? defaultOpenStore)(config.store, dataDir);
+  const store = await (options.openStore ?? openStore)(config.store, dataDir);
   let url = '';
   const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log };
   const app = Fastify({

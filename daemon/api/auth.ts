@@ -5,6 +5,9 @@ import type { DaemonContext } from '../context';
 import { ApiError } from './errors';
 import type { Auth, Caller } from './routes';
 
+/** Rollout and recording keys look like `hrk_…` (store/ids.ts); a wrong one is a 403, a wrong token a 401. */
+const KEY_PREFIX = 'hrk_';
+
 /** Constant-time comparison of two secrets (hashed first, so lengths never leak). */
 export function sameSecret(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a).digest();
@@ -32,8 +35,8 @@ async function isRolloutKey(ctx: DaemonContext, rolloutId: string, key: string):
 }
 
 /**
- * The caller of a route, or an ApiError: 401 for a missing or wrong token, 403 for a key that is not
- * the daemon token used on a rollout route of another rollout.
+ * The caller of a route, or an ApiError: 401 for a missing or wrong token, 403 for a rollout key used
+ * outside its own rollout.
  */
 export async function authorize(
   ctx: DaemonContext,
@@ -51,19 +54,23 @@ export async function authorize(
     );
   }
   if (sameSecret(token, ctx.token)) return { kind: 'daemon' };
-  if (auth === 'rollout' && rolloutId) {
-    if (await isRolloutKey(ctx, rolloutId, token)) return { kind: 'rollout', rolloutId };
+  if (auth === 'rollout' && rolloutId && (await isRolloutKey(ctx, rolloutId, token))) {
+    return { kind: 'rollout', rolloutId };
+  }
+  if (token.startsWith(KEY_PREFIX)) {
     throw new ApiError(
       403,
       'forbidden',
-      `this key is not valid for rollout ${JSON.stringify(rolloutId)}: a rollout key may only act on its own rollout`,
+      auth === 'rollout' && rolloutId
+        ? `this key is not valid for rollout ${JSON.stringify(rolloutId)}: a rollout key may only act on its own rollout`
+        : 'a rollout key may only read its rollout and post its reward, complete or fail; this route needs the daemon token',
       'authorization',
     );
   }
   throw new ApiError(
     401,
     'unauthorized',
-    'invalid token: this route needs the daemon token (rollout keys may only report on their own rollout)',
+    'invalid token: use the daemon token (<data>/token)',
     'authorization',
   );
 }

@@ -415,7 +415,9 @@ export const routes: AnyRoute[] = [
         name: body.name ?? `recording ${new Date().toISOString()}`,
         upstream: body.upstream ?? { kind: 'reference' },
       });
-      return { ...recording, ...baseUrls(ctx, recording.rollout_id) };
+      // Recording keys work on the unscoped proxy paths, which record into the active recording.
+      const base = ctx.baseUrl();
+      return { ...recording, openai_base_url: `${base}/v1`, anthropic_base_url: base };
     },
   }),
   route({

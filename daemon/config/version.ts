@@ -1,10 +1,14 @@
 import { readFileSync } from 'node:fs';
 
-/** The package version (daemon/*.ts and the bundled dist/cli.js both sit one folder below package.json). */
+/** The package version, read from package.json (two folders up from this source file, one from dist/cli.js). */
 export const VERSION: string = (() => {
-  try {
-    return JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
+  for (const candidate of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(candidate, import.meta.url), 'utf8'));
+      if (pkg.name === 'harness-rl' && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // try the next place
+    }
   }
+  return '0.0.0';
 })();

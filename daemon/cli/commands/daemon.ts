@@ -1,4 +1,92 @@
-// Placeholder until its owner lands it.
-export async function run(_argv: string[]): Promise<number> {
-  throw new Error('the "daemon" command is not implemented yet');
+// `harness-rl daemon`: start the daemon in the foreground; SIGINT / SIGTERM stop it cleanly.
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfigFile } from '../../config/load';
+import { tokenPath } from '../../config/token';
+import { startDaemon } from '../../daemon';
+
+const USAGE = `usage: harness-rl daemon [--port N] [--host H] [--data DIR] [--store sqlite|postgres://…]
+                        [--token T] [--backend URL]... [--config FILE]`;
+
+export function defaultDataDir(): string {
+  return process.env.HARNESS_RL_DATA || join(homedir(), '.harness-rl');
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      data: { type: 'string' },
+      store: { type: 'string' },
+      token: { type: 'string' },
+      backend: { type: 'string', multiple: true },
+      config: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const port = values.port === undefined ? undefined : Number(values.port);
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    process.stderr.write(`harness-rl daemon: --port must be 0…65535, got ${values.port}\n${USAGE}\n`);
+    return 2;
+  }
+  const loaded = values.config ? await loadConfigFile(values.config) : null;
+  const section = loaded?.config.daemon;
+  const dataDir = resolve(
+    values.data ?? (section?.data ? resolve(loaded!.baseDir, section.data) : defaultDataDir()),
+  );
+  const daemon = await startDaemon({
+    dataDir,
+    port: port ?? section?.port,
+    host: values.host ?? section?.host,
+    store: values.store ?? section?.store,
+    token: values.token,
+    backends: [...(section?.backends ?? []), ...(values.backend ?? [])],
+    bodyLimitBytes: section?.body_limit_bytes,
+    backendTimeoutMs: section?.backend_timeout_ms,
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  process.stdout.write(
+    `harness-rl daemon listening on ${daemon.url} (data ${dataDir}, store ${daemon.ctx.store.kind})\n`,
+  );
+  if (daemon.tokenCreated) {
+    process.stdout.write(`access token (saved to ${tokenPath(dataDir)}, shown once): ${daemon.token}\n`);
+  }
+
+  return new Promise<number>((done) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        process.stderr.write(`harness-rl daemon: ${signal} again, exiting now\n`);
+        process.exit(1);
+      }
+      stopping = true;
+      process.stderr.write(`harness-rl daemon: ${signal}, stopping\n`);
+      daemon.close().then(
+        () => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          process.stdout.write('harness-rl daemon stopped\n');
+          // Anything that still holds the event loop (a stuck socket) must not keep a stopped daemon alive.
+          setTimeout(() => process.exit(0), 2000).unref();
+          done(0);
+        },
+        (err) => {
+          process.stderr.write(
+            `harness-rl daemon: stop failed: ${err instanceof Error ? err.message : err}\n`,
+          );
+          done(1);
+        },
+      );
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
 }

@@ -1,4 +1,144 @@
-// Placeholder until its owner lands it.
-export async function run(_argv: string[]): Promise<number> {
-  throw new Error('the "run" command is not implemented yet');
+// `harness-rl run start FILE | list | show ID | stop ID`: manage runs on the running daemon over REST.
+import { parseArgs } from 'node:util';
+import { loadConfigFile } from '../../config/load';
+import { readToken } from '../../config/token';
+import type { ErrorBody } from '../../protocol/api';
+import type { Page, Run, RunMetrics } from '../../protocol/entities';
+import { defaultDataDir } from './daemon';
+
+const USAGE = `usage: harness-rl run start FILE | list | show ID | stop ID
+  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
+
+class CliError extends Error {}
+
+function client(url: string, token: string) {
+  return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    let res: Response;
+    try {
+      res = await fetch(`${url.replace(/\/$/, '')}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new CliError(
+        `cannot reach the daemon at ${url} (${(err as Error).message}): is \`harness-rl daemon\` running?`,
+      );
+    }
+    const text = await res.text();
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: reported below
+    }
+    if (!res.ok) {
+      const error = (json as ErrorBody | null)?.error;
+      throw new CliError(
+        error ? `${error.message}${error.field ? ` (${error.field})` : ''}` : `HTTP ${res.status}: ${text}`,
+      );
+    }
+    return json as T;
+  };
+}
+
+function table(runs: Run[]): string {
+  const rows = [
+    ['ID', 'NAME', 'STATUS', 'STEP', 'CREATED'],
+    ...runs.map((r) => [r.id, r.name, r.status, String(r.step), r.created_at]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      url: { type: 'string' },
+      token: { type: 'string' },
+      data: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const [action, arg] = positionals;
+  if (values.help || !action) {
+    process.stdout.write(`${USAGE}\n`);
+    return values.help ? 0 : 2;
+  }
+  const url = values.url ?? process.env.HARNESS_RL_URL ?? 'http://127.0.0.1:4100';
+  const token = values.token ?? process.env.HARNESS_RL_TOKEN ?? readToken(values.data ?? defaultDataDir());
+  const out = (text: string) => process.stdout.write(`${text}\n`);
+  try {
+    if (!token) throw new CliError('no token: pass --token, set HARNESS_RL_TOKEN, or start the daemon once');
+    const call = client(url, token);
+    const needArg = (what: string) => {
+      if (!arg) throw new CliError(`run ${action} needs ${what}\n${USAGE}`);
+      return arg;
+    };
+    switch (action) {
+      case 'start': {
+        const { config, baseDir, file } = await loadConfigFile(needArg('a config FILE'));
+        if (!config.run) throw new CliError(`${file} has no run section`);
+        const created = await call<Run>('POST', '/api/runs', { config: config.run, base_dir: baseDir });
+        out(
+          values.json
+            ? JSON.stringify(created)
+            : `started run ${created.id} (${created.name}): ${created.status}`,
+        );
+        return 0;
+      }
+      case 'list': {
+        const runs: Run[] = [];
+        let cursor: string | null = null;
+        do {
+          const page: Page<Run> = await call<Page<Run>>(
+            'GET',
+            `/api/runs?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          );
+          runs.push(...page.items);
+          cursor = page.next_cursor;
+        } while (cursor);
+        out(values.json ? JSON.stringify(runs) : runs.length ? table(runs) : 'no runs');
+        return 0;
+      }
+      case 'show': {
+        const id = encodeURIComponent(needArg('a run ID'));
+        const shown = await call<Run>('GET', `/api/runs/${id}`);
+        const metrics = await call<RunMetrics[]>('GET', `/api/runs/${id}/metrics`);
+        out(JSON.stringify({ ...shown, metrics }, null, values.json ? undefined : 2));
+        return 0;
+      }
+      case 'stop': {
+        const stopped = await call<Run>('POST', `/api/runs/${encodeURIComponent(needArg('a run ID'))}/stop`);
+        out(values.json ? JSON.stringify(stopped) : `run ${stopped.id}: ${stopped.status}`);
+        return 0;
+      }
+      default:
+        throw new CliError(`unknown action ${JSON.stringify(action)}\n${USAGE}`);
+    }
+  } catch (err) {
+    if (
+      err instanceof CliError ||
+      (err instanceof Error && err.name === 'ConfigError') ||
+      err instanceof Error
+    ) {
+      process.stderr.write(`harness-rl run: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
 }
