@@ -32,7 +32,10 @@ describe('auth', () => {
   it('every other route answers 401 without the token or with a wrong one', async () => {
     const missing = await fetch(`${daemon.url}/api/rollouts`);
     expect(missing.status).toBe(401);
-    expect((await missing.json()).error).toMatchObject({ code: 'unauthorized', field: 'authorization' });
+    expect(((await missing.json()) as { error: unknown }).error).toMatchObject({
+      code: 'unauthorized',
+      field: 'authorization',
+    });
     expect((await daemon.api('GET', '/api/runs', undefined, 'not-the-token')).status).toBe(401);
     expect((await daemon.api('POST', '/api/rollouts', {}, 'not-the-token')).status).toBe(401);
     expect((await daemon.api('GET', '/api/openapi.json', undefined, 'not-the-token')).status).toBe(401);
