@@ -4,8 +4,14 @@ import { existsSync } from 'node:fs';
 import * as esbuild from 'esbuild';
 
 const watch = process.argv.includes('--watch');
+// `--only=extension,webview` builds just those targets (the VS Code tests use it).
+const only = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
 const targets = [
   {
+    name: 'cli',
     entryPoints: { cli: 'daemon/cli/main.ts' },
     platform: 'node',
     format: 'esm',
@@ -15,12 +21,15 @@ const targets = [
     },
   },
   {
+    name: 'extension',
     entryPoints: { extension: 'extension/src/main.ts' },
     platform: 'node',
     format: 'cjs',
-    external: ['vscode'],
+    // ws's optional native helpers are not shipped; ws falls back to JS
+    external: ['vscode', 'bufferutil', 'utf-8-validate'],
   },
   {
+    name: 'webview',
     entryPoints: {
       'webview/trajectory': 'webview/src/trajectory.ts',
       'webview/dashboard': 'webview/src/dashboard.ts',
@@ -31,7 +40,8 @@ const targets = [
   },
 ];
 
-for (const target of targets) {
+for (const { name, ...target } of targets) {
+  if (only && !only.includes(name)) continue;
   const entryPoints = Object.fromEntries(
     Object.entries(target.entryPoints).filter(([, file]) => existsSync(file)),
   );

@@ -1,0 +1,232 @@
+// Typed REST + live events client for the daemon. No vscode import: unit tests and scripts use it too.
+// Every response is validated with the shared protocol schemas, so a daemon/extension mismatch
+// shows as one clear error naming the field instead of a broken tree.
+import WebSocket from 'ws';
+import { z } from 'zod';
+import {
+  CreatedRecording,
+  type CreateRecordingBody,
+  type CreateRunBody,
+  Health,
+  type RewardBody,
+  RolloutDetail,
+  type RolloutQuery,
+} from '../../daemon/protocol/api';
+import { Group, Recording, Rollout, Run, RunMetrics } from '../../daemon/protocol/entities';
+import { DaemonEvent } from '../../daemon/protocol/events';
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly field: string | null = null,
+    readonly code = 'error',
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+const ErrorShape = z.object({
+  error: z.object({ message: z.string(), field: z.string().nullish(), code: z.string().nullish() }),
+});
+
+/** A page `{items, next_cursor}`; a plain array is accepted as one complete page. */
+const pageOf = <T extends z.ZodTypeAny>(item: T) =>
+  z.union([
+    z.object({
+      items: z.array(item),
+      next_cursor: z
+        .string()
+        .nullish()
+        .transform((c) => c ?? null),
+    }),
+    z.array(item).transform((items) => ({ items, next_cursor: null })),
+  ]);
+/** A list; `{items}` pages are flattened. */
+const listOf = <T extends z.ZodTypeAny>(item: T) =>
+  z.union([z.array(item), z.object({ items: z.array(item) }).transform((p) => p.items)]);
+
+export interface PageResult<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+export type RolloutFilterQuery = Partial<Omit<RolloutQuery, 'limit'>> & { limit?: number };
+
+export interface EventStream {
+  close(): void;
+}
+
+export class DaemonClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly token: string,
+    private readonly timeoutMs = 15_000,
+  ) {}
+
+  async request<S extends z.ZodTypeAny>(
+    method: string,
+    path: string,
+    schema: S,
+    body?: unknown,
+  ): Promise<z.output<S>> {
+    const url = new URL(path, this.baseUrl).toString();
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      throw new ApiError(
+        `cannot reach the daemon at ${this.baseUrl}: ${errorText(err)}`,
+        0,
+        null,
+        'unreachable',
+      );
+    }
+    const text = await res.text();
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      // fall through: non-JSON bodies are reported below
+    }
+    if (!res.ok) {
+      const parsed = ErrorShape.safeParse(json);
+      if (parsed.success) {
+        const e = parsed.data.error;
+        throw new ApiError(e.message, res.status, e.field ?? null, e.code ?? 'error');
+      }
+      throw new ApiError(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`, res.status);
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      throw new ApiError(
+        `${method} ${path}: unexpected response: ${z.prettifyError(parsed.error)}`,
+        res.status,
+        null,
+        'bad_response',
+      );
+    }
+    return parsed.data;
+  }
+
+  health() {
+    return this.request('GET', '/api/health', Health);
+  }
+  listRuns(cursor?: string, limit = 100): Promise<PageResult<Run>> {
+    return this.request('GET', `/api/runs${qs({ cursor, limit })}`, pageOf(Run));
+  }
+  getRun(id: string): Promise<Run> {
+    return this.request('GET', `/api/runs/${enc(id)}`, Run);
+  }
+  createRun(body: CreateRunBody): Promise<Run> {
+    return this.request('POST', '/api/runs', Run, body);
+  }
+  stopRun(id: string): Promise<unknown> {
+    return this.request('POST', `/api/runs/${enc(id)}/stop`, z.unknown(), {});
+  }
+  runMetrics(id: string): Promise<RunMetrics[]> {
+    return this.request('GET', `/api/runs/${enc(id)}/metrics`, listOf(RunMetrics));
+  }
+  runGroups(id: string, cursor?: string, limit = 100): Promise<PageResult<Group>> {
+    return this.request('GET', `/api/runs/${enc(id)}/groups${qs({ cursor, limit })}`, pageOf(Group));
+  }
+  getGroup(id: string): Promise<unknown> {
+    return this.request('GET', `/api/groups/${enc(id)}`, z.unknown());
+  }
+  listRollouts(query: RolloutFilterQuery): Promise<PageResult<Rollout>> {
+    return this.request('GET', `/api/rollouts${qs(query)}`, pageOf(Rollout));
+  }
+  getRollout(id: string): Promise<RolloutDetail> {
+    return this.request('GET', `/api/rollouts/${enc(id)}`, RolloutDetail);
+  }
+  postReward(id: string, body: RewardBody): Promise<unknown> {
+    return this.request('POST', `/api/rollouts/${enc(id)}/reward`, z.unknown(), body);
+  }
+  createRecording(body: CreateRecordingBody & { upstream_key?: string }): Promise<CreatedRecording> {
+    return this.request('POST', '/api/recordings', CreatedRecording, body);
+  }
+  listRecordings(): Promise<Recording[]> {
+    return this.request('GET', '/api/recordings', listOf(Recording));
+  }
+  stopRecording(id: string): Promise<unknown> {
+    return this.request('POST', `/api/recordings/${enc(id)}/stop`, z.unknown(), {});
+  }
+
+  /** The URL of a rollout in the REST API (what "Copy rollout URL" copies). */
+  rolloutUrl(id: string): string {
+    return new URL(`/api/rollouts/${enc(id)}`, this.baseUrl).toString();
+  }
+
+  /**
+   * Live events from GET /api/events; reconnects with backoff until closed.
+   * Messages that do not match DaemonEvent are skipped (a newer daemon may add types).
+   */
+  events(onEvent: (e: DaemonEvent) => void, onState?: (connected: boolean) => void): EventStream {
+    let closed = false;
+    let ws: WebSocket | undefined;
+    let delay = 250;
+    let timer: NodeJS.Timeout | undefined;
+    const url = new URL(`/api/events?token=${enc(this.token)}`, this.baseUrl);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    const open = () => {
+      if (closed) return;
+      ws = new WebSocket(url);
+      ws.on('open', () => {
+        delay = 250;
+        onState?.(true);
+      });
+      ws.on('message', (data) => {
+        let json: unknown;
+        try {
+          json = JSON.parse(String(data));
+        } catch {
+          return;
+        }
+        const parsed = DaemonEvent.safeParse(json);
+        if (parsed.success) onEvent(parsed.data);
+      });
+      ws.on('error', () => {});
+      ws.on('close', () => {
+        onState?.(false);
+        if (closed) return;
+        timer = setTimeout(open, delay);
+        delay = Math.min(delay * 2, 5_000);
+      });
+    };
+    open();
+    return {
+      close() {
+        closed = true;
+        if (timer) clearTimeout(timer);
+        ws?.close();
+      },
+    };
+  }
+}
+
+function enc(s: string): string {
+  return encodeURIComponent(s);
+}
+
+export function qs(params: Record<string, string | number | boolean | undefined | null>): string {
+  const entries = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== '');
+  if (entries.length === 0) return '';
+  return `?${entries.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`).join('&')}`;
+}
+
+export function errorText(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = (err as { cause?: unknown }).cause;
+    return cause instanceof Error ? `${err.message} (${cause.message})` : err.message;
+  }
+  return String(err);
+}

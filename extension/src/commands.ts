@@ -1,0 +1,351 @@
+// Every command as a small factory in one table. `needsDaemon` commands get the client from
+// ctx.requireClient(), which shows ONE clear message with a "Start Daemon" button when it is down.
+import { writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { Recording, Run } from '../../daemon/protocol/entities';
+import { type DaemonClient, errorText } from './client';
+import { checkRunConfig } from './configDiagnostics';
+import type { Ctx } from './ctx';
+import { exportSamples } from './export';
+import { DashboardPanel, TrajectoryPanel } from './panels';
+import { rateRecording, setUpstreamKey, showSnippets, startRecording, stopRecording } from './recording';
+import type { RunsNode } from './runsTree';
+
+type Handler = (...args: unknown[]) => unknown;
+interface CommandSpec {
+  /** whether the command talks to the daemon (then the client is passed first) */
+  needsDaemon: boolean;
+  run: (ctx: Ctx, client: DaemonClient | undefined, ...args: unknown[]) => unknown;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+/** Run id from a tree node, a {kind:'runId'} argument from a webview, or a quick pick. */
+async function runArg(
+  client: DaemonClient,
+  arg: unknown,
+  filter?: (r: Run) => boolean,
+): Promise<Run | undefined> {
+  if (isObj(arg) && arg.kind === 'run' && isObj(arg.run)) return arg.run as Run;
+  if (isObj(arg) && arg.kind === 'runId' && typeof arg.id === 'string') return client.getRun(arg.id);
+  const runs = (await client.listRuns(undefined, 200)).items.filter(filter ?? (() => true));
+  if (runs.length === 0) {
+    void vscode.window.showInformationMessage('Harness RL: no matching runs.');
+    return undefined;
+  }
+  const pick = await vscode.window.showQuickPick(
+    runs.map((r) => ({ label: r.name, description: `${r.status} · step ${r.step}`, detail: r.id, r })),
+    { title: 'Run' },
+  );
+  return pick?.r;
+}
+
+async function rolloutArg(
+  client: DaemonClient,
+  arg: unknown,
+): Promise<{ id: string; call_id: string | null } | undefined> {
+  if (isObj(arg) && arg.kind === 'rollout' && isObj(arg.rollout))
+    return { id: String(arg.rollout.id), call_id: null };
+  if (isObj(arg) && arg.kind === 'rolloutId' && typeof arg.id === 'string')
+    return { id: arg.id, call_id: typeof arg.call_id === 'string' ? arg.call_id : null };
+  if (isObj(arg) && arg.kind === 'recording' && isObj(arg.recording))
+    return { id: String((arg.recording as Recording).rollout_id), call_id: null };
+  if (typeof arg === 'string') return { id: arg, call_id: null };
+  const recent = await client.listRollouts({ limit: 50 }).catch(() => ({ items: [] }));
+  const quick = vscode.window.createQuickPick<vscode.QuickPickItem & { id?: string }>();
+  quick.title = 'Open trajectory: pick a rollout or type its id';
+  quick.placeholder = 'rollout id';
+  quick.items = recent.items.map((r) => ({
+    label: r.id,
+    description: `${r.kind} · ${r.status} · reward ${r.reward ?? '—'}`,
+    id: r.id,
+  }));
+  return new Promise((resolve) => {
+    quick.onDidAccept(() => {
+      const id = quick.selectedItems[0]?.id ?? quick.value.trim();
+      quick.hide();
+      resolve(id ? { id, call_id: null } : undefined);
+    });
+    quick.onDidHide(() => {
+      quick.dispose();
+      resolve(undefined);
+    });
+    quick.show();
+  });
+}
+
+/** Workspace files that look like run configs (have `tasks` at the top or under `run`). */
+async function findRunConfigs(): Promise<vscode.Uri[]> {
+  const files = await vscode.workspace.findFiles(
+    '**/*.{yaml,yml,json}',
+    '{**/node_modules/**,**/dist/**,**/.cache/**,**/build/**,**/package*.json,**/tsconfig*.json,**/.vscode/**}',
+    500,
+  );
+  const out: vscode.Uri[] = [];
+  for (const uri of files) {
+    try {
+      const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
+      if (/^\s*"?tasks"?\s*:/m.test(text) && /^\s*"?name"?\s*:/m.test(text)) out.push(uri);
+    } catch {
+      // unreadable
+    }
+  }
+  return out.sort((a, b) => a.fsPath.localeCompare(b.fsPath));
+}
+
+/** Validates a config document and shows its problems as diagnostics; returns the config when valid. */
+export function validateConfigDocument(ctx: Ctx, doc: vscode.TextDocument) {
+  const check = checkRunConfig(doc.getText());
+  ctx.diagnostics.set(
+    doc.uri,
+    check.problems.map((p) => {
+      const d = new vscode.Diagnostic(
+        new vscode.Range(
+          p.line,
+          p.col,
+          p.endLine,
+          Math.max(p.endCol, p.line === p.endLine ? p.col + 1 : p.endCol),
+        ),
+        p.message,
+        vscode.DiagnosticSeverity.Error,
+      );
+      d.source = 'harness-rl';
+      return d;
+    }),
+  );
+  return check;
+}
+
+async function startRun(ctx: Ctx, client: DaemonClient, arg: unknown) {
+  let uri = arg instanceof vscode.Uri ? arg : undefined;
+  if (!uri) {
+    const configs = await findRunConfigs();
+    const active = vscode.window.activeTextEditor?.document.uri;
+    const items = configs.map((u) => ({ label: vscode.workspace.asRelativePath(u), uri: u }));
+    if (active && configs.some((u) => u.toString() === active.toString())) {
+      items.sort((a) => (a.uri.toString() === active.toString() ? -1 : 0));
+    }
+    items.push({ label: '$(folder-opened) Browse…', uri: undefined as unknown as vscode.Uri });
+    const pick = await vscode.window.showQuickPick(items, { title: 'Start run: pick a run config' });
+    if (!pick) return;
+    uri =
+      pick.uri ??
+      (
+        await vscode.window.showOpenDialog({
+          filters: { 'Run config': ['yaml', 'yml', 'json'] },
+          canSelectMany: false,
+        })
+      )?.[0];
+    if (!uri) return;
+  }
+  const doc = await vscode.workspace.openTextDocument(uri);
+  const check = validateConfigDocument(ctx, doc);
+  if (!check.config) {
+    const pick = await vscode.window.showErrorMessage(
+      `Harness RL: ${vscode.workspace.asRelativePath(uri)} has ${check.problems.length} problem${check.problems.length === 1 ? '' : 's'}: ${check.problems[0]?.message ?? ''}`,
+      'Show Problems',
+    );
+    if (pick) {
+      await vscode.window.showTextDocument(doc);
+      void vscode.commands.executeCommand('workbench.actions.view.problems');
+    }
+    return;
+  }
+  try {
+    const run = await client.createRun({ config: check.config, base_dir: path.dirname(uri.fsPath) });
+    ctx.log.appendLine(`run ${run.id} "${run.name}" started from ${uri.fsPath}`);
+    ctx.runsTree.refresh();
+    DashboardPanel.show(ctx, run.id, run.name);
+    void vscode.window.showInformationMessage(`Harness RL: run "${run.name}" started.`);
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Harness RL: could not start the run: ${errorText(err)}`);
+  }
+}
+
+export const COMMANDS: Record<string, CommandSpec> = {
+  'harnessRl.startDaemon': { needsDaemon: false, run: (ctx) => ctx.startDaemon() },
+  'harnessRl.stopDaemon': {
+    needsDaemon: false,
+    run: async (ctx) => {
+      if (!ctx.daemon.owned && ctx.daemon.state === 'running') {
+        void vscode.window.showInformationMessage(
+          'Harness RL: this daemon was not started by VS Code; disconnected from it.',
+        );
+      }
+      await ctx.daemon.stop();
+    },
+  },
+  'harnessRl.restartDaemon': {
+    needsDaemon: false,
+    run: async (ctx) => {
+      await ctx.daemon.stop();
+      await ctx.startDaemon();
+    },
+  },
+  'harnessRl.showLogs': { needsDaemon: false, run: (ctx) => ctx.log.show() },
+  'harnessRl.startRun': { needsDaemon: true, run: (ctx, c, arg) => startRun(ctx, c!, arg) },
+  'harnessRl.stopRun': {
+    needsDaemon: true,
+    run: async (ctx, c, arg) => {
+      const run = await runArg(
+        c!,
+        arg,
+        (r) => r.status === 'running' || r.status === 'created' || r.status === 'paused',
+      );
+      if (!run) return;
+      try {
+        await c!.stopRun(run.id);
+        ctx.runsTree.refresh();
+        void vscode.window.showInformationMessage(`Harness RL: run "${run.name}" stopped.`);
+      } catch (err) {
+        void vscode.window.showErrorMessage(`Harness RL: could not stop the run: ${errorText(err)}`);
+      }
+    },
+  },
+  'harnessRl.openDashboard': {
+    needsDaemon: true,
+    run: async (ctx, c, arg) => {
+      const run = await runArg(c!, arg);
+      if (run) DashboardPanel.show(ctx, run.id, run.name);
+    },
+  },
+  'harnessRl.startRecording': { needsDaemon: false, run: (ctx) => startRecording(ctx) },
+  'harnessRl.stopRecording': {
+    needsDaemon: false,
+    run: (ctx, _c, arg) =>
+      stopRecording(
+        ctx,
+        isObj(arg) && arg.kind === 'recording' ? (arg as { recording: Recording }) : undefined,
+      ),
+  },
+  'harnessRl.rateRecording': {
+    needsDaemon: false,
+    run: (ctx, _c, arg) =>
+      rateRecording(
+        ctx,
+        isObj(arg) && arg.kind === 'recording' ? (arg as { recording: Recording }) : undefined,
+      ),
+  },
+  'harnessRl.showRecordingSnippets': { needsDaemon: false, run: (ctx) => showSnippets(ctx) },
+  'harnessRl.setUpstreamKey': { needsDaemon: false, run: (ctx) => setUpstreamKey(ctx) },
+  'harnessRl.openTrajectory': {
+    needsDaemon: true,
+    run: async (ctx, c, arg) => {
+      const target = await rolloutArg(c!, arg);
+      if (target) await TrajectoryPanel.show(ctx, target.id, target.call_id);
+    },
+  },
+  'harnessRl.exportSamples': {
+    needsDaemon: true,
+    run: async (_ctx, c, arg) => {
+      const run = await runArg(c!, arg);
+      if (!run) return;
+      const target = await vscode.window.showSaveDialog({
+        defaultUri: vscode.Uri.file(
+          path.join(vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '', `${run.name}.samples.jsonl`),
+        ),
+        filters: { JSONL: ['jsonl'] },
+      });
+      if (!target) return;
+      await vscode.window.withProgress(
+        {
+          location: vscode.ProgressLocation.Notification,
+          title: `Harness RL: exporting samples of ${run.name}`,
+          cancellable: true,
+        },
+        async (progress, token) => {
+          try {
+            const result = await exportSamples(
+              c!,
+              run,
+              (n) => progress.report({ message: `${n} rollouts` }),
+              token,
+            );
+            writeFileSync(target.fsPath, result.text);
+            void vscode.window.showInformationMessage(
+              `Harness RL: wrote ${result.lines} lines to ${target.fsPath}.`,
+            );
+          } catch (err) {
+            void vscode.window.showErrorMessage(`Harness RL: export failed: ${errorText(err)}`);
+          }
+        },
+      );
+    },
+  },
+  'harnessRl.copyRolloutUrl': {
+    needsDaemon: true,
+    run: async (_ctx, c, arg) => {
+      const target = await rolloutArg(c!, arg);
+      if (!target) return;
+      const url = c!.rolloutUrl(target.id);
+      await vscode.env.clipboard.writeText(url);
+      void vscode.window.showInformationMessage(`Copied ${url}`);
+    },
+  },
+  'harnessRl.refresh': {
+    needsDaemon: false,
+    run: (ctx) => {
+      ctx.runsTree.refresh();
+      ctx.recordingsTree.refresh();
+    },
+  },
+  'harnessRl.filterRollouts': {
+    needsDaemon: false,
+    run: async (ctx) => {
+      const status = await vscode.window.showQuickPick(
+        ['any', 'queued', 'running', 'succeeded', 'failed', 'cancelled'],
+        { title: 'Filter rollouts: status' },
+      );
+      if (!status) return;
+      const range = await vscode.window.showInputBox({
+        title: 'Filter rollouts: reward range (e.g. "0.5..", "..0", "0..1"; empty = any)',
+        value: '',
+        validateInput: (v) =>
+          parseRange(v) ? undefined : 'use min..max with numbers (either side may be empty)',
+      });
+      if (range === undefined) return;
+      const r = parseRange(range)!;
+      ctx.runsTree.setFilter({
+        status: status === 'any' ? undefined : (status as 'queued'),
+        min_reward: r.min,
+        max_reward: r.max,
+      });
+    },
+  },
+  'harnessRl.loadMore': {
+    needsDaemon: false,
+    run: async (ctx, _c, arg) => {
+      if (isObj(arg) && arg.kind === 'more') await ctx.runsTree.loadMore(arg as RunsNode & { kind: 'more' });
+    },
+  },
+};
+
+/** "a..b", "a..", "..b", "" → bounds; undefined when malformed. */
+export function parseRange(v: string): { min?: number; max?: number } | undefined {
+  const s = v.trim();
+  if (s === '') return {};
+  const m = /^(-?[\d.eE+-]*)\s*\.\.\s*(-?[\d.eE+-]*)$/.exec(s);
+  if (!m) return Number.isFinite(Number(s)) ? { min: Number(s), max: Number(s) } : undefined;
+  const min = m[1] === '' ? undefined : Number(m[1]);
+  const max = m[2] === '' ? undefined : Number(m[2]);
+  if ((min !== undefined && !Number.isFinite(min)) || (max !== undefined && !Number.isFinite(max)))
+    return undefined;
+  return { min, max };
+}
+
+export function registerCommands(ctx: Ctx): void {
+  for (const [id, spec] of Object.entries(COMMANDS)) {
+    const handler: Handler = async (...args) => {
+      try {
+        const client = spec.needsDaemon ? await ctx.requireClient() : undefined;
+        if (spec.needsDaemon && !client) return;
+        return await spec.run(ctx, client, ...args);
+      } catch (err) {
+        ctx.log.appendLine(`${id} failed: ${errorText(err)}`);
+        void vscode.window.showErrorMessage(`Harness RL: ${errorText(err)}`);
+      }
+    };
+    ctx.push(vscode.commands.registerCommand(id, handler));
+  }
+}

@@ -1,0 +1,213 @@
+// Owns the extension's lifecycle: the daemon manager and client, live events, status bar,
+// tree views, diagnostics and the active recording.
+import * as vscode from 'vscode';
+import type { CreatedRecording } from '../../daemon/protocol/api';
+import type { DaemonEvent } from '../../daemon/protocol/events';
+import type { DaemonClient, EventStream } from './client';
+import { DaemonManager, daemonUrl } from './daemon';
+import { RecordingsTree } from './recordingsTree';
+import { RunsTree } from './runsTree';
+import { StatusBar } from './status';
+
+export class Ctx implements vscode.Disposable {
+  readonly log = vscode.window.createOutputChannel('Harness RL');
+  readonly daemon: DaemonManager;
+  readonly status = new StatusBar();
+  readonly runsTree: RunsTree;
+  readonly recordingsTree: RecordingsTree;
+  readonly diagnostics = vscode.languages.createDiagnosticCollection('harness-rl');
+  private readonly eventEmitter = new vscode.EventEmitter<DaemonEvent>();
+  readonly onEvent = this.eventEmitter.event;
+  private events: EventStream | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+  /** The recording this window started (its key lives only here and in the terminals' env). */
+  recording: CreatedRecording | undefined;
+  /** Latest known training run (for the status bar). */
+  private training: { id: string; name: string; step: number; steps?: number } | undefined;
+
+  constructor(readonly extension: vscode.ExtensionContext) {
+    this.daemon = new DaemonManager(extension.secrets, this.log);
+    this.runsTree = new RunsTree(
+      () => this.client,
+      () => vscode.workspace.getConfiguration('harnessRl').get<number>('pageSize', 100),
+    );
+    this.recordingsTree = new RecordingsTree(() => this.client);
+    this.disposables.push(
+      this.log,
+      this.daemon,
+      this.status,
+      this.runsTree,
+      this.recordingsTree,
+      this.diagnostics,
+      this.eventEmitter,
+      vscode.window.createTreeView('harnessRl.runs', {
+        treeDataProvider: this.runsTree,
+        showCollapseAll: true,
+      }),
+      vscode.window.createTreeView('harnessRl.recordings', { treeDataProvider: this.recordingsTree }),
+      this.daemon.onDidChangeState(() => this.onDaemonState()),
+      this.onEvent((e) => this.onDaemonEvent(e)),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('harnessRl.pageSize')) this.runsTree.refresh();
+      }),
+    );
+  }
+
+  get extensionUri(): vscode.Uri {
+    return this.extension.extensionUri;
+  }
+
+  get client(): DaemonClient | undefined {
+    return this.daemon.client;
+  }
+
+  /**
+   * The client, or undefined after ONE message with a "Start Daemon" button
+   * (commands that need the daemon call this first).
+   */
+  async requireClient(): Promise<DaemonClient | undefined> {
+    if (this.client) return this.client;
+    if (this.daemon.state === 'starting') {
+      return vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'Harness RL: waiting for the daemon…' },
+        () => this.daemon.start(),
+      );
+    }
+    const connected = await this.daemon.connect();
+    if (connected) return connected;
+    const pick = await vscode.window.showErrorMessage(
+      `Harness RL: the daemon is not running (${daemonUrl()}).`,
+      'Start Daemon',
+    );
+    if (pick !== 'Start Daemon') return undefined;
+    return this.startDaemon();
+  }
+
+  async startDaemon(): Promise<DaemonClient | undefined> {
+    const client = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: 'Harness RL: starting the daemon…' },
+      () => this.daemon.start(),
+    );
+    if (!client) {
+      const pick = await vscode.window.showErrorMessage(
+        'Harness RL: the daemon did not start. See the logs for why (is harness-rl installed? set harnessRl.cliPath).',
+        'Show Logs',
+      );
+      if (pick === 'Show Logs') this.log.show();
+    }
+    return client;
+  }
+
+  private onDaemonState() {
+    const state = this.daemon.state;
+    void vscode.commands.executeCommand('setContext', 'harnessRl.daemonRunning', state === 'running');
+    this.events?.close();
+    this.events = undefined;
+    const client = this.client;
+    if (client) {
+      this.events = client.events(
+        (e) => this.eventEmitter.fire(e),
+        (connected) => {
+          if (!connected) void this.checkAlive();
+        },
+      );
+    }
+    this.runsTree.refresh();
+    this.recordingsTree.refresh();
+    this.updateStatus();
+  }
+
+  /** The event socket closed: the daemon may be gone (not one we own; those report their exit). */
+  private async checkAlive() {
+    const client = this.client;
+    if (!client || this.daemon.owned) return;
+    try {
+      await client.health();
+    } catch {
+      this.daemon.markLost();
+    }
+  }
+
+  private onDaemonEvent(e: DaemonEvent) {
+    this.runsTree.onEvent(e);
+    this.recordingsTree.onEvent(e);
+    if (e.type === 'run') {
+      const steps = (e.run.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
+      if (e.run.status === 'running')
+        this.training = { id: e.run.id, name: e.run.name, step: e.run.step, steps };
+      else if (this.training?.id === e.run.id) this.training = undefined;
+      this.updateStatus();
+    }
+    if (e.type === 'recording' && this.recording?.id === e.recording.id && e.recording.status === 'stopped') {
+      this.clearRecording();
+    }
+  }
+
+  setRecording(rec: CreatedRecording | undefined) {
+    this.recording = rec;
+    void vscode.commands.executeCommand('setContext', 'harnessRl.recording', rec !== undefined);
+    this.updateStatus();
+  }
+
+  clearRecording() {
+    this.extension.environmentVariableCollection.clear();
+    this.setRecording(undefined);
+  }
+
+  updateStatus() {
+    const url = daemonUrl();
+    switch (this.daemon.state) {
+      case 'stopped':
+        this.status.set({ kind: 'stopped' });
+        return;
+      case 'starting':
+        this.status.set({ kind: 'starting' });
+        return;
+      case 'failed':
+        this.status.set({ kind: 'failed' });
+        return;
+      case 'running':
+        if (this.recording) this.status.set({ kind: 'recording', name: this.recording.name, url });
+        else if (this.training)
+          this.status.set({
+            kind: 'training',
+            run: this.training.name,
+            step: this.training.step,
+            steps: this.training.steps,
+            url,
+          });
+        else this.status.set({ kind: 'idle', url });
+    }
+  }
+
+  /** Called once after activation: connect quietly to a daemon that already runs. */
+  async connectQuietly(): Promise<void> {
+    const client = await this.daemon.connect();
+    if (!client) return;
+    try {
+      const runs = await client.listRuns(undefined, 20);
+      const running = runs.items.find((r) => r.status === 'running');
+      if (running) {
+        const steps = (running.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
+        this.training = { id: running.id, name: running.name, step: running.step, steps };
+        this.updateStatus();
+      }
+    } catch {
+      // the tree shows errors
+    }
+  }
+
+  push(...d: vscode.Disposable[]) {
+    this.disposables.push(...d);
+  }
+
+  async stop(): Promise<void> {
+    this.events?.close();
+    if (this.daemon.owned) await this.daemon.stop();
+  }
+
+  dispose(): void {
+    this.events?.close();
+    for (const d of this.disposables.splice(0).reverse()) d.dispose();
+  }
+}

@@ -1,0 +1,295 @@
+// The trajectory and dashboard webview panels: strict CSP, typed messages (webview/src/protocol.ts),
+// state restored after a reload through registerWebviewPanelSerializer.
+import { randomBytes } from 'node:crypto';
+import * as vscode from 'vscode';
+import {
+  DashboardState,
+  FromWebview,
+  type ToDashboard,
+  type ToTrajectory,
+  TrajectoryState,
+} from '../../webview/src/protocol';
+import { errorText } from './client';
+import type { Ctx } from './ctx';
+import { samplesFor } from './samples';
+
+export const TRAJECTORY_VIEW = 'harnessRl.trajectory';
+export const DASHBOARD_VIEW = 'harnessRl.dashboard';
+
+export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewPanelOptions & vscode.WebviewOptions {
+  return {
+    enableScripts: true,
+    retainContextWhenHidden: false,
+    localResourceRoots: [
+      vscode.Uri.joinPath(extensionUri, 'dist', 'webview'),
+      vscode.Uri.joinPath(extensionUri, 'media'),
+    ],
+  };
+}
+
+/** The page around a bundle: only the bundle's nonce'd script and styles from the extension. */
+export function webviewHtml(
+  webview: vscode.Webview,
+  extensionUri: vscode.Uri,
+  bundle: 'trajectory' | 'dashboard',
+  title: string,
+): string {
+  const nonce = randomBytes(16).toString('base64');
+  const base = vscode.Uri.joinPath(extensionUri, 'dist', 'webview');
+  const script = webview.asWebviewUri(vscode.Uri.joinPath(base, `${bundle}.js`));
+  const style = webview.asWebviewUri(vscode.Uri.joinPath(base, `${bundle}.css`));
+  const csp = [
+    "default-src 'none'",
+    `style-src ${webview.cspSource}`,
+    `img-src ${webview.cspSource} data:`,
+    `font-src ${webview.cspSource}`,
+    `script-src 'nonce-${nonce}'`,
+  ].join('; ');
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${style}">
+<title>${title.replace(/[<>&"]/g, '')}</title>
+</head>
+<body data-view="${bundle}">
+<script nonce="${nonce}" src="${script}"></script>
+</body>
+</html>`;
+}
+
+abstract class Panel implements vscode.Disposable {
+  protected readonly disposables: vscode.Disposable[] = [];
+  private reloadTimer: NodeJS.Timeout | undefined;
+  protected ready = false;
+
+  constructor(
+    protected readonly ctx: Ctx,
+    readonly panel: vscode.WebviewPanel,
+  ) {
+    this.disposables.push(
+      panel.onDidDispose(() => this.dispose()),
+      panel.webview.onDidReceiveMessage((m) => this.onRawMessage(m)),
+    );
+  }
+
+  private async onRawMessage(raw: unknown) {
+    const parsed = FromWebview.safeParse(raw);
+    if (!parsed.success) {
+      this.ctx.log.appendLine(`webview sent an unknown message: ${JSON.stringify(raw).slice(0, 200)}`);
+      return;
+    }
+    const m = parsed.data;
+    switch (m.type) {
+      case 'ready':
+        this.ready = true;
+        await this.load();
+        break;
+      case 'refresh':
+        await this.load();
+        break;
+      case 'copy':
+        await vscode.env.clipboard.writeText(m.text);
+        void vscode.window.showInformationMessage(`Copied the call as ${m.what}.`);
+        break;
+      case 'stopRun':
+        await vscode.commands.executeCommand('harnessRl.stopRun', { kind: 'runId', id: m.run_id });
+        break;
+      case 'openRollout':
+        await TrajectoryPanel.show(this.ctx, m.rollout_id);
+        break;
+    }
+  }
+
+  protected reloadSoon() {
+    if (this.reloadTimer || !this.ready) return;
+    this.reloadTimer = setTimeout(() => {
+      this.reloadTimer = undefined;
+      void this.load();
+    }, 300);
+  }
+
+  abstract load(): Promise<void>;
+
+  dispose(): void {
+    if (this.reloadTimer) clearTimeout(this.reloadTimer);
+    for (const d of this.disposables.splice(0)) d.dispose();
+  }
+}
+
+export class TrajectoryPanel extends Panel {
+  private static readonly open = new Map<string, TrajectoryPanel>();
+
+  static async show(
+    ctx: Ctx,
+    rolloutId: string,
+    focusCallId: string | null = null,
+  ): Promise<TrajectoryPanel> {
+    const existing = TrajectoryPanel.open.get(rolloutId);
+    if (existing) {
+      existing.focusCallId = focusCallId;
+      existing.panel.reveal();
+      await existing.load();
+      return existing;
+    }
+    const panel = vscode.window.createWebviewPanel(
+      TRAJECTORY_VIEW,
+      `Rollout ${rolloutId.slice(-8)}`,
+      vscode.ViewColumn.Active,
+      webviewOptions(ctx.extensionUri),
+    );
+    return new TrajectoryPanel(ctx, panel, rolloutId, focusCallId);
+  }
+
+  static serializer(ctx: Ctx): vscode.WebviewPanelSerializer {
+    return {
+      async deserializeWebviewPanel(panel, state) {
+        const parsed = TrajectoryState.safeParse(state);
+        if (!parsed.success) {
+          panel.dispose();
+          return;
+        }
+        panel.webview.options = webviewOptions(ctx.extensionUri);
+        new TrajectoryPanel(ctx, panel, parsed.data.rollout_id, parsed.data.focus_call_id ?? null);
+      },
+    };
+  }
+
+  private constructor(
+    ctx: Ctx,
+    panel: vscode.WebviewPanel,
+    readonly rolloutId: string,
+    private focusCallId: string | null,
+  ) {
+    super(ctx, panel);
+    TrajectoryPanel.open.set(rolloutId, this);
+    panel.webview.html = webviewHtml(panel.webview, ctx.extensionUri, 'trajectory', panel.title);
+    this.disposables.push(
+      ctx.onEvent((e) => {
+        const id =
+          e.type === 'rollout'
+            ? e.rollout.id
+            : e.type === 'llm_call'
+              ? e.call.rollout_id
+              : e.type === 'reward'
+                ? e.reward.rollout_id
+                : null;
+        if (id === this.rolloutId) this.reloadSoon();
+      }),
+    );
+  }
+
+  private post(m: ToTrajectory) {
+    void this.panel.webview.postMessage(m);
+  }
+
+  async load(): Promise<void> {
+    const client = this.ctx.client;
+    if (!client) {
+      this.post({
+        type: 'error',
+        message: 'The Harness RL daemon is not running. Start it and press Refresh.',
+      });
+      return;
+    }
+    try {
+      const rollout = await client.getRollout(this.rolloutId);
+      const samples = await samplesFor(client, rollout, this.ctx.log);
+      this.post({
+        type: 'trajectory',
+        rollout,
+        samples,
+        token_texts: null,
+        proxy_base_url: new URL('/v1', client.baseUrl).toString(),
+        focus_call_id: this.focusCallId,
+      });
+    } catch (err) {
+      this.post({ type: 'error', message: `Could not load rollout ${this.rolloutId}: ${errorText(err)}` });
+    }
+  }
+
+  override dispose(): void {
+    if (TrajectoryPanel.open.get(this.rolloutId) === this) TrajectoryPanel.open.delete(this.rolloutId);
+    super.dispose();
+  }
+}
+
+export class DashboardPanel extends Panel {
+  private static readonly open = new Map<string, DashboardPanel>();
+
+  static show(ctx: Ctx, runId: string, runName = runId): DashboardPanel {
+    const existing = DashboardPanel.open.get(runId);
+    if (existing) {
+      existing.panel.reveal();
+      return existing;
+    }
+    const panel = vscode.window.createWebviewPanel(
+      DASHBOARD_VIEW,
+      `Run ${runName}`,
+      vscode.ViewColumn.Active,
+      webviewOptions(ctx.extensionUri),
+    );
+    return new DashboardPanel(ctx, panel, runId);
+  }
+
+  static serializer(ctx: Ctx): vscode.WebviewPanelSerializer {
+    return {
+      async deserializeWebviewPanel(panel, state) {
+        const parsed = DashboardState.safeParse(state);
+        if (!parsed.success) {
+          panel.dispose();
+          return;
+        }
+        panel.webview.options = webviewOptions(ctx.extensionUri);
+        new DashboardPanel(ctx, panel, parsed.data.run_id);
+      },
+    };
+  }
+
+  private constructor(
+    ctx: Ctx,
+    panel: vscode.WebviewPanel,
+    readonly runId: string,
+  ) {
+    super(ctx, panel);
+    DashboardPanel.open.set(runId, this);
+    panel.webview.html = webviewHtml(panel.webview, ctx.extensionUri, 'dashboard', panel.title);
+    this.disposables.push(
+      ctx.onEvent((e) => {
+        if (!this.ready) return;
+        if (e.type === 'run_metrics' && e.metrics.run_id === this.runId)
+          this.post({ type: 'metrics', metrics: e.metrics });
+        if (e.type === 'run' && e.run.id === this.runId) this.post({ type: 'run', run: e.run });
+      }),
+    );
+  }
+
+  private post(m: ToDashboard) {
+    void this.panel.webview.postMessage(m);
+  }
+
+  async load(): Promise<void> {
+    const client = this.ctx.client;
+    if (!client) {
+      this.post({
+        type: 'error',
+        message: 'The Harness RL daemon is not running. Start it and press Refresh.',
+      });
+      return;
+    }
+    try {
+      const [run, metrics] = await Promise.all([client.getRun(this.runId), client.runMetrics(this.runId)]);
+      this.panel.title = `Run ${run.name}`;
+      this.post({ type: 'dashboard', run, metrics });
+    } catch (err) {
+      this.post({ type: 'error', message: `Could not load run ${this.runId}: ${errorText(err)}` });
+    }
+  }
+
+  override dispose(): void {
+    if (DashboardPanel.open.get(this.runId) === this) DashboardPanel.open.delete(this.runId);
+    super.dispose();
+  }
+}

@@ -1,0 +1,83 @@
+// Recordings → their llm calls. Live from /api/events.
+import * as vscode from 'vscode';
+import type { LlmCall, Recording } from '../../daemon/protocol/entities';
+import type { DaemonEvent } from '../../daemon/protocol/events';
+import { type DaemonClient, errorText } from './client';
+import { callLabel, statusIcon } from './labels';
+
+export type RecordingsNode =
+  | { kind: 'recording'; recording: Recording }
+  | { kind: 'call'; call: LlmCall }
+  | { kind: 'message'; text: string };
+
+export class RecordingsTree implements vscode.TreeDataProvider<RecordingsNode>, vscode.Disposable {
+  private readonly emitter = new vscode.EventEmitter<RecordingsNode | undefined>();
+  readonly onDidChangeTreeData = this.emitter.event;
+  private timer: NodeJS.Timeout | undefined;
+  recordings: Recording[] = [];
+
+  constructor(private readonly getClient: () => DaemonClient | undefined) {}
+
+  refresh(): void {
+    this.emitter.fire(undefined);
+  }
+
+  async getChildren(node?: RecordingsNode): Promise<RecordingsNode[]> {
+    const client = this.getClient();
+    if (!client) return [];
+    try {
+      if (!node) {
+        this.recordings = await client.listRecordings();
+        return this.recordings.map((recording) => ({ kind: 'recording' as const, recording }));
+      }
+      if (node.kind === 'recording') {
+        const d = await client.getRollout(node.recording.rollout_id);
+        return d.llm_calls.map((call) => ({ kind: 'call' as const, call }));
+      }
+    } catch (err) {
+      return [{ kind: 'message', text: errorText(err) }];
+    }
+    return [];
+  }
+
+  getTreeItem(node: RecordingsNode): vscode.TreeItem {
+    if (node.kind === 'message') return new vscode.TreeItem(node.text);
+    if (node.kind === 'call') {
+      const { label, description } = callLabel(node.call);
+      const item = new vscode.TreeItem(label);
+      item.id = `rcall:${node.call.id}`;
+      item.description = description;
+      item.iconPath = new vscode.ThemeIcon(statusIcon(node.call.status));
+      if (node.call.rollout_id) {
+        item.command = {
+          command: 'harnessRl.openTrajectory',
+          title: 'Open Trajectory',
+          arguments: [{ kind: 'rolloutId', id: node.call.rollout_id, call_id: node.call.id }],
+        };
+      }
+      return item;
+    }
+    const r = node.recording;
+    const item = new vscode.TreeItem(r.name, vscode.TreeItemCollapsibleState.Collapsed);
+    item.id = `recording:${r.id}`;
+    const upstream = r.upstream as { kind?: string } | null;
+    item.description = `${r.status}${upstream?.kind ? ` · ${upstream.kind}` : ''} · ${new Date(r.created_at).toLocaleString()}`;
+    item.iconPath = new vscode.ThemeIcon(statusIcon(r.status));
+    item.contextValue = `recording.${r.status}`;
+    return item;
+  }
+
+  onEvent(e: DaemonEvent): void {
+    const relevant = e.type === 'recording' || (e.type === 'llm_call' && e.call.recording_id !== null);
+    if (!relevant || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.emitter.fire(undefined);
+    }, 300);
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.emitter.dispose();
+  }
+}

@@ -1,0 +1,49 @@
+// Which charts the run dashboard draws and how metric rows become uPlot series. Pure.
+import type { RunMetrics } from '../../daemon/protocol/entities';
+
+export interface ChartSpec {
+  title: string;
+  /** the metric key used (first of the candidates present in the data) */
+  key: string;
+}
+
+/** Charts in order; each lists the metric names the trainer/scheduler may use for it. */
+export const CHARTS: { title: string; keys: string[] }[] = [
+  { title: 'Mean reward', keys: ['reward_mean', 'mean_reward', 'reward'] },
+  { title: 'Loss', keys: ['loss', 'policy_loss'] },
+  { title: 'KL', keys: ['kl', 'kl_mean', 'approx_kl'] },
+  { title: 'Entropy', keys: ['entropy', 'entropy_mean'] },
+  { title: 'Clip fraction', keys: ['clip_fraction', 'clipfrac', 'clip_frac'] },
+  { title: 'Tokens/s', keys: ['tokens_per_s', 'tokens_per_second', 'throughput_tokens_per_s'] },
+  { title: 'Prefix breaks per step', keys: ['prefix_breaks', 'prefix_breaks_per_step'] },
+];
+
+/** The charts for the keys present: the known charts first (always shown), then every other key. */
+export function chartSpecs(rows: RunMetrics[]): ChartSpec[] {
+  const present = new Set(rows.flatMap((r) => Object.keys(r.metrics)));
+  const used = new Set<string>();
+  const specs: ChartSpec[] = CHARTS.map((c) => {
+    const key = c.keys.find((k) => present.has(k)) ?? c.keys[0];
+    for (const k of c.keys) used.add(k);
+    return { title: c.title, key };
+  });
+  for (const k of [...present].sort()) if (!used.has(k)) specs.push({ title: k, key: k });
+  return specs;
+}
+
+/** uPlot's columnar data for one key: [steps, values], sorted by step, one row per step. */
+export function seriesOf(rows: RunMetrics[], key: string): [number[], (number | null)[]] {
+  const byStep = new Map<number, number | null>();
+  for (const r of rows) if (key in r.metrics) byStep.set(r.step, r.metrics[key] ?? null);
+  const steps = [...byStep.keys()].sort((a, b) => a - b);
+  return [steps, steps.map((s) => byStep.get(s) ?? null)];
+}
+
+/** Adds or replaces the row for the same step. */
+export function upsertMetrics(rows: RunMetrics[], row: RunMetrics): RunMetrics[] {
+  const i = rows.findIndex((r) => r.step === row.step);
+  if (i < 0) return [...rows, row];
+  const next = rows.slice();
+  next[i] = { ...rows[i], metrics: { ...rows[i].metrics, ...row.metrics } };
+  return next;
+}

@@ -1,0 +1,59 @@
+// Typed messages between the extension host and the webviews: declared once here, both ends
+// validate with these schemas (the host before acting, the webview before rendering).
+import { z } from 'zod';
+import { RolloutDetail } from '../../daemon/protocol/api';
+import { Run, RunMetrics } from '../../daemon/protocol/entities';
+import { SampleJson } from '../../daemon/protocol/samples';
+
+/** Host → trajectory webview. */
+export const TrajectoryData = z.object({
+  type: z.literal('trajectory'),
+  rollout: RolloutDetail,
+  /** Training samples from the daemon's samples stage (buildSamples), when available. */
+  samples: z.array(SampleJson).nullable(),
+  /** Per sample, the decoded text of each token when the host could decode it. */
+  token_texts: z.array(z.array(z.string())).nullable().default(null),
+  /** The proxy's OpenAI-style base URL, for "copy as curl". */
+  proxy_base_url: z.string(),
+  focus_call_id: z.string().nullable().default(null),
+});
+export const ToTrajectory = z.discriminatedUnion('type', [
+  TrajectoryData,
+  z.object({ type: z.literal('loading'), rollout_id: z.string() }),
+  z.object({ type: z.literal('error'), message: z.string() }),
+]);
+
+/** Host → dashboard webview. */
+export const ToDashboard = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('dashboard'), run: Run, metrics: z.array(RunMetrics) }),
+  z.object({ type: z.literal('metrics'), metrics: RunMetrics }),
+  z.object({ type: z.literal('run'), run: Run }),
+  z.object({ type: z.literal('error'), message: z.string() }),
+]);
+
+/** Webview → host (both webviews). */
+export const FromWebview = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready') }),
+  z.object({ type: z.literal('copy'), what: z.string().max(100), text: z.string() }),
+  z.object({ type: z.literal('refresh') }),
+  z.object({ type: z.literal('stopRun'), run_id: z.string() }),
+  z.object({ type: z.literal('openRollout'), rollout_id: z.string() }),
+]);
+
+/** What each webview keeps in getState()/setState() and the serializer restores from. */
+export const TrajectoryState = z.object({ rollout_id: z.string(), focus_call_id: z.string().nullish() });
+export const DashboardState = z.object({ run_id: z.string() });
+
+export type TrajectoryData = z.infer<typeof TrajectoryData>;
+export type ToTrajectory = z.input<typeof ToTrajectory>;
+export type ToDashboard = z.infer<typeof ToDashboard>;
+export type FromWebview = z.infer<typeof FromWebview>;
+export type TrajectoryState = z.infer<typeof TrajectoryState>;
+export type DashboardState = z.infer<typeof DashboardState>;
+
+/** The subset of the webview API the bundles use (acquireVsCodeApi()). */
+export interface VsCodeApi<S> {
+  postMessage(message: FromWebview): void;
+  getState(): S | undefined;
+  setState(state: S): void;
+}

@@ -1,0 +1,313 @@
+// Trajectory viewer: the conversation of a rollout (every llm call with timing, model version,
+// wire API, status) and the training view (merged samples token by token: loss mask, logprob
+// heat map, advantage, prefix breaks with their diagnosis). Messages follow protocol.ts.
+import './trajectory.css';
+import type { LlmCall } from '../../daemon/protocol/entities';
+import { type Entry, newRequestEntries, responseEntries } from './conversation';
+import { callAsCurl, callAsJson } from './curl';
+import { clear, h, highlight } from './dom';
+import { ToTrajectory, type TrajectoryData, type TrajectoryState, type VsCodeApi } from './protocol';
+import { breakDiagnosis, heat, type SampleView, summarize, tokenLabel, tokenView } from './tokens';
+
+declare function acquireVsCodeApi(): VsCodeApi<TrajectoryState & { tab?: Tab }>;
+type Tab = 'conversation' | 'training';
+
+const vscode = acquireVsCodeApi();
+const root = h('div', { id: 'root' });
+document.body.append(root);
+let data: TrajectoryData | null = null;
+let tab: Tab = vscode.getState()?.tab ?? 'conversation';
+let marks: HTMLElement[] = [];
+let current = -1;
+
+window.addEventListener('message', (ev: MessageEvent) => {
+  const parsed = ToTrajectory.safeParse(ev.data);
+  if (!parsed.success) {
+    renderError(`bad message from the extension: ${parsed.error.issues[0]?.message ?? ''}`);
+    return;
+  }
+  const msg = parsed.data;
+  if (msg.type === 'loading') {
+    clear(root);
+    root.append(h('p', { class: 'muted' }, `Loading rollout ${msg.rollout_id}…`));
+  } else if (msg.type === 'error') renderError(msg.message);
+  else {
+    data = msg;
+    vscode.setState({ rollout_id: msg.rollout.id, focus_call_id: msg.focus_call_id, tab });
+    render();
+  }
+});
+vscode.postMessage({ type: 'ready' });
+
+function renderError(message: string) {
+  clear(root);
+  root.append(
+    h('p', { class: 'error' }, message),
+    h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Retry'),
+  );
+}
+
+function render() {
+  if (!data) return;
+  const d = data;
+  const r = d.rollout;
+  clear(root);
+  const search = h('input', {
+    type: 'search',
+    placeholder: 'Search trajectory',
+    id: 'search',
+    'aria-label': 'Search trajectory',
+  });
+  const count = h('span', { class: 'muted', id: 'search-count' });
+  search.addEventListener('input', () => runSearch(search.value, count));
+  search.addEventListener('keydown', (e) => {
+    if ((e as KeyboardEvent).key === 'Enter') step((e as KeyboardEvent).shiftKey ? -1 : 1, count);
+  });
+  const tabButton = (t: Tab, label: string) =>
+    h('button', { class: tab === t ? 'active' : '', 'data-tab': t, onclick: () => switchTab(t) }, label);
+  root.append(
+    h(
+      'header',
+      { class: 'bar' },
+      h('h1', {}, `Rollout ${r.id}`),
+      h(
+        'div',
+        { class: 'tabs' },
+        tabButton('conversation', 'Conversation'),
+        tabButton('training', 'Training'),
+      ),
+      search,
+      count,
+      h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Refresh'),
+    ),
+  );
+  const rewards = r.rewards.map((w) => `${w.value} (${w.source})`).join(', ');
+  root.append(
+    h(
+      'div',
+      { class: 'summary' },
+      h('span', {}, h('span', { class: 'badge' }, r.status), ` ${r.kind}`),
+      h('span', { id: 'reward' }, `reward ${r.reward ?? '—'}`),
+      rewards && h('span', { class: 'muted' }, `rewards: ${rewards}`),
+      h('span', {}, `${r.attempts.length} attempts · ${r.llm_calls.length} llm calls`),
+      r.stats &&
+        h(
+          'span',
+          {},
+          `${r.stats.samples} samples · ${r.stats.prefix_breaks} prefix breaks · ${r.stats.mask_tokens} trained tokens`,
+        ),
+      r.error && h('span', { class: 'error' }, r.error),
+    ),
+  );
+  const body = h('div', { id: 'body' });
+  root.append(body);
+  if (tab === 'conversation') renderConversation(body, d);
+  else renderTraining(body, d);
+  if (search.value) runSearch(search.value, count);
+  if (d.focus_call_id && tab === 'conversation') {
+    document.getElementById(`call-${d.focus_call_id}`)?.scrollIntoView({ block: 'start' });
+  }
+}
+
+function switchTab(t: Tab) {
+  tab = t;
+  if (data) vscode.setState({ rollout_id: data.rollout.id, focus_call_id: data.focus_call_id, tab });
+  render();
+}
+
+function entryEl(e: Entry, response: boolean): HTMLElement {
+  const roleText =
+    e.kind === 'tool_call'
+      ? `${e.role} → ${e.name}`
+      : e.kind === 'tool_result'
+        ? `tool result ${e.name ?? ''}`
+        : e.kind === 'thinking'
+          ? `${e.role} thinking`
+          : e.role;
+  return h(
+    'div',
+    { class: `entry ${e.role} ${e.kind}${response ? ' response' : ''}` },
+    h('span', { class: 'role' }, roleText),
+    h('pre', {}, e.text),
+  );
+}
+
+function callHead(c: LlmCall, proxyBase: string): HTMLElement {
+  const timing = [
+    c.queue_ms !== null ? `queue ${Math.round(c.queue_ms)} ms` : null,
+    c.ttft_ms !== null ? `ttft ${Math.round(c.ttft_ms)} ms` : null,
+    c.total_ms !== null ? `total ${Math.round(c.total_ms)} ms` : null,
+  ].filter(Boolean);
+  const tokens = `${c.prompt_ids?.length ?? c.usage?.prompt_tokens ?? '?'} + ${c.response_ids?.length ?? c.usage?.completion_tokens ?? '?'} tokens (${c.token_source})`;
+  return h(
+    'div',
+    { class: 'head' },
+    h('strong', {}, `#${c.seq}`),
+    h('span', { class: 'badge' }, c.wire_api),
+    h('span', {}, c.model ?? ''),
+    c.model_version !== null && h('span', {}, `model v${c.model_version}`),
+    h(
+      'span',
+      { class: c.status === 'ok' ? '' : 'error' },
+      c.status + (c.http_status ? ` ${c.http_status}` : ''),
+    ),
+    h('span', { class: 'muted' }, timing.join(' · ')),
+    h('span', { class: 'muted' }, tokens),
+    c.finish_reason && h('span', { class: 'muted' }, `finish ${c.finish_reason}`),
+    c.stream && h('span', { class: 'muted' }, 'stream'),
+    h('span', { class: 'spacer' }),
+    h(
+      'button',
+      {
+        title: 'Copy as curl',
+        onclick: () => vscode.postMessage({ type: 'copy', what: 'curl', text: callAsCurl(c, proxyBase) }),
+      },
+      'curl',
+    ),
+    h(
+      'button',
+      {
+        title: 'Copy as JSON',
+        onclick: () => vscode.postMessage({ type: 'copy', what: 'JSON', text: callAsJson(c) }),
+      },
+      'JSON',
+    ),
+  );
+}
+
+function renderConversation(body: HTMLElement, d: TrajectoryData) {
+  const calls = [...d.rollout.llm_calls].sort((a, b) => a.seq - b.seq);
+  if (calls.length === 0) body.append(h('p', { class: 'muted' }, 'No llm calls recorded yet.'));
+  const fresh = newRequestEntries(calls);
+  calls.forEach((c, i) => {
+    const card = h('section', {
+      class: `call${c.id === d.focus_call_id ? ' focus' : ''}`,
+      id: `call-${c.id}`,
+    });
+    card.append(callHead(c, d.proxy_base_url));
+    for (const e of fresh[i]) card.append(entryEl(e, false));
+    for (const e of responseEntries(c)) card.append(entryEl(e, true));
+    if (c.error) card.append(h('div', { class: 'entry error' }, h('pre', {}, c.error)));
+    body.append(card);
+  });
+}
+
+function renderTraining(body: HTMLElement, d: TrajectoryData) {
+  const calls = [...d.rollout.llm_calls].sort((a, b) => a.seq - b.seq);
+  const views = tokenView(
+    calls,
+    d.rollout.prefix_breaks,
+    d.samples?.filter((s) => s.rollout_id === d.rollout.id) ?? null,
+    d.token_texts,
+  );
+  const s = summarize(views);
+  body.append(
+    h(
+      'div',
+      { class: 'legend', id: 'token-legend' },
+      h(
+        'span',
+        {},
+        `${s.samples} samples · ${s.tokens} tokens · ${s.maskTokens} trained (mask 1) · ${s.breaks} prefix breaks`,
+      ),
+      s.meanLogprob !== null && h('span', {}, `mean logprob ${s.meanLogprob.toFixed(3)}`),
+      h(
+        'span',
+        {},
+        h('span', { class: 'tok m0' }, 'prompt'),
+        ' mask 0 ',
+        h('span', { class: 'tok m1' }, 'response'),
+        ' mask 1',
+      ),
+      h('span', {}, 'logprob: likely ', h('span', { class: 'swatch' }), ' unlikely'),
+      h(
+        'span',
+        {},
+        h('span', { class: 'tok adv-pos' }, '+A'),
+        ' / ',
+        h('span', { class: 'tok adv-neg' }, '−A'),
+        ' advantage',
+      ),
+      d.samples ? null : h('span', { class: 'muted' }, 'advantages appear once the group is complete'),
+    ),
+  );
+  if (views.length === 0)
+    body.append(h('p', { class: 'muted' }, 'No token ids recorded for this rollout (text-only calls).'));
+  for (const v of views) body.append(sampleEl(v));
+}
+
+function sampleEl(v: SampleView): HTMLElement {
+  const wrap = h('div', { class: 'sample', 'data-sample': v.index });
+  if (v.breakBefore) {
+    const b = v.breakBefore;
+    wrap.append(
+      h(
+        'div',
+        { class: 'break', 'data-break-class': b.class },
+        h(
+          'div',
+          {},
+          h('span', { class: 'cls' }, `Prefix break (${b.class})`),
+          ` at call ${b.call_index}, token ${b.position}`,
+        ),
+        h('div', {}, breakDiagnosis(b)),
+        h('div', { class: 'muted' }, 'expected: ', h('code', {}, b.expected_text ?? b.expected.join(' '))),
+        h('div', { class: 'muted' }, 'actual: ', h('code', {}, b.actual_text ?? b.actual.join(' '))),
+      ),
+    );
+  }
+  const adv = v.tokens.find((t) => t.advantage !== null)?.advantage;
+  wrap.append(
+    h(
+      'h2',
+      {},
+      `Sample ${v.index}`,
+      h(
+        'span',
+        { class: 'muted' },
+        ` — calls ${v.calls.join(', ')} · ${v.tokens.length} tokens${adv !== undefined && adv !== null ? ` · advantage ${adv.toFixed(3)}` : ''}`,
+      ),
+    ),
+  );
+  const line = h('div', { class: 'tokens' });
+  const frag = document.createDocumentFragment();
+  let prevCall = -1;
+  v.tokens.forEach((t, i) => {
+    const cls = ['tok', `m${t.mask}`];
+    if (t.call !== prevCall) cls.push('callstart');
+    prevCall = t.call;
+    if (t.advantage !== null && t.advantage > 0) cls.push('adv-pos');
+    if (t.advantage !== null && t.advantage < 0) cls.push('adv-neg');
+    const span = document.createElement('span');
+    span.className = cls.join(' ');
+    span.textContent = tokenLabel(t);
+    const hv = heat(t.logprob);
+    if (t.mask && hv !== null) {
+      span.style.background = `color-mix(in srgb, var(--vscode-charts-red) ${hv}%, transparent)`;
+      span.dataset.heat = String(hv);
+    }
+    span.title = `#${i} id ${t.id} · call ${t.call} · mask ${t.mask}${t.logprob !== null ? ` · logprob ${t.logprob.toFixed(4)}` : ''}${t.advantage !== null ? ` · advantage ${t.advantage.toFixed(3)}` : ''}`;
+    frag.append(span);
+  });
+  line.append(frag);
+  wrap.append(line);
+  return wrap;
+}
+
+function runSearch(q: string, count: HTMLElement) {
+  const body = document.getElementById('body');
+  if (!body) return;
+  marks = highlight(body, q);
+  current = -1;
+  if (marks.length) step(1, count);
+  else count.textContent = q ? 'no matches' : '';
+}
+
+function step(dir: number, count: HTMLElement) {
+  if (!marks.length) return;
+  marks[current]?.classList.remove('current');
+  current = (current + dir + marks.length) % marks.length;
+  marks[current].classList.add('current');
+  marks[current].scrollIntoView({ block: 'center' });
+  count.textContent = `${current + 1} of ${marks.length}`;
+}
