@@ -21,7 +21,7 @@ export function ppoClipTokenLoss(
 ): number {
   const ratio = Math.exp(logp - oldLogp);
   const clipped = Math.min(Math.max(ratio, 1 - clipLow), 1 + clipHigh);
-  return -Math.min(ratio * advantage, clipped * advantage);
+  return 0 - Math.min(ratio * advantage, clipped * advantage); // 0 − x: never −0 in the vectors
 }
 
 /** True where the clipped term wins, i.e. the token gets no gradient (counts toward clip_fraction). */

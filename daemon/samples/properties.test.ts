@@ -35,10 +35,10 @@ const trajectories = (opts: { alwaysExtend?: boolean; nonEmpty?: boolean } = {})
       fc.record({
         group: fc.integer({ min: 0, max: 3 }),
         reward: fc.option(fc.double({ min: -2, max: 2, noNaN: true }), { freq: 6 }),
-        calls: fc.array(
-          opts.alwaysExtend ? callPlan.map((c) => ({ ...c, extend: true })) : callPlan,
-          { minLength: 1, maxLength: 5 },
-        ),
+        calls: fc.array(opts.alwaysExtend ? callPlan.map((c) => ({ ...c, extend: true })) : callPlan, {
+          minLength: 1,
+          maxLength: 5,
+        }),
       }),
       { minLength: 1, maxLength: 10 },
     )
@@ -138,7 +138,10 @@ describe('samples properties', () => {
         expect(built.summary.prefix_breaks).toBe(0);
         built.samples.forEach((s, i) => {
           const last = kept[i].calls[kept[i].calls.length - 1];
-          expect(Array.from(s.input_ids)).toEqual([...last.prompt_ids, ...Array.from(last.response_ids)]);
+          expect(Array.from(s.input_ids)).toEqual([
+            ...Array.from(last.prompt_ids),
+            ...Array.from(last.response_ids),
+          ]);
         });
       }),
       { numRuns: 200 },
@@ -149,7 +152,9 @@ describe('samples properties', () => {
     fc.assert(
       fc.property(trajectories(), (input) => {
         const built = buildSamples(input, { merge: 'none', advantage: 'grpo', loss_agg: 'token-mean' });
-        const want = input.filter((t) => t.reward !== null).flatMap((t) => t.calls.map((_, k) => [t.rollout_id, k]));
+        const want = input
+          .filter((t) => t.reward !== null)
+          .flatMap((t) => t.calls.map((_, k) => [t.rollout_id, k]));
         expect(built.samples.map((s) => [s.rollout_id, s.index])).toEqual(want);
       }),
       { numRuns: 200 },

@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { ADV_EPS, drgrpo, grpo, reinforce, rloo } from './advantages';
 import { seqMeanTokenMean, seqMeanTokenSum, seqMeanTokenSumNorm, tokenMean } from './aggregation';
 import { type BuildOptions, buildSamples, type TrajectoryArrays } from './build';
+import { trajectoryFromCalls } from './index';
 import { toSampleJson } from './jsonl';
 import { classifyBreak, diagnosePrefixBreak } from './prefix';
-import { trajectoryFromCalls } from './index';
 
 const opts = (o: Partial<BuildOptions> = {}): BuildOptions => ({
   merge: 'exact',
@@ -55,7 +55,8 @@ describe('loss aggregations', () => {
   it('token-mean: w_t = 1/T', () => expect(Array.from(tokenMean(m))).toEqual([1 / 6, 1 / 6, 1 / 6]));
   it('seq-mean-token-mean: w_t = 1/(B·m_s)', () =>
     expect(Array.from(seqMeanTokenMean(m))).toEqual([1 / 6, 1 / 3, 1 / 9]));
-  it('seq-mean-token-sum: w_t = 1/B', () => expect(Array.from(seqMeanTokenSum(m))).toEqual([1 / 3, 1 / 3, 1 / 3]));
+  it('seq-mean-token-sum: w_t = 1/B', () =>
+    expect(Array.from(seqMeanTokenSum(m))).toEqual([1 / 3, 1 / 3, 1 / 3]));
   it('seq-mean-token-sum-norm: w_t = 1/(B·max_len), and max_len is required', () => {
     expect(Array.from(seqMeanTokenSumNorm(m, 10))).toEqual([1 / 30, 1 / 30, 1 / 30]);
     expect(() => seqMeanTokenSumNorm(m)).toThrow(/max_len/);
@@ -99,7 +100,11 @@ describe('buildSamples', () => {
 
   it('a prompt shorter than the running sequence is a break at its end', () => {
     const built = buildSamples([traj('r', 'g', 1, [call([1, 2], [3, 4]), call([1, 2, 3], [5])])], opts());
-    expect(built.rollouts.get('r')!.prefix_breaks[0]).toMatchObject({ position: 3, expected: [4], actual: [] });
+    expect(built.rollouts.get('r')!.prefix_breaks[0]).toMatchObject({
+      position: 3,
+      expected: [4],
+      actual: [],
+    });
   });
 
   it('merge none emits one sample per call, each its own prompt + response', () => {
@@ -133,7 +138,12 @@ describe('buildSamples', () => {
       ['c', 1],
     ]);
     // the excluded rollout still has its merge stats (for the trajectory view)
-    expect(built.rollouts.get('b')!.stats).toEqual({ samples: 1, prefix_breaks: 0, mask_tokens: 1, truncations: 0 });
+    expect(built.rollouts.get('b')!.stats).toEqual({
+      samples: 1,
+      prefix_breaks: 0,
+      mask_tokens: 1,
+      truncations: 0,
+    });
   });
 
   it('a group whose rewards are all equal gets zero advantage, is counted, and can be dropped', () => {

@@ -1,0 +1,218 @@
+// vectors.json (shared with the Python trainer) against buildSamples / the loss functions, and against a
+// second, deliberately naive reading of shared/spec/samples.md written from the text alone.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { SampleJson, Trajectory } from '../protocol/samples';
+import { buildSamples } from './build';
+import { toSampleJson, trajectoryArrays } from './jsonl';
+import { klK3, ppoClipLoss, ppoClipped, truncatedIsWeight, weightedLoss } from './loss';
+import { generateVectors } from './vectors.gen';
+
+interface Case {
+  options: {
+    merge: 'exact' | 'none';
+    advantage: 'grpo' | 'drgrpo' | 'rloo' | 'reinforce';
+    loss_agg: 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-sum-norm';
+    max_len: number | null;
+    max_prompt_tokens?: number | null;
+    max_response_tokens?: number | null;
+    drop_zero_variance_groups?: boolean;
+  };
+  samples: SampleJson[];
+  summary: Record<string, number>;
+}
+const vectors = JSON.parse(readFileSync(new URL('./vectors.json', import.meta.url), 'utf8')) as {
+  adv_eps: number;
+  trajectories: Trajectory[];
+  cases: Case[];
+  limit_cases: Case[];
+  policy_loss: {
+    clip_low: number;
+    clip_high: number;
+    logp: number[];
+    old_logp: number[];
+    advantage: number[];
+    loss: number[];
+    clipped: boolean[];
+    weights: number[];
+    total: number;
+  };
+  tis: { cap: number; cases: { trainer_old_logp: number; inference_logp: number; weight: number }[] };
+  kl_k3: { logp: number; ref_logp: number; kl: number }[];
+};
+
+/** The spec, read literally, with plain arrays (no limits: the 32 main cases). */
+function naive(
+  trajs: Trajectory[],
+  o: Case['options'],
+): { samples: SampleJson[]; summary: Record<string, number> } {
+  const eps = 1e-6;
+  const kept = trajs.filter((t) => t.reward !== null);
+  const adv = new Map<string, number>();
+  const groups = [...new Set(kept.map((t) => t.group_id))];
+  for (const g of groups) {
+    const members = kept.filter((t) => t.group_id === g);
+    const r = members.map((t) => t.reward as number);
+    const n = r.length;
+    const mean = r.reduce((a, b) => a + b, 0) / n;
+    const std = n > 1 ? Math.sqrt(r.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1)) : 0;
+    members.forEach((t, i) => {
+      let a: number;
+      if (o.advantage === 'grpo') a = n === 1 || std === 0 ? 0 : (r[i] - mean) / (std + eps);
+      else if (o.advantage === 'drgrpo') a = r[i] - mean;
+      else if (o.advantage === 'rloo')
+        a = n === 1 ? 0 : r[i] - (r.reduce((x, y) => x + y, 0) - r[i]) / (n - 1);
+      else a = r[i];
+      adv.set(t.rollout_id, a);
+    });
+  }
+  const out: Omit<SampleJson, 'loss_weights'>[] = [];
+  let breaks = 0;
+  for (const t of kept) {
+    let S: number[] = [];
+    let M: number[] = [];
+    let L: (number | null)[] = [];
+    let index = 0;
+    const emit = () => {
+      const a = adv.get(t.rollout_id)!;
+      out.push({
+        rollout_id: t.rollout_id,
+        group_id: t.group_id,
+        index: index++,
+        input_ids: S,
+        loss_mask: M as (0 | 1)[],
+        advantages: M.map((m) => (m ? a : 0)),
+        old_logprobs: L,
+      });
+    };
+    t.calls.forEach((c, k) => {
+      const lp = (i: number) => (c.response_logprobs ? c.response_logprobs[i] : null);
+      const startsWithS =
+        k > 0 && S.every((tok, i) => c.prompt_ids[i] === tok) && c.prompt_ids.length >= S.length;
+      if (k > 0 && o.merge === 'exact' && startsWithS) {
+        const extra = c.prompt_ids.slice(S.length);
+        S = [...S, ...extra, ...c.response_ids];
+        M = [...M, ...extra.map(() => 0), ...c.response_ids.map(() => 1)];
+        L = [...L, ...extra.map(() => null), ...c.response_ids.map((_, i) => lp(i))];
+        return;
+      }
+      if (k > 0) {
+        emit();
+        if (o.merge === 'exact') breaks++;
+      }
+      S = [...c.prompt_ids, ...c.response_ids];
+      M = [...c.prompt_ids.map(() => 0), ...c.response_ids.map(() => 1)];
+      L = [...c.prompt_ids.map(() => null), ...c.response_ids.map((_, i) => lp(i))];
+    });
+    if (t.calls.length > 0) emit();
+  }
+  const B = out.length;
+  const ms = out.map((s) => s.loss_mask.filter((m) => m === 1).length);
+  const T = ms.reduce((a, b) => a + b, 0);
+  const samples = out.map((s, i) => {
+    const w =
+      o.loss_agg === 'token-mean'
+        ? 1 / T
+        : o.loss_agg === 'seq-mean-token-mean'
+          ? 1 / (B * ms[i])
+          : o.loss_agg === 'seq-mean-token-sum'
+            ? 1 / B
+            : 1 / (B * (o.max_len as number));
+    return { ...s, loss_weights: s.loss_mask.map((m) => (m ? w : 0)) };
+  });
+  return {
+    samples,
+    summary: {
+      trajectories: trajs.length,
+      samples: B,
+      prefix_breaks: breaks,
+      excluded: trajs.length - kept.length,
+      mask_tokens: T,
+    },
+  };
+}
+
+function expectClose(got: SampleJson[], want: SampleJson[]) {
+  expect(got.map((s) => [s.rollout_id, s.index, s.input_ids, s.loss_mask, s.old_logprobs])).toEqual(
+    want.map((s) => [s.rollout_id, s.index, s.input_ids, s.loss_mask, s.old_logprobs]),
+  );
+  got.forEach((s, i) => {
+    s.advantages.forEach((a, t) => {
+      expect(a).toBeCloseTo(want[i].advantages[t], 12);
+    });
+    s.loss_weights.forEach((w, t) => {
+      expect(w).toBeCloseTo(want[i].loss_weights[t], 12);
+    });
+  });
+}
+
+const label = (c: Case) =>
+  `${c.options.merge} ${c.options.advantage} ${c.options.loss_agg}${c.options.max_len ? ` max_len=${c.options.max_len}` : ''}`;
+
+describe('shared test vectors', () => {
+  it('cover every merge × advantage × loss aggregation combination', () => {
+    expect(new Set(vectors.cases.map(label)).size).toBe(2 * 4 * 4);
+  });
+
+  it('vectors.json is what the generator writes today', () => {
+    expect(JSON.parse(JSON.stringify(generateVectors()))).toEqual(vectors);
+  });
+
+  for (const c of [...vectors.cases, ...vectors.limit_cases]) {
+    it(`buildSamples reproduces ${label(c)}${c.options.max_prompt_tokens !== undefined ? ' (limits)' : ''}`, () => {
+      const built = buildSamples(vectors.trajectories.map(trajectoryArrays), {
+        merge: c.options.merge,
+        advantage: c.options.advantage,
+        loss_agg: c.options.loss_agg,
+        max_len: c.options.max_len ?? undefined,
+        max_prompt_tokens: c.options.max_prompt_tokens ?? undefined,
+        max_response_tokens: c.options.max_response_tokens ?? undefined,
+        drop_zero_variance_groups: c.options.drop_zero_variance_groups,
+      });
+      expect(built.samples.map(toSampleJson)).toEqual(c.samples);
+      expect(built.summary).toMatchObject(c.summary);
+    });
+  }
+
+  for (const c of vectors.cases) {
+    it(`a literal reading of the spec agrees on ${label(c)}`, () => {
+      const got = naive(vectors.trajectories, c.options);
+      expectClose(got.samples, c.samples);
+      expect(got.summary).toEqual(c.summary);
+    });
+  }
+
+  it('limit cases cut responses, drop long prompts and zero-variance groups as documented', () => {
+    const [drop, limits] = vectors.limit_cases;
+    // g2 (one rollout) and g3 (two equal rewards) are zero-variance groups and are left out
+    expect(drop.summary).toMatchObject({ zero_variance_groups: 2, dropped_groups: 2 });
+    expect(drop.samples.map((s) => s.group_id)).not.toContain('g3');
+    expect(limits.summary).toMatchObject({ truncated: 1, dropped_prompts: 1 });
+    // r1's merged sample: prompt [1,2,3] + the first 5 tokens after it
+    expect(limits.samples.find((s) => s.rollout_id === 'r1')!.input_ids).toEqual([1, 2, 3, 10, 11, 4, 12, 5]);
+  });
+
+  it('per-token PPO-clip losses match the vectors and the hand-computed points', () => {
+    const p = vectors.policy_loss;
+    const loss = ppoClipLoss(p.logp, p.old_logp, p.advantage, p.clip_low, p.clip_high);
+    expect(Array.from(loss)).toEqual(p.loss);
+    expect(
+      p.logp.map((l, t) => ppoClipped(l, p.old_logp[t], p.advantage[t], p.clip_low, p.clip_high)),
+    ).toEqual(p.clipped);
+    expect(weightedLoss(loss, p.weights)).toBeCloseTo(p.total, 14);
+    // ratio 1: ℓ = −A; ratio e^0.5 > 1.28 with A = 1: clipped to −1.28; ratio e^−0.5 < 0.8 with A = −1:
+    // −min(−e^−0.5, −0.8) = 0.8; ratio e^0.5 with A = −1 is not clipped: ℓ = e^0.5
+    expect(p.loss[0]).toBe(-1);
+    expect(p.loss[1]).toBeCloseTo(-1.28, 14);
+    expect(p.loss[4]).toBeCloseTo(0.8, 14);
+    expect(p.loss[3]).toBeCloseTo(Math.exp(0.5), 14);
+  });
+
+  it('truncated importance weights and the k3 KL match the vectors', () => {
+    for (const c of vectors.tis.cases) {
+      expect(truncatedIsWeight(c.trainer_old_logp, c.inference_logp, vectors.tis.cap)).toBe(c.weight);
+    }
+    expect(vectors.tis.cases.at(-1)!.weight).toBe(2);
+    for (const c of vectors.kl_k3) expect(klK3(c.logp, c.ref_logp)).toBe(c.kl);
+  });
+});
