@@ -1,6 +1,25 @@
-// Placeholder: the proxy's owner replaces this with the real plugin (same exported signature).
-import type { FastifyInstance } from 'fastify';
+// The LLM proxy: OpenAI (chat/completions, completions, responses, models) and Anthropic (messages)
+// wire APIs under `/r/<rolloutId>/v1/...` (rollout-scoped) and `/v1/...` (the active recording
+// session). Every call goes to an inference backend (or a recording's upstream) and is recorded.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import type { DaemonContext } from '../context';
+import type { WireApi } from '../protocol/entities';
+import { BackendPool, readText, rootUrl, send } from './backends';
+import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
+import { passthrough } from './passthrough';
+import {
+  backendBody,
+  Call,
+  type FixedTarget,
+  nativeOutput,
+  type Output,
+  runCall,
+  translatedOutput,
+} from './pipeline';
+import { keyOf, readSecrets, type Scope, Scopes } from './scope';
+import { countTokens, translators } from './translate';
+import type { ChatRequest } from './translate/types';
 
 /** The inference backends the proxy routes to; the cluster adds the reference engine or node agents. */
 export interface Backends {
@@ -14,16 +33,439 @@ export interface Backends {
 
 export interface ProxyHandle {
   backends: Backends;
+  /** The pool itself (health, outstanding requests, served models) for status views. */
+  pool: BackendPool;
 }
 
-export async function registerProxy(_app: FastifyInstance, _ctx: DaemonContext): Promise<ProxyHandle> {
-  const urls = new Set<string>();
-  return {
-    backends: {
-      add: (url) => void urls.add(url),
-      remove: (url) => void urls.delete(url),
-      setModelVersion: () => {},
-      setMinModelVersion: () => {},
-    },
+type Json = Record<string, any>;
+
+const tokenIds = (v: unknown) =>
+  Array.isArray(v) && v.length > 0 && v.every((x) => Number.isInteger(x) && x >= 0);
+const Common = {
+  model: z.string().min(1),
+  stream: z.boolean().nullish(),
+  n: z.number().int().min(1).max(128).nullish(),
+  max_tokens: z.number().int().positive().nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(16)]).nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
+};
+export const ChatBody = z.looseObject({
+  ...Common,
+  messages: z.array(z.looseObject({ role: z.string().min(1) })).min(1),
+  max_completion_tokens: z.number().int().positive().nullish(),
+  tools: z.array(z.looseObject({ type: z.string() })).nullish(),
+  logprobs: z.boolean().nullish(),
+  return_token_ids: z.boolean().nullish(),
+});
+export const CompletionBody = z.looseObject({
+  ...Common,
+  prompt: z.union([
+    z.string(),
+    z.array(z.string()).min(1),
+    z.custom<number[]>(tokenIds, 'expected a list of token ids'),
+    z.array(z.custom<number[]>(tokenIds, 'expected a list of token ids')).min(1),
+  ]),
+  logprobs: z.number().int().min(0).max(20).nullish(),
+  return_token_ids: z.boolean().nullish(),
+});
+
+const DEFAULT_SIDE_MODELS = '(^|[-_./])(haiku|mini|nano)([-_./]|$)';
+const TITLE_HINT = /\btitle\b|summari[sz]e this (coding )?conversation/i;
+
+function systemText(body: Json): string {
+  let s = '';
+  const add = (v: unknown) => {
+    if (typeof v === 'string') s += `${v}\n`;
+    else if (Array.isArray(v)) for (const p of v) if (p && typeof p.text === 'string') s += `${p.text}\n`;
   };
+  add(body.system);
+  add(body.instructions);
+  if (Array.isArray(body.messages))
+    for (const m of body.messages) if (m?.role === 'system' || m?.role === 'developer') add(m.content);
+  return s.slice(0, 4000);
+}
+
+export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): Promise<ProxyHandle> {
+  const pool = new BackendPool(ctx.config.backend_timeout_ms);
+  for (const url of ctx.config.backends) pool.add(url);
+  const scopes = new Scopes(ctx);
+  const bodyLimit = ctx.config.body_limit_bytes;
+  const configured = (ctx.config as { side_models?: string }).side_models;
+  const sideModels = new RegExp(configured || DEFAULT_SIDE_MODELS, 'i');
+  const rawBodies = new WeakMap<FastifyRequest, string>();
+
+  /** The scope of a request from its path and key (throws ProxyError 401/403/404/409). */
+  const scopeOf = (req: FastifyRequest): Promise<Scope> => {
+    const rid = (req.params as { rid?: string }).rid;
+    const key = keyOf(req.headers);
+    return rid !== undefined ? scopes.forRollout(rid, key) : scopes.forUnscoped(key);
+  };
+
+  const sideTags = (scope: Scope, body: unknown, countTokensCall = false): string[] => {
+    if (!scope.recording) return [];
+    if (countTokensCall) return ['side'];
+    const b = (body && typeof body === 'object' ? body : {}) as Json;
+    if (typeof b.model === 'string' && sideModels.test(b.model)) return ['side'];
+    if (TITLE_HINT.test(systemText(b))) return ['side'];
+    return [];
+  };
+
+  const newCall = (req: FastifyRequest, reply: FastifyReply, wire: WireApi, t0: number) =>
+    new Call({
+      ctx,
+      pool,
+      reply,
+      wire,
+      errorWire: wire === 'messages' ? 'anthropic' : 'openai',
+      scope: null,
+      request: req.body ?? null,
+      raw: rawBodies.get(req),
+      t0,
+      tags: [],
+    });
+
+  /** Secrets-backed target for a recording's OpenAI / vLLM upstream (chat and completions). */
+  const fixedTarget = async (scope: Scope): Promise<FixedTarget | null> => {
+    const u = scope.upstream;
+    if (!u) return null;
+    if (u.kind === 'vllm') {
+      if (!u.base_url) throw new ProxyError(400, 'the recording upstream "vllm" has no base_url');
+      return { root: rootUrl(u.base_url), name: u.base_url, headers: {}, extras: true };
+    }
+    if (u.kind === 'openai') {
+      const key = (await readSecrets(ctx.dataDir)).openai;
+      if (!key)
+        throw new ProxyError(401, `no OpenAI key: put {"openai": "sk-..."} in ${ctx.dataDir}/secrets.json`);
+      const base = u.base_url ?? 'https://api.openai.com/v1';
+      return { root: rootUrl(base), name: base, headers: { authorization: `Bearer ${key}` }, extras: false };
+    }
+    throw new ProxyError(
+      400,
+      'this recording forwards to Anthropic: point the client at the Anthropic base URL (…/v1/messages)',
+    );
+  };
+
+  const anthropicHeaders = async (req: FastifyRequest): Promise<Record<string, string>> => {
+    const key = (await readSecrets(ctx.dataDir)).anthropic;
+    if (!key)
+      throw new ProxyError(
+        401,
+        `no Anthropic key: put {"anthropic": "sk-ant-..."} in ${ctx.dataDir}/secrets.json`,
+      );
+    const h: Record<string, string> = {
+      'x-api-key': key,
+      'anthropic-version': String(req.headers['anthropic-version'] ?? '2023-06-01'),
+    };
+    if (typeof req.headers['anthropic-beta'] === 'string')
+      h['anthropic-beta'] = req.headers['anthropic-beta'];
+    return h;
+  };
+
+  /** Chat Completions and Completions, native. */
+  const native = (kind: 'chat' | 'completions') => async (req: FastifyRequest, reply: FastifyReply) => {
+    const t0 = performance.now();
+    const call = newCall(req, reply, kind, t0);
+    try {
+      call.scope = await scopeOf(req);
+    } catch (e) {
+      return call.fail(asProxyError(e));
+    }
+    const body = req.body as Json;
+    call.tags.push(...sideTags(call.scope, body));
+    const parsed = (kind === 'chat' ? ChatBody : CompletionBody).safeParse(body);
+    if (!parsed.success) return call.fail(invalidBody(parsed.error));
+    let target: FixedTarget | null;
+    try {
+      target = await fixedTarget(call.scope);
+    } catch (e) {
+      return call.fail(asProxyError(e));
+    }
+    const stream = body.stream === true;
+    await runCall(call, pool, {
+      kind,
+      body: backendBody(body, kind, target?.extras ?? true),
+      stream,
+      output: nativeOutput(body),
+      target,
+    });
+  };
+
+  /** Responses and Messages: translated to chat for the backends, or relayed to a native upstream. */
+  const translated = (wire: 'responses' | 'messages') => async (req: FastifyRequest, reply: FastifyReply) => {
+    const t0 = performance.now();
+    const call = newCall(req, reply, wire, t0);
+    try {
+      call.scope = await scopeOf(req);
+    } catch (e) {
+      return call.fail(asProxyError(e));
+    }
+    const scope = call.scope;
+    const body = req.body as Json;
+    call.tags.push(...sideTags(scope, body));
+    const u = scope.upstream;
+    try {
+      if (wire === 'messages' && u?.kind === 'anthropic') {
+        if (!body || typeof body !== 'object')
+          throw new ProxyError(400, 'the request body must be a JSON object');
+        return passthrough(call, {
+          url: `${rootUrl(u.base_url ?? 'https://api.anthropic.com')}/v1/messages`,
+          headers: await anthropicHeaders(req),
+          body,
+          stream: body.stream === true,
+          shape: 'messages',
+          backendName: u.base_url ?? 'anthropic',
+          record: true,
+        });
+      }
+      if (wire === 'responses' && u?.kind === 'openai') {
+        if (!body || typeof body !== 'object')
+          throw new ProxyError(400, 'the request body must be a JSON object');
+        const target = await fixedTarget(scope);
+        return passthrough(call, {
+          url: `${target?.root}/v1/responses`,
+          headers: target?.headers ?? {},
+          body,
+          stream: body.stream === true,
+          shape: 'responses',
+          backendName: target?.name ?? 'openai',
+          record: true,
+        });
+      }
+      if (wire === 'responses' && u?.kind === 'anthropic')
+        throw new ProxyError(
+          400,
+          'this recording forwards to Anthropic: use the Anthropic Messages API (…/v1/messages)',
+        );
+    } catch (e) {
+      return call.fail(asProxyError(e));
+    }
+    const t = translators[wire];
+    if (!t)
+      return call.fail(
+        new ProxyError(
+          501,
+          `the ${wire === 'messages' ? 'Anthropic Messages' : 'OpenAI Responses'} API is not available yet`,
+        ),
+      );
+    let parsedReq: unknown;
+    let chat: ChatRequest;
+    let stream: boolean;
+    let output: Output;
+    try {
+      parsedReq = t.parse(body);
+      stream = t.isStream(parsedReq);
+      chat = t.toChat(parsedReq);
+      output = translatedOutput(t, parsedReq);
+    } catch (e) {
+      if (e instanceof z.ZodError) return call.fail(invalidBody(e), {}, undefined);
+      return call.fail(new ProxyError(400, e instanceof Error ? e.message : String(e)));
+    }
+    let target: FixedTarget | null;
+    try {
+      target = await fixedTarget(scope);
+    } catch (e) {
+      return call.fail(asProxyError(e), {}, output);
+    }
+    await runCall(call, pool, {
+      kind: 'chat',
+      body: backendBody(chat as Json, 'chat', target?.extras ?? true),
+      stream,
+      output,
+      target,
+    });
+  };
+
+  /** Anthropic count_tokens: the upstream's own, or the backend's tokenizer over the translated chat. */
+  const countTokensRoute = async (req: FastifyRequest, reply: FastifyReply) => {
+    const t0 = performance.now();
+    const call = newCall(req, reply, 'messages', t0);
+    try {
+      call.scope = await scopeOf(req);
+    } catch (e) {
+      return call.fail(asProxyError(e));
+    }
+    const scope = call.scope;
+    call.tags.push(...sideTags(scope, req.body, true));
+    const recordIt = scope.recording !== null;
+    if (!recordIt) call.recorded = true; // count_tokens of run rollouts is not an LLM call worth a record
+    const u = scope.upstream;
+    try {
+      if (u?.kind === 'anthropic') {
+        return passthrough(call, {
+          url: `${rootUrl(u.base_url ?? 'https://api.anthropic.com')}/v1/messages/count_tokens`,
+          headers: await anthropicHeaders(req),
+          body: req.body as Json,
+          stream: false,
+          shape: 'json',
+          backendName: u.base_url ?? 'anthropic',
+          record: recordIt,
+        });
+      }
+      const target = await fixedTarget(scope);
+      const result = await countTokens(req.body, async (chat) => {
+        const b = target ? null : pool.pick(scope.rolloutId);
+        const root = target?.root ?? b?.root;
+        if (!root) throw new ProxyError(503, 'no healthy inference backend to count tokens with');
+        const res = await send(`${root}/tokenize`, {
+          body: JSON.stringify({ model: chat.model, messages: chat.messages, tools: chat.tools }),
+          headers: target?.headers,
+          timeoutMs: ctx.config.backend_timeout_ms,
+        });
+        const text = await readText(res);
+        if (res.statusCode !== 200) throw new ProxyError(502, `tokenize failed: ${text.slice(0, 300)}`);
+        const count = (JSON.parse(text) as { count?: unknown }).count;
+        if (typeof count !== 'number') throw new ProxyError(502, 'tokenize returned no count');
+        return count;
+      });
+      call.settled = true;
+      await call.record({ response: result, http_status: 200, total_ms: call.elapsed() });
+      return reply.code(200).send(result);
+    } catch (e) {
+      if (e instanceof z.ZodError) return call.fail(invalidBody(e));
+      return call.fail(asProxyError(e));
+    }
+  };
+
+  const models = async (req: FastifyRequest, reply: FastifyReply) => {
+    const anthropic = req.headers['anthropic-version'] !== undefined;
+    const fail = (e: unknown) => {
+      const err = asProxyError(e);
+      return reply
+        .code(err.status)
+        .send(
+          anthropic
+            ? anthropicErrorBody(err.status, err.message)
+            : openaiErrorBody(err.status, err.message, null, err.code),
+        );
+    };
+    let upstream: Scope['upstream'] = null;
+    const rid = (req.params as { rid?: string }).rid;
+    const key = keyOf(req.headers);
+    try {
+      if (rid !== undefined || !scopes.isDaemonToken(key) || (await scopes.activeRecording())) {
+        upstream = (await scopeOf(req)).upstream;
+      }
+      if (upstream && upstream.kind !== 'vllm') {
+        const headers =
+          upstream.kind === 'anthropic'
+            ? await anthropicHeaders(req)
+            : ((await fixedTarget({ upstream } as Scope))?.headers ?? {});
+        const base =
+          upstream.base_url ??
+          (upstream.kind === 'anthropic' ? 'https://api.anthropic.com' : 'https://api.openai.com/v1');
+        const res = await send(`${rootUrl(base)}/v1/models`, { method: 'GET', headers, timeoutMs: 30_000 });
+        const text = await readText(res);
+        return reply
+          .code(res.statusCode ?? 502)
+          .header('content-type', 'application/json')
+          .send(text);
+      }
+      let names: string[];
+      if (upstream?.kind === 'vllm' && upstream.base_url) {
+        const res = await send(`${rootUrl(upstream.base_url)}/v1/models`, {
+          method: 'GET',
+          timeoutMs: 30_000,
+        });
+        const json = JSON.parse(await readText(res)) as { data?: { id: string }[] };
+        names = (json.data ?? []).map((m) => m.id);
+      } else names = await pool.models();
+      if (anthropic)
+        return reply.send({
+          data: names.map((id) => ({
+            type: 'model',
+            id,
+            display_name: id,
+            created_at: '1970-01-01T00:00:00Z',
+          })),
+          has_more: false,
+          first_id: names[0] ?? null,
+          last_id: names.at(-1) ?? null,
+        });
+      return reply.send({
+        object: 'list',
+        data: names.map((id) => ({ id, object: 'model', created: 0, owned_by: 'harness-rl' })),
+      });
+    } catch (e) {
+      return fail(e);
+    }
+  };
+
+  const unknownRoute = async (req: FastifyRequest, reply: FastifyReply) => {
+    const err = new ProxyError(
+      404,
+      `no proxy route ${req.method} ${req.url.split('?')[0]}`,
+      null,
+      'unknown_route',
+    );
+    return reply.code(404).send(errorBody(wireOfUrl(req.url), err));
+  };
+
+  await app.register(async (proxy) => {
+    proxy.removeAllContentTypeParsers();
+    proxy.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, (req, text, done) => {
+      const raw = String(text);
+      if (raw.trim() === '') return done(null, undefined);
+      rawBodies.set(req, raw);
+      try {
+        done(null, JSON.parse(raw));
+      } catch (err) {
+        done(
+          new ProxyError(400, `invalid JSON body: ${(err as Error).message}`, null, 'invalid_json'),
+          undefined,
+        );
+      }
+    });
+    proxy.setErrorHandler(async (err, req, reply) => {
+      const e = asProxyError(err, bodyLimit);
+      const wire = wireOfUrl(req.url);
+      // A body the proxy could not read still leaves a failed call on a known rollout.
+      try {
+        if (req.method === 'POST') {
+          const call = newCall(req, reply, wireApiOfUrl(req.url), performance.now());
+          call.scope = await scopeOf(req);
+          return call.fail(e);
+        }
+      } catch {
+        // unknown rollout or wrong key: nothing to record
+      }
+      return reply.code(e.status).send(errorBody(wire, e));
+    });
+    for (const prefix of ['', '/r/:rid']) {
+      const opts = { bodyLimit };
+      proxy.post(`${prefix}/v1/chat/completions`, opts, native('chat'));
+      proxy.post(`${prefix}/v1/completions`, opts, native('completions'));
+      proxy.post(`${prefix}/v1/responses`, opts, translated('responses'));
+      proxy.post(`${prefix}/v1/messages`, opts, translated('messages'));
+      proxy.post(`${prefix}/v1/messages/count_tokens`, opts, countTokensRoute);
+      proxy.get(`${prefix}/v1/models`, models);
+      proxy.all(`${prefix}/v1/*`, unknownRoute);
+    }
+  });
+  app.addHook('onClose', async () => scopes.close());
+
+  return { backends: pool, pool };
+}
+
+function wireApiOfUrl(url: string): WireApi {
+  if (url.includes('/v1/messages')) return 'messages';
+  if (url.includes('/v1/responses')) return 'responses';
+  if (url.includes('/v1/completions') && !url.includes('/chat/')) return 'completions';
+  return 'chat';
+}
+
+function asProxyError(e: unknown, bodyLimit?: number): ProxyError {
+  if (e instanceof ProxyError) return e;
+  const fe = e as { code?: string; statusCode?: number; message?: string };
+  if (fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return new ProxyError(
+      413,
+      `request body too large (limit ${bodyLimit ?? '?'} bytes)`,
+      null,
+      'body_too_large',
+    );
+  if (fe?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || fe?.code === 'FST_ERR_CTP_EMPTY_JSON_BODY')
+    return new ProxyError(400, fe.message ?? 'bad request body', null, 'invalid_body');
+  if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500)
+    return new ProxyError(fe.statusCode, fe.message ?? 'bad request');
+  return new ProxyError(500, `proxy error: ${e instanceof Error ? e.message : String(e)}`, null, 'internal');
 }

@@ -1,0 +1,264 @@
+// vLLM responses: streams assembled into the non-streaming shape, the token ids and logprobs read
+// out of them, and vLLM's extras stripped from what a harness gets when it did not ask for them.
+// Backend kind 'chat' = /v1/chat/completions, 'completions' = /v1/completions.
+
+export type BackendKind = 'chat' | 'completions';
+
+type Json = Record<string, any>;
+
+interface ChoiceAcc {
+  index: number;
+  role: string | null;
+  content: string;
+  hasContent: boolean;
+  reasoning: string;
+  hasReasoning: boolean;
+  toolCalls: { id?: string; type?: string; function: { name: string; arguments: string } }[];
+  text: string;
+  lpContent: unknown[];
+  hasLp: boolean;
+  tokens: string[];
+  tokenLogprobs: (number | null)[];
+  topLogprobs: unknown[];
+  textOffset: number[];
+  tokenIds: number[] | null;
+  promptIds: number[] | null;
+  finish: string | null;
+  stopReason: unknown;
+}
+
+/** Folds a backend stream's chunks into the response a non-streaming request would have got. */
+export class StreamAssembler {
+  private id = '';
+  private created = 0;
+  private model = '';
+  private promptIds: number[] | null = null;
+  private usage: Json | null = null;
+  private readonly choices: ChoiceAcc[] = [];
+  chunks = 0;
+
+  constructor(readonly kind: BackendKind) {}
+
+  private choice(index: number): ChoiceAcc {
+    let c = this.choices[index];
+    if (!c) {
+      c = {
+        index,
+        role: null,
+        content: '',
+        hasContent: false,
+        reasoning: '',
+        hasReasoning: false,
+        toolCalls: [],
+        text: '',
+        lpContent: [],
+        hasLp: false,
+        tokens: [],
+        tokenLogprobs: [],
+        topLogprobs: [],
+        textOffset: [],
+        tokenIds: null,
+        promptIds: null,
+        finish: null,
+        stopReason: null,
+      };
+      this.choices[index] = c;
+    }
+    return c;
+  }
+
+  push(chunk: Json): void {
+    this.chunks++;
+    if (!this.id && chunk.id) this.id = chunk.id;
+    if (!this.created && chunk.created) this.created = chunk.created;
+    if (!this.model && chunk.model) this.model = chunk.model;
+    if (Array.isArray(chunk.prompt_token_ids) && !this.promptIds) this.promptIds = chunk.prompt_token_ids;
+    if (chunk.usage) this.usage = chunk.usage;
+    if (!Array.isArray(chunk.choices)) return;
+    for (const ch of chunk.choices as Json[]) {
+      const c = this.choice(typeof ch.index === 'number' ? ch.index : 0);
+      if (Array.isArray(ch.token_ids)) {
+        if (!c.tokenIds) c.tokenIds = [];
+        for (const t of ch.token_ids) c.tokenIds.push(t);
+      }
+      if (Array.isArray(ch.prompt_token_ids) && !c.promptIds) c.promptIds = ch.prompt_token_ids;
+      if (ch.finish_reason) c.finish = ch.finish_reason;
+      if (ch.stop_reason !== undefined && ch.stop_reason !== null) c.stopReason = ch.stop_reason;
+      if (this.kind === 'chat') {
+        const d = ch.delta ?? {};
+        if (d.role) c.role = d.role;
+        if (typeof d.content === 'string') {
+          c.content += d.content;
+          c.hasContent = true;
+        }
+        const r = typeof d.reasoning_content === 'string' ? d.reasoning_content : d.reasoning;
+        if (typeof r === 'string') {
+          c.reasoning += r;
+          c.hasReasoning = true;
+        }
+        if (Array.isArray(d.tool_calls)) {
+          for (const tc of d.tool_calls as Json[]) {
+            const i = typeof tc.index === 'number' ? tc.index : c.toolCalls.length;
+            if (!c.toolCalls[i]) c.toolCalls[i] = { function: { name: '', arguments: '' } };
+            const t = c.toolCalls[i];
+            if (tc.id) t.id = tc.id;
+            if (tc.type) t.type = tc.type;
+            if (tc.function?.name) t.function.name += tc.function.name;
+            if (typeof tc.function?.arguments === 'string') t.function.arguments += tc.function.arguments;
+          }
+        }
+        if (ch.logprobs && Array.isArray(ch.logprobs.content)) {
+          c.hasLp = true;
+          for (const e of ch.logprobs.content) c.lpContent.push(e);
+        }
+      } else {
+        if (typeof ch.text === 'string') c.text += ch.text;
+        const lp = ch.logprobs;
+        if (lp && Array.isArray(lp.token_logprobs)) {
+          c.hasLp = true;
+          c.tokens.push(...(lp.tokens ?? []));
+          c.tokenLogprobs.push(...lp.token_logprobs);
+          c.topLogprobs.push(...(lp.top_logprobs ?? []));
+          c.textOffset.push(...(lp.text_offset ?? []));
+        }
+      }
+    }
+  }
+
+  /** The assembled non-streaming response (vLLM extras included). */
+  result(): Json {
+    const choices = this.choices.filter(Boolean).map((c) => {
+      const base: Json =
+        this.kind === 'chat'
+          ? {
+              index: c.index,
+              message: {
+                role: c.role ?? 'assistant',
+                content: c.hasContent || c.toolCalls.length === 0 ? c.content : null,
+                ...(c.hasReasoning ? { reasoning_content: c.reasoning } : {}),
+                ...(c.toolCalls.length > 0
+                  ? {
+                      tool_calls: c.toolCalls.map((t) => ({
+                        id: t.id,
+                        type: t.type ?? 'function',
+                        function: t.function,
+                      })),
+                    }
+                  : {}),
+              },
+              logprobs: c.hasLp ? { content: c.lpContent } : null,
+              finish_reason: c.finish,
+            }
+          : {
+              index: c.index,
+              text: c.text,
+              logprobs: c.hasLp
+                ? {
+                    tokens: c.tokens,
+                    token_logprobs: c.tokenLogprobs,
+                    top_logprobs: c.topLogprobs,
+                    text_offset: c.textOffset,
+                  }
+                : null,
+              finish_reason: c.finish,
+            };
+      if (c.stopReason !== null) base.stop_reason = c.stopReason;
+      if (c.tokenIds) base.token_ids = c.tokenIds;
+      if (c.promptIds) base.prompt_token_ids = c.promptIds;
+      return base;
+    });
+    const out: Json = {
+      id: this.id,
+      object: this.kind === 'chat' ? 'chat.completion' : 'text_completion',
+      created: this.created,
+      model: this.model,
+      choices,
+    };
+    if (this.usage) out.usage = this.usage;
+    if (this.promptIds) out.prompt_token_ids = this.promptIds;
+    return out;
+  }
+}
+
+export interface Tokens {
+  prompt_ids: number[] | null;
+  response_ids: number[] | null;
+  response_logprobs: number[] | null;
+  finish_reason: string | null;
+  usage: { prompt_tokens: number; completion_tokens: number } | null;
+}
+
+const isIds = (v: unknown): v is number[] => Array.isArray(v);
+
+/** Token ids, logprobs, finish reason and usage of choice 0 of a (non-streaming or assembled) response. */
+export function tokensOf(json: Json, kind: BackendKind): Tokens {
+  const c0: Json | undefined = Array.isArray(json.choices)
+    ? (json.choices.find((c: Json) => c?.index === 0) ?? json.choices[0])
+    : undefined;
+  const prompt = isIds(json.prompt_token_ids)
+    ? json.prompt_token_ids
+    : isIds(c0?.prompt_token_ids)
+      ? c0.prompt_token_ids
+      : null;
+  const response = isIds(c0?.token_ids) ? c0.token_ids : null;
+  let logprobs: number[] | null = null;
+  if (kind === 'chat' && Array.isArray(c0?.logprobs?.content))
+    logprobs = c0.logprobs.content.map((e: Json) => Number(e?.logprob));
+  else if (kind === 'completions' && Array.isArray(c0?.logprobs?.token_logprobs))
+    logprobs = c0.logprobs.token_logprobs.map((x: unknown) => Number(x));
+  const u = json.usage;
+  let usage: Tokens['usage'] = null;
+  if (u && typeof u.prompt_tokens === 'number')
+    usage = { prompt_tokens: u.prompt_tokens, completion_tokens: Number(u.completion_tokens ?? 0) };
+  else if (prompt && response) {
+    let completion = 0;
+    for (const c of json.choices as Json[]) completion += isIds(c.token_ids) ? c.token_ids.length : 0;
+    usage = { prompt_tokens: prompt.length, completion_tokens: completion };
+  }
+  return {
+    prompt_ids: prompt,
+    response_ids: response,
+    response_logprobs: logprobs,
+    finish_reason: c0?.finish_reason ?? null,
+    usage,
+  };
+}
+
+/** What the harness asked for itself (those extras stay in what it receives). */
+export interface Asked {
+  ids: boolean;
+  logprobs: boolean;
+}
+
+export function askedOf(body: Json): Asked {
+  return {
+    ids: body.return_token_ids === true,
+    logprobs: body.logprobs !== undefined && body.logprobs !== null && body.logprobs !== false,
+  };
+}
+
+/** True when `json` carries extras the harness did not ask for. */
+export function needsStrip(json: Json, asked: Asked): boolean {
+  if (asked.ids && asked.logprobs) return false;
+  if (!asked.ids && json.prompt_token_ids !== undefined) return true;
+  if (!Array.isArray(json.choices)) return false;
+  for (const c of json.choices as Json[]) {
+    if (!asked.ids && (c.token_ids !== undefined || c.prompt_token_ids !== undefined)) return true;
+    if (!asked.logprobs && c.logprobs != null) return true;
+  }
+  return false;
+}
+
+/** Remove (in place) the extras the proxy added for itself. */
+export function strip(json: Json, asked: Asked): Json {
+  if (!asked.ids) delete json.prompt_token_ids;
+  if (Array.isArray(json.choices))
+    for (const c of json.choices as Json[]) {
+      if (!asked.ids) {
+        delete c.token_ids;
+        delete c.prompt_token_ids;
+      }
+      if (!asked.logprobs && c.logprobs != null) c.logprobs = null;
+    }
+  return json;
+}

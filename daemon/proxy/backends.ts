@@ -1,0 +1,288 @@
+// The pool of vLLM-compatible inference backends and the HTTP client the proxy uses to reach them.
+// Routing: rollout affinity (same rollout → same backend while it is healthy and eligible, for
+// prefix-cache hits), otherwise least outstanding requests; only backends serving a model version
+// >= the allowed minimum. A backend whose connects fail is skipped for a while.
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Backends } from './index';
+
+const httpAgent = new HttpAgent({
+  keepAlive: true,
+  maxSockets: Number.POSITIVE_INFINITY,
+  keepAliveMsecs: 10_000,
+});
+const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
+
+/** `http://h:p/v1/` and `http://h:p` both → `http://h:p` (endpoints are appended as `/v1/...`). */
+export function rootUrl(url: string): string {
+  let u = url.trim().replace(/\/+$/, '');
+  if (u.endsWith('/v1')) u = u.slice(0, -3);
+  return u;
+}
+
+export interface Backend {
+  url: string;
+  root: string;
+  name: string;
+  modelVersion: number | null;
+  outstanding: number;
+  total: number;
+  unhealthyUntil: number;
+  lastError: string | null;
+  /** Served model names from /v1/models, null until known. */
+  models: string[] | null;
+}
+
+export interface BackendInfo {
+  url: string;
+  name: string;
+  model_version: number | null;
+  outstanding: number;
+  total: number;
+  healthy: boolean;
+  last_error: string | null;
+  models: string[] | null;
+}
+
+export class BackendPool implements Backends {
+  private readonly backends = new Map<string, Backend>();
+  private readonly affinity = new Map<string, Backend>();
+  private minVersion: number | null = null;
+  private rr = 0;
+  private ordered: Backend[] = [];
+
+  constructor(
+    readonly timeoutMs: number,
+    readonly unhealthyMs = 5_000,
+    private readonly maxAffinity = 100_000,
+  ) {}
+
+  add(url: string, options: { name?: string; modelVersion?: number | null } = {}): void {
+    const existing = this.backends.get(url);
+    if (existing) {
+      if (options.name) existing.name = options.name;
+      if (options.modelVersion !== undefined) existing.modelVersion = options.modelVersion;
+      return;
+    }
+    const b: Backend = {
+      url,
+      root: rootUrl(url),
+      name: options.name ?? url,
+      modelVersion: options.modelVersion ?? null,
+      outstanding: 0,
+      total: 0,
+      unhealthyUntil: 0,
+      lastError: null,
+      models: null,
+    };
+    this.backends.set(url, b);
+    this.ordered = [...this.backends.values()];
+    void this.refreshModels(b);
+  }
+
+  remove(url: string): void {
+    const b = this.backends.get(url);
+    if (!b) return;
+    this.backends.delete(url);
+    this.ordered = [...this.backends.values()];
+    for (const [k, v] of this.affinity) if (v === b) this.affinity.delete(k);
+  }
+
+  setModelVersion(url: string, version: number): void {
+    const b = this.backends.get(url);
+    if (b) b.modelVersion = version;
+  }
+
+  setMinModelVersion(min: number | null): void {
+    this.minVersion = min;
+  }
+
+  list(): BackendInfo[] {
+    const now = Date.now();
+    return [...this.backends.values()].map((b) => ({
+      url: b.url,
+      name: b.name,
+      model_version: b.modelVersion,
+      outstanding: b.outstanding,
+      total: b.total,
+      healthy: b.unhealthyUntil <= now,
+      last_error: b.lastError,
+      models: b.models,
+    }));
+  }
+
+  get size(): number {
+    return this.backends.size;
+  }
+
+  private eligible(b: Backend, now: number): boolean {
+    return b.unhealthyUntil <= now && (this.minVersion === null || (b.modelVersion ?? 0) >= this.minVersion);
+  }
+
+  /** The backend for a request of `affinityKey` (a rollout id), skipping `exclude`; null if none is eligible. */
+  pick(affinityKey: string | null, exclude?: ReadonlySet<Backend>): Backend | null {
+    const now = Date.now();
+    if (affinityKey !== null) {
+      const b = this.affinity.get(affinityKey);
+      if (b && this.backends.get(b.url) === b && this.eligible(b, now) && !exclude?.has(b)) return b;
+    }
+    let best: Backend | null = null;
+    const all = this.ordered;
+    const start = all.length > 0 ? this.rr++ % all.length : 0;
+    for (let i = 0; i < all.length; i++) {
+      const b = all[(start + i) % all.length];
+      if (!this.eligible(b, now) || exclude?.has(b)) continue;
+      if (!best || b.outstanding < best.outstanding) best = b;
+    }
+    if (best && affinityKey !== null) {
+      this.affinity.delete(affinityKey);
+      this.affinity.set(affinityKey, best);
+      if (this.affinity.size > this.maxAffinity) {
+        const oldest = this.affinity.keys().next().value;
+        if (oldest !== undefined) this.affinity.delete(oldest);
+      }
+    }
+    return best;
+  }
+
+  markUnhealthy(b: Backend, error: string): void {
+    b.unhealthyUntil = Date.now() + this.unhealthyMs;
+    b.lastError = error;
+  }
+
+  markHealthy(b: Backend): void {
+    if (b.unhealthyUntil !== 0) {
+      b.unhealthyUntil = 0;
+      b.lastError = null;
+    }
+    if (b.models === null) void this.refreshModels(b);
+  }
+
+  /** Served model names over all healthy backends (fetched from each backend's /v1/models). */
+  async models(): Promise<string[]> {
+    const now = Date.now();
+    const live = [...this.backends.values()].filter((b) => b.unhealthyUntil <= now);
+    await Promise.all(live.filter((b) => b.models === null).map((b) => this.refreshModels(b)));
+    return [...new Set(live.flatMap((b) => b.models ?? []))];
+  }
+
+  async refreshModels(b: Backend): Promise<void> {
+    try {
+      const res = await send(`${b.root}/v1/models`, {
+        method: 'GET',
+        timeoutMs: Math.min(this.timeoutMs, 10_000),
+      });
+      const text = await readText(res);
+      if (res.statusCode !== 200) return;
+      const json = JSON.parse(text) as { data?: { id?: unknown }[] };
+      if (Array.isArray(json.data)) b.models = json.data.map((m) => String(m.id));
+    } catch {
+      // Unknown for now; retried when the backend next answers a request.
+    }
+  }
+}
+
+/** Why a request to a backend failed before a response came back. */
+export class SendError extends Error {
+  constructor(
+    readonly kind: 'connect' | 'timeout' | 'aborted' | 'other',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNRESET',
+]);
+
+export interface SendOptions {
+  method?: string;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+  /** Socket idle limit: no byte for this long → the request fails with a timeout. */
+  timeoutMs: number;
+  /** Set to the live request so the caller can abort it (client disconnect). */
+  onRequest?: (abort: () => void) => void;
+}
+
+/** One HTTP request over keep-alive agents; resolves with the response once its headers arrive. */
+export function send(url: string, opts: SendOptions): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    attempt(true);
+    function attempt(mayRetry: boolean): void {
+      const u = new URL(url);
+      const https = u.protocol === 'https:';
+      const headers: Record<string, string | number> = { accept: '*/*', ...opts.headers };
+      if (opts.body !== undefined) {
+        headers['content-type'] ??= 'application/json';
+        headers['content-length'] = Buffer.byteLength(opts.body);
+      }
+      let settled = false;
+      let response: IncomingMessage | null = null;
+      const req = (https ? httpsRequest : httpRequest)(
+        u,
+        { method: opts.method ?? 'POST', headers, agent: https ? httpsAgent : httpAgent },
+        (res) => {
+          settled = true;
+          response = res;
+          res.on('error', () => {});
+          resolve(res);
+        },
+      );
+      opts.onRequest?.(() => {
+        if (!settled) {
+          settled = true;
+          reject(new SendError('aborted', 'request aborted'));
+        }
+        req.destroy(new SendError('aborted', 'request aborted'));
+      });
+      req.setTimeout(opts.timeoutMs, () => {
+        if (response) timedOut.add(response);
+        req.destroy(new SendError('timeout', `backend did not answer within ${opts.timeoutMs} ms`));
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (settled) return;
+        // A reused keep-alive socket the server had just closed: the request never arrived; retry once.
+        if (mayRetry && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
+          attempt(false);
+          return;
+        }
+        settled = true;
+        if (err instanceof SendError) reject(err);
+        else if (err.code && CONNECT_CODES.has(err.code))
+          reject(new SendError('connect', `cannot reach backend: ${err.code} ${err.message}`));
+        else reject(new SendError('other', err.message));
+      });
+      req.end(opts.body);
+    }
+  });
+}
+
+/** Responses whose socket went idle past the timeout (so a cut-off body reads as a timeout). */
+export const timedOut = new WeakSet<IncomingMessage>();
+
+/** The whole response body as text (the socket idle timeout of `send` still applies). */
+export function readText(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    res.on('data', (c: Buffer) => parts.push(c));
+    res.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    res.on('error', (e) => reject(e));
+    const cut = () =>
+      reject(
+        timedOut.has(res)
+          ? new SendError('timeout', 'backend went silent mid-response (timeout)')
+          : new SendError('other', 'backend closed the connection mid-response'),
+      );
+    res.on('aborted', cut);
+    res.on('close', () => {
+      if (!res.complete) cut();
+    });
+  });
+}

@@ -1,0 +1,97 @@
+// Errors as each wire API's clients expect them: OpenAI `{error:{message,type,param,code}}`,
+// Anthropic `{type:'error', error:{type, message}}` (and as SSE frames mid-stream).
+import type { z } from 'zod';
+
+export type ErrorWire = 'openai' | 'anthropic';
+
+export class ProxyError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** `a.b[0].c` from a zod issue path. */
+function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}
+
+/** A 400 that names the first offending field of a request body. */
+export function invalidBody(error: z.ZodError): ProxyError {
+  const issue = error.issues[0];
+  const path = issue ? [...issue.path] : [];
+  if (issue?.code === 'unrecognized_keys' && issue.keys.length > 0) path.push(issue.keys[0]);
+  const field = fieldPath(path) || null;
+  const message = `invalid request body: ${error.issues
+    .slice(0, 5)
+    .map((i) => `${fieldPath(i.path) || 'body'}: ${i.message}`)
+    .join('; ')}`;
+  return new ProxyError(400, message, field, 'invalid_request');
+}
+
+const openaiTypes: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  409: 'conflict_error',
+  413: 'invalid_request_error',
+  429: 'rate_limit_error',
+  501: 'not_implemented_error',
+};
+const anthropicTypes: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  409: 'invalid_request_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  529: 'overloaded_error',
+};
+
+export function openaiErrorBody(
+  status: number,
+  message: string,
+  param: string | null = null,
+  code: string | null = null,
+) {
+  return {
+    error: {
+      message,
+      type: openaiTypes[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error'),
+      param,
+      code,
+    },
+  };
+}
+
+export function anthropicErrorBody(status: number, message: string) {
+  return {
+    type: 'error',
+    error: {
+      type: anthropicTypes[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'),
+      message,
+    },
+  };
+}
+
+export function errorBody(wire: ErrorWire, err: ProxyError): unknown {
+  return wire === 'anthropic'
+    ? anthropicErrorBody(err.status, err.message)
+    : openaiErrorBody(err.status, err.message, err.param, err.code);
+}
+
+/** The error wire a URL's clients speak: Anthropic for …/v1/messages, OpenAI otherwise. */
+export function wireOfUrl(url: string): ErrorWire {
+  return /\/v1\/messages(\/|\?|$)/.test(url) ? 'anthropic' : 'openai';
+}

@@ -1,0 +1,265 @@
+// Native pass-through for recording sessions: a person's own Claude Code / Codex talks to its real
+// upstream (Anthropic Messages, OpenAI Responses) through the proxy with the user's key from
+// <dataDir>/secrets.json. The answer is relayed as is; streams are assembled for the record, which
+// is committed before the terminal event reaches the harness.
+import type { NewLlmCall } from '../protocol/entities';
+import { readText, SendError, send, timedOut } from './backends';
+import { ProxyError } from './errors';
+import { backendErrorMessage, type Call } from './pipeline';
+import { SseParser } from './sse';
+
+type Json = Record<string, any>;
+
+export type NativeShape = 'messages' | 'responses' | 'json';
+
+export interface PassOptions {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: Json;
+  stream: boolean;
+  shape: NativeShape;
+  backendName: string;
+  /** Record the call (false for listing models). */
+  record: boolean;
+}
+
+/** Usage and finish reason of a native Messages / Responses answer. */
+function summaryOf(shape: NativeShape, json: Json | null): Partial<NewLlmCall> {
+  if (!json || typeof json !== 'object') return {};
+  const u = json.usage;
+  if (shape === 'messages') {
+    return {
+      finish_reason: json.stop_reason ?? null,
+      usage: u
+        ? {
+            prompt_tokens:
+              Number(u.input_tokens ?? 0) +
+              Number(u.cache_read_input_tokens ?? 0) +
+              Number(u.cache_creation_input_tokens ?? 0),
+            completion_tokens: Number(u.output_tokens ?? 0),
+          }
+        : null,
+    };
+  }
+  if (shape === 'responses') {
+    return {
+      finish_reason: json.status ?? null,
+      usage: u
+        ? { prompt_tokens: Number(u.input_tokens ?? 0), completion_tokens: Number(u.output_tokens ?? 0) }
+        : null,
+    };
+  }
+  return {};
+}
+
+/** Folds an Anthropic Messages event stream into the Message a non-streaming request returns. */
+class MessagesAssembler {
+  message: Json | null = null;
+  private json: string[] = [];
+  push(type: string, data: Json): void {
+    if (type === 'message_start' && data.message) {
+      this.message = { ...data.message, content: [...(data.message.content ?? [])] };
+      return;
+    }
+    const m = this.message;
+    if (!m) return;
+    if (type === 'content_block_start') {
+      m.content[data.index] = { ...data.content_block };
+      this.json[data.index] = '';
+    } else if (type === 'content_block_delta') {
+      const b = m.content[data.index];
+      const d = data.delta ?? {};
+      if (!b) return;
+      if (d.type === 'text_delta') b.text = (b.text ?? '') + d.text;
+      else if (d.type === 'input_json_delta')
+        this.json[data.index] = (this.json[data.index] ?? '') + d.partial_json;
+      else if (d.type === 'thinking_delta') b.thinking = (b.thinking ?? '') + d.thinking;
+      else if (d.type === 'signature_delta') b.signature = d.signature;
+    } else if (type === 'content_block_stop') {
+      const b = m.content[data.index];
+      const j = this.json[data.index];
+      if (b && j) {
+        try {
+          b.input = JSON.parse(j);
+        } catch {
+          b.input = j;
+        }
+      }
+    } else if (type === 'message_delta') {
+      Object.assign(m, data.delta ?? {});
+      if (data.usage) m.usage = { ...(m.usage ?? {}), ...data.usage };
+    }
+  }
+}
+
+const TERMINAL = new Set(['message_stop', 'response.completed', 'response.failed', 'response.incomplete']);
+
+function frame(event: string | null, data: string): string {
+  const lines = data
+    .split('\n')
+    .map((l) => `data: ${l}`)
+    .join('\n');
+  return event ? `event: ${event}\n${lines}\n\n` : `${lines}\n\n`;
+}
+
+/** Relays one call to a native upstream and records it. Never throws. */
+export async function passthrough(call: Call, o: PassOptions): Promise<void> {
+  call.stream = o.stream;
+  const base: Partial<NewLlmCall> = {
+    backend_request: o.body ?? null,
+    model: typeof o.body?.model === 'string' ? o.body.model : null,
+    backend: o.backendName,
+    token_source: 'text',
+  };
+  call.snapshot = () => base;
+  call.onClientClose(() => {
+    if (call.settled) return;
+    call.settled = true;
+    call.abortBackend();
+    if (o.record)
+      void call
+        .record({
+          ...(call.snapshot?.() ?? base),
+          status: 'cancelled',
+          error: 'the client closed the connection',
+          http_status: 499,
+        })
+        .catch((e) => call.ctx.log('proxy: recording a cancelled call failed', { error: String(e) }));
+  });
+  const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
+  const queueMs = call.elapsed();
+  let res: Awaited<ReturnType<typeof send>>;
+  try {
+    res = await send(o.url, {
+      method: o.method ?? 'POST',
+      body: payload,
+      headers: o.headers,
+      timeoutMs: call.ctx.config.backend_timeout_ms,
+      onRequest: (abort) => call.setAbort(abort),
+    });
+  } catch (e) {
+    if (e instanceof SendError && e.kind === 'aborted') return;
+    const err =
+      e instanceof SendError && e.kind === 'timeout'
+        ? new ProxyError(504, `upstream ${o.backendName} timed out`, null, 'backend_timeout')
+        : new ProxyError(
+            502,
+            `upstream ${o.backendName} failed: ${e instanceof Error ? e.message : String(e)}`,
+          );
+    if (o.record) await call.fail(err, { ...base, queue_ms: queueMs });
+    else await call.fail(err);
+    return;
+  }
+  base.queue_ms = queueMs;
+  const status = res.statusCode ?? 502;
+  const ctype = String(res.headers['content-type'] ?? 'application/json');
+
+  if (!ctype.includes('text/event-stream')) {
+    let text: string;
+    try {
+      text = await readText(res);
+    } catch (e) {
+      if (call.settled) return;
+      await call.fail(
+        new ProxyError(502, `upstream ${o.backendName} failed mid-response: ${String(e)}`),
+        base,
+      );
+      return;
+    }
+    if (call.settled) return;
+    let json: Json | null = null;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = null;
+    }
+    call.settled = true;
+    if (o.record) {
+      const total = call.elapsed();
+      try {
+        await call.record({
+          ...base,
+          ...summaryOf(o.shape, json),
+          response: json ?? text.slice(0, 10_000),
+          status: status < 400 ? 'ok' : 'error',
+          error: status < 400 ? null : `upstream answered ${status}: ${backendErrorMessage(text)}`,
+          http_status: status,
+          ttft_ms: total,
+          total_ms: total,
+        });
+      } catch (e) {
+        call.settled = false;
+        await call.fail(new ProxyError(500, `the call could not be recorded: ${String(e)}`));
+        return;
+      }
+    }
+    call.reply.code(status).header('content-type', ctype).send(text);
+    return;
+  }
+
+  const raw = call.reply.raw;
+  call.reply.hijack();
+  raw.writeHead(status, { 'content-type': ctype, 'cache-control': 'no-cache', connection: 'keep-alive' });
+  const parser = new SseParser();
+  const messages = new MessagesAssembler();
+  let final: Json | null = null;
+  let ttft: number | null = null;
+  const held: string[] = [];
+  const partial = (): Partial<NewLlmCall> => {
+    const response = o.shape === 'messages' ? messages.message : final;
+    return { ...base, ...summaryOf(o.shape, response), response, ttft_ms: ttft, http_status: status };
+  };
+  call.snapshot = partial;
+  await new Promise<void>((resolve) => {
+    call.onClientClose(() => resolve());
+    const finish = (status: 'ok' | 'error', error: string | null) => {
+      if (call.settled) return resolve();
+      call.settled = true;
+      const done = async () => {
+        if (status === 'error') call.abortBackend();
+        try {
+          if (o.record) await call.record({ ...partial(), status, error, total_ms: call.elapsed() });
+        } catch (e) {
+          call.ctx.log('proxy: recording a pass-through stream failed', { error: String(e) });
+        }
+        if (!raw.destroyed) raw.end(held.join(''));
+      };
+      done().finally(resolve);
+    };
+    res.on('data', (buf: Buffer) => {
+      if (call.settled) return;
+      for (const ev of parser.push(buf)) {
+        let data: Json | null = null;
+        try {
+          data = ev.data === '[DONE]' ? null : JSON.parse(ev.data);
+        } catch {
+          data = null;
+        }
+        const type = ev.event ?? (typeof data?.type === 'string' ? data.type : null);
+        if (ttft === null) ttft = call.elapsed();
+        if (data && type) {
+          if (o.shape === 'messages') messages.push(type, data);
+          else if (o.shape === 'responses' && data.response && TERMINAL.has(type)) final = data.response;
+          else if (o.shape === 'responses' && data.response) final = data.response;
+        }
+        const f = frame(ev.event, ev.data);
+        if ((type && TERMINAL.has(type)) || ev.data === '[DONE]') held.push(f);
+        else if (!raw.write(f)) {
+          res.pause();
+          raw.once('drain', () => res.resume());
+        }
+      }
+    });
+    res.on('end', () =>
+      finish(status < 400 ? 'ok' : 'error', status < 400 ? null : `upstream answered ${status}`),
+    );
+    res.on('close', () => {
+      if (res.complete) return;
+      finish(
+        'error',
+        timedOut.has(res) ? `upstream ${o.backendName} went silent (timeout)` : 'upstream closed the stream',
+      );
+    });
+  });
+}

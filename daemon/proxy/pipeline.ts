@@ -1,0 +1,624 @@
+// One proxied LLM call: pick a backend, send the (chat or completions) request with token ids and
+// logprobs turned on, hand the answer back in the harness's wire format (streaming through), and
+// record it — always before the final byte reaches the harness, failures and cancellations included.
+import type { IncomingMessage } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import type { DaemonContext } from '../context';
+import type { NewLlmCall, WireApi } from '../protocol/entities';
+import {
+  askedOf,
+  type BackendKind,
+  needsStrip,
+  StreamAssembler,
+  strip,
+  type Tokens,
+  tokensOf,
+} from './assemble';
+import { type Backend, type BackendPool, readText, SendError, send, timedOut } from './backends';
+import { type ErrorWire, errorBody, openaiErrorBody, ProxyError } from './errors';
+import { redact } from './redact';
+import type { Scope } from './scope';
+import { SseParser } from './sse';
+import type { WireTranslator } from './translate/types';
+
+type Json = Record<string, any>;
+
+/** What the harness receives, in its wire format. */
+export interface Output {
+  finish(json: Json): unknown;
+  open(): StreamOut;
+  error(status: number, message: string, param?: string | null, code?: string | null): unknown;
+}
+
+export interface StreamOut {
+  chunk(obj: Json, raw: string): string;
+  end(): string;
+  error(message: string): string;
+  assembled(asm: StreamAssembler): unknown;
+}
+
+/** Chat Completions / Completions as the harness asked: vLLM's extras stay only if it asked for them. */
+export function nativeOutput(body: Json): Output {
+  const asked = askedOf(body);
+  return {
+    finish: (json) => (needsStrip(json, asked) ? strip(json, asked) : json),
+    error: (status, message, param = null, code = null) => openaiErrorBody(status, message, param, code),
+    open: () => ({
+      chunk: (obj, raw) => `data: ${needsStrip(obj, asked) ? JSON.stringify(strip(obj, asked)) : raw}\n\n`,
+      end: () => 'data: [DONE]\n\n',
+      error: (message) => `data: ${JSON.stringify(openaiErrorBody(502, message))}\n\n`,
+      assembled: (asm) => strip(asm.result(), asked),
+    }),
+  };
+}
+
+/** Responses / Messages through a wire translator (chat on the backend side). */
+export function translatedOutput<Req>(t: WireTranslator<Req>, req: Req): Output {
+  return {
+    finish: (json) => t.fromChat(json as never, req),
+    error: (status, message, param = null) => t.errorBody(status, message, param),
+    open: () => {
+      const ws = t.stream(req);
+      return {
+        chunk: (obj) => ws.chunk(obj as never).join(''),
+        end: () => ws.end().join(''),
+        error: (message) => ws.error(message).join(''),
+        assembled: () => ws.assembled(),
+      };
+    },
+  };
+}
+
+/** A fixed target instead of the pool: a recording's upstream (vLLM or OpenAI). */
+export interface FixedTarget {
+  root: string;
+  name: string;
+  headers: Record<string, string>;
+  /** Add return_token_ids/logprobs (vLLM understands them; OpenAI does not). */
+  extras: boolean;
+}
+
+export interface CallInit {
+  ctx: DaemonContext;
+  pool: BackendPool;
+  reply: FastifyReply;
+  wire: WireApi;
+  errorWire: ErrorWire;
+  scope: Scope | null;
+  /** The request as the harness sent it, and its JSON text when known (for cheap redaction). */
+  request: unknown;
+  raw?: string;
+  t0: number;
+  tags: string[];
+}
+
+/** The per-call state shared by the pipeline, the native pass-through and the error paths. */
+export class Call {
+  readonly ctx: DaemonContext;
+  readonly reply: FastifyReply;
+  readonly wire: WireApi;
+  readonly errorWire: ErrorWire;
+  scope: Scope | null;
+  readonly t0: number;
+  readonly tags: string[];
+  stream = false;
+  settled = false;
+  recorded = false;
+  private abortFn: (() => void) | null = null;
+  private readonly request: unknown;
+  private readonly raw: string | undefined;
+  private closeHandlers: (() => void)[] = [];
+  /** What is known so far (backend, partial tokens), for the record of a cancelled call. */
+  snapshot: (() => Partial<NewLlmCall>) | null = null;
+
+  constructor(init: CallInit) {
+    this.ctx = init.ctx;
+    this.reply = init.reply;
+    this.wire = init.wire;
+    this.errorWire = init.errorWire;
+    this.scope = init.scope;
+    this.request = init.request;
+    this.raw = init.raw;
+    this.t0 = init.t0;
+    this.tags = init.tags;
+    const res = init.reply.raw;
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      for (const h of this.closeHandlers) h();
+    });
+  }
+
+  elapsed(): number {
+    return Math.round((performance.now() - this.t0) * 1000) / 1000;
+  }
+
+  /** Runs when the harness goes away before the response is complete. */
+  onClientClose(handler: () => void): void {
+    this.closeHandlers.push(handler);
+  }
+
+  setAbort(fn: (() => void) | null): void {
+    this.abortFn = fn;
+  }
+
+  abortBackend(): void {
+    const fn = this.abortFn;
+    this.abortFn = null;
+    fn?.();
+  }
+
+  /** Stores the call (once); a rollout-less call (refused before a scope was known) stores nothing. */
+  async record(fields: Partial<NewLlmCall>): Promise<void> {
+    if (!this.scope || this.recorded) return;
+    this.recorded = true;
+    const s = this.scope;
+    const call: NewLlmCall = {
+      rollout_id: s.rolloutId,
+      attempt_id: s.attemptId,
+      recording_id: s.recording?.id ?? null,
+      wire_api: this.wire,
+      stream: this.stream,
+      request: redact(this.request ?? null, s.secrets, this.raw),
+      backend_request: null,
+      response: null,
+      prompt_ids: null,
+      response_ids: null,
+      response_logprobs: null,
+      token_source: 'text',
+      bridge: null,
+      finish_reason: null,
+      usage: null,
+      model: null,
+      model_version: null,
+      backend: null,
+      status: 'ok',
+      error: null,
+      http_status: null,
+      tags: this.tags,
+      queue_ms: null,
+      ttft_ms: null,
+      total_ms: this.elapsed(),
+      ...fields,
+    };
+    if (call.backend_request != null) call.backend_request = redact(call.backend_request, s.secrets);
+    if (call.response != null && typeof call.response === 'object')
+      call.response = redact(call.response, s.secrets);
+    await this.ctx.store.recordLlmCall(call);
+  }
+
+  /** Records a failed call and answers the harness with an error in its wire format. */
+  async fail(err: ProxyError, fields: Partial<NewLlmCall> = {}, output?: Output): Promise<void> {
+    if (this.settled) return;
+    this.settled = true;
+    try {
+      await this.record({ status: 'error', error: err.message, http_status: err.status, ...fields });
+    } catch (e) {
+      this.ctx.log('proxy: recording a failed call failed', { error: String(e) });
+    }
+    const body = output
+      ? output.error(err.status, err.message, err.param, err.code)
+      : errorBody(this.errorWire, err);
+    if (this.reply.sent || this.reply.raw.headersSent) {
+      this.reply.raw.destroy();
+      return;
+    }
+    this.reply
+      .code(err.status)
+      .header('content-type', 'application/json; charset=utf-8')
+      .send(JSON.stringify(body));
+  }
+}
+
+/** Message of a backend error body (vLLM `{message}`, OpenAI `{error:{message}}`, or raw text). */
+export function backendErrorMessage(text: string): string {
+  try {
+    const j = JSON.parse(text) as Json;
+    const m = j?.error?.message ?? j?.message ?? j?.detail ?? j?.error;
+    if (typeof m === 'string') return m;
+    if (m != null) return JSON.stringify(m).slice(0, 1000);
+  } catch {
+    // not JSON
+  }
+  return text.slice(0, 1000) || '(empty body)';
+}
+
+/** The request body for the backend: the harness's plus what makes vLLM return ids and logprobs. */
+export function backendBody(body: Json, kind: BackendKind, extras: boolean): Json {
+  const out: Json = { ...body };
+  if (!extras) return out;
+  out.return_token_ids = true;
+  if (kind === 'chat') out.logprobs = true;
+  else if (typeof body.logprobs !== 'number' || body.logprobs < 1) out.logprobs = 1;
+  return out;
+}
+
+export interface Dispatched {
+  res: IncomingMessage;
+  backend: Backend | null;
+  backendName: string;
+  modelVersion: number | null;
+  body: Json;
+  payload: string;
+  release(): void;
+  queueMs: number;
+}
+
+/**
+ * Sends `body` to a backend: the pool (affinity + least outstanding, failing over when a backend
+ * cannot be reached) or a fixed target. Throws ProxyError (503/502/504) when nothing answers.
+ */
+export async function dispatch(
+  call: Call,
+  pool: BackendPool,
+  kind: BackendKind,
+  body: Json,
+  target: FixedTarget | null,
+): Promise<Dispatched> {
+  const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
+  const timeoutMs = call.ctx.config.backend_timeout_ms;
+  if (target) {
+    const payload = JSON.stringify(body);
+    const queueMs = call.elapsed();
+    try {
+      const res = await send(target.root + path, {
+        body: payload,
+        headers: target.headers,
+        timeoutMs,
+        onRequest: (abort) => call.setAbort(abort),
+      });
+      return {
+        res,
+        backend: null,
+        backendName: target.name,
+        modelVersion: null,
+        body,
+        payload,
+        release: () => {},
+        queueMs,
+      };
+    } catch (e) {
+      throw sendFailure(e, target.name);
+    }
+  }
+  const tried = new Set<Backend>();
+  const runModel = call.scope?.runConfig?.model?.name;
+  let lastError: unknown = null;
+  for (;;) {
+    const b = pool.pick(call.scope?.rolloutId ?? null, tried);
+    if (!b) {
+      if (lastError) throw sendFailure(lastError, 'the inference backends');
+      throw new ProxyError(
+        503,
+        pool.size === 0
+          ? 'no inference backend is configured (start the daemon with --backend URL or start a run)'
+          : 'no healthy inference backend serves the required model version right now',
+        null,
+        'no_backend',
+      );
+    }
+    let sent = body;
+    const models = b.models;
+    if (models && models.length > 0 && typeof body.model === 'string' && !models.includes(body.model)) {
+      sent = { ...body, model: runModel && models.includes(runModel) ? runModel : models[0] };
+    }
+    const payload = JSON.stringify(sent);
+    b.outstanding++;
+    b.total++;
+    let released = false;
+    const release = () => {
+      if (!released) {
+        released = true;
+        b.outstanding--;
+      }
+    };
+    const queueMs = call.elapsed();
+    try {
+      const res = await send(b.root + path, {
+        body: payload,
+        timeoutMs,
+        onRequest: (abort) => call.setAbort(abort),
+      });
+      pool.markHealthy(b);
+      return {
+        res,
+        backend: b,
+        backendName: b.name,
+        modelVersion: b.modelVersion,
+        body: sent,
+        payload,
+        release,
+        queueMs,
+      };
+    } catch (e) {
+      release();
+      if (e instanceof SendError && e.kind === 'connect' && !call.settled) {
+        pool.markUnhealthy(b, e.message);
+        tried.add(b);
+        lastError = e;
+        continue;
+      }
+      throw sendFailure(e, b.name);
+    }
+  }
+}
+
+function sendFailure(e: unknown, name: string): ProxyError {
+  if (e instanceof ProxyError) return e;
+  if (e instanceof SendError) {
+    if (e.kind === 'timeout')
+      return new ProxyError(504, `backend ${name} timed out: ${e.message}`, null, 'backend_timeout');
+    if (e.kind === 'aborted') return new ProxyError(499, 'the client closed the request', null, 'cancelled');
+    return new ProxyError(502, `backend ${name} failed: ${e.message}`, null, 'backend_unreachable');
+  }
+  return new ProxyError(
+    502,
+    `backend ${name} failed: ${e instanceof Error ? e.message : String(e)}`,
+    null,
+    'backend_error',
+  );
+}
+
+function tokenFields(t: Tokens, source: 'backend' | 'bridge' = 'backend'): Partial<NewLlmCall> {
+  return {
+    prompt_ids: t.prompt_ids,
+    response_ids: t.response_ids,
+    response_logprobs: t.response_logprobs,
+    finish_reason: t.finish_reason,
+    usage: t.usage,
+    token_source: t.prompt_ids && t.response_ids ? source : 'text',
+  };
+}
+
+export interface RunOptions {
+  kind: BackendKind;
+  /** The body as the backend should get it (extras already added). */
+  body: Json;
+  stream: boolean;
+  output: Output;
+  target: FixedTarget | null;
+  /** Extra fields for the record (e.g. the token-in-token-out bridge decision). */
+  extra?: Partial<NewLlmCall>;
+  tokenSource?: 'backend' | 'bridge';
+}
+
+/** The whole life of one call through the pool or a fixed vLLM/OpenAI target. Never throws. */
+export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Promise<void> {
+  call.stream = o.stream;
+  call.onClientClose(() => {
+    if (call.settled) return;
+    call.settled = true;
+    call.abortBackend();
+    void call
+      .record({
+        ...(call.snapshot?.() ?? { backend_request: o.body, ...o.extra }),
+        status: 'cancelled',
+        error: 'the client closed the connection',
+        http_status: 499,
+      })
+      .catch((e) => call.ctx.log('proxy: recording a cancelled call failed', { error: String(e) }));
+  });
+  let d: Dispatched;
+  try {
+    d = await dispatch(call, pool, o.kind, o.body, o.target);
+  } catch (e) {
+    const err = e instanceof ProxyError ? e : new ProxyError(502, String(e));
+    if (err.status === 499) return;
+    await call.fail(err, { backend_request: o.body, model: o.body.model ?? null, ...o.extra }, o.output);
+    return;
+  }
+  const base: Partial<NewLlmCall> = {
+    backend_request: d.body,
+    model: typeof d.body.model === 'string' ? d.body.model : null,
+    model_version: d.modelVersion,
+    backend: d.backendName,
+    queue_ms: d.queueMs,
+    ...o.extra,
+  };
+  call.snapshot = () => base;
+  try {
+    const ctype = String(d.res.headers['content-type'] ?? '');
+    if (!o.stream || d.res.statusCode !== 200 || !ctype.includes('text/event-stream'))
+      await finishWhole(call, d, o, base);
+    else await finishStream(call, d, o, base);
+  } finally {
+    d.release();
+    call.setAbort(null);
+  }
+}
+
+async function finishWhole(
+  call: Call,
+  d: Dispatched,
+  o: RunOptions,
+  base: Partial<NewLlmCall>,
+): Promise<void> {
+  let text: string;
+  try {
+    text = await readText(d.res);
+  } catch (e) {
+    if (call.settled) return;
+    await call.fail(sendFailure(e, d.backendName), base, o.output);
+    return;
+  }
+  if (call.settled) return;
+  const status = d.res.statusCode ?? 502;
+  let json: Json | null = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = null;
+  }
+  if (status >= 400) {
+    const message = `backend ${d.backendName} answered ${status}: ${backendErrorMessage(text)}`;
+    await call.fail(
+      new ProxyError(status >= 500 ? 502 : status, message, null, 'backend_error'),
+      {
+        ...base,
+        response: json ?? text.slice(0, 10_000),
+      },
+      o.output,
+    );
+    return;
+  }
+  if (!json || typeof json !== 'object' || !Array.isArray(json.choices)) {
+    const what = o.stream ? 'a non-stream answer to a stream request' : 'a response that is not a completion';
+    await call.fail(
+      new ProxyError(
+        502,
+        `backend ${d.backendName} returned ${what}: ${text.slice(0, 200)}`,
+        null,
+        'backend_garbage',
+      ),
+      { ...base, response: json ?? text.slice(0, 10_000) },
+      o.output,
+    );
+    return;
+  }
+  const tokens = tokensOf(json, o.kind);
+  let out: unknown;
+  try {
+    out = o.output.finish(json);
+  } catch (e) {
+    await call.fail(
+      new ProxyError(502, `could not translate the backend response: ${String(e)}`),
+      base,
+      o.output,
+    );
+    return;
+  }
+  const total = call.elapsed();
+  call.settled = true;
+  try {
+    await call.record({
+      ...base,
+      ...tokenFields(tokens, o.tokenSource),
+      response: out,
+      http_status: 200,
+      ttft_ms: total,
+      total_ms: total,
+    });
+  } catch (e) {
+    call.settled = false;
+    call.recorded = true;
+    await call.fail(new ProxyError(500, `the call could not be recorded: ${String(e)}`), {}, o.output);
+    return;
+  }
+  call.reply.code(200).header('content-type', 'application/json').send(JSON.stringify(out));
+}
+
+async function finishStream(
+  call: Call,
+  d: Dispatched,
+  o: RunOptions,
+  base: Partial<NewLlmCall>,
+): Promise<void> {
+  const raw = call.reply.raw;
+  call.reply.hijack();
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  const asm = new StreamAssembler(o.kind);
+  const out = o.output.open();
+  const parser = new SseParser();
+  let ttft: number | null = null;
+  let sawDone = false;
+
+  const partial = (): Partial<NewLlmCall> => {
+    const json = asm.result();
+    let response: unknown = null;
+    try {
+      response = asm.chunks > 0 ? out.assembled(asm) : null;
+    } catch {
+      response = json;
+    }
+    return {
+      ...base,
+      ...tokenFields(tokensOf(json, o.kind), o.tokenSource),
+      response,
+      ttft_ms: ttft,
+      http_status: 200,
+    };
+  };
+
+  call.snapshot = partial;
+  await new Promise<void>((resolve) => {
+    const finish = (fn: () => Promise<void>) => {
+      if (call.settled) return resolve();
+      call.settled = true;
+      d.res.removeAllListeners('data');
+      fn().finally(resolve);
+    };
+    const failMid = (message: string, status: 'error' | 'cancelled' = 'error') =>
+      finish(async () => {
+        call.abortBackend();
+        try {
+          await call.record({ ...partial(), status, error: message });
+        } catch (e) {
+          call.ctx.log('proxy: recording a failed stream failed', { error: String(e) });
+        }
+        if (!raw.destroyed) raw.end(out.error(message));
+      });
+    const complete = () =>
+      finish(async () => {
+        try {
+          await call.record({ ...partial(), status: 'ok', total_ms: call.elapsed() });
+        } catch (e) {
+          if (!raw.destroyed) raw.end(out.error(`the call could not be recorded: ${String(e)}`));
+          return;
+        }
+        if (!raw.destroyed) raw.end(out.end());
+      });
+    call.onClientClose(() => resolve());
+
+    const onEvent = (data: string): boolean => {
+      if (data === '[DONE]') {
+        sawDone = true;
+        return true;
+      }
+      let obj: Json;
+      try {
+        obj = JSON.parse(data);
+      } catch {
+        failMid(`backend ${d.backendName} sent stream data that is not JSON: ${data.slice(0, 200)}`);
+        return false;
+      }
+      if (obj && (obj.error || obj.object === 'error')) {
+        failMid(`backend ${d.backendName} reported an error mid-stream: ${backendErrorMessage(data)}`);
+        return false;
+      }
+      if (ttft === null && Array.isArray(obj.choices) && obj.choices.length > 0) {
+        const c = obj.choices[0];
+        if ((c.token_ids && c.token_ids.length > 0) || c.delta?.content || c.delta?.tool_calls || c.text)
+          ttft = call.elapsed();
+      }
+      asm.push(obj);
+      const frame = out.chunk(obj, data);
+      if (frame && !raw.write(frame)) {
+        d.res.pause();
+        raw.once('drain', () => d.res.resume());
+      }
+      return true;
+    };
+
+    d.res.on('data', (buf: Buffer) => {
+      if (call.settled) return;
+      for (const ev of parser.push(buf)) if (!onEvent(ev.data) || call.settled) return;
+    });
+    d.res.on('end', () => {
+      if (call.settled) return;
+      for (const ev of parser.flush()) if (!onEvent(ev.data) || call.settled) return;
+      if (sawDone) complete();
+      else failMid(`backend ${d.backendName} ended the stream before [DONE]`);
+    });
+    d.res.on('close', () => {
+      if (call.settled || d.res.complete) return;
+      failMid(
+        timedOut.has(d.res)
+          ? `backend ${d.backendName} went silent mid-stream (timeout ${call.ctx.config.backend_timeout_ms} ms)`
+          : `backend ${d.backendName} closed the connection mid-stream`,
+      );
+    });
+  });
+}

@@ -1,0 +1,30 @@
+// Secrets never reach the trace store: API-key-looking strings in recorded bodies are replaced.
+
+const KEY_PATTERN = /(sk-[A-Za-z0-9_-]{8,}|hrk_[A-Za-z0-9_-]{8,})/g;
+const KEY_TEST = /sk-[A-Za-z0-9_-]{8,}|hrk_[A-Za-z0-9_-]{8,}/;
+export const REDACTED = '[redacted]';
+
+/**
+ * The body with every string that looks like an API key (`sk-…`, `hrk_…`) or equals one of `secrets`
+ * redacted. `raw` (the body's JSON text, when known) lets the common no-secret case skip the walk.
+ */
+export function redact(body: unknown, secrets: readonly string[] = [], raw?: string): unknown {
+  const live = secrets.filter((s) => s && s.length >= 8);
+  if (raw !== undefined && !KEY_TEST.test(raw) && !live.some((s) => raw.includes(s))) return body;
+  return walk(body, live);
+}
+
+function walk(v: unknown, secrets: readonly string[]): unknown {
+  if (typeof v === 'string') {
+    let s = v.replace(KEY_PATTERN, REDACTED);
+    for (const secret of secrets) if (s.includes(secret)) s = s.split(secret).join(REDACTED);
+    return s;
+  }
+  if (Array.isArray(v)) return v.map((x) => walk(x, secrets));
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = walk(x, secrets);
+    return out;
+  }
+  return v;
+}

@@ -1,0 +1,199 @@
+// Who a proxy call belongs to: a rollout (`/r/<id>/v1/...`, rollout key or daemon token) or the
+// active recording session (unscoped `/v1/...`, recording key or daemon token). Lookups are cached
+// and dropped on the store's rollout/recording events, so the hot path does no store reads.
+import { timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { DaemonContext } from '../context';
+import type { RunConfig } from '../protocol/config';
+import type { Recording, Rollout } from '../protocol/entities';
+import { ProxyError } from './errors';
+
+export interface Upstream {
+  kind: 'openai' | 'anthropic' | 'vllm' | 'reference';
+  base_url: string | null;
+}
+
+export interface Scope {
+  rolloutId: string;
+  rollout: Rollout;
+  attemptId: string | null;
+  recording: Recording | null;
+  /** Where a recording's calls go; null = the backend pool. */
+  upstream: Upstream | null;
+  runConfig: RunConfig | null;
+  /** Secrets to redact from recorded bodies (the keys valid for this scope). */
+  secrets: string[];
+}
+
+interface Entry {
+  key: string | null;
+  scope: Scope;
+  at: number;
+}
+
+const TTL_MS = 2_000;
+
+export function keyOf(headers: Record<string, string | string[] | undefined>): string | null {
+  const auth = headers.authorization;
+  if (typeof auth === 'string') {
+    const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
+    if (m) return m[1].trim();
+  }
+  const x = headers['x-api-key'];
+  if (typeof x === 'string' && x.trim()) return x.trim();
+  return null;
+}
+
+function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function upstreamOf(recording: Recording | null): Upstream | null {
+  const u = recording?.upstream as { kind?: unknown; base_url?: unknown } | null | undefined;
+  if (!u || typeof u !== 'object' || typeof u.kind !== 'string') return null;
+  if (!['openai', 'anthropic', 'vllm', 'reference'].includes(u.kind)) return null;
+  if (u.kind === 'reference') return null;
+  return { kind: u.kind as Upstream['kind'], base_url: typeof u.base_url === 'string' ? u.base_url : null };
+}
+
+export class Scopes {
+  private readonly rollouts = new Map<string, Entry>();
+  private readonly runs = new Map<string, RunConfig | null>();
+  private active: { recording: Recording | null; at: number } | null = null;
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly ctx: DaemonContext) {
+    this.unsubscribe = ctx.store.subscribe((ev) => {
+      if (ev.type === 'rollout') this.rollouts.delete(ev.rollout.id);
+      else if (ev.type === 'recording') {
+        this.active = null;
+        this.rollouts.delete(ev.recording.rollout_id);
+      } else if (ev.type === 'run') this.runs.delete(ev.run.id);
+    });
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+
+  /** The scope of `/r/<rolloutId>/…` for a caller presenting `key`; throws 404/401/403. */
+  async forRollout(rolloutId: string, key: string | null): Promise<Scope> {
+    const entry = await this.entry(rolloutId);
+    if (!entry)
+      throw new ProxyError(404, `unknown rollout ${JSON.stringify(rolloutId)}`, null, 'unknown_rollout');
+    if (key === null)
+      throw new ProxyError(
+        401,
+        'missing API key: send the rollout key as "Authorization: Bearer <key>" or "x-api-key"',
+        null,
+        'missing_key',
+      );
+    if (!same(key, this.ctx.token) && !(entry.key !== null && same(key, entry.key)))
+      throw new ProxyError(403, `this key is not valid for rollout ${rolloutId}`, null, 'wrong_key');
+    return entry.scope;
+  }
+
+  /** The scope of unscoped `/v1/…`: the active recording session; throws 409 when none is active. */
+  async forUnscoped(key: string | null): Promise<Scope> {
+    const recording = await this.activeRecording();
+    if (key === null)
+      throw new ProxyError(
+        401,
+        'missing API key: send "Authorization: Bearer <key>" or "x-api-key"',
+        null,
+        'missing_key',
+      );
+    if (!recording)
+      throw new ProxyError(
+        409,
+        'no active recording session: start a recording, or use a rollout-scoped base URL /r/<rolloutId>/v1',
+        null,
+        'no_active_recording',
+      );
+    const entry = await this.entry(recording.rollout_id);
+    const recordingKey = await this.ctx.store.getRecordingKey(recording.id);
+    const ok =
+      same(key, this.ctx.token) ||
+      (recordingKey !== null && same(key, recordingKey)) ||
+      (entry?.key != null && same(key, entry.key));
+    if (!ok)
+      throw new ProxyError(401, 'this key is not valid for the active recording session', null, 'wrong_key');
+    if (!entry) throw new ProxyError(404, `the recording's rollout ${recording.rollout_id} is gone`);
+    return { ...entry.scope, secrets: [...entry.scope.secrets, ...(recordingKey ? [recordingKey] : [])] };
+  }
+
+  /** True when `key` is the daemon token (enough for listing models without a recording). */
+  isDaemonToken(key: string | null): boolean {
+    return key !== null && same(key, this.ctx.token);
+  }
+
+  async activeRecording(): Promise<Recording | null> {
+    const now = Date.now();
+    if (this.active && now - this.active.at < TTL_MS) return this.active.recording;
+    const recording = await this.ctx.store.activeRecording();
+    this.active = { recording, at: now };
+    return recording;
+  }
+
+  private async entry(rolloutId: string): Promise<Entry | null> {
+    const now = Date.now();
+    const hit = this.rollouts.get(rolloutId);
+    if (hit && now - hit.at < TTL_MS) return hit;
+    const store = this.ctx.store;
+    const rollout = await store.getRollout(rolloutId);
+    if (!rollout) {
+      this.rollouts.delete(rolloutId);
+      return null;
+    }
+    const [key, attempts, recording, runConfig] = await Promise.all([
+      store.getRolloutKey(rolloutId),
+      rollout.status === 'running' ? store.listAttempts(rolloutId) : Promise.resolve([]),
+      rollout.recording_id ? store.getRecording(rollout.recording_id) : Promise.resolve(null),
+      rollout.run_id ? this.runConfig(rollout.run_id) : Promise.resolve(null),
+    ]);
+    const running = attempts.filter((a) => a.status === 'running').at(-1) ?? null;
+    const entry: Entry = {
+      key,
+      at: now,
+      scope: {
+        rolloutId,
+        rollout,
+        attemptId: running?.id ?? null,
+        recording,
+        upstream: upstreamOf(recording),
+        runConfig,
+        secrets: [this.ctx.token, ...(key ? [key] : [])],
+      },
+    };
+    this.rollouts.set(rolloutId, entry);
+    if (this.rollouts.size > 50_000) {
+      const oldest = this.rollouts.keys().next().value;
+      if (oldest !== undefined) this.rollouts.delete(oldest);
+    }
+    return entry;
+  }
+
+  private async runConfig(runId: string): Promise<RunConfig | null> {
+    if (this.runs.has(runId)) return this.runs.get(runId) ?? null;
+    const run = await this.ctx.store.getRun(runId);
+    const config = (run?.config ?? null) as RunConfig | null;
+    this.runs.set(runId, config);
+    return config;
+  }
+}
+
+/** The user's own upstream API keys from `<dataDir>/secrets.json` (never stored in traces). */
+export async function readSecrets(dataDir: string): Promise<{ openai?: string; anthropic?: string }> {
+  try {
+    const json = JSON.parse(await readFile(join(dataDir, 'secrets.json'), 'utf8')) as Record<string, unknown>;
+    return {
+      openai: typeof json.openai === 'string' ? json.openai : undefined,
+      anthropic: typeof json.anthropic === 'string' ? json.anthropic : undefined,
+    };
+  } catch {
+    return {};
+  }
+}
