@@ -1,12 +1,12 @@
 // The worker routes: claim a rollout of a run, heartbeat an attempt, finish it (with a reward).
 // Auth: the daemon token as `Authorization: Bearer <token>`.
-import { timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { z } from 'zod';
+import { authorize, bearerToken } from '../api/auth';
+import { ApiError, errorBody, toApiError, validationError } from '../api/errors';
 import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
 import type { Attempt, Rollout } from '../protocol/entities';
-import { StoreError } from '../store/store';
 import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from './wire';
 
 export interface RouteOptions {
@@ -16,53 +16,23 @@ export interface RouteOptions {
 
 const TERMINAL_RUN = new Set(['finished', 'stopped', 'failed']);
 
-function sendError(reply: FastifyReply, status: number, code: string, message: string, field: string | null) {
-  return reply.code(status).send({ error: { message, field, code } });
-}
-
-function tokenMatches(header: string | undefined, token: string): boolean {
-  const given = header?.startsWith('Bearer ') ? header.slice(7) : '';
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** Parse a body with a zod schema; on failure answer 400 naming the first bad field. */
-function parse<S extends z.ZodType>(schema: S, body: unknown, reply: FastifyReply): z.infer<S> | undefined {
+/** Parse a body with a zod schema; a 400 naming the first bad field otherwise. */
+function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   const result = schema.safeParse(body ?? {});
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const field = issue && issue.path.length > 0 ? issue.path.join('.') : null;
-  sendError(reply, 400, 'invalid', `invalid body: ${issue?.message ?? 'bad input'}`, field);
-  return undefined;
+  if (!result.success) throw validationError(result.error, 'body');
+  return result.data;
 }
 
-function storeFailure(reply: FastifyReply, err: unknown) {
-  if (err instanceof StoreError) {
-    const status = err.code === 'not_found' ? 404 : err.code === 'conflict' ? 409 : 400;
-    return sendError(reply, status, err.code, err.message, err.field);
-  }
-  throw err;
-}
-
-export function registerWorkerRoutes(app: FastifyInstance, ctx: DaemonContext, options: RouteOptions): void {
+export async function registerWorkerRoutes(
+  app: FastifyInstance,
+  ctx: DaemonContext,
+  options: RouteOptions,
+): Promise<void> {
   const { store } = ctx;
   /** attempt id → rollout id for the claims this daemon issued (a finish may also name its rollout). */
   const attemptRollout = new Map<string, string>();
 
-  const auth = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!tokenMatches(request.headers.authorization, ctx.token)) {
-      return sendError(
-        reply,
-        401,
-        'unauthorized',
-        'missing or wrong daemon token (Authorization: Bearer …)',
-        null,
-      );
-    }
-  };
-
-  /** Wait until a rollout of the run changes (or `ms` passes). */
+  /** Wait until a rollout of the run (or any run) changes, or `ms` passes. */
   const nextRolloutEvent = (runId: string, ms: number) =>
     new Promise<void>((resolve) => {
       const done = () => {
@@ -79,29 +49,38 @@ export function registerWorkerRoutes(app: FastifyInstance, ctx: DaemonContext, o
   const findAttempt = async (
     attemptId: string,
     rolloutId: string | undefined,
-  ): Promise<{ rollout: Rollout; attempt: Attempt } | null> => {
+  ): Promise<{ rollout: Rollout; attempt: Attempt }> => {
     const id = rolloutId ?? attemptRollout.get(attemptId);
-    if (!id) return null;
-    const rollout = await store.getRollout(id);
-    if (!rollout) return null;
-    const attempt = (await store.listAttempts(id)).find((a) => a.id === attemptId);
-    return attempt ? { rollout, attempt } : null;
+    const rollout = id ? await store.getRollout(id) : null;
+    const attempt = rollout
+      ? (await store.listAttempts(rollout.id)).find((a) => a.id === attemptId)
+      : undefined;
+    if (!rollout || !attempt) {
+      throw new ApiError(404, 'not_found', `no attempt ${attemptId}${id ? ` of rollout ${id}` : ''}`, 'id');
+    }
+    return { rollout, attempt };
   };
 
-  app.post<{ Params: { id: string } }>(
-    '/api/runs/:id/claim',
-    { preHandler: auth },
-    async (request, reply) => {
-      const body = parse(ClaimBody, request.body, reply);
-      if (!body) return reply;
+  // Its own scope: the API's error shape and token check, without touching the proxy's routes.
+  await app.register(async (scope) => {
+    scope.setErrorHandler((err, _request, reply) => {
+      const e = toApiError(err, ctx.config.body_limit_bytes);
+      if (e.status >= 500) ctx.log('worker route error', { error: e.message });
+      reply.code(e.status).send(errorBody(e));
+    });
+    scope.addHook('onRequest', async (request) => {
+      await authorize(ctx, 'token', bearerToken(request.headers), undefined);
+    });
+
+    scope.post<{ Params: { id: string } }>('/api/runs/:id/claim', async (request, reply) => {
+      const body = parse(ClaimBody, request.body);
       const runId = request.params.id;
       const deadline = Date.now() + body.wait_ms;
       for (;;) {
         const run = await store.getRun(runId);
-        if (!run) return sendError(reply, 404, 'not_found', `no run ${runId}`, 'id');
-        if (TERMINAL_RUN.has(run.status)) {
-          return sendError(reply, 410, 'gone', `run ${runId} is ${run.status}`, null);
-        }
+        if (!run) throw new ApiError(404, 'not_found', `no run ${runId}`, 'id');
+        if (TERMINAL_RUN.has(run.status))
+          throw new ApiError(410, 'gone', `run ${runId} is ${run.status}`, 'id');
         if (request.raw.destroyed) return reply;
         const claimed =
           run.status === 'running' ? await store.claimRollout({ run_id: runId, worker: body.worker }) : null;
@@ -109,12 +88,11 @@ export function registerWorkerRoutes(app: FastifyInstance, ctx: DaemonContext, o
           const { rollout, attempt } = claimed;
           attemptRollout.set(attempt.id, rollout.id);
           const config = RunConfig.parse(run.config);
-          const key = await store.getRolloutKey(rollout.id);
           const base = ctx.baseUrl();
           const answer: Claimed = {
             rollout,
             attempt,
-            key: key ?? '',
+            key: (await store.getRolloutKey(rollout.id)) ?? '',
             openai_base_url: `${base}/r/${rollout.id}/v1`,
             anthropic_base_url: `${base}/r/${rollout.id}`,
             input: rollout.input,
@@ -128,52 +106,33 @@ export function registerWorkerRoutes(app: FastifyInstance, ctx: DaemonContext, o
         if (left <= 0) return reply.code(204).send();
         await nextRolloutEvent(runId, Math.min(left, 1000));
       }
-    },
-  );
+    });
 
-  app.post<{ Params: { id: string } }>(
-    '/api/attempts/:id/heartbeat',
-    { preHandler: auth },
-    async (request, reply) => {
-      const body = parse(HeartbeatBody, request.body, reply);
-      if (!body) return reply;
+    scope.post<{ Params: { id: string } }>('/api/attempts/:id/heartbeat', async (request) => {
+      const body = parse(HeartbeatBody, request.body);
       const found = await findAttempt(request.params.id, body.rollout_id);
-      if (!found) return sendError(reply, 404, 'not_found', `no attempt ${request.params.id}`, 'id');
-      if (found.attempt.status === 'running') {
-        try {
-          await store.heartbeat(found.attempt.id);
-        } catch (err) {
-          if (!(err instanceof StoreError)) throw err;
-        }
+      let status = found.attempt.status;
+      if (status === 'running') {
+        await store.heartbeat(found.attempt.id);
+        status = (await findAttempt(found.attempt.id, found.rollout.id)).attempt.status;
       }
-      const after = (await findAttempt(found.attempt.id, found.rollout.id))?.attempt ?? found.attempt;
-      const answer: HeartbeatReply = { status: after.status, cancel: after.status !== 'running' };
+      const answer: HeartbeatReply = { status, cancel: status !== 'running' };
       return answer;
-    },
-  );
+    });
 
-  app.post<{ Params: { id: string } }>(
-    '/api/attempts/:id/finish',
-    { preHandler: auth },
-    async (request, reply) => {
-      const body = parse(FinishBody, request.body, reply);
-      if (!body) return reply;
-      const found = await findAttempt(request.params.id, body.rollout_id);
-      if (!found) return sendError(reply, 404, 'not_found', `no attempt ${request.params.id}`, 'id');
-      const { rollout, attempt } = found;
+    scope.post<{ Params: { id: string } }>('/api/attempts/:id/finish', async (request) => {
+      const body = parse(FinishBody, request.body);
+      const { rollout, attempt } = await findAttempt(request.params.id, body.rollout_id);
       if (attempt.status !== 'running') {
-        return sendError(reply, 409, 'conflict', `attempt ${attempt.id} is already ${attempt.status}`, null);
+        throw new ApiError(409, 'conflict', `attempt ${attempt.id} is already ${attempt.status}`, 'id');
       }
-      try {
-        if (body.reward !== undefined && body.status === 'succeeded' && rollout.reward === null) {
-          await store.addReward(rollout.id, { value: body.reward, source: 'harness' });
-        }
-        const after = await store.finishAttempt(attempt.id, body.status, body.error);
-        attemptRollout.delete(attempt.id);
-        return { rollout: after };
-      } catch (err) {
-        return storeFailure(reply, err);
+      // The harness may have posted its reward itself (POST /api/rollouts/:id/reward); that one counts.
+      if (body.reward !== undefined && body.status === 'succeeded' && rollout.reward === null) {
+        await store.addReward(rollout.id, { value: body.reward, source: 'harness' });
       }
-    },
-  );
+      const after = await store.finishAttempt(attempt.id, body.status, body.error);
+      attemptRollout.delete(attempt.id);
+      return { rollout: after };
+    });
+  });
 }

@@ -112,7 +112,8 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
             if (HeartbeatReply.parse(json).cancel) abort('cancelled');
           })
           .catch((err) => {
-            if (err instanceof DaemonHttpError && err.status === 404) abort('cancelled');
+            if (err instanceof DaemonHttpError && (err.status === 404 || err.status === 409))
+              abort('cancelled');
           });
       },
       Math.max(200, claim.heartbeat_s * 1000),

@@ -1,4 +1,109 @@
-// Placeholder until its owner lands it.
-export async function run(_argv: string[]): Promise<number> {
-  throw new Error('the "worker" command is not implemented yet');
+// `harness-rl worker --run ID [--url URL] [--token T] [--concurrency N] [-- CMD …]`: claims rollouts of a
+// run and runs the harness command on each (the run config's harness.command when none is given).
+import { parseArgs } from 'node:util';
+import { commandRollout } from '../../cluster/command';
+import { runWorker } from '../../cluster/worker';
+import { readToken } from '../../config/token';
+import { RunConfig } from '../../protocol/config';
+import { defaultDataDir } from './daemon';
+
+const USAGE = `usage: harness-rl worker --run ID [--url URL] [--token TOKEN] [--data DIR] [--concurrency N] [-- CMD ARGS…]
+  --url          the daemon (default $HARNESS_RL_URL or http://127.0.0.1:4100)
+  --token        the daemon token (default $HARNESS_RL_TOKEN, else DIR/token)
+  --data         the daemon's data folder, for its token (default $HARNESS_RL_DATA or ~/.harness-rl)
+  --concurrency  rollouts at a time (default the run's harness.concurrency)
+  CMD            the harness; default the run's harness.command. It gets OPENAI_BASE_URL, OPENAI_API_KEY,
+                 ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, HARNESS_RL_URL, HARNESS_RL_ROLLOUT_ID, HARNESS_RL_KEY,
+                 HARNESS_RL_TASK (JSON) and HARNESS_RL_MODEL; its last stdout line may be {"reward": x}.
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  const split = argv.indexOf('--');
+  const own = split >= 0 ? argv.slice(0, split) : argv;
+  let command = split >= 0 ? argv.slice(split + 1) : [];
+  let values: {
+    run?: string;
+    url?: string;
+    token?: string;
+    data?: string;
+    concurrency?: string;
+    help?: boolean;
+  };
+  try {
+    ({ values } = parseArgs({
+      args: own,
+      options: {
+        run: { type: 'string' },
+        url: { type: 'string' },
+        token: { type: 'string' },
+        data: { type: 'string' },
+        concurrency: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (!values.run) {
+    process.stderr.write(`--run is required\n${USAGE}`);
+    return 2;
+  }
+  const url = (values.url ?? process.env.HARNESS_RL_URL ?? 'http://127.0.0.1:4100').replace(/\/$/, '');
+  const dataDir = values.data ?? defaultDataDir();
+  const token = values.token ?? process.env.HARNESS_RL_TOKEN ?? readToken(dataDir);
+  if (!token) {
+    process.stderr.write(`no daemon token: pass --token, set HARNESS_RL_TOKEN or --data of the daemon\n`);
+    return 2;
+  }
+  const response = await fetch(`${url}/api/runs/${encodeURIComponent(values.run)}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  if (!response.ok) {
+    process.stderr.write(
+      `cannot read run ${values.run} from ${url}: HTTP ${response.status} ${await response.text()}\n`,
+    );
+    return 1;
+  }
+  const config = RunConfig.parse(((await response.json()) as { config: unknown }).config);
+  if (command.length === 0) command = config.harness.command ?? [];
+  if (command.length === 0) {
+    process.stderr.write(`the run has no harness.command: give one after --\n${USAGE}`);
+    return 2;
+  }
+  const concurrency = values.concurrency
+    ? Number.parseInt(values.concurrency, 10)
+    : config.harness.concurrency;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    process.stderr.write(`--concurrency must be a positive integer\n`);
+    return 2;
+  }
+
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const log = (line: string) => process.stderr.write(`worker: ${line}\n`);
+  log(`run ${values.run} at ${url}: ${concurrency} at a time, ${command.join(' ')}`);
+  try {
+    const summary = await runWorker({
+      daemonUrl: url,
+      token,
+      runId: values.run,
+      concurrency,
+      rollout: commandRollout(command),
+      signal: controller.signal,
+      log,
+    });
+    process.stdout.write(`${JSON.stringify({ worker: summary })}\n`);
+    return 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
 }

@@ -1,0 +1,295 @@
+// Runs end to end: a run created over REST trains on the reference engine with SDK workers that call
+// the proxy through the official openai client; retries, timeouts, stop and resume after a restart.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
+import type { RunConfigInput } from '../../daemon/protocol/config';
+import type { Attempt, Rollout, Run } from '../../daemon/protocol/entities';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'harness-rl-run-'));
+  const tasks = Array.from({ length: 6 }, (_, i) => JSON.stringify({ prompt: `Say ${i}` })).join('\n');
+  await writeFile(join(dir, 'tasks.jsonl'), `${tasks}\n`);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function runConfig(patch: {
+  name?: string;
+  harness?: Record<string, unknown>;
+  algorithm?: Record<string, unknown>;
+  schedule?: Record<string, unknown>;
+}): RunConfigInput {
+  return {
+    name: patch.name ?? 'e2e',
+    tasks: { file: 'tasks.jsonl', validation_fraction: 0.34 },
+    harness: { concurrency: 4, timeout_s: 60, max_attempts: 2, ...patch.harness },
+    algorithm: { n: 2, learning_rate: 0.01, max_response_tokens: 64, ...patch.algorithm },
+    schedule: { steps: 2, groups_per_step: 2, ...patch.schedule },
+  } as RunConfigInput;
+}
+
+/** A harness: one chat call through the proxy with the official client; reward from the reply. */
+async function chatHarness(ctx: RolloutContext): Promise<{ reward: number }> {
+  const client = new OpenAI({ baseURL: ctx.openai_base_url, apiKey: ctx.key, maxRetries: 0 });
+  const reply = await client.chat.completions.create({
+    model: ctx.model,
+    messages: [{ role: 'user', content: String((ctx.input as { prompt: string }).prompt) }],
+    max_tokens: 6,
+    temperature: 1,
+  });
+  const text = reply.choices[0]?.message.content ?? '';
+  return { reward: text.length % 2 };
+}
+
+async function createRun(daemon: TestDaemon, config: RunConfigInput): Promise<Run> {
+  const res = await daemon.api<Run>('POST', '/api/runs', { config, base_dir: dir });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined | false>,
+  ms = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function runRollouts(daemon: TestDaemon, runId: string): Promise<Rollout[]> {
+  return (await daemon.ctx.store.listRollouts({ run_id: runId, limit: 1000 })).items;
+}
+
+describe('a run on the reference engine', () => {
+  let daemon: TestDaemon;
+  beforeAll(async () => {
+    daemon = await startTestDaemon();
+  });
+  afterAll(async () => {
+    await daemon?.close();
+  });
+
+  it('trains its steps with an SDK worker and stores metrics, model versions and rollout stats', async () => {
+    const run = await createRun(daemon, runConfig({ schedule: { steps: 2, validate_every: 1 } }));
+    expect(run.status).toBe('running');
+    const summary = await runWorker({
+      daemonUrl: daemon.url,
+      token: daemon.token,
+      runId: run.id,
+      concurrency: 4,
+      rollout: chatHarness,
+    });
+    expect(summary.succeeded).toBeGreaterThanOrEqual(8);
+
+    const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
+    expect(after).toMatchObject({ status: 'finished', step: 2, error: null });
+    expect(after.model_version).toBeGreaterThan(0);
+    const metrics = (await daemon.api('GET', `/api/runs/${run.id}/metrics`)).body as {
+      step: number;
+      metrics: Record<string, number | null>;
+    }[];
+    expect(metrics.map((m) => m.step)).toEqual([0, 1]);
+    for (const m of metrics) {
+      expect(m.metrics.mean_reward).toBeTypeOf('number');
+      expect(m.metrics.rollouts).toBe(4);
+      expect(m.metrics.prefix_breaks).toBe(0);
+      expect(m.metrics.tokens_per_s).toBeGreaterThan(0);
+      expect(m.metrics.val_reward).toBeTypeOf('number');
+      expect(m.metrics).toHaveProperty('zero_variance_groups');
+    }
+    const versions = await daemon.ctx.store.listModelVersions(run.id);
+    expect(versions.length).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...versions.map((v) => v.version))).toBe(after.model_version);
+
+    const rollouts = await runRollouts(daemon, run.id);
+    // 2 steps × 2 groups × 2 rollouts, plus one validation rollout per validation task per step.
+    expect(rollouts.length).toBe(8 + 2 * 2);
+    expect(rollouts.every((r) => r.status === 'succeeded' && r.reward !== null)).toBe(true);
+    const train = rollouts.filter((r) => r.stats !== null);
+    expect(train.length).toBe(8);
+    expect(train.every((r) => r.stats!.samples === 1 && r.stats!.mask_tokens > 0)).toBe(true);
+    const calls = await daemon.ctx.store.listLlmCalls(train[0].id);
+    expect(calls[0].prompt_ids?.length).toBeGreaterThan(0);
+    expect(calls[0].model_version).not.toBeNull();
+    // The run is over: workers are told to go.
+    const claim = await daemon.api('POST', `/api/runs/${run.id}/claim`, {});
+    expect(claim.status).toBe(410);
+  });
+
+  it('retries a rollout whose harness fails and fails it once its attempts are used up', async () => {
+    const run = await createRun(
+      daemon,
+      runConfig({ name: 'retry', harness: { max_attempts: 2 }, schedule: { steps: 1, groups_per_step: 2 } }),
+    );
+    // The rollouts of one group always fail; those of the other fail once, then succeed.
+    let failing: string | null = null;
+    const summary = await runWorker({
+      daemonUrl: daemon.url,
+      token: daemon.token,
+      runId: run.id,
+      concurrency: 2,
+      rollout: async (ctx) => {
+        failing ??= ctx.rollout.group_id;
+        if (ctx.rollout.group_id === failing || ctx.attempt.index === 1) {
+          throw new Error(`harness crashed on attempt ${ctx.attempt.index}`);
+        }
+        return chatHarness(ctx);
+      },
+    });
+    expect(summary).toMatchObject({ succeeded: 2, failed: 6 });
+    const rollouts = await runRollouts(daemon, run.id);
+    const succeeded = rollouts.filter((r) => r.status === 'succeeded');
+    const failed = rollouts.filter((r) => r.status === 'failed');
+    expect(succeeded).toHaveLength(2);
+    expect(failed).toHaveLength(2);
+    for (const r of rollouts) {
+      const attempts = await daemon.ctx.store.listAttempts(r.id);
+      expect(attempts).toHaveLength(2);
+      expect(attempts[0]).toMatchObject({ status: 'failed', error: 'harness crashed on attempt 1' });
+    }
+    expect(failed[0].error).toContain('harness crashed on attempt 2');
+    const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
+    expect(after.status).toBe('finished');
+    const [metrics] = (await daemon.api('GET', `/api/runs/${run.id}/metrics`)).body;
+    expect(metrics.metrics.failed_rollouts).toBe(2);
+  });
+
+  it('times out an attempt that runs past harness.timeout_s and retries the rollout', async () => {
+    const run = await createRun(
+      daemon,
+      runConfig({
+        name: 'timeout',
+        harness: { timeout_s: 0.5, max_attempts: 2 },
+        schedule: { steps: 1, groups_per_step: 1 },
+      }),
+    );
+    // A worker that claims and then goes silent: the daemon itself must time the attempt out.
+    const claim = await daemon.api('POST', `/api/runs/${run.id}/claim`, { worker: 'silent' });
+    expect(claim.status).toBe(200);
+    expect(claim.body.openai_base_url).toBe(`${daemon.url}/r/${claim.body.rollout.id}/v1`);
+    const attempt = await waitFor('the timed-out attempt', async () => {
+      const attempts = await daemon.ctx.store.listAttempts(claim.body.rollout.id);
+      return attempts.find((a: Attempt) => a.status === 'timed_out');
+    });
+    expect(attempt.error).toContain('0.5s');
+    // Its heartbeat now says stop; a late finish is refused.
+    const beat = await daemon.api('POST', `/api/attempts/${attempt.id}/heartbeat`, {});
+    expect(beat.body).toEqual({ status: 'timed_out', cancel: true });
+    const late = await daemon.api('POST', `/api/attempts/${attempt.id}/finish`, {
+      status: 'succeeded',
+      reward: 1,
+    });
+    expect(late.status).toBe(409);
+    // A worker whose harness hangs past the timeout ends the attempt as timed_out itself and moves on.
+    let hung = 0;
+    await runWorker({
+      daemonUrl: daemon.url,
+      token: daemon.token,
+      runId: run.id,
+      concurrency: 2,
+      rollout: async (ctx) => {
+        if (ctx.attempt.index === 1 && hung++ === 0) await new Promise((r) => setTimeout(r, 5_000));
+        return chatHarness(ctx);
+      },
+    });
+    const rollouts = await runRollouts(daemon, run.id);
+    expect(rollouts.map((r) => r.status)).toEqual(['succeeded', 'succeeded']);
+    const statuses = (await Promise.all(rollouts.map((r) => daemon.ctx.store.listAttempts(r.id))))
+      .flat()
+      .map((a) => a.status)
+      .sort();
+    expect(statuses).toEqual(['succeeded', 'succeeded', 'timed_out', 'timed_out']);
+  });
+
+  it('stopping a run cancels its queued and running rollouts and ends its workers', async () => {
+    const run = await createRun(daemon, runConfig({ name: 'stop', schedule: { steps: 5 } }));
+    const claim = await waitFor('a claim', async () => {
+      const res = await daemon.api('POST', `/api/runs/${run.id}/claim`, { wait_ms: 1000 });
+      return res.status === 200 ? res.body : null;
+    });
+    const stopped = await daemon.api<Run>('POST', `/api/runs/${run.id}/stop`, {});
+    expect(stopped.status).toBe(200);
+    expect(stopped.body.status).toBe('stopped');
+    const rollouts = await runRollouts(daemon, run.id);
+    expect(rollouts.length).toBe(4);
+    expect(rollouts.every((r) => r.status === 'cancelled')).toBe(true);
+    const beat = await daemon.api('POST', `/api/attempts/${claim.attempt.id}/heartbeat`, {});
+    expect(beat.body).toEqual({ status: 'cancelled', cancel: true });
+    expect((await daemon.api('POST', `/api/runs/${run.id}/claim`, {})).status).toBe(410);
+  });
+
+  it('refuses worker calls without the daemon token and names bad fields', async () => {
+    const res = await fetch(`${daemon.url}/api/runs/nope/claim`, { method: 'POST' });
+    expect(res.status).toBe(401);
+    const bad = await daemon.api('POST', '/api/runs/nope/claim', { wait_ms: -1 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.field).toBe('wait_ms');
+    expect((await daemon.api('POST', '/api/runs/nope/claim', {})).status).toBe(404);
+    const finish = await daemon.api('POST', '/api/attempts/att_x/finish', { status: 'done' });
+    expect(finish.status).toBe(400);
+    expect(finish.body.error.field).toBe('status');
+  });
+});
+
+describe('a daemon restart', () => {
+  it('resumes a running run from its stored step', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'harness-rl-resume-'));
+    let daemon = await startTestDaemon({ dataDir });
+    try {
+      const run = await createRun(daemon, runConfig({ name: 'resume', schedule: { steps: 3 } }));
+      const stop = new AbortController();
+      const first = daemon;
+      const worker = runWorker({
+        daemonUrl: first.url,
+        token: first.token,
+        runId: run.id,
+        concurrency: 4,
+        rollout: chatHarness,
+        signal: stop.signal,
+      });
+      await waitFor('step 1', async () => ((await first.ctx.store.getRun(run.id))?.step ?? 0) >= 1);
+      stop.abort();
+      await worker;
+      await first.close();
+      const before = await (async () => {
+        daemon = await startTestDaemon({ dataDir, token: first.token });
+        return daemon.ctx.store.getRun(run.id);
+      })();
+      expect(before?.status).toBe('running');
+      const resumedFrom = before!.step;
+      expect(resumedFrom).toBeGreaterThanOrEqual(1);
+      await runWorker({
+        daemonUrl: daemon.url,
+        token: daemon.token,
+        runId: run.id,
+        concurrency: 4,
+        rollout: chatHarness,
+      });
+      const after = await daemon.ctx.store.getRun(run.id);
+      expect(after).toMatchObject({ status: 'finished', step: 3 });
+      const metrics = await daemon.ctx.store.listRunMetrics(run.id);
+      expect(metrics.map((m) => m.step).sort()).toEqual([0, 1, 2]);
+      // Rollouts the first daemon left open were cancelled, not counted twice.
+      const open = (await runRollouts(daemon, run.id)).filter(
+        (r) => r.status === 'queued' || r.status === 'running',
+      );
+      expect(open).toHaveLength(0);
+    } finally {
+      await daemon.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
