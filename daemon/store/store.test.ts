@@ -1,0 +1,852 @@
+// One suite, both backends. PostgreSQL comes from HARNESS_RL_TEST_PG (default: the URL that
+// scripts/start-postgres.sh sets up); every test gets its own SQLite file or PostgreSQL schema.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  Attempt,
+  Group,
+  LlmCall,
+  ModelVersion,
+  type NewLlmCall,
+  NodeInfo,
+  Recording,
+  Reward,
+  Rollout,
+  Run,
+  RunMetrics,
+  Task,
+} from '../protocol/entities';
+import { DaemonEvent } from '../protocol/events';
+import { openStore } from './open';
+import type { SqlStore } from './sql-store';
+import { type Store, StoreError } from './store';
+
+const PG_URL =
+  process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
+
+async function pgReachable(): Promise<string | null> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+const pgProblem = await pgReachable();
+
+interface Db {
+  spec: string;
+  dataDir: string;
+  drop(): Promise<void>;
+}
+
+const backends: { name: 'sqlite' | 'postgres'; fresh(): Promise<Db> }[] = [
+  {
+    name: 'sqlite',
+    async fresh() {
+      const dataDir = mkdtempSync(join(tmpdir(), 'hrl-store-'));
+      return { spec: 'sqlite', dataDir, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: 'postgres',
+    async fresh() {
+      const schema = `t_${randomBytes(6).toString('hex')}`;
+      const url = new URL(PG_URL);
+      url.searchParams.set('schema', schema);
+      const dataDir = mkdtempSync(join(tmpdir(), 'hrl-store-'));
+      return {
+        spec: url.toString(),
+        dataDir,
+        async drop() {
+          rmSync(dataDir, { recursive: true, force: true });
+          const admin = new pg.Client({ connectionString: PG_URL });
+          await admin.connect();
+          await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+          await admin.end();
+        },
+      };
+    },
+  },
+];
+
+if (pgProblem) {
+  if (process.env.CI) {
+    describe('postgres store', () => {
+      it(`PostgreSQL is reachable at ${PG_URL} (run scripts/start-postgres.sh)`, () => {
+        throw new Error(`PostgreSQL is unreachable in CI: ${pgProblem}`);
+      });
+    });
+  } else {
+    console.warn(
+      `\n  SKIPPING the PostgreSQL store tests: ${PG_URL} is unreachable (${pgProblem}).\n  Run scripts/start-postgres.sh or set HARNESS_RL_TEST_PG.\n`,
+    );
+  }
+}
+
+const active = backends.filter((b) => b.name === 'sqlite' || !pgProblem);
+
+/** A call as the proxy hands it over, with sensible defaults. */
+function newCall(patch: Partial<NewLlmCall> = {}): NewLlmCall {
+  return {
+    rollout_id: null,
+    attempt_id: null,
+    recording_id: null,
+    wire_api: 'chat',
+    stream: false,
+    request: { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+    backend_request: null,
+    response: { choices: [{ message: { role: 'assistant', content: 'hello' } }] },
+    prompt_ids: [1, 2, 3],
+    response_ids: [4, 5],
+    response_logprobs: [-0.5, -0.25],
+    token_source: 'backend',
+    bridge: null,
+    finish_reason: 'stop',
+    usage: { prompt_tokens: 3, completion_tokens: 2 },
+    model: 'm',
+    model_version: 0,
+    backend: 'reference',
+    status: 'ok',
+    error: null,
+    http_status: 200,
+    tags: [],
+    queue_ms: 0.5,
+    ttft_ms: 1.5,
+    total_ms: 3,
+    ...patch,
+  };
+}
+
+async function storeError(p: Promise<unknown>): Promise<StoreError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(StoreError);
+    return err as StoreError;
+  }
+  throw new Error('expected a StoreError, the call succeeded');
+}
+
+describe.each(active)('$name store', (backend) => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()!();
+  });
+
+  async function fresh(): Promise<{ store: Store; db: Db; events: DaemonEvent[] }> {
+    const db = await backend.fresh();
+    const store = await openStore(db.spec, db.dataDir);
+    const events: DaemonEvent[] = [];
+    store.subscribe((e) => events.push(DaemonEvent.parse(e)));
+    cleanups.push(async () => {
+      await store.close();
+      await db.drop();
+    });
+    return { store, db, events };
+  }
+
+  async function runWithGroup(store: Store, size = 2) {
+    const run = await store.createRun({ name: 'math', config: { algorithm: { n: size } } });
+    const [task] = await store.createTasks(run.id, [{ input: { question: '1+1' }, split: 'train' }]);
+    const group = await store.createGroup({ run_id: run.id, task_id: task.id, step: 0, size });
+    return { run, task, group };
+  }
+
+  it('creates, updates and pages runs newest first, announcing each change', async () => {
+    const { store, events } = await fresh();
+    const runs: Run[] = [];
+    for (let i = 0; i < 5; i++) runs.push(Run.parse(await store.createRun({ name: `r${i}`, config: { i } })));
+    expect(runs[0]).toMatchObject({
+      status: 'created',
+      step: 0,
+      model_version: 0,
+      error: null,
+      config: { i: 0 },
+    });
+    expect(runs[0].id).toMatch(/^run_/);
+
+    const first = await store.listRuns({ limit: 2 });
+    expect(first.items.map((r) => r.name)).toEqual(['r4', 'r3']);
+    const second = await store.listRuns({ limit: 2, cursor: first.next_cursor! });
+    expect(second.items.map((r) => r.name)).toEqual(['r2', 'r1']);
+    const third = await store.listRuns({ limit: 2, cursor: second.next_cursor! });
+    expect(third.items.map((r) => r.name)).toEqual(['r0']);
+    expect(third.next_cursor).toBeNull();
+
+    const updated = Run.parse(
+      await store.updateRun(runs[1].id, { status: 'running', step: 3, model_version: 2 }),
+    );
+    expect(updated).toMatchObject({ status: 'running', step: 3, model_version: 2 });
+    expect(await store.getRun(runs[1].id)).toEqual(updated);
+    const failed = await store.updateRun(runs[1].id, { status: 'failed', error: 'trainer died' });
+    expect(failed).toMatchObject({ status: 'failed', step: 3, error: 'trainer died' });
+
+    expect(events.filter((e) => e.type === 'run')).toHaveLength(7);
+    expect(await store.getRun('run_nope')).toBeNull();
+    const err = await storeError(store.updateRun('run_nope', { step: 1 }));
+    expect(err).toMatchObject({ code: 'not_found', field: 'run_id' });
+    expect(await storeError(store.updateRun(runs[0].id, { status: 'bogus' as never }))).toMatchObject({
+      code: 'invalid',
+      field: 'status',
+    });
+  });
+
+  it('merges run metrics of a step and lists them in step order', async () => {
+    const { store, events } = await fresh();
+    const run = await store.createRun({ name: 'r', config: {} });
+    await store.addRunMetrics(run.id, 2, { loss: 0.5 });
+    await store.addRunMetrics(run.id, 1, { loss: 0.9, kl: null });
+    const merged = RunMetrics.parse(await store.addRunMetrics(run.id, 2, { val_reward: 0.75 }));
+    expect(merged.metrics).toEqual({ loss: 0.5, val_reward: 0.75 });
+    const list = await store.listRunMetrics(run.id);
+    expect(list.map((m) => [m.step, m.metrics])).toEqual([
+      [1, { loss: 0.9, kl: null }],
+      [2, { loss: 0.5, val_reward: 0.75 }],
+    ]);
+    expect(events.filter((e) => e.type === 'run_metrics')).toHaveLength(3);
+    expect(await storeError(store.addRunMetrics('run_nope', 0, {}))).toMatchObject({ code: 'not_found' });
+    expect(await storeError(store.listRunMetrics('run_nope'))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('numbers tasks per run and filters them by split', async () => {
+    const { store } = await fresh();
+    const run = await store.createRun({ name: 'r', config: {} });
+    await store.createTasks(run.id, [
+      { input: { q: 'a' }, split: 'train' },
+      { input: { q: 'b' }, split: 'validation' },
+    ]);
+    const more = await store.createTasks(run.id, [{ input: 'c', split: 'train' }]);
+    expect(more[0].index).toBe(2);
+    const all = (await store.listTasks(run.id)).map((t) => Task.parse(t));
+    expect(all.map((t) => [t.index, t.split, t.input])).toEqual([
+      [0, 'train', { q: 'a' }],
+      [1, 'validation', { q: 'b' }],
+      [2, 'train', 'c'],
+    ]);
+    expect((await store.listTasks(run.id, 'validation')).map((t) => t.index)).toEqual([1]);
+    expect(await storeError(store.createTasks('run_nope', []))).toMatchObject({
+      code: 'not_found',
+      field: 'run_id',
+    });
+  });
+
+  it('creates groups, pages them in creation order and sets their status', async () => {
+    const { store } = await fresh();
+    const { run, task } = await runWithGroup(store);
+    for (let i = 1; i < 5; i++) await store.createGroup({ run_id: run.id, task_id: null, step: i, size: 4 });
+    const p1 = await store.listGroups(run.id, { limit: 3 });
+    const p2 = await store.listGroups(run.id, { limit: 3, cursor: p1.next_cursor! });
+    expect([...p1.items, ...p2.items].map((g) => Group.parse(g).step)).toEqual([0, 1, 2, 3, 4]);
+    expect(p2.next_cursor).toBeNull();
+    const g = p1.items[0];
+    expect(g).toMatchObject({ task_id: task.id, status: 'pending', size: 2 });
+    await store.setGroupStatus(g.id, 'complete');
+    expect((await store.getGroup(g.id))?.status).toBe('complete');
+    expect(await store.getGroup('grp_nope')).toBeNull();
+    expect(await storeError(store.setGroupStatus('grp_nope', 'failed'))).toMatchObject({ code: 'not_found' });
+    expect(
+      await storeError(store.createGroup({ run_id: run.id, task_id: 'task_nope', step: 0, size: 1 })),
+    ).toMatchObject({ code: 'not_found', field: 'task_id' });
+    expect(await storeError(store.listGroups('run_nope'))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('gives each rollout a secret hrk_ key and rejects references to unknown rows', async () => {
+    const { store, events } = await fresh();
+    const { run, group } = await runWithGroup(store);
+    const created = await store.createRollouts([
+      { kind: 'run', run_id: run.id, group_id: group.id, input: { q: 1 }, max_attempts: 3 },
+      { kind: 'run', run_id: run.id, group_id: group.id },
+    ]);
+    expect(created).toHaveLength(2);
+    const [a, b] = created;
+    expect(a.key).toMatch(/^hrk_[A-Za-z0-9_-]{43}$/);
+    expect(a.key).not.toBe(b.key);
+    expect(await store.getRolloutKey(a.id)).toBe(a.key);
+    expect(await store.getRolloutKey('ro_nope')).toBeNull();
+    const got = Rollout.parse(await store.getRollout(a.id));
+    expect(got).toMatchObject({
+      status: 'queued',
+      attempt_count: 0,
+      max_attempts: 3,
+      reward: null,
+      input: { q: 1 },
+    });
+    expect(got).not.toHaveProperty('key');
+    expect((await store.getRollout(b.id))?.max_attempts).toBe(1);
+    expect(events.filter((e) => e.type === 'rollout')).toHaveLength(2);
+
+    const standalone = await store.createRollout({ kind: 'standalone', input: 'x' });
+    expect(standalone).toMatchObject({ kind: 'standalone', run_id: null, max_attempts: 1 });
+    expect(
+      await storeError(store.createRollout({ kind: 'run', run_id: run.id, group_id: 'grp_nope' })),
+    ).toMatchObject({ code: 'not_found', field: 'group_id' });
+    expect(await storeError(store.createRollout({ kind: 'run', max_attempts: 0 }))).toMatchObject({
+      code: 'invalid',
+      field: 'max_attempts',
+    });
+    expect(await store.getRollout('ro_nope')).toBeNull();
+  });
+
+  it('retries a failed attempt while attempts remain, then fails the rollout', async () => {
+    const { store, events } = await fresh();
+    const { run, group } = await runWithGroup(store);
+    const ro = await store.createRollout({
+      kind: 'run',
+      run_id: run.id,
+      group_id: group.id,
+      max_attempts: 2,
+    });
+
+    const first = await store.claimRollout({ run_id: run.id, worker: 'w1' });
+    expect(first).not.toBeNull();
+    expect(Attempt.parse(first!.attempt)).toMatchObject({ index: 1, status: 'running', worker: 'w1' });
+    expect(Rollout.parse(first!.rollout)).toMatchObject({ id: ro.id, status: 'running', attempt_count: 1 });
+    expect(first!.rollout.started_at).not.toBeNull();
+    expect(await store.claimRollout({ run_id: run.id })).toBeNull();
+
+    const requeued = await store.finishAttempt(first!.attempt.id, 'timed_out', 'no answer in 600 s');
+    expect(requeued).toMatchObject({ status: 'queued', attempt_count: 1, error: 'no answer in 600 s' });
+    expect(requeued.finished_at).toBeNull();
+
+    const second = await store.claimRollout({ worker: 'w2' });
+    expect(second!.attempt.index).toBe(2);
+    await store.heartbeat(second!.attempt.id);
+    const failed = await store.finishAttempt(second!.attempt.id, 'failed', 'harness crashed');
+    expect(failed).toMatchObject({ status: 'failed', attempt_count: 2, error: 'harness crashed' });
+    expect(failed.finished_at).not.toBeNull();
+    expect(await store.claimRollout({})).toBeNull();
+
+    const attempts = (await store.listAttempts(ro.id)).map((a) => Attempt.parse(a));
+    expect(attempts.map((a) => [a.index, a.status, a.worker, a.error])).toEqual([
+      [1, 'timed_out', 'w1', 'no answer in 600 s'],
+      [2, 'failed', 'w2', 'harness crashed'],
+    ]);
+    expect(attempts.every((a) => a.finished_at !== null)).toBe(true);
+    // queued, running, queued, running, failed
+    expect(
+      events.flatMap((e) => (e.type === 'rollout' && e.rollout.id === ro.id ? [e.rollout.status] : [])),
+    ).toEqual(['queued', 'running', 'queued', 'running', 'failed']);
+
+    expect(await storeError(store.finishAttempt(second!.attempt.id, 'succeeded'))).toMatchObject({
+      code: 'conflict',
+    });
+    expect(await storeError(store.heartbeat(second!.attempt.id))).toMatchObject({ code: 'conflict' });
+    expect(await storeError(store.heartbeat('att_nope'))).toMatchObject({
+      code: 'not_found',
+      field: 'attempt_id',
+    });
+    expect(await storeError(store.finishAttempt('att_nope', 'failed'))).toMatchObject({ code: 'not_found' });
+    expect(await storeError(store.listAttempts('ro_nope'))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('succeeds, cancels and completes rollouts and refuses transitions out of a final state', async () => {
+    const { store } = await fresh();
+    const { run } = await runWithGroup(store);
+    const [a, b, c, d] = await store.createRollouts([
+      { kind: 'run', run_id: run.id },
+      { kind: 'run', run_id: run.id },
+      { kind: 'run', run_id: run.id },
+      { kind: 'run', run_id: run.id },
+    ]);
+    const claimA = await store.claimRollout({ run_id: run.id });
+    expect(claimA!.rollout.id).toBe(a.id); // oldest first
+    const done = await store.finishAttempt(claimA!.attempt.id, 'succeeded');
+    expect(done).toMatchObject({ status: 'succeeded', error: null });
+
+    const cancelled = await store.cancelRollout(b.id); // queued → cancelled
+    expect(cancelled.status).toBe('cancelled');
+    expect(await storeError(store.startAttempt(b.id))).toMatchObject({ code: 'conflict', field: 'status' });
+
+    const claimC = await store.claimRollout({ run_id: run.id });
+    expect(claimC!.rollout.id).toBe(c.id);
+    const completed = await store.completeRollout(c.id); // ends its running attempt
+    expect(completed.status).toBe('succeeded');
+    expect((await store.listAttempts(c.id))[0].status).toBe('succeeded');
+
+    const attemptD = await store.startAttempt(d.id, 'me');
+    const failed = await store.failRollout(d.id, 'verifier rejected the output');
+    expect(failed).toMatchObject({ status: 'failed', error: 'verifier rejected the output' });
+    expect((await store.listAttempts(d.id))[0]).toMatchObject({ id: attemptD.id, status: 'failed' });
+
+    for (const id of [a.id, b.id, c.id, d.id]) {
+      expect(await storeError(store.completeRollout(id))).toMatchObject({ code: 'conflict' });
+      expect(await storeError(store.cancelRollout(id))).toMatchObject({ code: 'conflict' });
+    }
+    expect(await storeError(store.completeRollout('ro_nope'))).toMatchObject({
+      code: 'not_found',
+      field: 'rollout_id',
+    });
+    expect(await storeError(store.failRollout('ro_nope', 'x'))).toMatchObject({ code: 'not_found' });
+    expect(await storeError(store.startAttempt('ro_nope'))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('cancelling an attempt cancels its rollout; standalone rollouts are not claimed by workers', async () => {
+    const { store } = await fresh();
+    const standalone = await store.createRollout({ kind: 'standalone', max_attempts: 3 });
+    expect(await store.claimRollout({})).toBeNull();
+    const attempt = await store.startAttempt(standalone.id);
+    expect(await storeError(store.startAttempt(standalone.id))).toMatchObject({ code: 'conflict' });
+    const r = await store.finishAttempt(attempt.id, 'cancelled');
+    expect(r.status).toBe('cancelled');
+  });
+
+  it('hands each queued rollout to exactly one of many concurrent claimers', async () => {
+    const { store } = await fresh();
+    const { run } = await runWithGroup(store);
+    await store.createRollouts(Array.from({ length: 10 }, () => ({ kind: 'run' as const, run_id: run.id })));
+    const claims = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => store.claimRollout({ worker: `w${i}` })),
+    );
+    const won = claims.filter((c) => c !== null);
+    expect(won).toHaveLength(10);
+    expect(new Set(won.map((c) => c!.rollout.id)).size).toBe(10);
+  });
+
+  it('lists attempts whose heartbeat is older than the given age', async () => {
+    const { store } = await fresh();
+    const ro = await store.createRollout({ kind: 'standalone' });
+    const attempt = await store.startAttempt(ro.id);
+    expect((await store.listStaleAttempts(60_000)).map((a) => a.id)).toEqual([]);
+    // A negative age puts the cut-off in the future: every running attempt is stale.
+    expect((await store.listStaleAttempts(-60_000)).map((a) => a.id)).toEqual([attempt.id]);
+    await store.finishAttempt(attempt.id, 'unresponsive');
+    expect(await store.listStaleAttempts(-60_000)).toEqual([]);
+    expect((await store.getRollout(ro.id))?.status).toBe('failed');
+  });
+
+  it('pages 250 rollouts without gaps or repeats and filters by group, status and reward', async () => {
+    const { store } = await fresh();
+    const { run, group } = await runWithGroup(store);
+    const other = await store.createGroup({ run_id: run.id, task_id: null, step: 1, size: 50 });
+    const created = await store.createRollouts(
+      Array.from({ length: 250 }, (_, i) => ({
+        kind: 'run' as const,
+        run_id: run.id,
+        group_id: i < 200 ? group.id : other.id,
+      })),
+    );
+    // Rewards on every 10th rollout: value i/250.
+    for (let i = 0; i < 250; i += 10)
+      await store.addReward(created[i].id, { value: i / 250, source: 'verifier' });
+    for (let i = 0; i < 5; i++) await store.cancelRollout(created[i * 3].id);
+
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const p = await store.listRollouts({ run_id: run.id, limit: 100, cursor });
+      p.items.forEach((r) => {
+        Rollout.parse(r);
+      });
+      seen.push(...p.items.map((r) => r.id));
+      cursor = p.next_cursor ?? undefined;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(3);
+    expect(seen).toEqual(created.map((r) => r.id));
+
+    expect((await store.listRollouts({ group_id: other.id, limit: 1000 })).items).toHaveLength(50);
+    const cancelled = await store.listRollouts({ run_id: run.id, status: 'cancelled' });
+    expect(cancelled.items.map((r) => r.id)).toEqual([0, 3, 6, 9, 12].map((i) => created[i].id));
+    const rewarded = await store.listRollouts({ run_id: run.id, has_reward: true, limit: 1000 });
+    expect(rewarded.items).toHaveLength(25);
+    expect((await store.listRollouts({ run_id: run.id, has_reward: false, limit: 1000 })).items).toHaveLength(
+      225,
+    );
+    const high = await store.listRollouts({ run_id: run.id, min_reward: 0.5, max_reward: 0.7 });
+    expect(high.items.map((r) => r.reward)).toEqual([130, 140, 150, 160, 170].map((i) => i / 250));
+    const pagedStatus = await store.listRollouts({ run_id: run.id, status: 'queued', limit: 200 });
+    expect(pagedStatus.items).toHaveLength(200);
+    const rest = await store.listRollouts({
+      run_id: run.id,
+      status: 'queued',
+      cursor: pagedStatus.next_cursor!,
+    });
+    expect(rest.items).toHaveLength(45);
+    expect(rest.next_cursor).toBeNull();
+    expect((await store.listRollouts({ run_id: 'run_nope' })).items).toEqual([]);
+    expect(await storeError(store.listRollouts({ limit: 0 }))).toMatchObject({
+      code: 'invalid',
+      field: 'limit',
+    });
+  });
+
+  it('keeps every reward and shows the latest on the rollout', async () => {
+    const { store, events } = await fresh();
+    const ro = await store.createRollout({ kind: 'standalone' });
+    Reward.parse(await store.addReward(ro.id, { value: 0.25, source: 'harness' }));
+    const latest = Reward.parse(
+      await store.addReward(ro.id, { value: -1, source: 'human', detail: { note: 'no' } }),
+    );
+    expect((await store.getRollout(ro.id))?.reward).toBe(-1);
+    expect((await store.listRewards(ro.id)).map((r) => [r.value, r.source, r.detail])).toEqual([
+      [0.25, 'harness', null],
+      [-1, 'human', { note: 'no' }],
+    ]);
+    expect(
+      events.filter((e) => e.type === 'reward').map((e) => (e.type === 'reward' ? e.reward.id : '')),
+    ).toContain(latest.id);
+    const rolloutEvents = events.filter((e) => e.type === 'rollout');
+    expect(rolloutEvents.at(-1)).toMatchObject({ rollout: { reward: -1 } });
+    expect(await storeError(store.addReward(ro.id, { value: Number.NaN, source: 'x' }))).toMatchObject({
+      code: 'invalid',
+      field: 'value',
+    });
+    expect(await storeError(store.addReward('ro_nope', { value: 1, source: 'x' }))).toMatchObject({
+      code: 'not_found',
+    });
+    expect(await storeError(store.listRewards('ro_nope'))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('returns token ids, logprobs and bodies of a call exactly as recorded', async () => {
+    const { store } = await fresh();
+    const ro = await store.createRollout({ kind: 'standalone' });
+    const attempt = await store.startAttempt(ro.id);
+    const promptIds = Array.from({ length: 4096 }, (_, i) => (i * 2654435761) % 2 ** 31);
+    promptIds[0] = 0;
+    promptIds[1] = 2 ** 31 - 1;
+    const responseIds = Array.from({ length: 1024 }, (_, i) => i * 151);
+    const logprobs = responseIds.map((_, i) => -Math.abs(Math.sin(i + 1)) * 10 ** -(i % 12));
+    logprobs[0] = -0;
+    logprobs[1] = -5e-324;
+    logprobs[2] = -1.7976931348623157e308;
+    logprobs[3] = 0;
+    const request = {
+      model: 'qwen',
+      messages: [{ role: 'user', content: 'é ☃ \u0000 "quoted" 𝄞' }],
+      z_last: 1,
+      a_first: { nested: [1.5, 2, null, true] },
+      big: 9007199254740991,
+    };
+    const recorded = await store.recordLlmCall(
+      newCall({
+        rollout_id: ro.id,
+        attempt_id: attempt.id,
+        request,
+        backend_request: { prompt: promptIds.slice(0, 4) },
+        prompt_ids: promptIds,
+        response_ids: responseIds,
+        response_logprobs: logprobs,
+        bridge: { reused: 120 },
+        tags: ['main'],
+        stream: true,
+      }),
+    );
+    const got = LlmCall.parse(await store.getLlmCall(recorded.id));
+    expect(got.prompt_ids).toEqual(promptIds);
+    expect(got.response_ids).toEqual(responseIds);
+    expect(got.response_logprobs!.length).toBe(logprobs.length);
+    for (let i = 0; i < logprobs.length; i++)
+      expect(Object.is(got.response_logprobs![i], logprobs[i])).toBe(true);
+    expect(JSON.stringify(got.request)).toBe(JSON.stringify(request)); // key order kept too
+    expect(got).toEqual({ ...recorded });
+    expect(got).toMatchObject({ stream: true, tags: ['main'], bridge: { reused: 120 }, seq: 0 });
+
+    const textOnly = LlmCall.parse(
+      await store.recordLlmCall(
+        newCall({
+          rollout_id: ro.id,
+          prompt_ids: null,
+          response_ids: null,
+          response_logprobs: null,
+          token_source: 'text',
+        }),
+      ),
+    );
+    const back = await store.getLlmCall(textOnly.id);
+    expect(back).toMatchObject({ prompt_ids: null, response_ids: null, response_logprobs: null, seq: 1 });
+    const empty = await store.recordLlmCall(
+      newCall({ rollout_id: ro.id, prompt_ids: [], response_ids: [], response_logprobs: [] }),
+    );
+    expect(await store.getLlmCall(empty.id)).toMatchObject({
+      prompt_ids: [],
+      response_ids: [],
+      response_logprobs: [],
+    });
+    expect(await store.getLlmCall('call_nope')).toBeNull();
+    expect(
+      await storeError(store.recordLlmCall(newCall({ rollout_id: ro.id, prompt_ids: [1, -2] }))),
+    ).toMatchObject({ code: 'invalid' });
+  });
+
+  it('numbers calls per rollout, records a batch atomically and announces summaries', async () => {
+    const { store, events } = await fresh();
+    const [a, b] = await store.createRollouts([{ kind: 'standalone' }, { kind: 'standalone' }]);
+    await store.recordLlmCall(newCall({ rollout_id: a.id }));
+    const batch = await store.recordLlmCalls([
+      newCall({ rollout_id: a.id }),
+      newCall({ rollout_id: b.id }),
+      newCall({ rollout_id: a.id, status: 'error', error: 'upstream 500', http_status: 500 }),
+      newCall({}),
+    ]);
+    expect(batch.map((c) => c.seq)).toEqual([1, 0, 2, 0]);
+    const listed = await store.listLlmCalls(a.id);
+    expect(listed.map((c) => c.seq)).toEqual([0, 1, 2]);
+    expect(listed[2]).toMatchObject({ status: 'error', error: 'upstream 500', http_status: 500 });
+    expect((await store.listLlmCalls(b.id)).map((c) => c.id)).toEqual([batch[1].id]);
+
+    const summaries = events.flatMap((e) => (e.type === 'llm_call' ? [e.call] : []));
+    expect(summaries).toHaveLength(5);
+    expect(summaries[0]).toMatchObject({ prompt_tokens: 3, response_tokens: 2, rollout_id: a.id });
+    for (const s of summaries) {
+      for (const bulky of [
+        'request',
+        'response',
+        'backend_request',
+        'prompt_ids',
+        'response_ids',
+        'response_logprobs',
+      ]) {
+        expect(s).not.toHaveProperty(bulky);
+      }
+    }
+
+    // One unknown rollout in a batch: nothing of the batch is written or announced.
+    const before = events.length;
+    const err = await storeError(
+      store.recordLlmCalls([newCall({ rollout_id: a.id }), newCall({ rollout_id: 'ro_nope' })]),
+    );
+    expect(err).toMatchObject({ code: 'not_found', field: 'rollout_id' });
+    expect(events.length).toBe(before);
+    expect(await store.listLlmCalls(a.id)).toHaveLength(3);
+    expect((await store.recordLlmCall(newCall({ rollout_id: a.id }))).seq).toBe(3);
+    expect(await storeError(store.listLlmCalls('ro_nope'))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('publishes events only after the change is committed and visible to other connections', async () => {
+    const { store, db } = await fresh();
+    const observer = await openStore(db.spec, db.dataDir);
+    cleanups.push(() => observer.close());
+    const seen: Promise<[string, boolean]>[] = [];
+    store.subscribe((e) => {
+      if (e.type === 'rollout') {
+        const { id, status } = e.rollout;
+        seen.push(observer.getRollout(id).then((r) => [status, r?.status === status]));
+      }
+      if (e.type === 'llm_call') {
+        seen.push(observer.getLlmCall(e.call.id).then((c) => ['call', c !== null]));
+      }
+    });
+    const ro = await store.createRollout({ kind: 'standalone' });
+    const attempt = await store.startAttempt(ro.id);
+    await store.recordLlmCall(newCall({ rollout_id: ro.id, attempt_id: attempt.id }));
+    await store.finishAttempt(attempt.id, 'succeeded');
+    expect(await Promise.all(seen)).toEqual([
+      ['queued', true],
+      ['running', true],
+      ['call', true],
+      ['succeeded', true],
+    ]);
+  });
+
+  it('a subscriber that throws does not break writes, and unsubscribing stops events', async () => {
+    const { store } = await fresh();
+    const got: string[] = [];
+    store.subscribe(() => {
+      throw new Error('bad listener');
+    });
+    const off = store.subscribe((e) => got.push(e.type));
+    await store.createRun({ name: 'a', config: {} });
+    off();
+    await store.createRun({ name: 'b', config: {} });
+    expect(got).toEqual(['run']);
+    expect((await store.listRuns()).items).toHaveLength(2);
+  });
+
+  it('records a session: one active recording whose calls join its rollout until stopped', async () => {
+    const { store, events } = await fresh();
+    expect(await store.activeRecording()).toBeNull();
+    const first = await store.createRecording({ name: 'morning', upstream: { kind: 'anthropic' } });
+    expect(Recording.parse(first)).toMatchObject({ status: 'active', stopped_at: null });
+    expect(first.key).toMatch(/^hrk_/);
+    expect(await store.getRecordingKey(first.id)).toBe(first.key);
+    expect(await store.getRecordingKey('rec_nope')).toBeNull();
+    expect(await store.getRollout(first.rollout_id)).toMatchObject({
+      kind: 'recording',
+      status: 'running',
+      recording_id: first.id,
+    });
+
+    const c1 = await store.recordLlmCall(newCall({ recording_id: first.id, tags: ['side'] }));
+    const c2 = await store.recordLlmCall(newCall({ recording_id: first.id, rollout_id: first.rollout_id }));
+    expect([c1.rollout_id, c1.seq, c2.seq]).toEqual([first.rollout_id, 0, 1]);
+    expect((await store.listRecordingCalls(first.id)).map((c) => c.id)).toEqual([c1.id, c2.id]);
+    expect((await store.listLlmCalls(first.rollout_id)).map((c) => c.id)).toEqual([c1.id, c2.id]);
+
+    const second = await store.createRecording({ name: 'afternoon', upstream: null });
+    expect((await store.activeRecording())?.id).toBe(second.id);
+    expect(await store.getRecording(first.id)).toMatchObject({ status: 'stopped' });
+    expect((await store.getRollout(first.rollout_id))?.status).toBe('succeeded');
+
+    const stopped = Recording.parse(await store.stopRecording(second.id));
+    expect(stopped.stopped_at).not.toBeNull();
+    expect(await store.activeRecording()).toBeNull();
+    expect((await store.listRecordings()).map((r) => r.id)).toEqual([second.id, first.id]);
+    expect(await storeError(store.stopRecording(second.id))).toMatchObject({ code: 'conflict' });
+    expect(await storeError(store.stopRecording('rec_nope'))).toMatchObject({ code: 'not_found' });
+    expect(await storeError(store.listRecordingCalls('rec_nope'))).toMatchObject({ code: 'not_found' });
+    expect(await storeError(store.recordLlmCall(newCall({ recording_id: 'rec_nope' })))).toMatchObject({
+      code: 'not_found',
+      field: 'recording_id',
+    });
+    expect(
+      events
+        .filter((e) => e.type === 'recording')
+        .map((e) => (e.type === 'recording' ? e.recording.status : '')),
+    ).toEqual(['active', 'stopped', 'active', 'stopped']);
+  });
+
+  it('keeps model versions per run, refusing duplicates', async () => {
+    const { store, events } = await fresh();
+    const run = await store.createRun({ name: 'r', config: {} });
+    await store.addModelVersion({ run_id: run.id, version: 1, path: '/ckpt/1', metrics: { loss: 1 } });
+    await store.addModelVersion({ run_id: run.id, version: 0, path: null, metrics: null });
+    await store.addModelVersion({ run_id: null, version: 0, path: 'base', metrics: null });
+    expect((await store.listModelVersions(run.id)).map((v) => ModelVersion.parse(v).version)).toEqual([0, 1]);
+    expect((await store.listModelVersions(null)).map((v) => v.path)).toEqual(['base']);
+    expect(await store.listModelVersions()).toHaveLength(3);
+    expect(
+      await storeError(store.addModelVersion({ run_id: run.id, version: 1, path: null, metrics: null })),
+    ).toMatchObject({ code: 'conflict', field: 'version' });
+    expect(
+      await storeError(store.addModelVersion({ run_id: null, version: 0, path: null, metrics: null })),
+    ).toMatchObject({ code: 'conflict' });
+    expect(
+      await storeError(store.addModelVersion({ run_id: 'run_nope', version: 0, path: null, metrics: null })),
+    ).toMatchObject({ code: 'not_found', field: 'run_id' });
+    expect(events.filter((e) => e.type === 'model_version')).toEqual([
+      { type: 'model_version', run_id: run.id, version: 1 },
+      { type: 'model_version', run_id: run.id, version: 0 },
+      { type: 'model_version', run_id: null, version: 0 },
+    ]);
+  });
+
+  it('upserts nodes by id', async () => {
+    const { store, events } = await fresh();
+    const node: NodeInfo = {
+      id: 'node-a',
+      name: 'gpu-a',
+      kind: 'inference',
+      url: 'ws://10.0.0.2:9000',
+      status: 'connecting',
+      model_version: null,
+      detail: null,
+      last_seen_at: new Date().toISOString(),
+    };
+    await store.upsertNode(node);
+    await store.upsertNode({ ...node, status: 'ready', model_version: 3, detail: { gpus: 8 } });
+    await store.upsertNode({ ...node, id: 'node-b', kind: 'trainer' });
+    const nodes = (await store.listNodes()).map((n) => NodeInfo.parse(n));
+    expect(nodes.map((n) => [n.id, n.status, n.model_version])).toEqual([
+      ['node-a', 'ready', 3],
+      ['node-b', 'connecting', null],
+    ]);
+    expect(nodes[0].detail).toEqual({ gpus: 8 });
+    expect(events.filter((e) => e.type === 'node')).toHaveLength(3);
+    expect(await storeError(store.upsertNode({ ...node, kind: 'gpu' as never }))).toMatchObject({
+      code: 'invalid',
+    });
+  });
+
+  it('stores rollout stats and replaces its prefix breaks', async () => {
+    const { store, events } = await fresh();
+    const ro = await store.createRollout({ kind: 'standalone' });
+    const brk = {
+      call_index: 2,
+      position: 17,
+      expected: [1, 2, 3],
+      actual: [1, 9],
+      expected_text: 'abc',
+      actual_text: null,
+      class: 'retokenized' as const,
+    };
+    await store.setRolloutStats(ro.id, { samples: 2, prefix_breaks: 2, mask_tokens: 40, truncations: 0 }, [
+      brk,
+      { ...brk, call_index: 3, class: 'template' },
+    ]);
+    expect((await store.getRollout(ro.id))?.stats).toEqual({
+      samples: 2,
+      prefix_breaks: 2,
+      mask_tokens: 40,
+      truncations: 0,
+    });
+    expect((await store.getPrefixBreaks(ro.id)).map((b) => b.call_index)).toEqual([2, 3]);
+    await store.setRolloutStats(ro.id, { samples: 1, prefix_breaks: 0, mask_tokens: 0, truncations: 1 }, []);
+    expect(await store.getPrefixBreaks(ro.id)).toEqual([]);
+    expect(events.filter((e) => e.type === 'rollout').at(-1)).toMatchObject({
+      rollout: { stats: { truncations: 1 } },
+    });
+    expect(
+      await storeError(
+        store.setRolloutStats(
+          'ro_nope',
+          { samples: 0, prefix_breaks: 0, mask_tokens: 0, truncations: 0 },
+          [],
+        ),
+      ),
+    ).toMatchObject({ code: 'not_found' });
+    expect(await storeError(store.getPrefixBreaks('ro_nope'))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('upgrades a database created at schema version 1 on open and keeps its data', async () => {
+    const db = await backend.fresh();
+    cleanups.push(() => db.drop());
+    const old = await openStore(db.spec, db.dataDir, { schemaVersion: 1 });
+    const run = await old.createRun({ name: 'before upgrade', config: { n: 1 } });
+    const ro = await old.createRollout({ kind: 'run', run_id: run.id });
+    const call = await old.recordLlmCall(newCall({ rollout_id: ro.id, prompt_ids: [5, 6, 7] }));
+    const versions = async (s: Store) =>
+      (
+        await (s as SqlStore).driver.all<{ version: number }>(
+          'SELECT version FROM schema_migrations ORDER BY version',
+        )
+      ).map((r) => Number(r.version));
+    expect(await versions(old)).toEqual([1]);
+    await old.close();
+
+    const upgraded = await openStore(db.spec, db.dataDir);
+    cleanups.push(() => upgraded.close());
+    expect(await versions(upgraded)).toEqual([1, 2]);
+    const indexSql =
+      upgraded.kind === 'sqlite'
+        ? "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'rollouts_run_status'"
+        : "SELECT indexname AS name FROM pg_indexes WHERE indexname = 'rollouts_run_status' AND schemaname = current_schema()";
+    expect(await (upgraded as SqlStore).driver.all(indexSql)).toHaveLength(1);
+    expect(await upgraded.getRun(run.id)).toMatchObject({ name: 'before upgrade', config: { n: 1 } });
+    expect((await upgraded.getLlmCall(call.id))?.prompt_ids).toEqual([5, 6, 7]);
+    expect(
+      (await upgraded.listRollouts({ run_id: run.id, status: 'queued' })).items.map((r) => r.id),
+    ).toEqual([ro.id]);
+    // Opening again applies nothing new.
+    await upgraded.close();
+    const again = await openStore(db.spec, db.dataDir);
+    cleanups.push(() => again.close());
+    expect(await versions(again)).toEqual([1, 2]);
+  });
+
+  it('keeps committed data across a close and reopen', async () => {
+    const db = await backend.fresh();
+    cleanups.push(() => db.drop());
+    const s1 = await openStore(db.spec, db.dataDir);
+    const run = await s1.createRun({ name: 'persist', config: {} });
+    await s1.close();
+    const s2 = await openStore(db.spec, db.dataDir);
+    cleanups.push(() => s2.close());
+    expect((await s2.getRun(run.id))?.name).toBe('persist');
+  });
+});
+
+describe('openStore', () => {
+  it('names the accepted forms for an unknown store spec', async () => {
+    await expect(openStore('mysql://x', tmpdir())).rejects.toThrow(/sqlite.*postgres/);
+  });
+});
