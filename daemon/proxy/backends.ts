@@ -115,8 +115,12 @@ export class BackendPool implements Backends {
     return this.backends.size;
   }
 
+  private versionOk(b: Backend): boolean {
+    return this.minVersion === null || (b.modelVersion ?? 0) >= this.minVersion;
+  }
+
   private eligible(b: Backend, now: number): boolean {
-    return b.unhealthyUntil <= now && (this.minVersion === null || (b.modelVersion ?? 0) >= this.minVersion);
+    return b.unhealthyUntil <= now && this.versionOk(b);
   }
 
   /** The backend for a request of `affinityKey` (a rollout id), skipping `exclude`; null if none is eligible. */
@@ -127,13 +131,20 @@ export class BackendPool implements Backends {
       if (b && this.backends.get(b.url) === b && this.eligible(b, now) && !exclude?.has(b)) return b;
     }
     let best: Backend | null = null;
+    let fallback: Backend | null = null;
     const all = this.ordered;
     const start = all.length > 0 ? this.rr++ % all.length : 0;
     for (let i = 0; i < all.length; i++) {
       const b = all[(start + i) % all.length];
-      if (!this.eligible(b, now) || exclude?.has(b)) continue;
+      if (exclude?.has(b)) continue;
+      if (!this.eligible(b, now)) {
+        // All unhealthy: still try the one whose failure is oldest rather than refuse outright.
+        if (this.versionOk(b) && (!fallback || b.unhealthyUntil < fallback.unhealthyUntil)) fallback = b;
+        continue;
+      }
       if (!best || b.outstanding < best.outstanding) best = b;
     }
+    best ??= fallback;
     if (best && affinityKey !== null) {
       this.affinity.delete(affinityKey);
       this.affinity.set(affinityKey, best);
@@ -235,12 +246,18 @@ export function send(url: string, opts: SendOptions): Promise<IncomingMessage> {
           resolve(res);
         },
       );
+      let connected = false;
+      req.on('socket', (socket) => {
+        if (req.reusedSocket) connected = true;
+        else socket.once('connect', () => (connected = true));
+      });
       opts.onRequest?.(() => {
         if (!settled) {
           settled = true;
           reject(new SendError('aborted', 'request aborted'));
         }
-        req.destroy(new SendError('aborted', 'request aborted'));
+        response?.destroy();
+        req.destroy();
       });
       req.setTimeout(opts.timeoutMs, () => {
         if (response) timedOut.add(response);
@@ -255,7 +272,7 @@ export function send(url: string, opts: SendOptions): Promise<IncomingMessage> {
         }
         settled = true;
         if (err instanceof SendError) reject(err);
-        else if (err.code && CONNECT_CODES.has(err.code))
+        else if (err.code && CONNECT_CODES.has(err.code) && !connected)
           reject(new SendError('connect', `cannot reach backend: ${err.code} ${err.message}`));
         else reject(new SendError('other', err.message));
       });
