@@ -1,0 +1,331 @@
+// A bridged prompt goes to the backend's `/v1/completions` as token ids; this turns the completion
+// (text, token_ids, logprobs, finish_reason) back into the chat completion the harness asked for,
+// parsing Qwen3/Hermes-style `<think>…</think>` into reasoning_content and `<tool_call>{…}</tool_call>`
+// blocks into tool_calls, the way vLLM's qwen3 reasoning parser and hermes tool parser do.
+import { randomBytes } from 'node:crypto';
+
+export interface ParsedAssistant {
+  reasoning: string | null;
+  content: string;
+  toolCalls: { name: string; arguments: string }[];
+}
+
+const THINK_OPEN = '<think>';
+const THINK_CLOSE = '</think>';
+const CALL_OPEN = '<tool_call>';
+const CALL_CLOSE = '</tool_call>';
+
+function parseCall(body: string): { name: string; arguments: string } | null {
+  try {
+    const v = JSON.parse(body.trim());
+    if (!v || typeof v !== 'object' || typeof v.name !== 'string') return null;
+    const args = v.arguments ?? v.parameters ?? {};
+    return { name: v.name, arguments: typeof args === 'string' ? args : JSON.stringify(args) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Incremental parser of the assistant text. `push` returns what became certain; text that could still
+ * be the start of a tag is held back until the next push or `finish`.
+ */
+export class AssistantTextParser {
+  private buf = '';
+  private mode: 'start' | 'reasoning' | 'content' | 'call' = 'start';
+  private sawContent = false;
+  private callBody = '';
+
+  /** `thinking`: the prompt already opened a think block (the model's output starts inside it). */
+  constructor(private opts: { thinking?: boolean } = {}) {}
+
+  push(text: string, final = false): ParsedAssistant {
+    this.buf += text;
+    const out: ParsedAssistant = { reasoning: null, content: '', toolCalls: [] };
+    const addReasoning = (s: string) => {
+      if (s) out.reasoning = (out.reasoning ?? '') + s;
+    };
+    const addContent = (s: string) => {
+      if (!this.sawContent) s = s.replace(/^\n+/, ''); // content after </think> is lstripped
+      if (s) {
+        this.sawContent = true;
+        out.content += s;
+      }
+    };
+    /** Longest suffix of buf that is a proper prefix of tag: must wait for more text. */
+    const hold = (tag: string) => {
+      if (final) return 0;
+      for (let k = Math.min(tag.length - 1, this.buf.length); k > 0; k--)
+        if (tag.startsWith(this.buf.slice(this.buf.length - k))) return k;
+      return 0;
+    };
+    for (;;) {
+      if (this.mode === 'start') {
+        const lead = this.buf.replace(/^\s+/, '');
+        if (this.opts.thinking || lead.startsWith(THINK_OPEN)) {
+          if (!this.opts.thinking) this.buf = lead.slice(THINK_OPEN.length);
+          this.mode = 'reasoning';
+          out.reasoning = out.reasoning ?? '';
+          continue;
+        }
+        if (!final && THINK_OPEN.startsWith(lead)) break; // maybe '<thi'
+        this.mode = 'content';
+        continue;
+      }
+      if (this.mode === 'reasoning') {
+        const i = this.buf.indexOf(THINK_CLOSE);
+        if (i >= 0) {
+          addReasoning(this.buf.slice(0, i));
+          this.buf = this.buf.slice(i + THINK_CLOSE.length);
+          this.mode = 'content';
+          continue;
+        }
+        const k = hold(THINK_CLOSE);
+        addReasoning(this.buf.slice(0, this.buf.length - k));
+        this.buf = this.buf.slice(this.buf.length - k);
+        break;
+      }
+      if (this.mode === 'content') {
+        const i = this.buf.indexOf(CALL_OPEN);
+        if (i >= 0) {
+          addContent(this.buf.slice(0, i));
+          this.buf = this.buf.slice(i + CALL_OPEN.length);
+          this.mode = 'call';
+          this.callBody = '';
+          continue;
+        }
+        // held back too: newlines right after </think> (stripped if content never starts)
+        const k = hold(CALL_OPEN);
+        addContent(this.buf.slice(0, this.buf.length - k));
+        this.buf = this.buf.slice(this.buf.length - k);
+        break;
+      }
+      // call
+      const i = this.buf.indexOf(CALL_CLOSE);
+      if (i >= 0) {
+        const body = this.buf.slice(0, i);
+        this.buf = this.buf.slice(i + CALL_CLOSE.length).replace(/^\s+/, '');
+        const call = parseCall(body);
+        if (call) out.toolCalls.push(call);
+        else addContent(CALL_OPEN + body + CALL_CLOSE);
+        this.mode = 'content';
+        continue;
+      }
+      if (final) {
+        // an unclosed call at the end (stopped on </tool_call> or truncated)
+        const call = parseCall(this.buf);
+        if (call) out.toolCalls.push(call);
+        else addContent(CALL_OPEN + this.buf);
+        this.buf = '';
+      }
+      break;
+    }
+    if (final && this.buf) {
+      if (this.mode === 'reasoning') addReasoning(this.buf);
+      else addContent(this.buf);
+      this.buf = '';
+    }
+    return out;
+  }
+
+  finish(): ParsedAssistant {
+    return this.push('', true);
+  }
+}
+
+export function parseAssistantText(text: string, opts: { thinking?: boolean } = {}): ParsedAssistant {
+  return new AssistantTextParser(opts).push(text, true);
+}
+
+// ---------- completion → chat ----------
+
+/** vLLM completion logprobs (`tokens`, `token_logprobs`, `top_logprobs`) → chat `logprobs.content`. */
+function chatLogprobs(lp: any): { content: unknown[] } | null {
+  if (!lp || !Array.isArray(lp.token_logprobs)) return null;
+  return {
+    content: lp.token_logprobs.map((logprob: number | null, i: number) => {
+      const token = String(lp.tokens?.[i] ?? '');
+      const top = lp.top_logprobs?.[i];
+      return {
+        token,
+        logprob: logprob ?? 0,
+        bytes: [...Buffer.from(token, 'utf8')],
+        top_logprobs: top
+          ? Object.entries(top).map(([t, l]) => ({
+              token: t,
+              logprob: l as number,
+              bytes: [...Buffer.from(t, 'utf8')],
+            }))
+          : [],
+      };
+    }),
+  };
+}
+
+const callId = () => `call_${randomBytes(12).toString('hex')}`;
+
+export interface CompletionToChatOptions {
+  /** The model name to report (the harness's). */
+  model: string;
+  /** The token prompt sent to /v1/completions (reported as prompt_token_ids and prompt_tokens). */
+  prompt_ids: number[];
+  /** True when the generation prompt opened a think block itself (Qwen3 templates do not; some do). */
+  thinking?: boolean;
+}
+
+/** A non-streaming `/v1/completions` response (vLLM, `return_token_ids`) → chat completion. */
+export function completionToChat(completion: any, opts: CompletionToChatOptions): Record<string, any> {
+  const choice = completion?.choices?.[0] ?? {};
+  const text: string = choice.text ?? '';
+  const parsed = parseAssistantText(text, { thinking: opts.thinking });
+  const message: Record<string, unknown> = { role: 'assistant', content: parsed.content || null };
+  if (parsed.reasoning !== null) message.reasoning_content = parsed.reasoning;
+  if (parsed.toolCalls.length)
+    message.tool_calls = parsed.toolCalls.map((c) => ({
+      id: callId(),
+      type: 'function',
+      function: { name: c.name, arguments: c.arguments },
+    }));
+  const tokenIds: number[] | undefined = choice.token_ids ?? undefined;
+  const completionTokens = completion?.usage?.completion_tokens ?? tokenIds?.length ?? 0;
+  return {
+    id: String(completion?.id ?? `cmpl-${randomBytes(8).toString('hex')}`).replace(/^cmpl-/, 'chatcmpl-'),
+    object: 'chat.completion',
+    created: completion?.created ?? Math.floor(Date.now() / 1000),
+    model: opts.model,
+    choices: [
+      {
+        index: 0,
+        message,
+        logprobs: chatLogprobs(choice.logprobs),
+        finish_reason:
+          parsed.toolCalls.length && choice.finish_reason === 'stop' ? 'tool_calls' : choice.finish_reason,
+        stop_reason: choice.stop_reason ?? null,
+        token_ids: tokenIds,
+      },
+    ],
+    usage: {
+      prompt_tokens: opts.prompt_ids.length,
+      completion_tokens: completionTokens,
+      total_tokens: opts.prompt_ids.length + completionTokens,
+    },
+    prompt_token_ids: opts.prompt_ids,
+  };
+}
+
+/**
+ * Streaming: feed each `/v1/completions` chunk, get chat chunks (delta.reasoning_content, delta.content,
+ * delta.tool_calls with whole calls once closed, token_ids and logprobs per chunk, prompt_token_ids on
+ * the first, a usage chunk at the end).
+ */
+export class CompletionToChatStream {
+  private parser: AssistantTextParser;
+  private started = false;
+  private calls = 0;
+  private id = '';
+  private created = 0;
+  private finish: string | null = null;
+  private stopReason: unknown = null;
+  private completionTokens = 0;
+  private sawUsage = false;
+
+  constructor(private opts: CompletionToChatOptions) {
+    this.parser = new AssistantTextParser({ thinking: opts.thinking });
+  }
+
+  private chunk(delta: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, any> {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.opts.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: null, ...extra }],
+    };
+  }
+
+  private deltas(p: ParsedAssistant, extra: Record<string, unknown>): Record<string, any>[] {
+    const out: Record<string, any>[] = [];
+    const first = { ...extra };
+    const take = () => {
+      const e = { ...first };
+      for (const k of Object.keys(first)) delete first[k];
+      return e;
+    };
+    if (p.reasoning) out.push(this.chunk({ reasoning_content: p.reasoning }, take()));
+    if (p.content) out.push(this.chunk({ content: p.content }, take()));
+    for (const c of p.toolCalls)
+      out.push(
+        this.chunk(
+          {
+            tool_calls: [
+              {
+                index: this.calls++,
+                id: callId(),
+                type: 'function',
+                function: { name: c.name, arguments: c.arguments },
+              },
+            ],
+          },
+          take(),
+        ),
+      );
+    // token ids / logprobs of a chunk whose text is all held back still go out, on an empty delta
+    if (Object.keys(first).length && Object.values(first).some((v) => v != null))
+      out.push(this.chunk({}, take()));
+    return out;
+  }
+
+  push(completionChunk: any): Record<string, any>[] {
+    const out: Record<string, any>[] = [];
+    if (!this.started) {
+      this.started = true;
+      this.id = String(completionChunk?.id ?? `cmpl-${randomBytes(8).toString('hex')}`).replace(
+        /^cmpl-/,
+        'chatcmpl-',
+      );
+      this.created = completionChunk?.created ?? Math.floor(Date.now() / 1000);
+      const first = this.chunk({ role: 'assistant', content: '' });
+      first.prompt_token_ids = this.opts.prompt_ids;
+      out.push(first);
+    }
+    if (completionChunk?.usage) {
+      this.sawUsage = true;
+      this.completionTokens = completionChunk.usage.completion_tokens ?? this.completionTokens;
+    }
+    const choice = completionChunk?.choices?.[0];
+    if (!choice) return out;
+    const ids: number[] | undefined = choice.token_ids ?? undefined;
+    if (!this.sawUsage && ids) this.completionTokens += ids.length;
+    const extra: Record<string, unknown> = {};
+    if (ids) extra.token_ids = ids;
+    const lp = chatLogprobs(choice.logprobs);
+    if (lp) extra.logprobs = lp;
+    out.push(...this.deltas(this.parser.push(choice.text ?? ''), extra));
+    if (choice.finish_reason) {
+      this.finish = choice.finish_reason;
+      this.stopReason = choice.stop_reason ?? null;
+    }
+    return out;
+  }
+
+  /** Chunks after the backend's last one: held-back text, the finish reason and the usage chunk. */
+  end(): Record<string, any>[] {
+    const out = this.deltas(this.parser.finish(), {});
+    const finish = this.calls && this.finish === 'stop' ? 'tool_calls' : (this.finish ?? 'stop');
+    out.push(this.chunk({}, { finish_reason: finish, stop_reason: this.stopReason }));
+    const p = this.opts.prompt_ids.length;
+    out.push({
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.opts.model,
+      choices: [],
+      usage: {
+        prompt_tokens: p,
+        completion_tokens: this.completionTokens,
+        total_tokens: p + this.completionTokens,
+      },
+    });
+    return out;
+  }
+}

@@ -1,0 +1,20 @@
+// Token-in-token-out: reuse sampled tokens when a harness resends history as text.
+export { type BridgePlan, type BridgeRequest, type PreviousCall, planBridge, sameMessage } from './bridge';
+export {
+  AssistantTextParser,
+  type CompletionToChatOptions,
+  CompletionToChatStream,
+  completionToChat,
+  type ParsedAssistant,
+  parseAssistantText,
+} from './completion';
+export {
+  backendTokenizer,
+  type ChatMessageLike,
+  type ChatTokenizer,
+  type ChatToolLike,
+  contentText,
+  localQwen3Tokenizer,
+  qwen3ChatTemplate,
+  templateMessages,
+} from './tokenizer';

