@@ -31,6 +31,8 @@ export interface Backend {
   lastError: string | null;
   /** Served model names from /v1/models, null until known. */
   models: string[] | null;
+  /** The model-list fetch in flight, if any. */
+  modelsLoading: Promise<void> | null;
 }
 
 export interface BackendInfo {
@@ -74,6 +76,7 @@ export class BackendPool implements Backends {
       unhealthyUntil: 0,
       lastError: null,
       models: null,
+      modelsLoading: null,
     };
     this.backends.set(url, b);
     this.ordered = [...this.backends.values()];
@@ -177,7 +180,14 @@ export class BackendPool implements Backends {
     return [...new Set(live.flatMap((b) => b.models ?? []))];
   }
 
-  async refreshModels(b: Backend): Promise<void> {
+  refreshModels(b: Backend): Promise<void> {
+    b.modelsLoading ??= this.fetchModels(b).finally(() => {
+      b.modelsLoading = null;
+    });
+    return b.modelsLoading;
+  }
+
+  private async fetchModels(b: Backend): Promise<void> {
     try {
       const res = await send(`${b.root}/v1/models`, {
         method: 'GET',

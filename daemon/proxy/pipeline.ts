@@ -297,6 +297,7 @@ export async function dispatch(
       );
     }
     let sent = body;
+    if (b.models === null && b.modelsLoading) await b.modelsLoading;
     const models = b.models;
     if (models && models.length > 0 && typeof body.model === 'string' && !models.includes(body.model)) {
       sent = { ...body, model: runModel && models.includes(runModel) ? runModel : models[0] };
