@@ -61,7 +61,22 @@ function table(runs: Run[]): string {
     .join('\n');
 }
 
-export async function run(argv: string[]): Promise<number> {
+export interface Output {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const stdio: Output = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+};
+
+export function run(argv: string[]): Promise<number> {
+  return runCommand(argv, stdio);
+}
+
+/** The command with its output lines sent to `io` (tests run it in-process). */
+export async function runCommand(argv: string[], io: Output): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
@@ -76,12 +91,12 @@ export async function run(argv: string[]): Promise<number> {
   });
   const [action, arg] = positionals;
   if (values.help || !action) {
-    process.stdout.write(`${USAGE}\n`);
+    io.out(USAGE);
     return values.help ? 0 : 2;
   }
-  const url = values.url ?? process.env.HARNESS_RL_URL ?? 'http://127.0.0.1:4100';
-  const token = values.token ?? process.env.HARNESS_RL_TOKEN ?? readToken(values.data ?? defaultDataDir());
-  const out = (text: string) => process.stdout.write(`${text}\n`);
+  const url = values.url ?? (process.env.HARNESS_RL_URL || 'http://127.0.0.1:4100');
+  const token = values.token ?? (process.env.HARNESS_RL_TOKEN || readToken(values.data ?? defaultDataDir()));
+  const out = io.out;
   try {
     if (!token) throw new CliError('no token: pass --token, set HARNESS_RL_TOKEN, or start the daemon once');
     const call = client(url, token);
@@ -136,7 +151,7 @@ export async function run(argv: string[]): Promise<number> {
       (err instanceof Error && err.name === 'ConfigError') ||
       err instanceof Error
     ) {
-      process.stderr.write(`harness-rl run: ${err.message}\n`);
+      io.err(`harness-rl run: ${err.message}`);
       return 1;
     }
     throw err;
