@@ -2,7 +2,7 @@
 // provably breaks the token prefix, and the cases where the bridge must refuse.
 import { describe, expect, it } from 'vitest';
 import { type PreviousCall, planBridge } from './bridge';
-import { type ChatMessageLike, localQwen3Tokenizer, qwen3ChatTemplate } from './tokenizer';
+import { type ChatMessageLike, type ChatToolLike, localQwen3Tokenizer, qwen3ChatTemplate } from './tokenizer';
 
 const tok = localQwen3Tokenizer();
 const IM_END = 151645;
@@ -207,7 +207,7 @@ describe('bridge on Qwen3 conversations that naive re-rendering breaks', () => {
 describe('bridge fallbacks give a reason', () => {
   const r = tok.encode('Fine.<|im_end|>') as number[];
   const base = async () => sampled(history, r, { role: 'assistant', content: 'Fine.' });
-  const next = (extra: Partial<{ tools: unknown[] }> = {}) => ({
+  const next = (extra: { tools?: ChatToolLike[] } = {}) => ({
     messages: [...history, { role: 'assistant', content: 'Fine.' }, { role: 'user', content: 'And?' }],
     tools,
     ...extra,

