@@ -1,0 +1,227 @@
+// Trace store figures for both backends (PostgreSQL from HARNESS_RL_TEST_PG, skipped if unreachable):
+//   store.ingest  — llm calls/s, each with 4096 prompt ids and 1024 response ids + logprobs, in
+//                   recordLlmCalls batches of 100 and as single recordLlmCall transactions;
+//   store.page    — one page of 100 rollouts of a run with 100,000 rollouts, filtered by status;
+//   store.rollout — loading one rollout with its 50 llm calls (getRollout + listLlmCalls).
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import type { NewLlmCall } from '../daemon/protocol/entities';
+import { openStore } from '../daemon/store/open';
+import type { SqlStore } from '../daemon/store/sql-store';
+import type { Store } from '../daemon/store/store';
+import { emit, quantile, round } from './emit';
+
+const PROMPT = 4096;
+const RESPONSE = 1024;
+const INGEST_SECONDS = Number(process.env.BENCH_STORE_SECONDS ?? 3);
+const ROLLOUTS = 100_000;
+const PG_URL =
+  process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
+
+function makeCalls(n: number): Omit<NewLlmCall, 'rollout_id'>[] {
+  return Array.from({ length: n }, (_, k) => {
+    const prompt = Array.from({ length: PROMPT }, (_, i) => (i * 7919 + k * 104729) % 151_000);
+    const response = Array.from({ length: RESPONSE }, (_, i) => (i * 31 + k) % 151_000);
+    return {
+      attempt_id: null,
+      recording_id: null,
+      wire_api: 'chat' as const,
+      stream: true,
+      request: {
+        model: 'qwen3-4b',
+        messages: [
+          { role: 'system', content: 'You are a careful assistant that uses tools.' },
+          { role: 'user', content: `Task ${k}: compute the answer and explain briefly.` },
+        ],
+        max_tokens: RESPONSE,
+        temperature: 1,
+      },
+      backend_request: null,
+      response: { choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(400) } }] },
+      prompt_ids: prompt,
+      response_ids: response,
+      response_logprobs: response.map((_, i) => -Math.abs(Math.sin(i + k)) * 3),
+      token_source: 'backend' as const,
+      bridge: null,
+      finish_reason: 'stop',
+      usage: { prompt_tokens: PROMPT, completion_tokens: RESPONSE },
+      model: 'qwen3-4b',
+      model_version: 0,
+      backend: 'vllm',
+      status: 'ok' as const,
+      error: null,
+      http_status: 200,
+      tags: [],
+      queue_ms: 1,
+      ttft_ms: 20,
+      total_ms: 900,
+    };
+  });
+}
+
+async function ingest(store: Store, backend: string): Promise<void> {
+  const templates = makeCalls(8);
+  const rollouts = await store.createRollouts(
+    Array.from({ length: 64 }, () => ({ kind: 'standalone' as const })),
+  );
+  let n = 0;
+  const next = (): NewLlmCall => {
+    n++;
+    return { ...templates[n % templates.length], rollout_id: rollouts[n % rollouts.length].id };
+  };
+  for (const mode of ['batch', 'single'] as const) {
+    let calls = 0;
+    const start = performance.now();
+    while (performance.now() - start < INGEST_SECONDS * 1000) {
+      if (mode === 'batch') {
+        await store.recordLlmCalls(Array.from({ length: 100 }, next));
+        calls += 100;
+      } else {
+        await store.recordLlmCall(next());
+        calls++;
+      }
+    }
+    const seconds = (performance.now() - start) / 1000;
+    emit('store.ingest', {
+      backend,
+      mode: mode === 'batch' ? 'recordLlmCalls x100' : 'recordLlmCall',
+      calls_per_s: Math.round(calls / seconds),
+      calls,
+      prompt_tokens: PROMPT,
+      response_tokens: RESPONSE,
+    });
+  }
+}
+
+async function paging(store: Store, backend: string): Promise<void> {
+  const run = await store.createRun({ name: 'bench', config: {} });
+  const group = await store.createGroup({ run_id: run.id, task_id: null, step: 0, size: ROLLOUTS });
+  for (let i = 0; i < ROLLOUTS; i += 10_000) {
+    await store.createRollouts(
+      Array.from({ length: 10_000 }, (_, j) => ({
+        kind: 'run' as const,
+        run_id: run.id,
+        group_id: group.id,
+        input: { task: i + j },
+      })),
+    );
+  }
+  // Spread the statuses (a fifth each) and give half the rollouts a reward, as a busy run would have.
+  const driver = (store as SqlStore).driver;
+  const statuses = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
+  const ids = (
+    await driver.all<{ id: string }>('SELECT id FROM rollouts WHERE run_id = ? ORDER BY id', [run.id])
+  ).map((r) => r.id);
+  await driver.transaction(async (q) => {
+    for (let s = 0; s < statuses.length; s++) {
+      const part = ids.filter((_, i) => i % statuses.length === s);
+      for (let i = 0; i < part.length; i += 1000) {
+        const chunk = part.slice(i, i + 1000);
+        await q.run(
+          `UPDATE rollouts SET status = ?, reward = ? WHERE id IN (${chunk.map(() => '?').join(', ')})`,
+          [statuses[s], s % 2 === 0 ? 1 : null, ...chunk],
+        );
+      }
+    }
+  });
+  if (backend === 'postgres') await driver.exec('ANALYZE rollouts');
+  const times: number[] = [];
+  const succeeded = ids.filter((_, i) => i % statuses.length === 2);
+  for (let i = 0; i < 300; i++) {
+    const cursor = i % 10 === 0 ? undefined : succeeded[Math.floor(Math.random() * (succeeded.length - 100))];
+    const t = performance.now();
+    const page = await store.listRollouts({ run_id: run.id, status: 'succeeded', limit: 100, cursor });
+    times.push(performance.now() - t);
+    if (page.items.length !== 100) throw new Error(`page had ${page.items.length} rollouts`);
+  }
+  emit('store.page', {
+    backend,
+    rollouts: ROLLOUTS,
+    filter: 'run_id+status',
+    limit: 100,
+    p50_ms: round(quantile(times, 0.5)),
+    p99_ms: round(quantile(times, 0.99)),
+  });
+}
+
+async function loadRollout(store: Store, backend: string): Promise<void> {
+  const ro = await store.createRollout({ kind: 'standalone' });
+  const templates = makeCalls(50);
+  await store.recordLlmCalls(templates.map((c) => ({ ...c, rollout_id: ro.id })));
+  const times: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const t = performance.now();
+    const rollout = await store.getRollout(ro.id);
+    const calls = await store.listLlmCalls(ro.id);
+    times.push(performance.now() - t);
+    if (!rollout || calls.length !== 50 || calls[49].prompt_ids?.length !== PROMPT)
+      throw new Error('bad load');
+  }
+  emit('store.rollout', {
+    backend,
+    calls: 50,
+    prompt_tokens: PROMPT,
+    response_tokens: RESPONSE,
+    p50_ms: round(quantile(times.slice(20), 0.5)),
+    p99_ms: round(quantile(times.slice(20), 0.99)),
+  });
+}
+
+async function pgProblem(): Promise<string | null> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+export default async function bench(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'hrl-bench-store-'));
+  try {
+    for (const backend of ['sqlite', 'postgres'] as const) {
+      let spec = 'sqlite';
+      let schema = '';
+      if (backend === 'postgres') {
+        const problem = await pgProblem();
+        if (problem) {
+          for (const name of ['store.ingest', 'store.page', 'store.rollout']) {
+            emit(name, { backend, skipped: `PostgreSQL unreachable at ${PG_URL}: ${problem}` });
+          }
+          continue;
+        }
+        schema = `bench_${randomBytes(5).toString('hex')}`;
+        const url = new URL(PG_URL);
+        url.searchParams.set('schema', schema);
+        spec = url.toString();
+      }
+      // A fresh database per figure, so one figure's data does not skew the next.
+      for (const [i, fn] of [ingest, paging, loadRollout].entries()) {
+        const dataDir = join(dir, `${backend}-${i}`);
+        const figureSpec = schema ? spec.replace(schema, `${schema}_${i}`) : spec;
+        const store = await openStore(figureSpec, dataDir);
+        try {
+          await fn(store, backend);
+        } finally {
+          await store.close();
+          rmSync(dataDir, { recursive: true, force: true });
+          if (schema) {
+            const admin = new pg.Client({ connectionString: PG_URL });
+            await admin.connect();
+            await admin.query(`DROP SCHEMA IF EXISTS ${schema}_${i} CASCADE`);
+            await admin.end();
+          }
+        }
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
