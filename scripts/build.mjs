@@ -27,6 +27,7 @@ const targets = [
     format: 'cjs',
     // ws's optional native helpers are not shipped; ws falls back to JS
     external: ['vscode', 'bufferutil', 'utf-8-validate'],
+    minify: true,
   },
   {
     name: 'webview',
@@ -37,6 +38,7 @@ const targets = [
     platform: 'browser',
     format: 'iife',
     loader: { '.css': 'css' },
+    minify: true,
   },
 ];
 

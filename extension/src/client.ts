@@ -151,7 +151,7 @@ export class DaemonClient {
   postReward(id: string, body: RewardBody): Promise<unknown> {
     return this.request('POST', `/api/rollouts/${enc(id)}/reward`, z.unknown(), body);
   }
-  createRecording(body: CreateRecordingBody & { upstream_key?: string }): Promise<CreatedRecording> {
+  createRecording(body: CreateRecordingBody): Promise<CreatedRecording> {
     return this.request('POST', '/api/recordings', CreatedRecording, body);
   }
   listRecordings(): Promise<Recording[]> {

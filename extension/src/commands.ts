@@ -9,6 +9,7 @@ import { checkRunConfig } from './configDiagnostics';
 import type { Ctx } from './ctx';
 import { exportSamples } from './export';
 import { DashboardPanel, TrajectoryPanel } from './panels';
+import { parseRange } from './parse';
 import { rateRecording, setUpstreamKey, showSnippets, startRecording, stopRecording } from './recording';
 import type { RunsNode } from './runsTree';
 
@@ -320,19 +321,6 @@ export const COMMANDS: Record<string, CommandSpec> = {
     },
   },
 };
-
-/** "a..b", "a..", "..b", "" → bounds; undefined when malformed. */
-export function parseRange(v: string): { min?: number; max?: number } | undefined {
-  const s = v.trim();
-  if (s === '') return {};
-  const m = /^(-?[\d.eE+-]*)\s*\.\.\s*(-?[\d.eE+-]*)$/.exec(s);
-  if (!m) return Number.isFinite(Number(s)) ? { min: Number(s), max: Number(s) } : undefined;
-  const min = m[1] === '' ? undefined : Number(m[1]);
-  const max = m[2] === '' ? undefined : Number(m[2]);
-  if ((min !== undefined && !Number.isFinite(min)) || (max !== undefined && !Number.isFinite(max)))
-    return undefined;
-  return { min, max };
-}
 
 export function registerCommands(ctx: Ctx): void {
   for (const [id, spec] of Object.entries(COMMANDS)) {

@@ -1,7 +1,6 @@
 // Finds a running daemon (harnessRl.daemonUrl + token in SecretStorage or <dataFolder>/token) or
 // starts one as a child process, restarting it after a crash up to harnessRl.maxRestarts times.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
@@ -135,14 +134,10 @@ export class DaemonManager implements vscode.Disposable {
     this.setState('starting');
     const url = new URL(daemonUrl());
     const port = url.port || '4100';
-    let token = await this.secrets.get(TOKEN_KEY);
-    if (!token) {
-      token = randomBytes(24).toString('hex');
-      await this.secrets.store(TOKEN_KEY, token);
-    }
     const cli = resolveCli();
-    const args = [...cli.args, 'daemon', '--port', port, '--data', dataFolder(), '--token', token];
-    this.log.appendLine(`starting: ${cli.command} ${args.map((a) => (a === token ? '***' : a)).join(' ')}`);
+    // the daemon creates (or reuses) <data>/token; we read it once it listens
+    const args = [...cli.args, 'daemon', '--port', port, '--host', url.hostname, '--data', dataFolder()];
+    this.log.appendLine(`starting: ${cli.command} ${args.join(' ')}`);
     const child = spawn(cli.command, args, {
       cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
       env: { ...process.env, ELECTRON_RUN_AS_NODE: undefined },
@@ -166,11 +161,13 @@ export class DaemonManager implements vscode.Disposable {
       this._client = undefined;
       this.onCrash();
     });
-    const client = new DaemonClient(daemonUrl(), token, 5_000);
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline && !exited) {
       try {
-        await client.health();
+        await new DaemonClient(daemonUrl(), '', 2_000).health();
+        const token = readFileSync(path.join(dataFolder(), 'token'), 'utf8').trim();
+        await this.secrets.store(TOKEN_KEY, token);
+        const client = new DaemonClient(daemonUrl(), token, 15_000);
         this._client = client;
         this.setState('running');
         this.log.appendLine(`daemon listening at ${daemonUrl()} (data ${dataFolder()})`);

@@ -196,12 +196,12 @@ export class TrajectoryPanel extends Panel {
     }
     try {
       const rollout = await client.getRollout(this.rolloutId);
-      const samples = await samplesFor(client, rollout, this.ctx.log);
+      const { samples, token_texts, prefix_breaks } = await samplesFor(client, rollout, this.ctx.log);
       this.post({
         type: 'trajectory',
-        rollout,
+        rollout: rollout.prefix_breaks.length || !prefix_breaks ? rollout : { ...rollout, prefix_breaks },
         samples,
-        token_texts: null,
+        token_texts,
         proxy_base_url: new URL('/v1', client.baseUrl).toString(),
         focus_call_id: this.focusCallId,
       });

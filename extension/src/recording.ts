@@ -2,9 +2,12 @@
 // get OPENAI_BASE_URL / ANTHROPIC_BASE_URL and a key scoped to the recording.
 import { spawn } from 'node:child_process';
 import * as vscode from 'vscode';
+import { writeSecret } from '../../daemon/config/secrets';
 import type { Recording } from '../../daemon/protocol/entities';
 import { errorText } from './client';
 import type { Ctx } from './ctx';
+import { dataFolder } from './daemon';
+import { verifierReward } from './parse';
 import { recordingEnv, recordingSnippets } from './snippets';
 
 type UpstreamKind = 'reference' | 'openai' | 'anthropic' | 'vllm';
@@ -56,10 +59,12 @@ export async function startRecording(ctx: Ctx): Promise<void> {
   });
   if (name === undefined) return;
   try {
+    // the daemon's proxy reads upstream keys from <data>/secrets.json (never from the API or the store)
+    if (upstreamKey && (kind === 'openai' || kind === 'anthropic'))
+      writeSecret(dataFolder(), kind, upstreamKey);
     const rec = await client.createRecording({
       name: name || undefined,
       upstream: { kind, ...(upstreamUrl ? { base_url: upstreamUrl } : {}) },
-      ...(upstreamKey ? { upstream_key: upstreamKey } : {}),
     });
     const env = ctx.extension.environmentVariableCollection;
     env.persistent = false;
@@ -138,16 +143,6 @@ async function pickRecording(ctx: Ctx, status?: 'active'): Promise<Recording | u
     { title: 'Recording' },
   );
   return pick?.r;
-}
-
-/** Parses a verifier's result: the last number printed on stdout, else exit code 0 → 1, other → 0. */
-export function verifierReward(stdout: string, exitCode: number | null): number {
-  const lines = stdout.trim().split(/\r?\n/).reverse();
-  for (const line of lines) {
-    const n = Number(line.trim());
-    if (line.trim() !== '' && Number.isFinite(n)) return n;
-  }
-  return exitCode === 0 ? 1 : 0;
 }
 
 export async function rateRecording(ctx: Ctx, arg?: { recording?: Recording }): Promise<void> {

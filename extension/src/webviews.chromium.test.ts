@@ -1,0 +1,253 @@
+// The webview bundles in real Chromium: a plain page with a fake acquireVsCodeApi, the real bundles
+// (built here with esbuild, as scripts/build.mjs does) and a rollout as the daemon returns it.
+// Screenshots go to test/artifacts/.
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunMetrics } from '../../daemon/protocol/entities';
+import type { ToDashboard, ToTrajectory } from '../../webview/src/protocol';
+import { fixtureRollout } from './fixture';
+import { viewSamples } from './samples';
+
+// page.evaluate callbacks run in the page; this project has no DOM lib
+// biome-ignore lint/suspicious/noExplicitAny: browser globals inside page.evaluate
+declare const window: any;
+// biome-ignore lint/suspicious/noExplicitAny: browser globals inside page.evaluate
+declare const document: any;
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const artifacts = join(root, 'test', 'artifacts');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+// VS Code's dark theme variables the styles use (the real webview host injects these).
+const THEME = `:root{--vscode-font-family:sans-serif;--vscode-font-size:13px;--vscode-editor-font-family:monospace;
+--vscode-editor-font-size:13px;--vscode-foreground:#ccc;--vscode-editor-background:#1e1e1e;--vscode-descriptionForeground:#999;
+--vscode-charts-red:#f14c4c;--vscode-charts-green:#89d185;--vscode-charts-blue:#3794ff;--vscode-charts-orange:#d18616;
+--vscode-charts-purple:#b180d7;--vscode-charts-yellow:#cca700;--vscode-panel-border:#444;--vscode-badge-background:#4d4d4d;
+--vscode-badge-foreground:#fff;--vscode-button-background:#0e639c;--vscode-button-foreground:#fff;
+--vscode-button-secondaryBackground:#3a3d41;--vscode-button-secondaryForeground:#ccc;--vscode-errorForeground:#f48771;
+--vscode-editor-findMatchHighlightBackground:#ea5c0055;--vscode-editor-findMatchBackground:#515c6a;--vscode-textCodeBlock-background:#0a0a0a55}`;
+
+let browser: Browser;
+let dir: string;
+
+function page(bundle: 'trajectory' | 'dashboard'): string {
+  const file = join(dir, `${bundle}.html`);
+  writeFileSync(
+    file,
+    `<!DOCTYPE html><html><head><meta charset="utf-8"><style>${THEME}</style><link rel="stylesheet" href="${bundle}.css"></head><body>
+<script>window.__sent=[];window.__state=undefined;window.acquireVsCodeApi=()=>({postMessage:(m)=>window.__sent.push(m),getState:()=>window.__state,setState:(s)=>{window.__state=s}});</script>
+<script src="${bundle}.js"></script></body></html>`,
+  );
+  return `file://${file}`;
+}
+
+async function open(bundle: 'trajectory' | 'dashboard'): Promise<Page> {
+  const p = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  const errors: string[] = [];
+  p.on('pageerror', (e) => errors.push(e.message));
+  await p.goto(page(bundle));
+  await p.waitForFunction(() =>
+    (window as unknown as { __sent: { type: string }[] }).__sent.some((m) => m.type === 'ready'),
+  );
+  expect(errors).toEqual([]);
+  return p;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'harness-rl-webview-'));
+  mkdirSync(artifacts, { recursive: true });
+  await esbuild.build({
+    entryPoints: {
+      trajectory: join(root, 'webview/src/trajectory.ts'),
+      dashboard: join(root, 'webview/src/dashboard.ts'),
+    },
+    bundle: true,
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+    outdir: dir,
+    loader: { '.css': 'css' },
+    logLevel: 'warning',
+  });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe('trajectory webview in Chromium', () => {
+  const rollout = fixtureRollout();
+  const siblings = [
+    { id: rollout.id, group_id: rollout.group_id, reward: rollout.reward },
+    { id: 'ro_sibling', group_id: rollout.group_id, reward: 0 },
+  ];
+  const { samples, token_texts, prefix_breaks } = viewSamples(rollout, null, siblings);
+  const message: ToTrajectory = {
+    type: 'trajectory',
+    rollout: {
+      ...rollout,
+      prefix_breaks: rollout.prefix_breaks.length ? rollout.prefix_breaks : (prefix_breaks ?? []),
+    },
+    samples,
+    token_texts,
+    proxy_base_url: 'http://127.0.0.1:4100/v1',
+    focus_call_id: null,
+  };
+
+  it('shows every llm call of the conversation with its timing, model version and wire API', async () => {
+    const p = await open('trajectory');
+    await p.evaluate((m) => window.postMessage(m, '*'), message);
+    await p.locator('section.call').first().waitFor();
+    expect(await p.locator('section.call').count()).toBe(rollout.llm_calls.length);
+    const head = await p.locator('section.call .head').first().innerText();
+    expect(head).toContain('chat');
+    expect(head).toMatch(/model v\d+/);
+    expect(head).toMatch(/total \d+ ms/);
+    expect(await p.locator('.entry.system').count()).toBeGreaterThan(0);
+    expect(await p.locator('.entry.assistant.response').count()).toBe(rollout.llm_calls.length);
+    await p.screenshot({ path: join(artifacts, 'webview-conversation.png'), fullPage: true });
+    // state for the serializer
+    const state = await p.evaluate(() => (window as unknown as { __state: { rollout_id: string } }).__state);
+    expect(state.rollout_id).toBe(rollout.id);
+    await p.close();
+  });
+
+  it('renders the training view token by token: loss mask, logprob heat map, advantages and prefix breaks', async () => {
+    const p = await open('trajectory');
+    await p.evaluate((m) => window.postMessage(m, '*'), message);
+    await p.locator('button[data-tab="training"]').click();
+    await p.locator('.tokens').first().waitFor();
+    const views = await p.locator('.sample').count();
+    expect(views).toBe(samples?.length);
+    const expectedTrained = (samples ?? []).reduce(
+      (n, s) => n + s.loss_mask.filter((m) => m === 1).length,
+      0,
+    );
+    expect(await p.locator('.tokens .tok.m1').count()).toBe(expectedTrained);
+    const expectedTokens = (samples ?? []).reduce((n, s) => n + s.input_ids.length, 0);
+    expect(await p.locator('.tokens .tok').count()).toBe(expectedTokens);
+    // heat map on trained tokens with a logprob, advantage underline (reward 1 vs sibling 0 → positive)
+    expect(await p.locator('.tokens .tok.m1[data-heat]').count()).toBeGreaterThan(0);
+    expect(await p.locator('.tokens .tok.adv-pos').count()).toBe(expectedTrained);
+    // the break between sample 0 and 1 with its diagnosis
+    const breakBox = p.locator('.break');
+    if ((samples?.length ?? 0) > 1) {
+      expect(await breakBox.count()).toBe((samples?.length ?? 1) - 1);
+      expect(await breakBox.first().innerText()).toMatch(/Prefix break \((template|retokenized|other)\)/);
+      // the samples stage decodes the break's windows with the reference tokenizer
+      expect(await breakBox.first().innerText()).toContain('<|user|>');
+    }
+    // token boundaries: reference tokens show their text
+    const first = await p.locator('.tokens .tok').first().innerText();
+    expect(first).toBe(token_texts?.[0]?.[0] ?? String(samples?.[0]?.input_ids[0]));
+    const title = await p.locator('.tokens .tok.m1').first().getAttribute('title');
+    expect(title).toMatch(/logprob -?\d/);
+    expect(title).toMatch(/advantage \d/);
+    await p.screenshot({ path: join(artifacts, 'webview-training.png'), fullPage: true });
+    await p.close();
+  });
+
+  it('finds text within the trajectory and copies a call as curl', async () => {
+    const p = await open('trajectory');
+    await p.evaluate((m) => window.postMessage(m, '*'), message);
+    await p.locator('section.call').first().waitFor();
+    await p.locator('#search').fill('12 * 7');
+    const count = await p.locator('#search-count').innerText();
+    expect(count).toMatch(/^1 of \d+$/);
+    expect(await p.locator('mark.search-hit').count()).toBeGreaterThan(1);
+    await p.locator('section.call .head button', { hasText: 'curl' }).first().click();
+    const sent = await p.evaluate(
+      () => (window as unknown as { __sent: { type: string; what?: string; text?: string }[] }).__sent,
+    );
+    const copy = sent.find((m) => m.type === 'copy');
+    expect(copy?.what).toBe('curl');
+    expect(copy?.text).toContain("curl 'http://127.0.0.1:4100/v1/chat/completions'");
+    expect(copy?.text).toContain('12 * 7');
+    await p.close();
+  });
+
+  it('shows a clear error instead of a blank page for a message that breaks the protocol', async () => {
+    const p = await open('trajectory');
+    await p.evaluate(() => window.postMessage({ type: 'trajectory', rollout: { id: 1 } }, '*'));
+    await expect.poll(() => p.locator('.error').count()).toBe(1);
+    expect(await p.locator('.error').innerText()).toContain('bad message');
+    await p.close();
+  });
+});
+
+describe('run dashboard in Chromium', () => {
+  const run = {
+    id: 'run_fixture',
+    name: 'math-agent',
+    status: 'running' as const,
+    config: { name: 'math-agent', schedule: { steps: 10 } },
+    step: 4,
+    model_version: 4,
+    error: null,
+    created_at: '2026-12-02T12:00:00.000Z',
+    updated_at: '2026-12-02T12:00:00.000Z',
+  };
+  const row = (step: number): RunMetrics => ({
+    run_id: run.id,
+    step,
+    metrics: {
+      reward_mean: 0.2 + step * 0.1,
+      loss: 1 / (step + 1),
+      kl: 0.01 * step,
+      entropy: 2 - step * 0.1,
+      clip_fraction: 0.05,
+      tokens_per_s: 1200 + step * 10,
+      prefix_breaks: step % 2,
+    },
+    created_at: run.created_at,
+  });
+
+  it('draws a uPlot chart per metric and adds live points as steps finish', async () => {
+    const p = await open('dashboard');
+    const initial: ToDashboard = { type: 'dashboard', run, metrics: [row(0), row(1), row(2)] };
+    await p.evaluate((m) => window.postMessage(m, '*'), initial);
+    await p.locator('.chart canvas').first().waitFor();
+    expect(await p.locator('.chart canvas').count()).toBe(7);
+    for (const title of [
+      'Mean reward',
+      'Loss',
+      'KL',
+      'Entropy',
+      'Clip fraction',
+      'Tokens/s',
+      'Prefix breaks per step',
+    ]) {
+      expect(await p.locator('.chart h3', { hasText: title }).count()).toBe(1);
+    }
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'metrics',
+      metrics: row(3),
+    } satisfies ToDashboard);
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'run',
+      run: { ...run, step: 5 },
+    } satisfies ToDashboard);
+    await expect.poll(() => p.locator('#run-step').innerText()).toBe('step 5 of 10');
+    const points = await p.evaluate(
+      () => document.querySelectorAll('.chart[data-key="reward_mean"] .u-legend').length,
+    );
+    expect(points).toBe(1);
+    expect(await p.locator('#config').innerText()).toContain('"steps": 10');
+    await p.screenshot({ path: join(artifacts, 'webview-dashboard.png'), fullPage: true });
+    await p.locator('button', { hasText: 'Stop run' }).click();
+    const sent = await p.evaluate(
+      () => (window as unknown as { __sent: { type: string; run_id?: string }[] }).__sent,
+    );
+    expect(sent.find((m) => m.type === 'stopRun')?.run_id).toBe(run.id);
+    await p.close();
+  });
+});
