@@ -2,7 +2,7 @@
 // startDaemon builds the context, registers the parts in order and closes them in reverse.
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import Fastify from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { registerApi } from './api';
 import { registerCluster } from './cluster';
 import { ensureToken } from './config/token';
@@ -42,6 +42,8 @@ export interface Daemon {
   /** True when this start created the token (the CLI prints it once). */
   tokenCreated: boolean;
   ctx: DaemonContext;
+  /** The fastify app (tests may use app.inject / app.hasRoute). */
+  app: FastifyInstance;
   close(): Promise<void>;
 }
 
@@ -109,6 +111,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     token,
     tokenCreated: created,
     ctx,
+    app,
     close: () => {
       closing ??= closeAll().then(() => log('daemon stopped'));
       return closing;

@@ -8,7 +8,7 @@ import type { DaemonContext } from '../context';
 import { authorize, bearerToken } from './auth';
 import { ApiError, errorBody, toApiError, validationError } from './errors';
 import { attachEvents } from './events';
-import { openApiDocument } from './openapi';
+import { type OtherRoute, openApiDocument } from './openapi';
 import { type AnyRoute, type Caller, routes } from './routes';
 
 export { routes } from './routes';
@@ -27,6 +27,22 @@ export async function registerApi(
   const bodyLimit = ctx.config.body_limit_bytes;
   const callers = new WeakMap<FastifyRequest, Caller>();
   let openapi: unknown = null;
+  // Routes other parts add under /api (the cluster's worker routes) are listed in the OpenAPI document too.
+  const tableRoutes = new Set(routes.map((r) => `${r.method} ${r.path}`));
+  const otherRoutes: OtherRoute[] = [];
+  app.addHook('onRoute', (options) => {
+    const methods = Array.isArray(options.method) ? options.method : [options.method];
+    for (const method of methods) {
+      if (
+        method === 'HEAD' ||
+        !options.url.startsWith('/api/') ||
+        tableRoutes.has(`${method} ${options.url}`)
+      )
+        continue;
+      const summary = (options.schema as { summary?: unknown } | undefined)?.summary;
+      otherRoutes.push({ method, path: options.url, summary: typeof summary === 'string' ? summary : null });
+    }
+  });
 
   await app.register(
     async (api) => {
@@ -67,7 +83,7 @@ export async function registerApi(
           },
           handler: async (req, reply) => {
             if (r.path === '/api/openapi.json') {
-              openapi ??= openApiDocument(routes, VERSION, ctx.baseUrl());
+              openapi ??= openApiDocument(routes, VERSION, ctx.baseUrl(), otherRoutes);
               return openapi;
             }
             const params = parse(r.params, req.params, 'path');

@@ -35,7 +35,23 @@ const errorStatuses: Record<string, string> = {
   '413': 'body larger than the limit',
 };
 
-export function openApiDocument(routes: AnyRoute[], version: string, serverUrl: string) {
+/** A route registered outside the table (no schemas known; listed so the document is complete). */
+export interface OtherRoute {
+  method: string;
+  path: string;
+  summary: string | null;
+}
+
+function operationId(method: string, path: string): string {
+  return `${method.toLowerCase()}${path.replace(/[^A-Za-z]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`;
+}
+
+export function openApiDocument(
+  routes: AnyRoute[],
+  version: string,
+  serverUrl: string,
+  others: OtherRoute[] = [],
+) {
   const paths: Record<string, Record<string, unknown>> = {};
   const error = { content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } } };
   for (const r of routes) {
@@ -57,7 +73,7 @@ export function openApiDocument(routes: AnyRoute[], version: string, serverUrl: 
     paths[path] ??= {};
     paths[path][r.method.toLowerCase()] = {
       summary: r.summary,
-      operationId: `${r.method.toLowerCase()}${path.replace(/[^A-Za-z]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,
+      operationId: operationId(r.method, path),
       ...(r.auth === 'none' ? { security: [] } : {}),
       parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')],
       ...(r.body
@@ -69,6 +85,21 @@ export function openApiDocument(routes: AnyRoute[], version: string, serverUrl: 
           }
         : {}),
       responses,
+    };
+  }
+  for (const other of others) {
+    const path = other.path.replace(/:([A-Za-z_]+)/g, '{$1}');
+    paths[path] ??= {};
+    paths[path][other.method.toLowerCase()] ??= {
+      summary: other.summary ?? `${other.method} ${other.path}`,
+      operationId: operationId(other.method, path),
+      parameters: [...path.matchAll(/\{(\w+)\}/g)].map((m) => ({
+        name: m[1],
+        in: 'path',
+        required: true,
+        schema: { type: 'string' },
+      })),
+      responses: { default: { description: 'see the owning module', ...error } },
     };
   }
   return {
