@@ -1,0 +1,170 @@
+// The reference trainer: PPO-clip policy loss (spec/samples.md) with Adam, on the engine's own weights.
+import type { PolicyLossConfig, Sample, TrainBatch, Trainer, TrainResult } from '../protocol/training';
+import { initParams, Model } from './model';
+
+/**
+ * Per-token PPO-clip loss. ratio = exp(logp − old);
+ * ℓ = −min(ratio·A, clip(ratio, 1−ε_low, 1+ε_high)·A). Returns ℓ, dℓ/dlogp and whether the clip is active
+ * (the clipped branch is the minimum, so the token gives no gradient).
+ */
+export function ppoClipTokenLoss(
+  logp: number,
+  old: number,
+  advantage: number,
+  clipLow: number,
+  clipHigh: number,
+): { loss: number; dlogp: number; clipped: boolean } {
+  const ratio = Math.exp(logp - old);
+  const clippedRatio = Math.min(Math.max(ratio, 1 - clipLow), 1 + clipHigh);
+  const unclipped = ratio * advantage;
+  const clippedObj = clippedRatio * advantage;
+  if (unclipped <= clippedObj) return { loss: -unclipped, dlogp: -unclipped, clipped: false };
+  return { loss: -clippedObj, dlogp: 0, clipped: true };
+}
+
+export interface AdamState {
+  m: Float64Array;
+  v: Float64Array;
+  t: number;
+}
+
+export const ADAM = { beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: 1.0 };
+
+/** The engine state the trainer mutates: weights, optimizer, version. */
+export interface TrainableEngine {
+  model: Model;
+  adam: AdamState;
+  version: number;
+  seed: number;
+  /** swap in new weights atomically (the inference side reads `model.params`) */
+  commit(params: Float64Array, version: number): void;
+}
+
+interface TokenStats {
+  loss: number;
+  tokens: number;
+  clipped: number;
+  kl: number;
+  entropy: number;
+}
+
+const yieldNow = () => new Promise<void>((r) => setImmediate(r));
+
+/** Loss and gradient of one sample (accumulated into grad and stats). Exported for the gradient check. */
+export function sampleLossAndGrad(
+  model: Model,
+  sample: Sample,
+  loss: PolicyLossConfig,
+  grad: Float64Array | null,
+  stats: TokenStats,
+  refModel: Model | null,
+): void {
+  const maxLen = model.config.maxLen;
+  const T = Math.min(sample.input_ids.length, maxLen);
+  const tokens = sample.input_ids.subarray(0, T);
+  const targets: number[] = [];
+  for (let t = 1; t < T; t++) if (sample.loss_mask[t] && sample.loss_weights[t] !== 0) targets.push(t);
+  if (targets.length === 0) return;
+  const positions = targets.map((t) => t - 1);
+  const fw = model.forward(tokens, positions);
+  const refFw = refModel && loss.kl_coef > 0 ? refModel.forward(tokens, positions) : null;
+  const V = model.config.vocab;
+  const dlogp = new Float64Array(positions.length * V);
+  for (let k = 0; k < targets.length; k++) {
+    const t = targets[k];
+    const tok = tokens[t];
+    const lp = fw.logp[k * V + tok];
+    const rolloutOld = sample.old_logprobs[t];
+    const old = Number.isFinite(rolloutOld) ? rolloutOld : lp;
+    const w = sample.loss_weights[t];
+    const A = sample.advantages[t];
+    const r = ppoClipTokenLoss(lp, old, A, loss.clip_low, loss.clip_high);
+    // Truncated importance sampling: the pre-update ratio π_θ/π_rollout acts as the importance weight;
+    // where it exceeds the cap, scale the token down so the effective weight is the cap.
+    let tis = 1;
+    if (loss.tis_cap !== null && Number.isFinite(rolloutOld)) {
+      const w0 = Math.exp(lp - rolloutOld);
+      if (w0 > loss.tis_cap) tis = loss.tis_cap / w0;
+    }
+    let tokLoss = r.loss * tis;
+    let g = r.dlogp * tis;
+    if (refFw) {
+      // k3 estimator of KL(π_θ || π_ref): exp(ref − logp) − (ref − logp) − 1
+      const diff = refFw.logp[k * V + tok] - lp;
+      tokLoss += loss.kl_coef * (Math.exp(diff) - diff - 1);
+      g += loss.kl_coef * (1 - Math.exp(diff));
+    }
+    dlogp[k * V + tok] = w * g;
+    stats.loss += w * tokLoss;
+    stats.tokens += 1;
+    if (r.clipped) stats.clipped += 1;
+    const d = old - lp; // k3 of KL(old || current)
+    stats.kl += Math.exp(-d) + d - 1;
+    let ent = 0;
+    for (let j = 0; j < V; j++) {
+      const l = fw.logp[k * V + j];
+      ent -= Math.exp(l) * l;
+    }
+    stats.entropy += ent;
+  }
+  if (grad) model.backward(fw, dlogp, grad);
+}
+
+export class ReferenceTrainer implements Trainer {
+  private refModel: Model | null = null;
+  constructor(
+    private readonly engine: TrainableEngine,
+    private readonly onStep?: (result: TrainResult) => Promise<string | null>,
+  ) {}
+
+  async train(batch: TrainBatch): Promise<TrainResult> {
+    const started = performance.now();
+    const e = this.engine;
+    const model = e.model;
+    if (batch.loss.kl_coef > 0 && !this.refModel) {
+      this.refModel = new Model(model.config, initParams(model.config, e.seed));
+    }
+    // Work on a copy so requests served meanwhile see one consistent version.
+    const working = new Model(model.config, new Float64Array(model.params));
+    const grad = new Float64Array(working.params.length);
+    const stats: TokenStats = { loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 };
+    for (const sample of batch.samples) {
+      sampleLossAndGrad(working, sample, batch.loss, grad, stats, this.refModel);
+      await yieldNow();
+    }
+    if (stats.tokens > 0) adamStep(working.params, grad, e.adam, batch.loss.learning_rate);
+    const version = e.version + 1;
+    e.commit(working.params, version);
+    const n = Math.max(stats.tokens, 1);
+    const result: TrainResult = {
+      model_version: version,
+      loss: stats.loss,
+      clip_fraction: stats.clipped / n,
+      kl: stats.kl / n,
+      entropy: stats.entropy / n,
+      tokens: stats.tokens,
+      seconds: (performance.now() - started) / 1000,
+      checkpoint: null,
+    };
+    if (this.onStep) result.checkpoint = await this.onStep(result);
+    return result;
+  }
+}
+
+/** Adam with global-norm gradient clipping, in place. */
+export function adamStep(params: Float64Array, grad: Float64Array, s: AdamState, lr: number): void {
+  let norm = 0;
+  for (let i = 0; i < grad.length; i++) norm += grad[i] * grad[i];
+  norm = Math.sqrt(norm);
+  const scale = norm > ADAM.maxGradNorm ? ADAM.maxGradNorm / norm : 1;
+  s.t += 1;
+  const { beta1: b1, beta2: b2, eps } = ADAM;
+  const c1 = 1 - b1 ** s.t;
+  const c2 = 1 - b2 ** s.t;
+  for (let i = 0; i < params.length; i++) {
+    const g = grad[i] * scale;
+    s.m[i] = b1 * s.m[i] + (1 - b1) * g;
+    s.v[i] = b2 * s.v[i] + (1 - b2) * g * g;
+    params[i] -= (lr * (s.m[i] / c1)) / (Math.sqrt(s.v[i] / c2) + eps);
+  }
+}
