@@ -21,7 +21,10 @@ afterAll(async () => {
 
 async function anthropic() {
   const r = await proxy.rollout();
-  return { ...r, anthropic: new Anthropic({ apiKey: r.key, baseURL: `${proxy.url}/r/${r.id}`, maxRetries: 0 }) };
+  return {
+    ...r,
+    anthropic: new Anthropic({ apiKey: r.key, baseURL: `${proxy.url}/r/${r.id}`, maxRetries: 0 }),
+  };
 }
 
 const lastProduced = () => {
@@ -57,7 +60,10 @@ describe('Anthropic Messages through the proxy', () => {
     expect(call.wire_api).toBe('messages');
     expect(call.prompt_ids).toEqual(produced.prompt_ids);
     expect(call.response_ids).toEqual(produced.ids);
-    expect(msg.usage).toMatchObject({ input_tokens: produced.prompt_ids.length, output_tokens: produced.ids.length });
+    expect(msg.usage).toMatchObject({
+      input_tokens: produced.prompt_ids.length,
+      output_tokens: produced.ids.length,
+    });
   });
 
   it('a streamed tool call reaches the SDK as a tool_use block with parsed input', async () => {
@@ -72,7 +78,11 @@ describe('Anthropic Messages through the proxy', () => {
       .finalMessage();
     expect(final.stop_reason).toBe('tool_use');
     const block = final.content.find((b) => b.type === 'tool_use');
-    expect(block).toMatchObject({ type: 'tool_use', name: 'search', input: { query: 'use the tool please' } });
+    expect(block).toMatchObject({
+      type: 'tool_use',
+      name: 'search',
+      input: { query: 'use the tool please' },
+    });
     const [call] = await proxy.calls(id);
     expect(call.stream).toBe(true);
     expect(call.response_ids).toEqual(lastProduced().ids);
@@ -83,7 +93,11 @@ describe('OpenAI Responses through the proxy', () => {
   it('responses.create and responses.stream give the same output and both are recorded token-exactly', async () => {
     const { id, baseURL, key } = await proxy.rollout();
     const client = new OpenAI({ baseURL, apiKey: key, maxRetries: 0 });
-    const plain = await client.responses.create({ model: 'toy', instructions: 'Be brief.', input: 'good morning' });
+    const plain = await client.responses.create({
+      model: 'toy',
+      instructions: 'Be brief.',
+      input: 'good morning',
+    });
     expect(plain.output_text).toBe('echo: good morning');
     const streamed = await client.responses
       .stream({ model: 'toy', instructions: 'Be brief.', input: 'good morning' })
@@ -101,11 +115,13 @@ describe('OpenAI Responses through the proxy', () => {
   it('a function call comes back as a function_call item the SDK accepts', async () => {
     const { baseURL, key } = await proxy.rollout();
     const client = new OpenAI({ baseURL, apiKey: key, maxRetries: 0 });
-    const r = await client.responses.stream({
-      model: 'toy',
-      input: 'call the tool',
-      tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object' }, strict: false }],
-    }).finalResponse();
+    const r = await client.responses
+      .stream({
+        model: 'toy',
+        input: 'call the tool',
+        tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object' }, strict: false }],
+      })
+      .finalResponse();
     const call = r.output.find((o) => o.type === 'function_call');
     expect(call).toMatchObject({ name: 'lookup', arguments: JSON.stringify({ query: 'call the tool' }) });
   });

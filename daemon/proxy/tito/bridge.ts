@@ -3,18 +3,20 @@
 //
 // Why it is safe. The prompt we build is
 //   previous.prompt_ids + previous.response_ids [+ end-of-turn marker if the sample lacks it] + tail
-// where `tail` is the token sequence the chat template puts after the end-of-turn marker (`<|im_end|>`)
-// that closes the previous assistant turn: the new messages plus the generation prompt. We take `tail`
-// from a full rendering of the request and check three things before using it:
-//   1. the marker is one special token (encode(decode([m])) == [m]): tokenizers split text at special
-//      tokens before BPE, so the tokens after it do not depend on the tokens before it;
-//   2. the tail text does not depend on how the previous assistant turn is rendered: we find it by
-//      rendering with the assistant turn replaced by a sentinel (Qwen3 strips <think> and re-serialises
-//      tool calls there, which is exactly what we must not depend on);
-//   3. the real full rendering of the request ends with exactly [marker] + encode(tail text), i.e. our
-//      tail is token-for-token what the backend's own rendering would have produced for it.
-// Anything else falls back (`ok: false`) with a reason; the caller then renders the request normally.
-import { type ChatMessageLike, type ChatTokenizer, type ChatToolLike, contentText } from './tokenizer';
+// where `tail` is the tokens the chat template puts after the marker (`<|im_end|>`) that closes the
+// previous assistant turn: the new messages plus the generation prompt. We get both in token space:
+//   1. render the request with the previous assistant turn replaced by a sentinel text: the token
+//      after the sentinel's tokens is the marker, everything after it the tail. The tail so found
+//      cannot depend on how the template renders the sampled turn (Qwen3 strips <think> there and
+//      re-serialises tool-call JSON, exactly what we must not depend on);
+//   2. render the real request: it must end with exactly [marker] + tail, token for token. So the
+//      backend's own tokenization splits at the marker (special tokens are split before BPE) and our
+//      tail is precisely the tokens a plain rendering gives the new messages.
+// Before that, the request must be previous.messages + (the message that call returned) + new
+// messages, compared semantically, with the same tools and template options. Anything else falls
+// back (`ok: false`) with a reason; the caller then renders the request normally.
+import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from './tokenizer';
+import { contentText } from './tokenizer';
 
 export interface PreviousCall {
   /** The messages of the previous call's request (as the harness sent them). */
@@ -97,41 +99,36 @@ export function sameMessage(a: ChatMessageLike, b: ChatMessageLike, assistantLoo
 
 const SENTINEL = 'TITO_SENTINEL_8c1f2e';
 
-interface TurnMarker {
-  id: number;
-  text: string;
-}
-const markers = new WeakMap<ChatTokenizer, TurnMarker | string>();
-
-/** The special token the template closes an assistant turn with (Qwen: `<|im_end|>`), found by probing. */
-async function endOfTurn(tok: ChatTokenizer): Promise<TurnMarker | string> {
-  const cached = markers.get(tok);
-  if (cached) return cached;
-  let result: TurnMarker | string;
-  const ids = await tok.render(
-    [
-      { role: 'user', content: 'ping' },
-      { role: 'assistant', content: SENTINEL },
-    ],
-    undefined,
-    false,
-  );
-  const text = await tok.decode(ids);
-  const at = text.lastIndexOf(SENTINEL);
-  const after = at >= 0 ? text.slice(at + SENTINEL.length) : '';
-  const suffixIds = after ? await tok.encode(after) : [];
-  if (!suffixIds.length) result = 'template puts no end-of-turn marker after an assistant turn';
-  else {
-    const id = suffixIds[0];
-    const markerText = await tok.decode([id]);
-    const again = await tok.encode(markerText);
-    result =
-      markerText && after.startsWith(markerText) && again.length === 1 && again[0] === id
-        ? { id, text: markerText }
-        : `end-of-turn marker ${JSON.stringify(markerText)} is not one special token`;
+/**
+ * Where the sentinel's tokens end in `ids`, searching from the end (the tail is short, so only short
+ * suffixes get decoded): the index of the first token after the sentinel, or null.
+ */
+async function sentinelEnd(tok: ChatTokenizer, ids: number[]): Promise<number | null> {
+  const L = ids.length;
+  const has = async (from: number, to: number) => (await tok.decode(ids.slice(from, to))).includes(SENTINEL);
+  // smallest suffix that contains the sentinel: grow by doubling, then bisect
+  let s = 32;
+  while (s < L && !(await has(L - s, L))) s *= 2;
+  s = Math.min(s, L);
+  if (!(await has(L - s, L))) return null;
+  let lo = Math.floor(s / 2);
+  let hi = s; // has(L-hi) true; find the smallest such
+  while (lo + 1 < hi) {
+    const mid = (lo + hi) >> 1;
+    if (await has(L - mid, L)) hi = mid;
+    else lo = mid;
   }
-  markers.set(tok, result);
-  return result;
+  const start = L - hi;
+  // smallest end with the whole sentinel in [start, end)
+  let a = start;
+  let b = L;
+  while (a + 1 < b) {
+    const mid = (a + b) >> 1;
+    if (await has(start, mid)) b = mid;
+    else a = mid;
+  }
+  const text = await tok.decode(ids.slice(start, b));
+  return text.endsWith(SENTINEL) ? b : null;
 }
 
 export async function planBridge(args: {
@@ -162,30 +159,29 @@ export async function planBridge(args: {
   if (msgs[msgs.length - 1].role === 'assistant')
     return { ok: false, reason: 'request ends with an assistant message (prefill)' };
 
-  const marker = await endOfTurn(tok);
-  if (typeof marker === 'string') return { ok: false, reason: `template suffix mismatch: ${marker}` };
-
   const tools = request.tools?.length ? request.tools : undefined;
   const kwargs = request.chat_template_kwargs ?? undefined;
-  // 2. the tail as the template renders it after a sentinel assistant turn
+  // 1. render with the previous assistant turn replaced by a sentinel: what follows the sentinel's
+  //    tokens is the end-of-turn marker, then the tail (new messages + generation prompt)
   const probe = msgs.map((m, i) => (i === n ? { role: 'assistant', content: SENTINEL } : m));
-  const probeText = await tok.decode(await tok.render(probe, tools, true, kwargs));
-  const at = probeText.indexOf(SENTINEL);
-  if (at < 0 || probeText.indexOf(SENTINEL, at + 1) >= 0)
-    return { ok: false, reason: 'template suffix mismatch: sentinel turn not found once' };
-  const afterSentinel = probeText.slice(at + SENTINEL.length);
-  if (!afterSentinel.startsWith(marker.text))
-    return { ok: false, reason: 'template suffix mismatch: assistant turn does not end with its marker' };
-  const tailIds = await tok.encode(afterSentinel.slice(marker.text.length));
+  const probeIds = await tok.render(probe, tools, true, kwargs);
+  const end = await sentinelEnd(tok, probeIds);
+  if (end === null || end >= probeIds.length)
+    return {
+      ok: false,
+      reason: 'template suffix mismatch: the assistant turn does not end on a token boundary',
+    };
+  const marker = probeIds[end];
+  const tailIds = probeIds.slice(end + 1);
 
-  // 3. the real rendering ends with [marker] + tail
+  // 2. the real rendering ends with [marker] + tail, token for token
   const full = await tok.render(msgs, tools, true, kwargs);
   const cut = full.length - tailIds.length;
-  if (cut < 1 || full[cut - 1] !== marker.id || tailIds.some((t, i) => full[cut + i] !== t))
+  if (cut < 1 || full[cut - 1] !== marker || tailIds.some((t, i) => full[cut + i] !== t))
     return { ok: false, reason: 'template suffix mismatch: the tail depends on the earlier turns' };
 
   const sampled = previous.response_ids;
-  const closing = sampled[sampled.length - 1] === marker.id ? [] : [marker.id];
+  const closing = sampled[sampled.length - 1] === marker ? [] : [marker];
   const prompt_ids = [...previous.prompt_ids, ...sampled, ...closing, ...tailIds];
   return { ok: true, prompt_ids, reused_tokens: previous.prompt_ids.length + sampled.length };
 }
