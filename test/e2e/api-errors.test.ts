@@ -1,4 +1,5 @@
 // Bad input never crashes the daemon and never changes the store: every case gets one clear 4xx error body.
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedRollout, ErrorBody } from '../../daemon/protocol/api';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
@@ -220,5 +221,42 @@ describe('bad input', () => {
     const detail = 'y'.repeat(LIMIT - 100);
     const res = await daemon.api('POST', `/api/rollouts/${rollout.id}/reward`, { value: 2, detail });
     expect(res.status).toBe(201);
+  });
+});
+
+describe('arbitrary input', () => {
+  it('random bodies, ids and raw bytes on every route get an answer below 500, and the daemon keeps serving', async () => {
+    const targets = [
+      (id: string) => `/api/rollouts/${id}/reward`,
+      (id: string) => `/api/rollouts/${id}/fail`,
+      (id: string) => `/api/rollouts/${id}/complete`,
+      (id: string) => `/api/runs/${id}/stop`,
+      (id: string) => `/api/recordings/${id}/stop`,
+      () => '/api/runs',
+      () => '/api/recordings',
+    ];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: targets.length - 1 }),
+        fc.string({ maxLength: 30 }),
+        fc.oneof(
+          fc.jsonValue().map((v) => JSON.stringify(v)),
+          fc.string({ maxLength: 200 }),
+        ),
+        async (which, id, body) => {
+          const path = targets[which]!(encodeURIComponent(id || 'x'));
+          const res = await fetch(`${daemon.url}${path}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${daemon.token}`, 'content-type': 'application/json' },
+            body,
+          });
+          expect(res.status).toBeLessThan(500);
+          if (res.status >= 400) expect(((await res.json()) as ErrorBody).error.message).toBeTruthy();
+          else await res.arrayBuffer();
+        },
+      ),
+      { numRuns: 150 },
+    );
+    expect((await daemon.api('GET', '/api/health')).status).toBe(200);
   });
 });
