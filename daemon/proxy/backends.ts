@@ -203,6 +203,17 @@ export class BackendPool implements Backends {
   }
 }
 
+const urls = new Map<string, URL>();
+function parsedUrl(url: string): URL {
+  let u = urls.get(url);
+  if (!u) {
+    u = new URL(url);
+    if (urls.size > 1000) urls.clear();
+    urls.set(url, u);
+  }
+  return u;
+}
+
 /** Why a request to a backend failed before a response came back. */
 export class SendError extends Error {
   constructor(
@@ -237,7 +248,7 @@ export function send(url: string, opts: SendOptions): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     attempt(true);
     function attempt(mayRetry: boolean): void {
-      const u = new URL(url);
+      const u = parsedUrl(url);
       const https = u.protocol === 'https:';
       const headers: Record<string, string | number> = { accept: '*/*', ...opts.headers };
       if (opts.body !== undefined) {

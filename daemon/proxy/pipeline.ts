@@ -16,7 +16,7 @@ import {
 } from './assemble';
 import { type Backend, type BackendPool, readText, SendError, send, timedOut } from './backends';
 import { type ErrorWire, errorBody, openaiErrorBody, ProxyError } from './errors';
-import { redact } from './redact';
+import { hasSecret, redact } from './redact';
 import type { Scope } from './scope';
 import { SseParser } from './sse';
 import type { WireTranslator } from './translate/types';
@@ -158,7 +158,7 @@ export class Call {
       recording_id: s.recording?.id ?? null,
       wire_api: this.wire,
       stream: this.stream,
-      request: redact(this.request ?? null, s.secrets, this.raw),
+      request: this.request ?? null,
       backend_request: null,
       response: null,
       prompt_ids: null,
@@ -180,9 +180,13 @@ export class Call {
       total_ms: this.elapsed(),
       ...fields,
     };
-    if (call.backend_request != null) call.backend_request = redact(call.backend_request, s.secrets);
-    if (call.response != null && typeof call.response === 'object')
-      call.response = redact(call.response, s.secrets);
+    // Bodies are walked only when the request carries something key-like (the common case skips it);
+    // what the backend got and returned derives from the request, so it is redacted alike.
+    if (this.raw === undefined || hasSecret(this.raw, s.secrets)) {
+      call.request = redact(call.request, s.secrets);
+      if (call.backend_request != null) call.backend_request = redact(call.backend_request, s.secrets);
+      if (call.response != null) call.response = redact(call.response, s.secrets);
+    }
     await this.ctx.store.recordLlmCall(call);
   }
 
@@ -595,21 +599,30 @@ async function finishStream(
           ttft = call.elapsed();
       }
       asm.push(obj);
-      const frame = out.chunk(obj, data);
-      if (frame && !raw.write(frame)) {
+      pending += out.chunk(obj, data);
+      return true;
+    };
+    // Frames that arrived in one backend read go out in one write (fewer syscalls, same latency).
+    let pending = '';
+    const flush = () => {
+      if (!pending) return;
+      const ok = raw.write(pending);
+      pending = '';
+      if (!ok) {
         d.res.pause();
         raw.once('drain', () => d.res.resume());
       }
-      return true;
     };
 
     d.res.on('data', (buf: Buffer) => {
       if (call.settled) return;
       for (const ev of parser.push(buf)) if (!onEvent(ev.data) || call.settled) return;
+      flush();
     });
     d.res.on('end', () => {
       if (call.settled) return;
       for (const ev of parser.flush()) if (!onEvent(ev.data) || call.settled) return;
+      flush();
       if (sawDone) complete();
       else failMid(`backend ${d.backendName} ended the stream before [DONE]`);
     });

@@ -9,9 +9,18 @@ export const REDACTED = '[redacted]';
  * redacted. `raw` (the body's JSON text, when known) lets the common no-secret case skip the walk.
  */
 export function redact(body: unknown, secrets: readonly string[] = [], raw?: string): unknown {
-  const live = secrets.filter((s) => s && s.length >= 8);
-  if (raw !== undefined && !KEY_TEST.test(raw) && !live.some((s) => raw.includes(s))) return body;
-  return walk(body, live);
+  if (raw !== undefined && !hasSecret(raw, secrets)) return body;
+  return walk(
+    body,
+    secrets.filter((s) => s && s.length >= 8),
+  );
+}
+
+/** Does this text contain a key-looking string or one of `secrets`? */
+export function hasSecret(raw: string, secrets: readonly string[] = []): boolean {
+  if (KEY_TEST.test(raw)) return true;
+  for (const s of secrets) if (s && s.length >= 8 && raw.includes(s)) return true;
+  return false;
 }
 
 function walk(v: unknown, secrets: readonly string[]): unknown {

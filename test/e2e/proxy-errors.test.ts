@@ -43,7 +43,7 @@ async function post(
   return { status: res.status, body: json };
 }
 
-const chatBody = { model: 'toy', messages: [{ role: 'user', content: 'hi' }] };
+const chatBody = { model: 'toy', messages: [{ role: 'user' as const, content: 'hi' }] };
 
 async function stillServes(client: OpenAI) {
   fake.set({ mode: 'ok', delayMs: 0, dropAfterChunks: undefined });

@@ -1,0 +1,235 @@
+// Proxy overhead against fake-vllm, proxied vs direct, recording ON (real SQLite store).
+// fake-vllm and the proxy each run in their own child process; this process is the client.
+//   proxy.overhead  nonstream / stream_ttft: added p50/p99 latency (goal p50 < 1 ms, p99 < 3 ms)
+//   proxy.throughput concurrency 64: proxy_rps / direct_rps (goal >= 0.7)
+//   proxy.stream     streamed tokens/s: proxy / direct (goal >= 0.8)
+import { type ChildProcess, spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { emit, quantile, round } from './emit';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+const FAKE = `
+import { startFakeVllm } from '${root}test/fixtures/fake-vllm.ts';
+const f = await startFakeVllm({ model: 'toy' });
+process.stdout.write(JSON.stringify({ url: f.url }) + '\\n');
+`;
+
+const PROXY = `
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify from 'fastify';
+import { DaemonConfig } from '${root}daemon/protocol/config.ts';
+import { registerProxy } from '${root}daemon/proxy/index.ts';
+import { openStore } from '${root}daemon/store/open.ts';
+const dataDir = mkdtempSync(join(tmpdir(), 'harness-rl-bench-'));
+const store = await openStore('sqlite', dataDir);
+const config = DaemonConfig.parse({ port: 0, backends: [process.env.BACKEND] });
+const ctx = { store, config, token: 'bench-token', dataDir, baseUrl: () => '', log: () => {} };
+const app = Fastify({ logger: false, bodyLimit: config.body_limit_bytes });
+await registerProxy(app, ctx);
+await app.listen({ port: 0, host: '127.0.0.1' });
+const r = await store.createRollout({ kind: 'standalone' });
+await store.startAttempt(r.id, 'bench');
+process.on('SIGINT', () => process.exit(0));
+process.stdout.write(JSON.stringify({ url: 'http://127.0.0.1:' + app.server.address().port + '/r/' + r.id + '/v1', key: r.key }) + '\\n');
+`;
+
+function child(
+  script: string,
+  env: Record<string, string> = {},
+  flags: string[] = [],
+): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [...flags, '--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let buf = '';
+    proc.stdout?.on('data', (c: Buffer) => {
+      buf += c.toString();
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve({ proc, info: JSON.parse(buf.slice(0, nl)) });
+    });
+    proc.on('exit', (code) => reject(new Error(`bench child exited with ${code}`)));
+  });
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+interface Target {
+  base: string;
+  key: string;
+}
+
+/** One POST; resolves with the time to the first content byte of an SSE stream (or the whole body) and the token count. */
+function call(
+  t: Target,
+  path: string,
+  body: object,
+): Promise<{ firstMs: number; totalMs: number; tokens: number }> {
+  const payload = JSON.stringify(body);
+  const u = new URL(t.base + path);
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(
+      u,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          authorization: `Bearer ${t.key}`,
+        },
+      },
+      (res) => {
+        let first = -1;
+        let tokens = 0;
+        let carry = '';
+        const sse = String(res.headers['content-type'] ?? '').includes('event-stream');
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          if (!sse) return;
+          carry += c;
+          let at = carry.indexOf('\n\n');
+          while (at >= 0) {
+            const ev = carry.slice(0, at);
+            carry = carry.slice(at + 2);
+            if (ev.includes('"content":"') && !ev.includes('"content":""')) {
+              tokens++;
+              if (first < 0) first = performance.now() - t0;
+            }
+            at = carry.indexOf('\n\n');
+          }
+        });
+        res.on('end', () => {
+          const totalMs = performance.now() - t0;
+          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
+          resolve({ firstMs: first >= 0 ? first : totalMs, totalMs, tokens });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+const chat = (content: string, extra: object = {}) => ({
+  model: 'toy',
+  messages: [{ role: 'user', content }],
+  max_tokens: 16,
+  ...extra,
+});
+
+async function latencies(direct: Target, proxy: Target, n: number, body: object, pick: 'first' | 'total') {
+  const d: number[] = [];
+  const p: number[] = [];
+  for (let i = 0; i < n; i++) {
+    // Alternate so drift (GC, other load) hits both sides alike.
+    const a = await call(direct, '/chat/completions', body);
+    const b = await call(proxy, '/chat/completions', body);
+    d.push(pick === 'first' ? a.firstMs : a.totalMs);
+    p.push(pick === 'first' ? b.firstMs : b.totalMs);
+  }
+  return { d, p };
+}
+
+async function throughput(t: Target, concurrency: number, ms: number): Promise<number> {
+  let done = 0;
+  const end = performance.now() + ms;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        await call(t, '/chat/completions', chat('throughput'));
+        done++;
+      }
+    }),
+  );
+  return done / (ms / 1000);
+}
+
+async function streamRate(t: Target, concurrency: number, ms: number): Promise<number> {
+  let tokens = 0;
+  const t0 = performance.now();
+  const end = t0 + ms;
+  const long = 'x'.repeat(1000);
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const r = await call(t, '/chat/completions', chat(long, { max_tokens: 2000, stream: true }));
+        tokens += r.tokens;
+      }
+    }),
+  );
+  return tokens / ((performance.now() - t0) / 1000);
+}
+
+export default async function main(): Promise<void> {
+  const fake = await child(FAKE);
+  // BENCH_PROFILE=dir writes a CPU profile of the proxy process there.
+  const profile = process.env.BENCH_PROFILE;
+  const prox = await child(
+    PROXY,
+    { BACKEND: fake.info.url },
+    profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [],
+  );
+  try {
+    const direct: Target = { base: fake.info.url, key: 'none' };
+    const proxy: Target = { base: prox.info.url, key: prox.info.key };
+    // Warm up both paths (JIT, keep-alive sockets, the proxy's caches).
+    await latencies(direct, proxy, 200, chat('warm up'), 'total');
+    await latencies(direct, proxy, 50, chat('warm up', { stream: true }), 'first');
+
+    // BENCH_ONLY=overhead,throughput,stream runs a subset (profiling).
+    const only = (process.env.BENCH_ONLY ?? 'overhead,throughput,stream').split(',');
+    const n = Number(process.env.BENCH_N ?? 1000);
+    for (const mode of only.includes('overhead') ? (['nonstream', 'stream_ttft'] as const) : []) {
+      const body =
+        mode === 'nonstream' ? chat('how much does the proxy add?') : chat('ttft please', { stream: true });
+      const { d, p } = await latencies(direct, proxy, n, body, mode === 'nonstream' ? 'total' : 'first');
+      const dp50 = quantile(d, 0.5);
+      const dp99 = quantile(d, 0.99);
+      const pp50 = quantile(p, 0.5);
+      const pp99 = quantile(p, 0.99);
+      emit('proxy.overhead', {
+        mode,
+        direct_p50_ms: round(dp50),
+        direct_p99_ms: round(dp99),
+        proxy_p50_ms: round(pp50),
+        proxy_p99_ms: round(pp99),
+        added_p50_ms: round(pp50 - dp50),
+        added_p99_ms: round(pp99 - dp99),
+      });
+    }
+
+    const seconds = Number(process.env.BENCH_SECONDS ?? 4) * 1000;
+    if (only.includes('throughput')) {
+      const directRps = await throughput(direct, 64, seconds);
+      const proxyRps = await throughput(proxy, 64, seconds);
+      emit('proxy.throughput', {
+        concurrency: 64,
+        direct_rps: round(directRps, 1),
+        proxy_rps: round(proxyRps, 1),
+        ratio: round(proxyRps / directRps),
+      });
+    }
+    if (only.includes('stream')) {
+      const directTps = await streamRate(direct, 8, seconds);
+      const proxyTps = await streamRate(proxy, 8, seconds);
+      emit('proxy.stream', {
+        direct_tokens_per_s: round(directTps, 0),
+        proxy_tokens_per_s: round(proxyTps, 0),
+        ratio: round(proxyTps / directTps),
+      });
+    }
+  } finally {
+    prox.proc.kill('SIGINT');
+    fake.proc.kill();
+    agent.destroy();
+  }
+}
