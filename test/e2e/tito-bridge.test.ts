@@ -183,7 +183,7 @@ describe('bridging over the proxy fake vLLM', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'toy', messages: m1, return_token_ids: true }),
     });
-    const chat = await res.json();
+    const chat = (await res.json()) as { choices: { message: ChatMessageLike }[] };
     const produced = fake.produced.at(-1)!;
     const tok = backendTokenizer(fake.url, { model: 'toy' });
     const m2 = [
