@@ -1,8 +1,11 @@
 // Config files: errors carry the field path and, for YAML, the line and column; the committed JSON
 // Schema for editors is the one the schemas generate.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { daemonOptions } from '../../daemon/cli/commands/daemon';
 import { configJsonSchema } from '../../daemon/cli/commands/schema';
 import { validateConfigText } from '../../daemon/config/load';
 
@@ -85,6 +88,36 @@ describe('config files', () => {
     expect(result.ok ? [] : result.errors).toMatchObject([{ path: 'run.name', line: 3, column: 13 }]);
     const broken = validateConfigText('{"run": {"name": "x",}', 'harness.json');
     expect(broken.ok ? '' : broken.errors[0]!.message).toMatch(/^invalid JSON/);
+  });
+});
+
+describe('harness-rl daemon options', () => {
+  it("take the config file's daemon section, with its data folder relative to the file, and flags win", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'harness-rl-options-'));
+    try {
+      const file = join(dir, 'harness.yaml');
+      writeFileSync(
+        file,
+        'daemon:\n  port: 4200\n  data: state\n  backends: [http://10.0.0.1:8000/v1]\n  body_limit_bytes: 1024\n',
+      );
+      expect(await daemonOptions(['--config', file])).toMatchObject({
+        port: 4200,
+        dataDir: join(dir, 'state'),
+        store: 'sqlite',
+        host: '127.0.0.1',
+        backends: ['http://10.0.0.1:8000/v1'],
+        bodyLimitBytes: 1024,
+      });
+      expect(
+        await daemonOptions(['--config', file, '--port', '0', '--data', dir, '--backend', 'http://b:1/v1']),
+      ).toMatchObject({ port: 0, dataDir: dir, backends: ['http://10.0.0.1:8000/v1', 'http://b:1/v1'] });
+      await expect(daemonOptions(['--port', 'x'])).rejects.toThrow('--port must be');
+      writeFileSync(file, 'daemon:\n  port: -1\n');
+      await expect(daemonOptions(['--config', file])).rejects.toThrow(`${file}:2:9: daemon.port`);
+      expect(await daemonOptions(['--help'])).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfigFile } from '../../config/load';
 import { tokenPath } from '../../config/token';
-import { startDaemon } from '../../daemon';
+import { type DaemonOptions, startDaemon } from '../../daemon';
 
 const USAGE = `usage: harness-rl daemon [--port N] [--host H] [--data DIR] [--store sqlite|postgres://…]
                         [--token T] [--backend URL]... [--config FILE]`;
@@ -13,7 +13,11 @@ export function defaultDataDir(): string {
   return process.env.HARNESS_RL_DATA || join(homedir(), '.harness-rl');
 }
 
-export async function run(argv: string[]): Promise<number> {
+/**
+ * The daemon's options from the command line and the optional config file's `daemon` section (flags
+ * win; the section's `data` resolves against the file's folder). null for --help.
+ */
+export async function daemonOptions(argv: string[]): Promise<DaemonOptions | null> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -28,22 +32,17 @@ export async function run(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  if (values.help) return null;
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
-    process.stderr.write(`harness-rl daemon: --port must be 0…65535, got ${values.port}\n${USAGE}\n`);
-    return 2;
+    throw new Error(`--port must be 0…65535, got ${values.port}\n${USAGE}`);
   }
   const loaded = values.config ? await loadConfigFile(values.config) : null;
   const section = loaded?.config.daemon;
-  const dataDir = resolve(
-    values.data ?? (section?.data ? resolve(loaded!.baseDir, section.data) : defaultDataDir()),
-  );
-  const daemon = await startDaemon({
-    dataDir,
+  return {
+    dataDir: resolve(
+      values.data ?? (section?.data ? resolve(loaded!.baseDir, section.data) : defaultDataDir()),
+    ),
     port: port ?? section?.port,
     host: values.host ?? section?.host,
     store: values.store ?? section?.store,
@@ -51,8 +50,17 @@ export async function run(argv: string[]): Promise<number> {
     backends: [...(section?.backends ?? []), ...(values.backend ?? [])],
     bodyLimitBytes: section?.body_limit_bytes,
     backendTimeoutMs: section?.backend_timeout_ms,
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
+  };
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const options = await daemonOptions(argv);
+  if (!options) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const dataDir = options.dataDir;
+  const daemon = await startDaemon({ ...options, log: (line) => process.stderr.write(`${line}\n`) });
   process.stdout.write(
     `harness-rl daemon listening on ${daemon.url} (data ${dataDir}, store ${daemon.ctx.store.kind})\n`,
   );
