@@ -5,7 +5,7 @@
 //   store.rollout — loading one rollout with its 50 llm calls (getRollout + listLlmCalls).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -18,6 +18,7 @@ import { emit, quantile, round } from './emit';
 const PROMPT = 4096;
 const RESPONSE = 1024;
 const INGEST_SECONDS = Number(process.env.BENCH_STORE_SECONDS ?? 3);
+const ONLY = process.env.BENCH_STORE_ONLY; // e.g. 'sqlite:ingest' while tuning
 const ROLLOUTS = 100_000;
 const PG_URL =
   process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
@@ -75,6 +76,7 @@ async function ingest(store: Store, backend: string): Promise<void> {
   };
   for (const mode of ['batch', 'single'] as const) {
     let calls = 0;
+    const cpu = process.cpuUsage();
     const start = performance.now();
     while (performance.now() - start < INGEST_SECONDS * 1000) {
       if (mode === 'batch') {
@@ -86,11 +88,16 @@ async function ingest(store: Store, backend: string): Promise<void> {
       }
     }
     const seconds = (performance.now() - start) / 1000;
+    const used = process.cpuUsage(cpu);
     emit('store.ingest', {
       backend,
       mode: mode === 'batch' ? 'recordLlmCalls x100' : 'recordLlmCall',
       calls_per_s: Math.round(calls / seconds),
       calls,
+      // This process's CPU (user+sys) per call: what the rate would be on an idle core, roughly,
+      // when the shared machine is busy (see load1).
+      cpu_ms_per_call: round((used.user + used.system) / 1000 / calls),
+      load1: round(loadavg()[0], 1),
       prompt_tokens: PROMPT,
       response_tokens: RESPONSE,
     });
@@ -145,6 +152,7 @@ async function paging(store: Store, backend: string): Promise<void> {
     limit: 100,
     p50_ms: round(quantile(times, 0.5)),
     p99_ms: round(quantile(times, 0.99)),
+    load1: round(loadavg()[0], 1),
   });
 }
 
@@ -168,6 +176,7 @@ async function loadRollout(store: Store, backend: string): Promise<void> {
     response_tokens: RESPONSE,
     p50_ms: round(quantile(times.slice(20), 0.5)),
     p99_ms: round(quantile(times.slice(20), 0.99)),
+    load1: round(loadavg()[0], 1),
   });
 }
 
@@ -204,6 +213,7 @@ export default async function bench(): Promise<void> {
       }
       // A fresh database per figure, so one figure's data does not skew the next.
       for (const [i, fn] of [ingest, paging, loadRollout].entries()) {
+        if (ONLY && ONLY !== `${backend}:${fn.name}`) continue;
         const dataDir = join(dir, `${backend}-${i}`);
         const figureSpec = schema ? spec.replace(schema, `${schema}_${i}`) : spec;
         const store = await openStore(figureSpec, dataDir);

@@ -6,7 +6,8 @@ import type { Driver, Queryable } from './driver';
 export interface Migration {
   version: number;
   name: string;
-  up: string;
+  /** SQL for both dialects ({JSON}, {BLOB}, {TS}, {REAL}, {INT} are filled in), or one per dialect. */
+  up: string | Record<Dialect, string>;
 }
 
 type Dialect = Driver['dialect'];
@@ -179,11 +180,33 @@ CREATE TABLE nodes (
 CREATE INDEX rollouts_run_status ON rollouts (run_id, status, id);
 CREATE INDEX rollouts_status ON rollouts (status, id)`,
   },
+  {
+    // Most calls belong to no recording: index only those that do, so recording a call writes one
+    // index page less. Token blobs are dense int32/float64 arrays that pglz barely shrinks:
+    // compressing them on every write and inflating them on every read costs more CPU than the disk
+    // it saves (PostgreSQL only; SQLite never compresses).
+    version: 3,
+    name: 'llm call storage: partial recording index, uncompressed token blobs (PostgreSQL)',
+    up: {
+      sqlite: `
+DROP INDEX llm_calls_recording;
+CREATE INDEX llm_calls_recording ON llm_calls (recording_id, seq) WHERE recording_id IS NOT NULL`,
+      postgres: `
+DROP INDEX llm_calls_recording;
+CREATE INDEX llm_calls_recording ON llm_calls (recording_id, seq) WHERE recording_id IS NOT NULL;
+ALTER TABLE llm_calls ALTER COLUMN prompt_ids SET STORAGE EXTERNAL;
+ALTER TABLE llm_calls ALTER COLUMN response_ids SET STORAGE EXTERNAL;
+ALTER TABLE llm_calls ALTER COLUMN response_logprobs SET STORAGE EXTERNAL`,
+    },
+  },
 ];
 
-export function migrations(dialect: Dialect): Migration[] {
+export function migrations(dialect: Dialect): { version: number; name: string; up: string }[] {
   const types = TYPES[dialect];
-  return MIGRATIONS.map((m) => ({ ...m, up: m.up.replace(/\{(\w+)\}/g, (_, t: string) => types[t]) }));
+  return MIGRATIONS.map((m) => {
+    const sql = typeof m.up === 'string' ? m.up : m.up[dialect];
+    return { ...m, up: sql.replace(/\{(\w+)\}/g, (_, t: string) => types[t]) };
+  });
 }
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

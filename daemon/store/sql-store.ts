@@ -510,10 +510,11 @@ export class SqlStore implements Store {
     return this.tx(async (q) => {
       const run = await q.get(`SELECT id FROM runs WHERE id = ?${this.db.forUpdate}`, [runId]);
       if (!run) notFound('run_id', 'run', runId);
-      const last = await q.get<{ m: number | null }>('SELECT MAX(idx) AS m FROM tasks WHERE run_id = ?', [
-        runId,
-      ]);
-      const start = last?.m == null ? 0 : Number(last.m) + 1;
+      const last = await q.get<{ idx: number }>(
+        'SELECT idx FROM tasks WHERE run_id = ? ORDER BY idx DESC LIMIT 1',
+        [runId],
+      );
+      const start = last === undefined ? 0 : Number(last.idx) + 1;
       const created: Task[] = tasks.map((t, i) => ({
         id: newId('task'),
         run_id: runId,
@@ -996,8 +997,8 @@ export class SqlStore implements Store {
   }
 
   /**
-   * Calls get consecutive `seq` numbers within their rollout (counted on the rollout row, which also
-   * serializes concurrent writers), or 0 without one. A call with only a recording_id joins the
+   * Calls get consecutive `seq` numbers within their rollout (concurrent writers of one rollout are
+   * serialized by its row lock), or 0 without one. A call with only a recording_id joins the
    * recording's rollout.
    */
   async recordLlmCalls(calls: NewLlmCall[]): Promise<LlmCall[]> {
@@ -1071,12 +1072,16 @@ export class SqlStore implements Store {
         else perRollout.set(c.rollout_id, [c]);
       }
       for (const [rolloutId, list] of perRollout) {
-        const row = await q.get<{ call_count: number }>(
-          'UPDATE rollouts SET call_count = call_count + ? WHERE id = ? RETURNING call_count',
-          [list.length, rolloutId],
+        // The row lock (PostgreSQL) serializes writers of one rollout; SQLite write transactions are
+        // exclusive anyway. The last seq comes from the (rollout_id, seq) index; no page is written.
+        const locked = await q.get(`SELECT id FROM rollouts WHERE id = ?${this.db.forUpdate}`, [rolloutId]);
+        if (!locked) notFound('rollout_id', 'rollout', rolloutId);
+        // ORDER BY … LIMIT 1 is one index seek in both databases (SQLite's MAX() here scans the range).
+        const last = await q.get<{ seq: number }>(
+          'SELECT seq FROM llm_calls WHERE rollout_id = ? ORDER BY seq DESC LIMIT 1',
+          [rolloutId],
         );
-        if (!row) notFound('rollout_id', 'rollout', rolloutId);
-        const first = Number(row.call_count) - list.length;
+        const first = last === undefined ? 0 : Number(last.seq) + 1;
         list.forEach((c, i) => {
           c.seq = first + i;
         });

@@ -815,12 +815,18 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2]);
+    expect(await versions(upgraded)).toEqual([1, 2, 3]);
     const indexSql =
       upgraded.kind === 'sqlite'
         ? "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'rollouts_run_status'"
         : "SELECT indexname AS name FROM pg_indexes WHERE indexname = 'rollouts_run_status' AND schemaname = current_schema()";
     expect(await (upgraded as SqlStore).driver.all(indexSql)).toHaveLength(1);
+    if (upgraded.kind === 'postgres') {
+      const storage = await (upgraded as SqlStore).driver.all<{ attstorage: string }>(
+        "SELECT attstorage FROM pg_attribute WHERE attrelid = 'llm_calls'::regclass AND attname = 'prompt_ids'",
+      );
+      expect(storage.map((r) => r.attstorage)).toEqual(['e']);
+    }
     expect(await upgraded.getRun(run.id)).toMatchObject({ name: 'before upgrade', config: { n: 1 } });
     expect((await upgraded.getLlmCall(call.id))?.prompt_ids).toEqual([5, 6, 7]);
     expect(
@@ -830,7 +836,7 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2]);
+    expect(await versions(again)).toEqual([1, 2, 3]);
   });
 
   it('keeps committed data across a close and reopen', async () => {
