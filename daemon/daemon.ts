@@ -96,6 +96,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     await closeAll();
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new Error(
+        `${config.host}:${config.port} is already in use: is another harness-rl daemon running? (pick another with --port)`,
+      );
+    }
     throw err;
   }
   const address = app.server.address();

@@ -158,3 +158,15 @@ describe('harness-rl daemon and harness-rl run', () => {
     expect(res.stderr).toContain('cannot reach the daemon');
   });
 });
+
+describe('start-up failures', () => {
+  it('a port already in use is a clear error and leaves nothing open', async () => {
+    const first = await startTestDaemon();
+    try {
+      await expect(startTestDaemon({ port: first.port })).rejects.toThrow(/already in use.*--port/);
+      expect((await first.api('GET', '/api/health')).status).toBe(200);
+    } finally {
+      await first.close();
+    }
+  });
+});
