@@ -205,6 +205,7 @@ describe('bridging over the proxy fake vLLM', () => {
       ok: true,
       prompt_ids: await tok.render(m2, undefined, true),
       reused_tokens: produced.prompt_ids.length + produced.choices[0].ids.length,
+      thinking: false,
     });
   });
 });

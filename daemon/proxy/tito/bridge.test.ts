@@ -304,4 +304,33 @@ describe('bridge fallbacks give a reason', () => {
     });
     expect(plan).toMatchObject({ ok: false, reason: expect.stringMatching(/^template suffix mismatch/) });
   });
+
+  it('says when the generation prompt opens a think block (thinking-only templates)', async () => {
+    const opening = qwen3ChatTemplate.replace(
+      "{{- '<|im_start|>assistant\\n' }}",
+      "{{- '<|im_start|>assistant\\n<think>\\n' }}",
+    );
+    expect(opening).not.toBe(qwen3ChatTemplate);
+    const ot = localQwen3Tokenizer({ chatTemplate: opening });
+    const prev: PreviousCall = {
+      messages: history,
+      prompt_ids: await ot.render(history, undefined, true),
+      response_ids: r,
+      assistant_message: { role: 'assistant', content: 'Fine.' },
+    };
+    const request = {
+      messages: [...history, { role: 'assistant', content: 'Fine.' }, { role: 'user', content: 'And?' }],
+    };
+    expect(await planBridge({ previous: prev, request, tokenizer: ot })).toMatchObject({
+      ok: true,
+      thinking: true,
+    });
+    expect(
+      await planBridge({
+        previous: { ...prev, prompt_ids: await tok.render(history, undefined, true) },
+        request,
+        tokenizer: tok,
+      }),
+    ).toMatchObject({ ok: true, thinking: false });
+  });
 });

@@ -37,7 +37,14 @@ export interface BridgeRequest {
 }
 
 export type BridgePlan =
-  | { ok: true; prompt_ids: number[]; reused_tokens: number }
+  | {
+      ok: true;
+      prompt_ids: number[];
+      /** previous.prompt_ids + previous.response_ids: the tokens taken from the recorded call. */
+      reused_tokens: number;
+      /** The generation prompt opens a think block (the output starts inside it): pass to completionToChat. */
+      thinking: boolean;
+    }
   | { ok: false; reason: string };
 
 /** JSON with object keys sorted: equal iff the values are deeply equal. */
@@ -183,5 +190,6 @@ export async function planBridge(args: {
   const sampled = previous.response_ids;
   const closing = sampled[sampled.length - 1] === marker ? [] : [marker];
   const prompt_ids = [...previous.prompt_ids, ...sampled, ...closing, ...tailIds];
-  return { ok: true, prompt_ids, reused_tokens: previous.prompt_ids.length + sampled.length };
+  const thinking = /<think>\s*$/.test(await tok.decode(tailIds));
+  return { ok: true, prompt_ids, reused_tokens: previous.prompt_ids.length + sampled.length, thinking };
 }

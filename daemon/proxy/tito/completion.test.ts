@@ -2,7 +2,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ChatAccumulator } from '../translate/common';
 import type { ChatChunk } from '../translate/types';
-import { CompletionToChatStream, completionToChat, parseAssistantText } from './completion';
+import {
+  CompletionToChatStream,
+  completionRequestFor,
+  completionToChat,
+  parseAssistantText,
+} from './completion';
 
 describe('parsing the sampled assistant text', () => {
   it('splits <think> into reasoning and content as vLLM does (raw text, no stripping)', () => {
@@ -33,6 +38,14 @@ describe('parsing the sampled assistant text', () => {
     });
     expect(parseAssistantText('<tool_call>\n{"name": "ls", "arguments": {}}\n')).toMatchObject({
       toolCalls: [{ name: 'ls', arguments: '{}' }],
+    });
+  });
+
+  it('output that starts inside a think block opened by the prompt', () => {
+    expect(parseAssistantText('plan it\n</think>\n\nDone.', { thinking: true })).toEqual({
+      reasoning: 'plan it\n',
+      content: '\n\nDone.',
+      toolCalls: [],
     });
   });
 
@@ -159,5 +172,58 @@ describe('completion → chat completion', () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('the completions request for a bridged prompt', () => {
+  it('carries the sampling settings, token ids and logprobs over from the chat request', () => {
+    const r = completionRequestFor(
+      {
+        model: 'qwen3',
+        messages: [],
+        max_completion_tokens: 50,
+        temperature: 0.7,
+        top_k: 20,
+        stop: ['END'],
+        n: 2,
+        logprobs: true,
+        stream: true,
+        stream_options: { include_usage: true },
+        tools: [{ type: 'function', function: { name: 'x' } }],
+        tool_choice: 'auto',
+        user: 'u',
+      },
+      [1, 2, 3],
+    );
+    expect(r).toEqual({
+      ok: true,
+      body: {
+        model: 'qwen3',
+        prompt: [1, 2, 3],
+        max_tokens: 50,
+        temperature: 0.7,
+        top_k: 20,
+        stop: ['END'],
+        n: 2,
+        logprobs: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+        return_token_ids: true,
+      },
+    });
+  });
+
+  it('refuses what a token prompt cannot honour, and a missing length limit', () => {
+    const base = { model: 'm', messages: [], max_tokens: 10 };
+    expect(completionRequestFor({ ...base, tool_choice: 'required' }, [1])).toMatchObject({ ok: false });
+    expect(completionRequestFor({ ...base, response_format: { type: 'json_object' } }, [1])).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/structured output/),
+    });
+    expect(completionRequestFor({ model: 'm', messages: [] }, [1])).toMatchObject({ ok: false });
+    expect(completionRequestFor({ model: 'm', messages: [] }, [1], { defaultMaxTokens: 99 })).toMatchObject({
+      ok: true,
+      body: { max_tokens: 99 },
+    });
   });
 });

@@ -132,6 +132,60 @@ export function parseAssistantText(text: string, opts: { thinking?: boolean } = 
   return new AssistantTextParser(opts).push(text, true);
 }
 
+// ---------- chat request → completions request ----------
+
+/** Sampling fields that mean the same in vLLM chat and completions requests. */
+const SAME = [
+  'temperature',
+  'top_p',
+  'top_k',
+  'min_p',
+  'presence_penalty',
+  'frequency_penalty',
+  'repetition_penalty',
+  'seed',
+  'stop',
+  'stop_token_ids',
+  'n',
+  'ignore_eos',
+  'min_tokens',
+  'logit_bias',
+  'skip_special_tokens',
+  'spaces_between_special_tokens',
+  'include_stop_str_in_output',
+  'stream',
+  'stream_options',
+] as const;
+
+/**
+ * The `/v1/completions` body that samples like `chat` would, from a token prompt. Chat features a token
+ * prompt cannot honour (forced tool choice, structured output, assistant prefill) give `ok: false`.
+ * `defaultMaxTokens` is used when the chat request sets no limit (completions would default to 16):
+ * pass max_model_len − prompt length.
+ */
+export function completionRequestFor(
+  chat: Record<string, any>,
+  prompt_ids: number[],
+  opts: { defaultMaxTokens?: number } = {},
+): { ok: true; body: Record<string, unknown> } | { ok: false; reason: string } {
+  const tc = chat.tool_choice;
+  if (tc !== undefined && tc !== 'auto' && tc !== 'none')
+    return { ok: false, reason: 'tool_choice forces a tool: needs the chat endpoint' };
+  if (chat.response_format && chat.response_format.type !== 'text')
+    return { ok: false, reason: 'structured output: needs the chat endpoint' };
+  for (const k of ['guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'structured_outputs'])
+    if (chat[k] != null) return { ok: false, reason: `${k}: needs the chat endpoint` };
+  if (chat.continue_final_message || chat.add_generation_prompt === false)
+    return { ok: false, reason: 'assistant prefill: needs the chat endpoint' };
+  const max = chat.max_completion_tokens ?? chat.max_tokens ?? opts.defaultMaxTokens;
+  if (max == null) return { ok: false, reason: 'no max_tokens and no default: completions would stop at 16' };
+  const body: Record<string, unknown> = { model: chat.model, prompt: prompt_ids, max_tokens: max };
+  for (const k of SAME) if (chat[k] !== undefined) body[k] = chat[k];
+  if (chat.logprobs) body.logprobs = chat.top_logprobs ?? 0;
+  body.return_token_ids = true;
+  return { ok: true, body };
+}
+
 // ---------- completion → chat ----------
 
 /** vLLM completion logprobs (`tokens`, `token_logprobs`, `top_logprobs`) → chat `logprobs.content`. */

@@ -4,6 +4,7 @@ export {
   AssistantTextParser,
   type CompletionToChatOptions,
   CompletionToChatStream,
+  completionRequestFor,
   completionToChat,
   type ParsedAssistant,
   parseAssistantText,
