@@ -156,6 +156,16 @@ describe('Anthropic Messages → chat request', () => {
     expect(e.issues[0].message).toMatch(/image content is not supported/);
   });
 
+  it('refuses a server tool, naming the field', () => {
+    const e = parseError({
+      ...base,
+      messages: [],
+      tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }],
+    });
+    expect(e.issues[0].path).toEqual(['tools', 0, 'type']);
+    expect(e.issues[0].message).toMatch(/only custom \(client-side\) tools/);
+  });
+
   it('requires max_tokens, naming the field', () => {
     const e = parseError({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(e.issues[0].path).toEqual(['max_tokens']);

@@ -67,7 +67,9 @@ const MessageParam = z.object({
 });
 
 const Tool = z.object({
-  type: z.literal('custom').optional(),
+  type: z
+    .literal('custom', { error: 'only custom (client-side) tools are supported by this proxy, not server tools' })
+    .optional(),
   name: z.string().min(1),
   description: z.string().optional(),
   input_schema: z.record(z.string(), z.unknown()),
