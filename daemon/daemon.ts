@@ -6,9 +6,6 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { registerApi } from './api';
 import { registerCluster } from './cluster';
 import { ensureToken } from './config/token';
-
-export { VERSION } from './config/version';
-
 import type { DaemonContext } from './context';
 import { DaemonConfig } from './protocol/config';
 import { registerProxy } from './proxy';

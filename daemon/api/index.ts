@@ -3,12 +3,11 @@
 // so the proxy's routes keep their own.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { VERSION } from '../config/version';
 import type { DaemonContext } from '../context';
 import { authorize, bearerToken } from './auth';
 import { ApiError, errorBody, toApiError, validationError } from './errors';
 import { attachEvents } from './events';
-import { type OtherRoute, openApiDocument } from './openapi';
+import { addOtherRoute } from './openapi';
 import { type AnyRoute, type Caller, routes } from './routes';
 
 export { routes } from './routes';
@@ -26,10 +25,8 @@ export async function registerApi(
 ): Promise<{ close(): Promise<void> }> {
   const bodyLimit = ctx.config.body_limit_bytes;
   const callers = new WeakMap<FastifyRequest, Caller>();
-  let openapi: unknown = null;
   // Routes other parts add under /api (the cluster's worker routes) are listed in the OpenAPI document too.
   const tableRoutes = new Set(routes.map((r) => `${r.method} ${r.path}`));
-  const otherRoutes: OtherRoute[] = [];
   app.addHook('onRoute', (options) => {
     const methods = Array.isArray(options.method) ? options.method : [options.method];
     for (const method of methods) {
@@ -40,7 +37,11 @@ export async function registerApi(
       )
         continue;
       const summary = (options.schema as { summary?: unknown } | undefined)?.summary;
-      otherRoutes.push({ method, path: options.url, summary: typeof summary === 'string' ? summary : null });
+      addOtherRoute(ctx, {
+        method,
+        path: options.url,
+        summary: typeof summary === 'string' ? summary : null,
+      });
     }
   });
 
@@ -82,20 +83,13 @@ export async function registerApi(
             );
           },
           handler: async (req, reply) => {
-            if (r.path === '/api/openapi.json') {
-              openapi ??= openApiDocument(routes, VERSION, ctx.baseUrl(), otherRoutes);
-              return openapi;
-            }
             const params = parse(r.params, req.params, 'path');
             const query = parse(r.query, req.query ?? {}, 'query');
             const body = parse(r.body, req.body ?? {}, 'body');
-            const result = await r.handler({
-              params,
-              query,
-              body,
-              ctx,
-              caller: callers.get(req) ?? { kind: 'daemon' },
-            } as never);
+            const caller = callers.get(req);
+            if (!caller)
+              throw new ApiError(401, 'unauthorized', 'the request was not authorized', 'authorization');
+            const result = await r.handler({ params, query, body, ctx, caller } as never);
             reply.code(r.status ?? 200);
             return result;
           },

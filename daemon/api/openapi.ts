@@ -1,5 +1,7 @@
 // The OpenAPI 3.1 document, generated from the route table (the same zod schemas that validate).
 import { z } from 'zod';
+import { VERSION } from '../config/version';
+import type { DaemonContext } from '../context';
 import { ErrorBody } from '../protocol/api';
 import type { AnyRoute } from './routes';
 
@@ -119,4 +121,22 @@ export function openApiDocument(
     },
     paths,
   };
+}
+
+/** Per daemon: the /api routes other modules registered, and the document once built. */
+const documents = new WeakMap<DaemonContext, { others: OtherRoute[]; document: unknown }>();
+
+export function addOtherRoute(ctx: DaemonContext, route: OtherRoute): void {
+  const entry = documents.get(ctx) ?? { others: [], document: null };
+  entry.others.push(route);
+  entry.document = null;
+  documents.set(ctx, entry);
+}
+
+/** The daemon's OpenAPI document (built on first request; routes do not change once it listens). */
+export function openApiFor(ctx: DaemonContext, routes: AnyRoute[]): unknown {
+  const entry = documents.get(ctx) ?? { others: [], document: null };
+  entry.document ??= openApiDocument(routes, VERSION, ctx.baseUrl(), entry.others);
+  documents.set(ctx, entry);
+  return entry.document;
 }

@@ -35,6 +35,7 @@ import {
   RunMetrics,
 } from '../protocol/entities';
 import { ApiError } from './errors';
+import { openApiFor } from './openapi';
 import { readTasks } from './tasks';
 
 /** Who is calling: the daemon token (full access) or one rollout's key. */
@@ -129,8 +130,7 @@ export const routes: AnyRoute[] = [
     summary: 'this API as an OpenAPI 3.1 document',
     auth: 'token',
     response: z.record(z.string(), z.unknown()),
-    // Filled in by the server (it needs the whole table); see api/index.ts.
-    handler: async () => ({}),
+    handler: async ({ ctx }) => openApiFor(ctx, routes) as Record<string, unknown>,
   }),
   route({
     method: 'GET',
