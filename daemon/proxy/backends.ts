@@ -31,6 +31,8 @@ export interface Backend {
   lastError: string | null;
   /** Served model names from /v1/models, null until known. */
   models: string[] | null;
+  /** The context length the backend reports (vLLM's max_model_len), null until known. */
+  maxModelLen: number | null;
   /** The model-list fetch in flight, if any. */
   modelsLoading: Promise<void> | null;
 }
@@ -76,6 +78,7 @@ export class BackendPool implements Backends {
       unhealthyUntil: 0,
       lastError: null,
       models: null,
+      maxModelLen: null,
       modelsLoading: null,
     };
     this.backends.set(url, b);
@@ -195,8 +198,12 @@ export class BackendPool implements Backends {
       });
       const text = await readText(res);
       if (res.statusCode !== 200) return;
-      const json = JSON.parse(text) as { data?: { id?: unknown }[] };
-      if (Array.isArray(json.data)) b.models = json.data.map((m) => String(m.id));
+      const json = JSON.parse(text) as { data?: { id?: unknown; max_model_len?: unknown }[] };
+      if (Array.isArray(json.data)) {
+        b.models = json.data.map((m) => String(m.id));
+        const len = json.data[0]?.max_model_len;
+        b.maxModelLen = typeof len === 'number' ? len : null;
+      }
     } catch {
       // Unknown for now; retried when the backend next answers a request.
     }

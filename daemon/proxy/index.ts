@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { DaemonContext } from '../context';
 import type { WireApi } from '../protocol/entities';
 import { BackendPool, readText, rootUrl, send } from './backends';
+import { BridgeMemory } from './bridge';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
 import { passthrough } from './passthrough';
 import {
@@ -93,6 +94,10 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   const configured = (ctx.config as { side_models?: string }).side_models;
   const sideModels = new RegExp(configured || DEFAULT_SIDE_MODELS, 'i');
   const rawBodies = new WeakMap<FastifyRequest, string>();
+  const memory = new BridgeMemory();
+  /** The bridge for rollouts of runs with `algorithm.tito` (the default) and chat-shaped calls. */
+  const titoOf = (scope: Scope) =>
+    scope.runConfig && scope.runConfig.algorithm?.tito !== false ? memory : undefined;
 
   /** The scope of a request from its path and key (throws ProxyError 401/403/404/409). */
   const scopeOf = (req: FastifyRequest): Promise<Scope> => {
@@ -187,6 +192,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       stream,
       output: nativeOutput(body),
       target,
+      tito: kind === 'chat' ? titoOf(call.scope) : undefined,
     });
   };
 
@@ -272,6 +278,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       stream,
       output,
       target,
+      tito: titoOf(scope),
     });
   };
 

@@ -15,10 +15,12 @@ import {
   tokensOf,
 } from './assemble';
 import { type Backend, type BackendPool, readText, SendError, send, timedOut } from './backends';
+import type { BridgeDecision, BridgeMemory } from './bridge';
 import { type ErrorWire, errorBody, openaiErrorBody, ProxyError } from './errors';
 import { hasSecret, redact } from './redact';
 import type { Scope } from './scope';
 import { SseParser } from './sse';
+import { CompletionToChatStream, completionToChat } from './tito';
 import type { WireTranslator } from './translate/types';
 
 type Json = Record<string, any>;
@@ -236,8 +238,17 @@ export function backendBody(body: Json, kind: BackendKind, extras: boolean): Jso
   return out;
 }
 
+/** Decides, once the backend is known, whether to send a bridged token prompt instead of `sent`. */
+export type BridgeFn = (b: Backend, sent: Json) => Promise<BridgeDecision>;
+
 export interface Dispatched {
   res: IncomingMessage;
+  /** Set when the token-in-token-out bridge sent a token prompt to /v1/completions. */
+  bridged: { prompt_ids: number[]; reused_tokens: number } | null;
+  /** Why the bridge was not used (null when it was, or was not asked for). */
+  fallback: string | null;
+  /** The chat body (what the bridge was asked about), even when a completions body was sent. */
+  chatBody: Json;
   backend: Backend | null;
   backendName: string;
   modelVersion: number | null;
@@ -257,6 +268,7 @@ export async function dispatch(
   kind: BackendKind,
   body: Json,
   target: FixedTarget | null,
+  bridge?: BridgeFn,
 ): Promise<Dispatched> {
   const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const timeoutMs = call.ctx.config.backend_timeout_ms;
@@ -272,6 +284,9 @@ export async function dispatch(
       });
       return {
         res,
+        bridged: null,
+        fallback: null,
+        chatBody: body,
         backend: null,
         backendName: target.name,
         modelVersion: null,
@@ -306,7 +321,20 @@ export async function dispatch(
     if (models && models.length > 0 && typeof body.model === 'string' && !models.includes(body.model)) {
       sent = { ...body, model: runModel && models.includes(runModel) ? runModel : models[0] };
     }
-    const payload = JSON.stringify(sent);
+    let bridged: Dispatched['bridged'] = null;
+    let fallback: string | null = null;
+    let sendBody = sent;
+    let sendPath = path;
+    if (bridge) {
+      const decision = await bridge(b, sent);
+      if (decision.ok) {
+        bridged = { prompt_ids: decision.prompt_ids, reused_tokens: decision.reused_tokens };
+        sendBody = decision.body;
+        sendPath = '/v1/completions';
+      } else fallback = decision.reason;
+      if (call.settled) throw new ProxyError(499, 'the client closed the request');
+    }
+    const payload = JSON.stringify(sendBody);
     b.outstanding++;
     b.total++;
     let released = false;
@@ -318,7 +346,7 @@ export async function dispatch(
     };
     const queueMs = call.elapsed();
     try {
-      const res = await send(b.root + path, {
+      const res = await send(b.root + sendPath, {
         body: payload,
         timeoutMs,
         onRequest: (abort) => call.setAbort(abort),
@@ -326,10 +354,13 @@ export async function dispatch(
       pool.markHealthy(b);
       return {
         res,
+        bridged,
+        fallback,
+        chatBody: sent,
         backend: b,
         backendName: b.name,
         modelVersion: b.modelVersion,
-        body: sent,
+        body: sendBody,
         payload,
         release,
         queueMs,
@@ -381,9 +412,10 @@ export interface RunOptions {
   stream: boolean;
   output: Output;
   target: FixedTarget | null;
-  /** Extra fields for the record (e.g. the token-in-token-out bridge decision). */
+  /** Extra fields for the record. */
   extra?: Partial<NewLlmCall>;
-  tokenSource?: 'backend' | 'bridge';
+  /** Token-in-token-out: bridge chat requests of this rollout through recorded tokens. */
+  tito?: BridgeMemory;
 }
 
 /** The whole life of one call through the pool or a fixed vLLM/OpenAI target. Never throws. */
@@ -402,9 +434,15 @@ export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Pro
       })
       .catch((e) => call.ctx.log('proxy: recording a cancelled call failed', { error: String(e) }));
   });
+  const scope = call.scope;
+  const memory = o.tito;
+  const bridge: BridgeFn | undefined =
+    memory && scope && o.kind === 'chat' && !o.target
+      ? (b, sent) => memory.decide(scope.rolloutId, scope.attemptId, sent, b.root, b.maxModelLen)
+      : undefined;
   let d: Dispatched;
   try {
-    d = await dispatch(call, pool, o.kind, o.body, o.target);
+    d = await dispatch(call, pool, o.kind, o.body, o.target, bridge);
   } catch (e) {
     const err = e instanceof ProxyError ? e : new ProxyError(502, String(e));
     if (err.status === 499) return;
@@ -417,14 +455,22 @@ export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Pro
     model_version: d.modelVersion,
     backend: d.backendName,
     queue_ms: d.queueMs,
+    bridge: d.bridged
+      ? { reused_tokens: d.bridged.reused_tokens, prompt_tokens: d.bridged.prompt_ids.length }
+      : d.fallback !== null
+        ? { fallback: d.fallback }
+        : null,
     ...o.extra,
+  };
+  const remember = (json: Json) => {
+    if (memory && scope && json) memory.remember(scope.rolloutId, scope.attemptId, d.chatBody, json);
   };
   call.snapshot = () => base;
   try {
     const ctype = String(d.res.headers['content-type'] ?? '');
     if (!o.stream || d.res.statusCode !== 200 || !ctype.includes('text/event-stream'))
-      await finishWhole(call, d, o, base);
-    else await finishStream(call, d, o, base);
+      await finishWhole(call, d, o, base, remember);
+    else await finishStream(call, d, o, base, remember);
   } finally {
     d.release();
     call.setAbort(null);
@@ -436,6 +482,7 @@ async function finishWhole(
   d: Dispatched,
   o: RunOptions,
   base: Partial<NewLlmCall>,
+  remember: (json: Json) => void,
 ): Promise<void> {
   let text: string;
   try {
@@ -479,7 +526,10 @@ async function finishWhole(
     );
     return;
   }
+  if (d.bridged)
+    json = completionToChat(json, { model: String(d.chatBody.model), prompt_ids: d.bridged.prompt_ids });
   const tokens = tokensOf(json, o.kind);
+  remember(json);
   let out: unknown;
   try {
     out = o.output.finish(json);
@@ -496,7 +546,7 @@ async function finishWhole(
   try {
     await call.record({
       ...base,
-      ...tokenFields(tokens, o.tokenSource),
+      ...tokenFields(tokens, d.bridged ? 'bridge' : 'backend'),
       response: out,
       http_status: 200,
       ttft_ms: total,
@@ -516,6 +566,7 @@ async function finishStream(
   d: Dispatched,
   o: RunOptions,
   base: Partial<NewLlmCall>,
+  remember: (json: Json) => void,
 ): Promise<void> {
   const raw = call.reply.raw;
   call.reply.hijack();
@@ -527,6 +578,9 @@ async function finishStream(
   const asm = new StreamAssembler(o.kind);
   const out = o.output.open();
   const parser = new SseParser();
+  const conv = d.bridged
+    ? new CompletionToChatStream({ model: String(d.chatBody.model), prompt_ids: d.bridged.prompt_ids })
+    : null;
   let ttft: number | null = null;
   let sawDone = false;
 
@@ -540,7 +594,7 @@ async function finishStream(
     }
     return {
       ...base,
-      ...tokenFields(tokensOf(json, o.kind), o.tokenSource),
+      ...tokenFields(tokensOf(json, o.kind), d.bridged ? 'bridge' : 'backend'),
       response,
       ttft_ms: ttft,
       http_status: 200,
@@ -568,6 +622,7 @@ async function finishStream(
     const complete = () =>
       finish(async () => {
         try {
+          remember(asm.result());
           await call.record({ ...partial(), status: 'ok', total_ms: call.elapsed() });
         } catch (e) {
           if (!raw.destroyed) raw.end(out.error(`the call could not be recorded: ${String(e)}`));
@@ -598,9 +653,13 @@ async function finishStream(
         if ((c.token_ids && c.token_ids.length > 0) || c.delta?.content || c.delta?.tool_calls || c.text)
           ttft = call.elapsed();
       }
-      asm.push(obj);
-      pending += out.chunk(obj, data);
+      if (conv) for (const c of conv.push(obj)) forward(c, null);
+      else forward(obj, data);
       return true;
+    };
+    const forward = (obj: Json, data: string | null) => {
+      asm.push(obj);
+      pending += out.chunk(obj, data ?? JSON.stringify(obj));
     };
     // Frames that arrived in one backend read go out in one write (fewer syscalls, same latency).
     let pending = '';
@@ -622,6 +681,7 @@ async function finishStream(
     d.res.on('end', () => {
       if (call.settled) return;
       for (const ev of parser.flush()) if (!onEvent(ev.data) || call.settled) return;
+      if (sawDone && conv) for (const c of conv.end()) forward(c, null);
       flush();
       if (sawDone) complete();
       else failMid(`backend ${d.backendName} ended the stream before [DONE]`);

@@ -1,0 +1,95 @@
+// Wiring of the token-in-token-out bridge (daemon/proxy/tito) into the proxy: per rollout, the last
+// chat call's messages and sampled tokens are remembered; when the next request resends that history
+// as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
+import {
+  backendTokenizer,
+  type ChatTokenizer,
+  completionRequestFor,
+  type PreviousCall,
+  planBridge,
+} from './tito';
+
+type Json = Record<string, any>;
+
+interface Remembered extends PreviousCall {
+  attemptId: string | null;
+}
+
+export type BridgeDecision =
+  | { ok: true; body: Json; prompt_ids: number[]; reused_tokens: number }
+  | { ok: false; reason: string };
+
+export class BridgeMemory {
+  private readonly last = new Map<string, Remembered>();
+  private readonly tokenizers = new Map<string, ChatTokenizer>();
+
+  constructor(private readonly max = 2_000) {}
+
+  /** After a successful chat-shaped call: what the next call may reuse. */
+  remember(rolloutId: string, attemptId: string | null, chat: Json, response: Json): void {
+    const c0 = Array.isArray(response.choices) ? response.choices[0] : null;
+    const prompt = response.prompt_token_ids;
+    const sampled = c0?.token_ids;
+    if (!Array.isArray(chat.messages) || !c0?.message || !Array.isArray(prompt) || !Array.isArray(sampled))
+      return;
+    this.last.delete(rolloutId);
+    this.last.set(rolloutId, {
+      attemptId,
+      messages: chat.messages,
+      tools: chat.tools ?? null,
+      chat_template_kwargs: chat.chat_template_kwargs ?? null,
+      prompt_ids: prompt,
+      response_ids: sampled,
+      assistant_message: c0.message,
+    });
+    if (this.last.size > this.max) {
+      const oldest = this.last.keys().next().value;
+      if (oldest !== undefined) this.last.delete(oldest);
+    }
+  }
+
+  private tokenizer(root: string, model: string): ChatTokenizer {
+    const key = `${root} ${model}`;
+    let t = this.tokenizers.get(key);
+    if (!t) {
+      t = backendTokenizer(root, { model });
+      this.tokenizers.set(key, t);
+    }
+    return t;
+  }
+
+  /** Whether and how to bridge `chat` (the body bound for backend `root`). */
+  async decide(
+    rolloutId: string,
+    attemptId: string | null,
+    chat: Json,
+    root: string,
+    maxModelLen: number | null,
+  ): Promise<BridgeDecision> {
+    const previous = this.last.get(rolloutId);
+    if (!previous || previous.attemptId !== attemptId) return { ok: false, reason: 'no previous call' };
+    if (typeof chat.n === 'number' && chat.n > 1) return { ok: false, reason: 'n > 1' };
+    if (!Array.isArray(chat.messages)) return { ok: false, reason: 'no messages' };
+    let plan: Awaited<ReturnType<typeof planBridge>>;
+    try {
+      plan = await planBridge({
+        previous,
+        request: {
+          messages: chat.messages,
+          tools: chat.tools ?? null,
+          chat_template_kwargs: chat.chat_template_kwargs ?? null,
+        },
+        tokenizer: this.tokenizer(root, String(chat.model)),
+      });
+    } catch (e) {
+      return { ok: false, reason: `tokenizer failed: ${e instanceof Error ? e.message : String(e)}` };
+    }
+    if (!plan.ok) return plan;
+    const req = completionRequestFor(chat, plan.prompt_ids, {
+      defaultMaxTokens: maxModelLen ? maxModelLen - plan.prompt_ids.length : undefined,
+    });
+    if (!req.ok) return req;
+    if (!req.body.logprobs) req.body.logprobs = 1;
+    return { ok: true, body: req.body, prompt_ids: plan.prompt_ids, reused_tokens: plan.reused_tokens };
+  }
+}
