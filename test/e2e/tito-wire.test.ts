@@ -1,0 +1,98 @@
+// The bridge behind the translated wire APIs: an Anthropic-SDK and an OpenAI-Responses harness that
+// resend their history (tool use included) through the real proxy in a run rollout get their calls
+// bridged, so the recorded prompts extend the previous prompt + response token for token.
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunConfig } from '../../daemon/protocol/config';
+import type { LlmCall } from '../../daemon/protocol/entities';
+import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
+import { startTestProxy, type TestProxy } from './proxy-setup';
+
+let fake: FakeVllm;
+let proxy: TestProxy;
+
+beforeAll(async () => {
+  fake = await startFakeVllm({ model: 'toy' });
+  proxy = await startTestProxy({ backends: [fake.url] });
+});
+afterAll(async () => {
+  await proxy?.close();
+  await fake?.close();
+});
+
+async function runRollout() {
+  const config = RunConfig.parse({
+    name: 'tito-wire',
+    model: { name: 'toy' },
+    tasks: { file: 'x.jsonl' },
+    algorithm: { tito: true },
+  });
+  const run = await proxy.store.createRun({ name: 'tito-wire', config });
+  const r = await proxy.store.createRollout({ kind: 'run', run_id: run.id });
+  await proxy.store.startAttempt(r.id, 'test');
+  return r;
+}
+
+/** Every call's prompt starts with the previous call's prompt + response (one sample under exact merge). */
+function expectOneSequence(calls: LlmCall[]) {
+  for (let k = 1; k < calls.length; k++) {
+    const prev = [...(calls[k - 1].prompt_ids ?? []), ...(calls[k - 1].response_ids ?? [])];
+    expect(calls[k].prompt_ids?.slice(0, prev.length)).toEqual(prev);
+  }
+}
+
+describe('bridging translated wire APIs', () => {
+  it('an Anthropic tool-use conversation is bridged after the first call', async () => {
+    const r = await runRollout();
+    const client = new Anthropic({ apiKey: r.key, baseURL: `${proxy.url}/r/${r.id}`, maxRetries: 0 });
+    const tools = [{ name: 'search', input_schema: { type: 'object' as const, properties: {} } }];
+    const history: Anthropic.MessageParam[] = [{ role: 'user', content: 'use the tool for cats' }];
+    const first = await client.messages.create({ model: 'toy', max_tokens: 200, tools, messages: history });
+    const use = first.content.find((b) => b.type === 'tool_use');
+    if (use?.type !== 'tool_use') throw new Error('expected a tool_use block');
+    history.push({ role: 'assistant', content: first.content as Anthropic.ContentBlockParam[] });
+    history.push({
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: use.id, content: 'cats purr' }],
+    });
+    const second = await client.messages
+      .stream({ model: 'toy', max_tokens: 200, tools, messages: history })
+      .finalMessage();
+    history.push({ role: 'assistant', content: second.content as Anthropic.ContentBlockParam[] });
+    history.push({ role: 'user', content: 'thanks' });
+    await client.messages.create({ model: 'toy', max_tokens: 200, tools, messages: history });
+
+    const calls = await proxy.calls(r.id);
+    expect(calls.map((c) => [c.wire_api, c.token_source])).toEqual([
+      ['messages', 'backend'],
+      ['messages', 'bridge'],
+      ['messages', 'bridge'],
+    ]);
+    expect(fake.produced.at(-1)?.path).toBe('/v1/completions');
+    expectOneSequence(calls);
+  });
+
+  it('a Responses conversation with function calls is bridged after the first call', async () => {
+    const r = await runRollout();
+    const client = new OpenAI({ apiKey: r.key, baseURL: `${proxy.url}/r/${r.id}/v1`, maxRetries: 0 });
+    const tools: OpenAI.Responses.FunctionTool[] = [
+      { type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} }, strict: false },
+    ];
+    const input: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'call the tool on dogs' }];
+    const first = await client.responses.create({ model: 'toy', input, tools });
+    const call = first.output.find((o) => o.type === 'function_call');
+    if (call?.type !== 'function_call') throw new Error('expected a function_call item');
+    input.push(...(first.output as OpenAI.Responses.ResponseInputItem[]));
+    input.push({ type: 'function_call_output', call_id: call.call_id, output: 'dogs bark' });
+    const second = await client.responses.stream({ model: 'toy', input, tools }).finalResponse();
+    expect(second.status).toBe('completed');
+
+    const calls = await proxy.calls(r.id);
+    expect(calls.map((c) => [c.wire_api, c.token_source])).toEqual([
+      ['responses', 'backend'],
+      ['responses', 'bridge'],
+    ]);
+    expectOneSequence(calls);
+  });
+});
