@@ -55,7 +55,11 @@ export function decodeIdsTyped(blob: Uint8Array): Int32Array {
 }
 
 export function decodeIds(blob: Uint8Array): number[] {
-  const typed = decodeIdsTyped(blob);
+  // Read straight from the blob when it is aligned (no intermediate copy), else via an aligned copy.
+  const typed =
+    LE && blob.byteOffset % 4 === 0 && blob.byteLength % 4 === 0
+      ? new Int32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4)
+      : decodeIdsTyped(blob);
   const n = typed.length;
   const out = new Array<number>(n);
   for (let i = 0; i < n; i++) out[i] = typed[i];
@@ -97,7 +101,10 @@ export function decodeLogprobsTyped(blob: Uint8Array): Float64Array {
 }
 
 export function decodeLogprobs(blob: Uint8Array): number[] {
-  const typed = decodeLogprobsTyped(blob);
+  const typed =
+    LE && blob.byteOffset % 8 === 0 && blob.byteLength % 8 === 0
+      ? new Float64Array(blob.buffer, blob.byteOffset, blob.byteLength / 8)
+      : decodeLogprobsTyped(blob);
   const n = typed.length;
   const out = new Array<number>(n);
   for (let i = 0; i < n; i++) out[i] = typed[i];
