@@ -57,6 +57,17 @@ function runOf(
   }
 }
 
+/** Each event is serialized once, however many sockets receive it. */
+const serialized = new WeakMap<DaemonEvent, string>();
+function serialize(event: DaemonEvent): string {
+  let text = serialized.get(event);
+  if (text === undefined) {
+    text = JSON.stringify(event);
+    serialized.set(event, text);
+  }
+  return text;
+}
+
 function stream(ctx: DaemonContext, ws: WebSocket, runId: string | undefined): void {
   const runByRollout = new Map<string, string | null>();
   let chain: Promise<void> = Promise.resolve();
@@ -67,7 +78,7 @@ function stream(ctx: DaemonContext, ws: WebSocket, runId: string | undefined): v
       ws.terminate();
       return;
     }
-    ws.send(JSON.stringify(event));
+    ws.send(serialize(event));
   };
   const unsubscribe = ctx.store.subscribe((event) => {
     if (!runId) return send(event);
