@@ -1,16 +1,35 @@
-// Placeholder: the cluster owner replaces this with the run scheduler (same exported signature).
+// The cluster plugin: the run scheduler (RunController) and the worker routes (claim / heartbeat /
+// finish). Runs a previous daemon left running resume from their stored step.
 import type { FastifyInstance } from 'fastify';
 import type { DaemonContext, RunController } from '../context';
 import type { ProxyHandle } from '../proxy';
+import { registerWorkerRoutes } from './routes';
+import { Scheduler, type SchedulerOptions } from './scheduler';
+
+export interface ClusterOptions extends Partial<SchedulerOptions> {
+  /** Seconds between worker heartbeats (default 5). */
+  heartbeatSeconds?: number;
+  /** Resume runs left 'running' (default true). */
+  resume?: boolean;
+}
 
 export async function registerCluster(
-  _app: FastifyInstance,
-  _ctx: DaemonContext,
-  _proxy: ProxyHandle,
+  app: FastifyInstance,
+  ctx: DaemonContext,
+  proxy: ProxyHandle,
+  options: ClusterOptions = {},
 ): Promise<RunController> {
-  return {
-    start: async () => {},
-    stop: async () => {},
-    close: async () => {},
-  };
+  const heartbeatSeconds = options.heartbeatSeconds ?? 5;
+  const scheduler = new Scheduler(ctx, proxy, {
+    sweepIntervalMs: options.sweepIntervalMs ?? 2000,
+    heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? heartbeatSeconds * 6 * 1000,
+  });
+  await registerWorkerRoutes(app, ctx, { heartbeatSeconds });
+  if (options.resume ?? true) {
+    // After the daemon finished starting (the caller sets ctx.runs once we return).
+    setImmediate(() => {
+      scheduler.resumeAll().catch((err) => ctx.log('resuming runs failed', { error: String(err) }));
+    });
+  }
+  return scheduler;
 }

@@ -81,7 +81,8 @@ export async function registerWorkerRoutes(
         if (!run) throw new ApiError(404, 'not_found', `no run ${runId}`, 'id');
         if (TERMINAL_RUN.has(run.status))
           throw new ApiError(410, 'gone', `run ${runId} is ${run.status}`, 'id');
-        if (request.raw.destroyed) return reply;
+        // The worker hung up while waiting: take nothing for it.
+        if (request.socket.destroyed) return reply;
         const claimed =
           run.status === 'running' ? await store.claimRollout({ run_id: runId, worker: body.worker }) : null;
         if (claimed) {

@@ -1,4 +1,294 @@
-// Placeholder until its owner lands it.
-export async function run(_argv: string[]): Promise<number> {
-  throw new Error('the "demo" command is not implemented yet');
+// `harness-rl demo [--steps N] [--seed S] [--data DIR]`: the whole loop on one machine. An embedded daemon
+// (SQLite, port 0) with the reference engine; a run created from examples/math-agent/run.yaml over the
+// REST API; the example harness run in-process through the SDK worker (official openai client → proxy);
+// GRPO steps with a live table, then a reward curve in the terminal and as reward.svg.
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { runRollout } from '../../../examples/math-agent/agent';
+import { svgPlot, unicodePlot } from '../../cluster/plot';
+import { runWorker } from '../../cluster/worker';
+import { loadConfigFile } from '../../config/load';
+import { startDaemon } from '../../daemon';
+import { RunConfig, type RunConfigInput } from '../../protocol/config';
+import type { Run, RunMetrics } from '../../protocol/entities';
+
+export interface DemoOptions {
+  steps?: number;
+  seed?: number;
+  /** Data folder (default a new temp folder, kept afterwards). */
+  dataDir?: string;
+  /** Learning disabled (learning rate 1e-12): the baseline a trained policy must beat. */
+  frozen?: boolean;
+  /** Changes to the example's run config (merged per section). */
+  overrides?: Partial<Record<keyof RunConfigInput, Record<string, unknown>>>;
+  /** Where the table and plots go (default stdout); `tty` turns on the progress bar. */
+  write?: (text: string) => void;
+  tty?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface DemoResult {
+  seconds: number;
+  steps: number;
+  initial_reward: number | null;
+  final_reward: number | null;
+  data: string;
+  run: Run;
+  metrics: RunMetrics[];
+}
+
+/** The repository folder that holds examples/math-agent (works from the sources and from dist/). */
+export function exampleDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 8; i++) {
+    const candidate = join(dir, 'examples', 'math-agent');
+    if (existsSync(join(candidate, 'run.yaml'))) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error('examples/math-agent/run.yaml not found next to harness-rl');
+}
+
+/** The example run config with the demo's changes. */
+export async function demoConfig(options: DemoOptions): Promise<RunConfig> {
+  const { config: file, file: path } = await loadConfigFile(join(exampleDir(), 'run.yaml'));
+  if (!file.run) throw new Error(`${path} has no run section`);
+  const config = structuredClone(file.run) as RunConfig & Record<string, Record<string, unknown>>;
+  for (const [key, patch] of Object.entries(options.overrides ?? {})) {
+    config[key] = { ...(config[key] ?? {}), ...patch };
+  }
+  if (options.steps !== undefined) config.schedule.steps = options.steps;
+  if (options.seed !== undefined) config.schedule.seed = options.seed;
+  if (options.frozen) {
+    config.algorithm.learning_rate = 1e-12;
+    config.name = `${config.name} (frozen)`;
+  }
+  return RunConfig.parse(config);
+}
+
+/** Mean of a window of per-step values (nulls skipped). */
+function windowMean(values: (number | null)[]): number | null {
+  const present = values.filter((v): v is number => v !== null && Number.isFinite(v));
+  return present.length > 0 ? present.reduce((a, b) => a + b, 0) / present.length : null;
+}
+
+/** Initial and final reward: mean reward of the first and of the last fifth of the steps (at least one). */
+export function rewardEnds(metrics: RunMetrics[]): { initial: number | null; final: number | null } {
+  const rewards = [...metrics].sort((a, b) => a.step - b.step).map((m) => m.metrics.mean_reward ?? null);
+  const w = Math.max(1, Math.round(rewards.length / 5));
+  return { initial: windowMean(rewards.slice(0, w)), final: windowMean(rewards.slice(-w)) };
+}
+
+/** A 32-bit hash of a string (per-rollout sampling seeds). */
+function hash(text: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+const fmt = (v: number | null | undefined, digits = 3) =>
+  v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits);
+
+const COLUMNS = ['step', 'mean reward', 'samples', 'prefix breaks', 'tokens/s', 'seconds'];
+const WIDTHS = [6, 12, 8, 14, 10, 8];
+const row = (cells: string[]) => cells.map((c, i) => c.padStart(WIDTHS[i])).join(' ');
+
+export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
+  const started = Date.now();
+  const write = options.write ?? ((text: string) => process.stdout.write(text));
+  const tty = options.tty ?? false;
+  const config = await demoConfig(options);
+  const dataDir = resolve(options.dataDir ?? mkdtempSync(join(tmpdir(), 'harness-rl-demo-')));
+  mkdirSync(dataDir, { recursive: true });
+  const daemon = await startDaemon({ dataDir, port: 0, store: 'sqlite' });
+  const auth = { authorization: `Bearer ${daemon.token}`, 'content-type': 'application/json' };
+  const steps = config.schedule.steps;
+  let run: Run | null = null;
+  const stopWorker = new AbortController();
+  let unsubscribe = () => {};
+  try {
+    const created = await fetch(`${daemon.url}/api/runs`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ config, base_dir: exampleDir() }),
+    });
+    if (created.status !== 201) throw new Error(`creating the run failed: ${await created.text()}`);
+    run = (await created.json()) as Run;
+    const runId = run.id;
+    if (run.status === 'failed') throw new Error(`the run failed to start: ${run.error}`);
+
+    write(
+      `harness-rl demo: ${steps} GRPO steps × ${config.schedule.groups_per_step} groups × ${config.algorithm.n} rollouts of the math agent on the reference engine\n`,
+    );
+    write(`${row(COLUMNS)}\n`);
+    // Live progress from the store's events (the same ones GET /api/events streams).
+    let finishedRollouts = 0;
+    let currentStep = run.step;
+    const perStep = config.schedule.groups_per_step * config.algorithm.n;
+    const bar = () => {
+      if (!tty) return;
+      const width = 24;
+      const done = Math.min(1, (currentStep + Math.min(1, finishedRollouts / perStep)) / steps);
+      const filled = Math.round(done * width);
+      const secs = ((Date.now() - started) / 1000).toFixed(0);
+      write(
+        `\r\x1b[2K[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] step ${Math.min(currentStep + 1, steps)}/${steps} · rollouts ${Math.min(finishedRollouts, perStep)}/${perStep} · ${secs}s`,
+      );
+    };
+    let ended: (value: Run) => void = () => {};
+    const end = new Promise<Run>((r) => {
+      ended = r;
+    });
+    unsubscribe = daemon.ctx.store.subscribe((event) => {
+      if (event.type === 'rollout' && event.rollout.run_id === runId) {
+        if (event.rollout.status === 'succeeded' || event.rollout.status === 'failed') finishedRollouts++;
+        bar();
+      } else if (event.type === 'run_metrics' && event.metrics.run_id === runId) {
+        const m = event.metrics.metrics;
+        currentStep = event.metrics.step + 1;
+        finishedRollouts = 0;
+        if (tty) write('\r\x1b[2K');
+        write(
+          `${row([
+            String(event.metrics.step),
+            fmt(m.mean_reward),
+            fmt(m.samples, 0),
+            fmt(m.prefix_breaks, 0),
+            fmt(m.tokens_per_s, 0),
+            fmt(m.seconds, 1),
+          ])}\n`,
+        );
+        bar();
+      } else if (event.type === 'run' && event.run.id === runId) {
+        if (['finished', 'stopped', 'failed'].includes(event.run.status)) ended(event.run);
+      }
+    });
+    const onAbort = () => {
+      void fetch(`${daemon.url}/api/runs/${runId}/stop`, { method: 'POST', headers: auth, body: '{}' });
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    bar();
+    const worker = runWorker({
+      daemonUrl: daemon.url,
+      token: daemon.token,
+      runId,
+      concurrency: config.harness.concurrency,
+      signal: stopWorker.signal,
+      worker: 'demo',
+      rollout: async (ctx) => {
+        const result = await runRollout({
+          baseURL: ctx.openai_base_url,
+          apiKey: ctx.key,
+          model: ctx.model,
+          task: ctx.input,
+          seed: hash(ctx.attempt.id),
+        });
+        return { reward: result.reward };
+      },
+    });
+    // A run that ended before we subscribed still ends the wait.
+    const current = await daemon.ctx.store.getRun(runId);
+    if (current && ['finished', 'stopped', 'failed'].includes(current.status)) ended(current);
+    run = await end;
+    options.signal?.removeEventListener('abort', onAbort);
+    stopWorker.abort();
+    await worker;
+    if (tty) write('\r\x1b[2K');
+    if (run.status !== 'finished')
+      throw new Error(`the run ${run.status}${run.error ? `: ${run.error}` : ''}`);
+
+    const metrics = (await daemon.ctx.store.listRunMetrics(runId)).sort((a, b) => a.step - b.step);
+    const rewards = metrics.map((m) => m.metrics.mean_reward ?? null);
+    const validation = metrics.map((m) => m.metrics.val_reward ?? null);
+    const series = [{ name: 'mean reward (train rollouts)', values: rewards }];
+    if (validation.some((v) => v !== null)) series.push({ name: 'validation reward', values: validation });
+    write(`\n${unicodePlot({ name: 'mean reward per step', values: rewards })}\n\n`);
+    const svgFile = join(dataDir, 'reward.svg');
+    writeFileSync(svgFile, svgPlot(series, { title: `${config.name}: reward per step` }));
+    const { initial, final } = rewardEnds(metrics);
+    const seconds = (Date.now() - started) / 1000;
+    write(
+      [
+        `reward ${fmt(initial)} → ${fmt(final)} in ${steps} steps, ${seconds.toFixed(1)}s`,
+        `reward curve: ${svgFile}`,
+        `data (SQLite store, checkpoints, token): ${dataDir}`,
+        `open it in VS Code: run "Harness RL: Start daemon" with the data folder set to ${dataDir}`,
+        `  (setting harness-rl.dataDir, or: harness-rl daemon --data ${dataDir}), then open the Runs view.`,
+        '',
+      ].join('\n'),
+    );
+    return { seconds, steps, initial_reward: initial, final_reward: final, data: dataDir, run, metrics };
+  } finally {
+    unsubscribe();
+    stopWorker.abort();
+    await daemon.close();
+  }
+}
+
+const USAGE = `usage: harness-rl demo [--steps N] [--seed S] [--data DIR] [--frozen]
+  trains the reference engine on examples/math-agent with GRPO and plots the reward
+  --steps   training steps (default from examples/math-agent/run.yaml)
+  --seed    seed of the engine weights and the task order (default 0)
+  --data    data folder to keep the run in (default a new temp folder)
+  --frozen  learning disabled: the baseline
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  let values: { steps?: string; seed?: string; data?: string; frozen?: boolean; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        steps: { type: 'string' },
+        seed: { type: 'string' },
+        data: { type: 'string' },
+        frozen: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const steps = values.steps === undefined ? undefined : Number(values.steps);
+  const seed = values.seed === undefined ? undefined : Number(values.seed);
+  if (steps !== undefined && !(Number.isInteger(steps) && steps > 0)) {
+    process.stderr.write(`--steps must be a positive integer\n`);
+    return 2;
+  }
+  if (seed !== undefined && !Number.isInteger(seed)) {
+    process.stderr.write(`--seed must be an integer\n`);
+    return 2;
+  }
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once('SIGINT', onSignal);
+  try {
+    const result = await runDemo({
+      steps,
+      seed,
+      dataDir: values.data,
+      frozen: values.frozen,
+      tty: process.stdout.isTTY === true,
+      signal: controller.signal,
+    });
+    const summary = {
+      seconds: Number(result.seconds.toFixed(1)),
+      steps: result.steps,
+      initial_reward: result.initial_reward,
+      final_reward: result.final_reward,
+      data: result.data,
+    };
+    process.stdout.write(`${JSON.stringify({ demo: summary })}\n`);
+    return 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+  }
 }

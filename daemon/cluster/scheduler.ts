@@ -1,0 +1,511 @@
+// The run scheduler: one loop per running run. Each step samples groups of rollouts (claimed by
+// harness workers), turns the finished groups into samples (daemon/samples), trains the reference
+// engine on them, records metrics and the new model version, and tells the proxy which versions
+// may serve (sync: the newest only; async: within `max_staleness`).
+import { join } from 'node:path';
+import type { DaemonContext, RunController } from '../context';
+import { type ReferenceEngine, startReferenceEngine } from '../engine';
+import { RunConfig } from '../protocol/config';
+import type { Group, Rollout, Run, Task } from '../protocol/entities';
+import type { Trainer, TrainResult } from '../protocol/training';
+import type { ProxyHandle } from '../proxy';
+import { buildSamples, trajectoryFromCalls } from '../samples';
+import { StoreError } from '../store/store';
+import { tasksForStep } from './order';
+
+export interface SchedulerOptions {
+  /** How often the unresponsive sweeper runs (ms). */
+  sweepIntervalMs: number;
+  /** An attempt whose last heartbeat is older than this is ended as unresponsive (ms). */
+  heartbeatTimeoutMs: number;
+}
+
+const TERMINAL_ROLLOUT = new Set(['succeeded', 'failed', 'cancelled']);
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** The groups one step (or one validation pass) sampled. */
+interface Batch {
+  step: number;
+  groups: Group[];
+  startedAt: number;
+}
+
+class Halted extends Error {
+  constructor() {
+    super('halted');
+  }
+}
+
+/** Mean and (population) standard deviation; nulls for an empty list. */
+export function meanStd(values: number[]): { mean: number | null; std: number | null } {
+  if (values.length === 0) return { mean: null, std: null };
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length;
+  return { mean, std: Math.sqrt(variance) };
+}
+
+/** Checks a run's config can be scheduled here; throws a clear error otherwise. */
+export function checkRunnable(config: RunConfig): void {
+  const foreign = [...config.inference.endpoints, config.trainer.endpoint].filter((e) => e !== 'reference');
+  if (foreign.length > 0) {
+    throw new Error(
+      `endpoint ${foreign[0]} is not supported by the scheduler yet: use inference.endpoints [reference] and trainer.endpoint reference`,
+    );
+  }
+}
+
+/** One running run. `done` settles when the loop ends (finished, stopped, failed or halted). */
+class RunLoop {
+  private readonly abort = new AbortController();
+  private stopRequested = false;
+  private engine: ReferenceEngine | null = null;
+  done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly ctx: DaemonContext,
+    private readonly proxy: ProxyHandle,
+    readonly runId: string,
+    private readonly config: RunConfig,
+  ) {}
+
+  begin(): void {
+    this.done = this.execute();
+  }
+
+  /** Stop the run: cancel its open rollouts and mark it stopped. */
+  async stop(): Promise<void> {
+    this.stopRequested = true;
+    this.abort.abort();
+    await this.done;
+  }
+
+  /** Daemon shutdown: end the loop but leave the run 'running' so the next daemon resumes it. */
+  async halt(): Promise<void> {
+    this.abort.abort();
+    await this.done;
+  }
+
+  private get store() {
+    return this.ctx.store;
+  }
+
+  private check(): void {
+    if (this.abort.signal.aborted) throw new Halted();
+  }
+
+  private async execute(): Promise<void> {
+    try {
+      await this.body();
+    } catch (err) {
+      if (this.stopRequested) {
+        await this.cancelOpen().catch(() => {});
+        await this.store.updateRun(this.runId, { status: 'stopped' }).catch(() => {});
+      } else if (!(err instanceof Halted)) {
+        this.ctx.log('run failed', { run_id: this.runId, error: errorText(err) });
+        await this.cancelOpen().catch(() => {});
+        await this.store.updateRun(this.runId, { status: 'failed', error: errorText(err) }).catch(() => {});
+      }
+    } finally {
+      if (this.engine) {
+        this.proxy.backends.remove(this.engine.url);
+        await this.engine.close().catch(() => {});
+        this.engine = null;
+      }
+    }
+  }
+
+  private async body(): Promise<void> {
+    const { config, runId, store } = this;
+    const run = await this.mustRun();
+    if (run.status !== 'running') await store.updateRun(runId, { status: 'running', error: null });
+    // Rollouts left open by an earlier daemon belong to a step that starts over now.
+    await this.cancelOpen();
+    const train = (await store.listTasks(runId, 'train')).sort((a, b) => a.index - b.index);
+    const validation = (await store.listTasks(runId, 'validation')).sort((a, b) => a.index - b.index);
+    if (train.length === 0) throw new Error('the run has no train tasks');
+
+    const engine = await startReferenceEngine({
+      dataDir: join(this.ctx.dataDir, 'runs', runId),
+      seed: config.schedule.seed,
+      resume: run.step > 0,
+      // Every step, so a restarted daemon resumes with the weights of the run's stored step (the
+      // engine keeps the last few); schedule.checkpoint_every is thus always met.
+      checkpointEvery: 1,
+    });
+    this.engine = engine;
+    this.check();
+    let step = run.step;
+    let version = engine.version();
+    if (version !== run.model_version) {
+      this.ctx.log('reference engine resumed at another version than the run', {
+        run_id: runId,
+        run_version: run.model_version,
+        engine_version: version,
+      });
+    }
+    this.proxy.backends.add(engine.url, { name: `reference:${runId}`, modelVersion: version });
+    this.allowVersions(version);
+
+    const { schedule } = config;
+    const overlap = schedule.mode === 'async' && schedule.max_staleness >= 1;
+    let next: Batch | null = null;
+    while (step < schedule.steps) {
+      this.check();
+      const current = next ?? (await this.sample(step, this.trainTasks(train, step), config.algorithm.n));
+      next = null;
+      const rollouts = await this.waitFinished(current);
+      // async: the next step samples with the current weights while this one trains (staleness ≤ 1).
+      if (overlap && step + 1 < schedule.steps) {
+        next = await this.sample(step + 1, this.trainTasks(train, step + 1), config.algorithm.n);
+      }
+      const metrics = await this.learn(current, rollouts, engine.trainer, version);
+      version = metrics.version;
+      this.proxy.backends.setModelVersion(engine.url, version);
+      this.allowVersions(version);
+      const done = step + 1;
+      if (schedule.validate_every > 0 && validation.length > 0 && done % schedule.validate_every === 0) {
+        metrics.values.val_reward = await this.validate(step, validation);
+      }
+      if (metrics.trained) {
+        await store.addModelVersion({
+          run_id: runId,
+          version,
+          path: metrics.checkpoint,
+          metrics: { step, ...metrics.values },
+        });
+      }
+      metrics.values.seconds = (Date.now() - current.startedAt) / 1000;
+      await store.addRunMetrics(runId, step, metrics.values);
+      await store.updateRun(runId, { step: done, model_version: version });
+      step = done;
+    }
+    await store.updateRun(runId, { status: 'finished' });
+  }
+
+  private async mustRun(): Promise<Run> {
+    const run = await this.store.getRun(this.runId);
+    if (!run) throw new Error(`run ${this.runId} is gone`);
+    return run;
+  }
+
+  private trainTasks(train: Task[], step: number): Task[] {
+    return tasksForStep(train, step, this.config.schedule.groups_per_step, this.config.schedule.seed);
+  }
+
+  /** sync: only the newest version serves; async: versions within max_staleness. */
+  private allowVersions(version: number): void {
+    const { mode, max_staleness } = this.config.schedule;
+    this.proxy.backends.setMinModelVersion(mode === 'sync' ? version : Math.max(0, version - max_staleness));
+  }
+
+  /** Create one group of `n` rollouts per task; workers claim them. */
+  private async sample(step: number, tasks: Task[], n: number): Promise<Batch> {
+    const { store, runId } = this;
+    const groups: Group[] = [];
+    const inputs = [];
+    for (const task of tasks) {
+      const group = await store.createGroup({ run_id: runId, task_id: task.id, step, size: n });
+      groups.push(group);
+      for (let i = 0; i < n; i++) {
+        inputs.push({
+          kind: 'run' as const,
+          run_id: runId,
+          group_id: group.id,
+          task_id: task.id,
+          input: task.input,
+          max_attempts: this.config.harness.max_attempts,
+        });
+      }
+    }
+    await store.createRollouts(inputs);
+    for (const group of groups) await store.setGroupStatus(group.id, 'running');
+    return { step, groups, startedAt: Date.now() };
+  }
+
+  private async rolloutsOf(batch: Batch): Promise<Rollout[]> {
+    const all: Rollout[] = [];
+    for (const group of batch.groups) {
+      let cursor: string | undefined;
+      do {
+        const page = await this.store.listRollouts({ group_id: group.id, cursor, limit: 1000 });
+        all.push(...page.items);
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor);
+    }
+    return all;
+  }
+
+  /** Resolves when a rollout of this run changes, after `ms`, or when the loop is aborted. */
+  private nextChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        unsubscribe();
+        this.abort.signal.removeEventListener('abort', finish);
+        resolve();
+      };
+      const timer = setTimeout(finish, ms);
+      const unsubscribe = this.store.subscribe((event) => {
+        if (event.type === 'rollout' && event.rollout.run_id === this.runId) finish();
+      });
+      this.abort.signal.addEventListener('abort', finish, { once: true });
+    });
+  }
+
+  /** Wait until every rollout of the batch is finished, timing out attempts that run too long. */
+  private async waitFinished(batch: Batch): Promise<Rollout[]> {
+    const timeoutMs = this.config.harness.timeout_s * 1000;
+    for (;;) {
+      this.check();
+      const rollouts = await this.rolloutsOf(batch);
+      const open = rollouts.filter((r) => !TERMINAL_ROLLOUT.has(r.status));
+      if (open.length === 0) return rollouts;
+      await this.timeOut(open, timeoutMs);
+      await this.nextChange(Math.min(1000, Math.max(50, timeoutMs / 4)));
+      // Let a burst of finishing rollouts settle before listing again.
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  private async timeOut(open: Rollout[], timeoutMs: number): Promise<void> {
+    const now = Date.now();
+    for (const rollout of open) {
+      if (rollout.status !== 'running') continue;
+      if (rollout.started_at && now - Date.parse(rollout.started_at) < timeoutMs) continue;
+      const attempt = (await this.store.listAttempts(rollout.id)).find((a) => a.status === 'running');
+      if (!attempt || now - Date.parse(attempt.started_at) < timeoutMs) continue;
+      try {
+        await this.store.finishAttempt(
+          attempt.id,
+          'timed_out',
+          `no result after ${this.config.harness.timeout_s}s`,
+        );
+      } catch (err) {
+        if (!(err instanceof StoreError)) throw err;
+      }
+    }
+  }
+
+  /** Build samples from the finished groups and train on them. */
+  private async learn(
+    batch: Batch,
+    rollouts: Rollout[],
+    trainer: Trainer,
+    version: number,
+  ): Promise<{
+    version: number;
+    trained: boolean;
+    checkpoint: string | null;
+    values: Record<string, number | null>;
+  }> {
+    const { store, config } = this;
+    const { algorithm } = config;
+    const sampleSeconds = (Date.now() - batch.startedAt) / 1000;
+    const finished = rollouts.filter((r) => r.status === 'succeeded');
+    const trajectories = [];
+    let responseTokens = 0;
+    let oldest = version;
+    for (const rollout of finished) {
+      const calls = await store.listLlmCalls(rollout.id);
+      for (const call of calls) {
+        responseTokens += call.response_ids?.length ?? 0;
+        if (call.model_version !== null) oldest = Math.min(oldest, call.model_version);
+      }
+      trajectories.push(trajectoryFromCalls(rollout, calls));
+    }
+    const built = buildSamples(trajectories, {
+      merge: algorithm.merge,
+      advantage: algorithm.advantage,
+      loss_agg: algorithm.loss_agg,
+      max_len: algorithm.max_len,
+      max_prompt_tokens: algorithm.max_prompt_tokens,
+      max_response_tokens: algorithm.max_response_tokens,
+      drop_zero_variance_groups: algorithm.drop_zero_variance_groups,
+    });
+    for (const [id, { stats, prefix_breaks }] of built.rollouts) {
+      await store.setRolloutStats(id, stats, prefix_breaks);
+    }
+    for (const group of batch.groups) {
+      const ok = finished.some((r) => r.group_id === group.id);
+      await store.setGroupStatus(group.id, ok ? 'complete' : 'failed');
+    }
+
+    const rewards = finished.map((r) => r.reward).filter((r): r is number => r !== null);
+    const { mean, std } = meanStd(rewards);
+    let result: TrainResult | null = null;
+    if (built.samples.length > 0) {
+      this.check();
+      result = await trainer.train({
+        run_id: this.runId,
+        step: batch.step,
+        model_version: oldest,
+        loss: {
+          clip_low: algorithm.clip_low,
+          clip_high: algorithm.clip_high,
+          tis_cap: algorithm.tis_cap,
+          kl_coef: algorithm.kl_coef,
+          learning_rate: algorithm.learning_rate,
+        },
+        samples: built.samples,
+      });
+    }
+    const values: Record<string, number | null> = {
+      mean_reward: mean,
+      reward_std: std,
+      rollouts: rollouts.length,
+      failed_rollouts: rollouts.filter((r) => r.status === 'failed').length,
+      samples: built.samples.length,
+      prefix_breaks: built.summary.prefix_breaks,
+      mask_tokens: built.summary.mask_tokens,
+      zero_variance_groups: built.summary.zero_variance_groups,
+      dropped_groups: built.summary.dropped_groups,
+      loss: result?.loss ?? null,
+      kl: result?.kl ?? null,
+      entropy: result?.entropy ?? null,
+      clip_fraction: result?.clip_fraction ?? null,
+      staleness: version - oldest,
+      tokens_per_s: sampleSeconds > 0 ? responseTokens / sampleSeconds : null,
+      train_tokens_per_s: result && result.seconds > 0 ? result.tokens / result.seconds : null,
+      rollouts_per_s: sampleSeconds > 0 ? finished.length / sampleSeconds : null,
+      train_seconds: result?.seconds ?? null,
+      seconds: null,
+    };
+    return {
+      version: result?.model_version ?? version,
+      trained: result !== null,
+      checkpoint: result?.checkpoint ?? null,
+      values,
+    };
+  }
+
+  /** One rollout per validation task with the current weights; no training. Returns the mean reward. */
+  private async validate(step: number, tasks: Task[]): Promise<number | null> {
+    const batch = await this.sample(step, tasks, 1);
+    const rollouts = await this.waitFinished(batch);
+    for (const group of batch.groups) {
+      const ok = rollouts.some((r) => r.group_id === group.id && r.status === 'succeeded');
+      await this.store.setGroupStatus(group.id, ok ? 'complete' : 'failed');
+    }
+    const rewards = rollouts
+      .filter((r) => r.status === 'succeeded' && r.reward !== null)
+      .map((r) => r.reward as number);
+    return meanStd(rewards).mean;
+  }
+
+  /** Cancel every queued or running rollout of the run. */
+  async cancelOpen(): Promise<void> {
+    for (const status of ['queued', 'running'] as const) {
+      for (let round = 0; round < 1000; round++) {
+        const page = await this.store.listRollouts({ run_id: this.runId, status, limit: 1000 });
+        if (page.items.length === 0) break;
+        for (const rollout of page.items) {
+          try {
+            await this.store.cancelRollout(rollout.id);
+          } catch (err) {
+            if (!(err instanceof StoreError)) throw err;
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Starts, stops and resumes runs; sweeps unresponsive attempts. */
+export class Scheduler implements RunController {
+  private readonly loops = new Map<string, RunLoop>();
+  private readonly sweeper: NodeJS.Timeout;
+  private sweeping = false;
+  private closed = false;
+
+  constructor(
+    private readonly ctx: DaemonContext,
+    private readonly proxy: ProxyHandle,
+    private readonly options: SchedulerOptions,
+  ) {
+    this.sweeper = setInterval(() => void this.sweep(), options.sweepIntervalMs);
+    this.sweeper.unref();
+  }
+
+  /** Start (or resume from its stored step) a run; throws when its config cannot run here. */
+  async start(runId: string): Promise<void> {
+    if (this.closed) throw new Error('the scheduler is closed');
+    if (this.loops.has(runId)) return;
+    const run = await this.ctx.store.getRun(runId);
+    if (!run) throw new StoreError('not_found', `no run ${runId}`, 'id');
+    if (run.status === 'finished') return;
+    const config = RunConfig.parse(run.config);
+    checkRunnable(config);
+    await this.ctx.store.updateRun(runId, { status: 'running', error: null });
+    const loop = new RunLoop(this.ctx, this.proxy, runId, config);
+    this.loops.set(runId, loop);
+    loop.begin();
+    void loop.done.finally(() => {
+      if (this.loops.get(runId) === loop) this.loops.delete(runId);
+    });
+  }
+
+  async stop(runId: string): Promise<void> {
+    const loop = this.loops.get(runId);
+    if (loop) {
+      await loop.stop();
+      return;
+    }
+    const run = await this.ctx.store.getRun(runId);
+    if (!run || run.status === 'finished' || run.status === 'failed' || run.status === 'stopped') return;
+    const config = RunConfig.safeParse(run.config);
+    if (config.success) await new RunLoop(this.ctx, this.proxy, runId, config.data).cancelOpen();
+    await this.ctx.store.updateRun(runId, { status: 'stopped' });
+  }
+
+  /** Resume every run a previous daemon left running. */
+  async resumeAll(): Promise<void> {
+    let cursor: string | undefined;
+    const running: string[] = [];
+    do {
+      const page = await this.ctx.store.listRuns({ cursor, limit: 1000 });
+      running.push(...page.items.filter((r) => r.status === 'running').map((r) => r.id));
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+    for (const id of running) {
+      try {
+        this.ctx.log('resuming run', { run_id: id });
+        await this.start(id);
+      } catch (err) {
+        await this.ctx.store.updateRun(id, { status: 'failed', error: errorText(err) }).catch(() => {});
+      }
+    }
+  }
+
+  /** End attempts of running runs whose worker stopped sending heartbeats. */
+  private async sweep(): Promise<void> {
+    if (this.sweeping || this.loops.size === 0) return;
+    this.sweeping = true;
+    try {
+      for (const attempt of await this.ctx.store.listStaleAttempts(this.options.heartbeatTimeoutMs)) {
+        const rollout = await this.ctx.store.getRollout(attempt.rollout_id);
+        if (rollout?.kind !== 'run' || !rollout.run_id || !this.loops.has(rollout.run_id)) continue;
+        try {
+          await this.ctx.store.finishAttempt(
+            attempt.id,
+            'unresponsive',
+            `no heartbeat for ${Math.round(this.options.heartbeatTimeoutMs / 1000)}s`,
+          );
+        } catch (err) {
+          if (!(err instanceof StoreError)) throw err;
+        }
+      }
+    } catch (err) {
+      this.ctx.log('attempt sweep failed', { error: errorText(err) });
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** Daemon shutdown: runs stay 'running' in the store and resume with the next daemon. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    await Promise.all([...this.loops.values()].map((loop) => loop.halt()));
+    this.loops.clear();
+  }
+}
