@@ -138,6 +138,12 @@ export const DaemonConfig = z
       .positive()
       .default(32 * 1024 * 1024),
     backend_timeout_ms: z.number().int().positive().default(300_000),
+    side_models: z
+      .string()
+      .optional()
+      .describe(
+        'regular expression (case-insensitive) of model names whose recorded calls are tagged "side" (default: haiku|mini|nano as a name part)',
+      ),
   })
   .strict();
 

@@ -91,8 +91,12 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   for (const url of ctx.config.backends) pool.add(url);
   const scopes = new Scopes(ctx);
   const bodyLimit = ctx.config.body_limit_bytes;
-  const configured = (ctx.config as { side_models?: string }).side_models;
-  const sideModels = new RegExp(configured || DEFAULT_SIDE_MODELS, 'i');
+  let sideModels = new RegExp(DEFAULT_SIDE_MODELS, 'i');
+  try {
+    if (ctx.config.side_models) sideModels = new RegExp(ctx.config.side_models, 'i');
+  } catch (e) {
+    ctx.log('proxy: side_models is not a valid regular expression; using the default', { error: String(e) });
+  }
   const rawBodies = new WeakMap<FastifyRequest, string>();
   const memory = new BridgeMemory();
   /** The bridge for rollouts of runs with `algorithm.tito` (the default) and chat-shaped calls. */

@@ -41,8 +41,8 @@ export async function startTestProxy(
     backends: options.backends ?? [],
     ...(options.bodyLimitBytes ? { body_limit_bytes: options.bodyLimitBytes } : {}),
     ...(options.backendTimeoutMs ? { backend_timeout_ms: options.backendTimeoutMs } : {}),
+    ...(options.sideModels ? { side_models: options.sideModels } : {}),
   });
-  if (options.sideModels) (config as Record<string, unknown>).side_models = options.sideModels;
   let url = '';
   const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log: () => {} };
   const app = Fastify({ logger: false, bodyLimit: config.body_limit_bytes, forceCloseConnections: true });
