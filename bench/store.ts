@@ -139,7 +139,8 @@ async function paging(store: Store, backend: string): Promise<void> {
   const times: number[] = [];
   const succeeded = ids.filter((_, i) => i % statuses.length === 2);
   for (let i = 0; i < 300; i++) {
-    const cursor = i % 10 === 0 ? undefined : succeeded[Math.floor(Math.random() * (succeeded.length - 100))];
+    const cursor =
+      i % 10 === 0 ? undefined : succeeded[100 + Math.floor(Math.random() * (succeeded.length - 100))];
     const t = performance.now();
     const page = await store.listRollouts({ run_id: run.id, status: 'succeeded', limit: 100, cursor });
     times.push(performance.now() - t);

@@ -592,13 +592,13 @@ export class SqlStore implements Store {
     return row ? toGroup(row) : null;
   }
 
-  /** Oldest first (creation order). */
+  /** Newest first, keyset-paged by id (like runs and rollouts). */
   async listGroups(runId: string, p: { cursor?: string; limit?: number } = {}): Promise<Page<Group>> {
     const limit = pageLimit(p.limit);
     return this.read(async () => {
       await this.mustExist(this.db, 'runs', runId, 'run_id', 'run');
       const rows = await this.db.all(
-        `SELECT ${GROUP_COLS} FROM rollout_groups WHERE run_id = ?${p.cursor ? ' AND id > ?' : ''} ORDER BY id LIMIT ?`,
+        `SELECT ${GROUP_COLS} FROM rollout_groups WHERE run_id = ?${p.cursor ? ' AND id < ?' : ''} ORDER BY id DESC LIMIT ?`,
         p.cursor ? [runId, p.cursor, limit + 1] : [runId, limit + 1],
       );
       return page(rows.map(toGroup), limit);
@@ -728,7 +728,7 @@ export class SqlStore implements Store {
     return row ? String(row.key) : null;
   }
 
-  /** Creation order (oldest first), keyset-paged by id. */
+  /** Newest first, keyset-paged by id (the cursor is the last id of the previous page). */
   async listRollouts(filter: RolloutFilter): Promise<Page<Rollout>> {
     const limit = pageLimit(filter.limit);
     const where: string[] = [];
@@ -761,11 +761,11 @@ export class SqlStore implements Store {
     if (filter.has_reward !== undefined)
       where.push(filter.has_reward ? 'reward IS NOT NULL' : 'reward IS NULL');
     if (filter.cursor) {
-      where.push('id > ?');
+      where.push('id < ?');
       params.push(filter.cursor);
     }
     params.push(limit + 1);
-    const sql = `SELECT ${ROLLOUT_COLS} FROM rollouts${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
+    const sql = `SELECT ${ROLLOUT_COLS} FROM rollouts${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
     const rows = await this.read(() => this.db.all(sql, params));
     return page(rows.map(toRollout), limit);
   }

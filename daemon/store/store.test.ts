@@ -239,15 +239,15 @@ describe.each(active)('$name store', (backend) => {
     });
   });
 
-  it('creates groups, pages them in creation order and sets their status', async () => {
+  it('creates groups, pages them newest first and sets their status', async () => {
     const { store } = await fresh();
     const { run, task } = await runWithGroup(store);
     for (let i = 1; i < 5; i++) await store.createGroup({ run_id: run.id, task_id: null, step: i, size: 4 });
     const p1 = await store.listGroups(run.id, { limit: 3 });
     const p2 = await store.listGroups(run.id, { limit: 3, cursor: p1.next_cursor! });
-    expect([...p1.items, ...p2.items].map((g) => Group.parse(g).step)).toEqual([0, 1, 2, 3, 4]);
+    expect([...p1.items, ...p2.items].map((g) => Group.parse(g).step)).toEqual([4, 3, 2, 1, 0]);
     expect(p2.next_cursor).toBeNull();
-    const g = p1.items[0];
+    const g = p2.items[1];
     expect(g).toMatchObject({ task_id: task.id, status: 'pending', size: 2 });
     await store.setGroupStatus(g.id, 'complete');
     expect((await store.getGroup(g.id))?.status).toBe('complete');
@@ -423,7 +423,7 @@ describe.each(active)('$name store', (backend) => {
     expect((await store.getRollout(ro.id))?.status).toBe('failed');
   });
 
-  it('pages 250 rollouts without gaps or repeats and filters by group, status and reward', async () => {
+  it('pages 250 rollouts newest first without gaps or repeats and filters by group, status and reward', async () => {
     const { store } = await fresh();
     const { run, group } = await runWithGroup(store);
     const other = await store.createGroup({ run_id: run.id, task_id: null, step: 1, size: 50 });
@@ -452,18 +452,18 @@ describe.each(active)('$name store', (backend) => {
       pages++;
     } while (cursor);
     expect(pages).toBe(3);
-    expect(seen).toEqual(created.map((r) => r.id));
+    expect(seen).toEqual(created.map((r) => r.id).reverse());
 
     expect((await store.listRollouts({ group_id: other.id, limit: 1000 })).items).toHaveLength(50);
     const cancelled = await store.listRollouts({ run_id: run.id, status: 'cancelled' });
-    expect(cancelled.items.map((r) => r.id)).toEqual([0, 3, 6, 9, 12].map((i) => created[i].id));
+    expect(cancelled.items.map((r) => r.id)).toEqual([12, 9, 6, 3, 0].map((i) => created[i].id));
     const rewarded = await store.listRollouts({ run_id: run.id, has_reward: true, limit: 1000 });
     expect(rewarded.items).toHaveLength(25);
     expect((await store.listRollouts({ run_id: run.id, has_reward: false, limit: 1000 })).items).toHaveLength(
       225,
     );
     const high = await store.listRollouts({ run_id: run.id, min_reward: 0.5, max_reward: 0.7 });
-    expect(high.items.map((r) => r.reward)).toEqual([130, 140, 150, 160, 170].map((i) => i / 250));
+    expect(high.items.map((r) => r.reward)).toEqual([170, 160, 150, 140, 130].map((i) => i / 250));
     const pagedStatus = await store.listRollouts({ run_id: run.id, status: 'queued', limit: 200 });
     expect(pagedStatus.items).toHaveLength(200);
     const rest = await store.listRollouts({
