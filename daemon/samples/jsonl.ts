@@ -38,7 +38,9 @@ function issuesToErrors(issues: z.core.$ZodIssue[], line: number, rollout: strin
     const message =
       issue.code === 'unrecognized_keys'
         ? `unknown field${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`
-        : issue.message;
+        : / received undefined$/.test(issue.message)
+          ? `required field is missing (${issue.message})`
+          : issue.message;
     return { line, rollout_id: rollout, field: formatPath(path), message };
   });
 }
@@ -50,7 +52,11 @@ function jsonError(text: string, line: number, rollout: string | null, err: unkn
     return { line, rollout_id: rollout, field: literal[1], message: `${literal[2]} is not a JSON number` };
   }
   const detail = err instanceof Error ? err.message : String(err);
-  return { line, rollout_id: rollout, field: '(line)', message: `not valid JSON (${detail})` };
+  // name the last key before the error position, when the parser tells it
+  const at = /position (\d+)/.exec(detail);
+  const keys = at ? [...text.slice(0, Number(at[1])).matchAll(/"([^"\\]+)"\s*:/g)] : [];
+  const field = keys.length > 0 ? keys[keys.length - 1][1] : '(line)';
+  return { line, rollout_id: rollout, field, message: `not valid JSON (${detail})` };
 }
 
 /** Checks the schema cannot express: logprobs per response id, ids that fit int32. */

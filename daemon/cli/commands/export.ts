@@ -1,4 +1,115 @@
-// Placeholder until its owner lands it.
-export async function run(_argv: string[]): Promise<number> {
-  throw new Error('the "export" command is not implemented yet');
+// `harness-rl export --run ID [--data DIR] [--store sqlite|postgres://…] [--out FILE]`: the samples of a
+// run as JSONL (one SampleJson per line, then one summary line), built from the store directly with the
+// run's own algorithm settings. The whole export is one batch for the loss weights (like one `samples`
+// invocation); validation-split rollouts are left out.
+import { createWriteStream, existsSync } from 'node:fs';
+import { rename } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Rollout } from '../../protocol/entities';
+import { algorithmOf, buildSamples, type TrajectoryArrays, trajectoryFromCalls } from '../../samples';
+import type { Store } from '../../store/store';
+import { defaultDataDir } from './daemon';
+import { sampleLines, writeLines } from './samples';
+
+const USAGE = `usage: harness-rl export --run ID [--data DIR] [--store sqlite|postgres://…] [--out FILE]
+  Writes the run's samples as JSONL (stdout without --out), then a summary line.`;
+
+/** Every succeeded rollout of a run, page by page. */
+async function finishedRollouts(store: Store, runId: string): Promise<Rollout[]> {
+  const out: Rollout[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.listRollouts({ run_id: runId, status: 'succeeded', cursor, limit: 500 });
+    out.push(...page.items);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor);
+  return out;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let values: { run?: string; data?: string; store?: string; out?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        run: { type: 'string' },
+        data: { type: 'string' },
+        store: { type: 'string' },
+        out: { type: 'string', short: 'o' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    process.stderr.write(`harness-rl export: ${err instanceof Error ? err.message : err}\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (!values.run) {
+    process.stderr.write(`harness-rl export: --run ID is required\n${USAGE}\n`);
+    return 2;
+  }
+  const dataDir = resolve(values.data ?? defaultDataDir());
+  const spec = values.store ?? 'sqlite';
+  const { openStore, SQLITE_FILE } = await import('../../store/open');
+  if (spec === 'sqlite' && !existsSync(join(dataDir, SQLITE_FILE))) {
+    process.stderr.write(
+      `harness-rl export: no store in ${dataDir} (${SQLITE_FILE} not found); use --data DIR\n`,
+    );
+    return 1;
+  }
+  const store = await openStore(spec, dataDir);
+  try {
+    const runRow = await store.getRun(values.run);
+    if (!runRow) {
+      process.stderr.write(`harness-rl export: run ${values.run} not found\n`);
+      return 1;
+    }
+    const algorithm = algorithmOf(runRow.config);
+    const validation = new Set((await store.listTasks(runRow.id, 'validation')).map((t) => t.id));
+    const trajectories: TrajectoryArrays[] = [];
+    let validationRollouts = 0;
+    for (const rollout of await finishedRollouts(store, runRow.id)) {
+      if (rollout.task_id && validation.has(rollout.task_id)) {
+        validationRollouts++;
+        continue;
+      }
+      trajectories.push(trajectoryFromCalls(rollout, await store.listLlmCalls(rollout.id)));
+    }
+    const built = buildSamples(trajectories, {
+      merge: algorithm.merge,
+      advantage: algorithm.advantage,
+      loss_agg: algorithm.loss_agg,
+      max_len: algorithm.max_len,
+      max_prompt_tokens: algorithm.max_prompt_tokens,
+      max_response_tokens: algorithm.max_response_tokens,
+      drop_zero_variance_groups: algorithm.drop_zero_variance_groups,
+    });
+    const summary = { run_id: runRow.id, ...built.summary, validation_rollouts: validationRollouts };
+    const lines = sampleLines(built, summary);
+    if (values.out) {
+      const target = resolve(values.out);
+      const tmp = `${target}.tmp-${process.pid}`;
+      const file = createWriteStream(tmp);
+      await writeLines(file, lines);
+      await new Promise<void>((ok, fail) => file.end((err?: Error | null) => (err ? fail(err) : ok())));
+      await rename(tmp, target);
+      process.stderr.write(
+        `exported ${built.summary.samples} samples from ${built.summary.trajectories} rollouts of run ${runRow.id} to ${target}\n`,
+      );
+    } else {
+      await writeLines(process.stdout, lines);
+    }
+    return 0;
+  } catch (err) {
+    process.stderr.write(`harness-rl export: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  } finally {
+    await store.close();
+  }
 }
