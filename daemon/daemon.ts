@@ -27,6 +27,8 @@ export interface DaemonOptions {
   bodyLimitBytes?: number;
   backendTimeoutMs?: number;
   log?: (line: string) => void;
+  /** Options for the cluster (scheduler sweep and heartbeat intervals). */
+  cluster?: Parameters<typeof registerCluster>[3];
   /** Opens the store (default: openStore from store/open). */
   openStore?: (spec: string, dataDir: string) => Promise<Store>;
 }
@@ -87,7 +89,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     closers.push(() => api.close());
     const proxy = await registerProxy(app, ctx);
     for (const backend of config.backends) proxy.backends.add(backend);
-    ctx.runs = await registerCluster(app, ctx, proxy);
+    ctx.runs = await registerCluster(app, ctx, proxy, options.cluster);
     const runs = ctx.runs;
     closers.push(() => runs.close());
     await app.listen({ port: config.port, host: config.host });
