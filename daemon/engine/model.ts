@@ -17,11 +17,11 @@ export interface ModelConfig {
 
 export const DEFAULT_MODEL_CONFIG: ModelConfig = {
   vocab: VOCAB_SIZE,
-  dModel: 48,
+  dModel: 32,
   nHeads: 2,
   nLayers: 2,
-  dFf: 96,
-  maxLen: 192,
+  dFf: 64,
+  maxLen: 512,
   alibi: [0.5, 0.03125],
 };
 
