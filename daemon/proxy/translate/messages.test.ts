@@ -225,6 +225,12 @@ describe('chat response → Anthropic Message', () => {
       stop_sequence: 'END',
     });
     expect(t.fromChat(chatResponseFor(turns.text), req)).toMatchObject({ stop_reason: 'end_turn' });
+    // a backend that says tool_calls but produced none (unparseable call text) ends the turn
+    expect(
+      t.fromChat(chatResponseFor({ content: '<tool_call>oops', finish: 'tool_calls' }), req),
+    ).toMatchObject({
+      stop_reason: 'end_turn',
+    });
   });
 
   it('keeps vLLM token ids and logprobs out of the wire response', () => {

@@ -68,7 +68,9 @@ const MessageParam = z.object({
 
 const Tool = z.object({
   type: z
-    .literal('custom', { error: 'only custom (client-side) tools are supported by this proxy, not server tools' })
+    .literal('custom', {
+      error: 'only custom (client-side) tools are supported by this proxy, not server tools',
+    })
     .optional(),
   name: z.string().min(1),
   description: z.string().optional(),
@@ -209,7 +211,7 @@ function stopReasonOf(
   req: MessagesRequest,
 ): { stop_reason: StopReason; stop_sequence: string | null } {
   if (finish === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
-  if (finish === 'tool_calls' || hasTools) return { stop_reason: 'tool_use', stop_sequence: null };
+  if (hasTools) return { stop_reason: 'tool_use', stop_sequence: null }; // finish 'tool_calls' without a parsed call is an end_turn
   if (typeof vllmStop === 'string' && req.stop_sequences?.includes(vllmStop))
     return { stop_reason: 'stop_sequence', stop_sequence: vllmStop };
   return { stop_reason: 'end_turn', stop_sequence: null };
