@@ -131,6 +131,16 @@ describe('Anthropic SDK against the Messages translator', () => {
     expect(stop).toBe('end_turn');
   });
 
+  it('a backend failure mid-stream reaches the SDK as an error event', async () => {
+    s.script.push({ ...answerTurn, failMidStream: 'backend went away' });
+    const err = await client.messages
+      .stream({ model: 'qwen3', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
+      .finalMessage()
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(String(err.message)).toMatch(/backend went away/);
+  });
+
   it('an image block is refused with a 400 invalid_request_error the SDK surfaces', async () => {
     const err = await client.messages
       .create({

@@ -110,6 +110,16 @@ describe('OpenAI SDK against the Responses translator', () => {
     expect(new Set(seqs).size).toBe(seqs.length);
   });
 
+  it('a backend failure mid-stream reaches the SDK as an error', async () => {
+    s.script.push({ ...answerTurn, failMidStream: 'backend went away' });
+    const err = await client.responses
+      .stream({ model: 'qwen3', input: 'hi' })
+      .finalResponse()
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(String(err.message)).toMatch(/backend went away/);
+  });
+
   it('a hosted tool is refused with a 400 naming the field', async () => {
     const err = await client.responses
       .create({ model: 'qwen3', input: 'x', tools: [{ type: 'web_search' }] })

@@ -14,6 +14,8 @@ export interface ScriptedTurn {
   stopReason?: string | null;
   promptTokens?: number;
   completionTokens?: number;
+  /** Streaming only: the backend fails after half of the chunks with this message. */
+  failMidStream?: string;
 }
 
 const CHAT_ID = 'chatcmpl-test0001';
@@ -164,8 +166,10 @@ export async function serveTranslator(
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const ws = translator.stream(req);
-    for (const c of chatChunksFor(turn, chat.model)) for (const f of ws.chunk(c)) reply.raw.write(f);
-    for (const f of ws.end()) reply.raw.write(f);
+    const chunks = chatChunksFor(turn, chat.model);
+    const upTo = turn.failMidStream ? Math.floor(chunks.length / 2) : chunks.length;
+    for (const c of chunks.slice(0, upTo)) for (const f of ws.chunk(c)) reply.raw.write(f);
+    for (const f of turn.failMidStream ? ws.error(turn.failMidStream) : ws.end()) reply.raw.write(f);
     reply.raw.end();
   });
   extra?.(app, s);
