@@ -22,6 +22,12 @@ const ONLY = process.env.BENCH_STORE_ONLY; // e.g. 'sqlite:ingest' while tuning
 const ROLLOUTS = 100_000;
 const PG_URL =
   process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
+/** The URL without its password, for messages. */
+const PG_SHOWN = (() => {
+  const u = new URL(PG_URL);
+  if (u.password) u.password = '***';
+  return u.toString();
+})();
 
 function makeCalls(n: number): Omit<NewLlmCall, 'rollout_id'>[] {
   return Array.from({ length: n }, (_, k) => {
@@ -203,7 +209,7 @@ export default async function bench(): Promise<void> {
         const problem = await pgProblem();
         if (problem) {
           for (const name of ['store.ingest', 'store.page', 'store.rollout']) {
-            emit(name, { backend, skipped: `PostgreSQL unreachable at ${PG_URL}: ${problem}` });
+            emit(name, { backend, skipped: `PostgreSQL unreachable at ${PG_SHOWN}: ${problem}` });
           }
           continue;
         }

@@ -454,7 +454,9 @@ export class SqlStore implements Store {
         invalid(`metrics.${k}`, `metric ${k} must be a number or null`);
     }
     return this.tx(async (q, emit) => {
-      await this.mustExist(q, 'runs', runId, 'run_id', 'run');
+      // The run's row lock serializes writers of its metrics (read, merge, write).
+      const run = await q.get(`SELECT id FROM runs WHERE id = ?${this.db.forUpdate}`, [runId]);
+      if (!run) notFound('run_id', 'run', runId);
       const old = await q.get(
         `SELECT metrics, created_at FROM run_metrics WHERE run_id = ? AND step = ?${this.db.forUpdate}`,
         [runId, step],
@@ -1305,6 +1307,8 @@ export class SqlStore implements Store {
   async createRecording(input: { name: string; upstream: unknown }): Promise<Recording & { key: string }> {
     if (typeof input.name !== 'string') invalid('name', 'name must be a string');
     return this.tx(async (q, emit) => {
+      // Two daemons sharing a PostgreSQL store must not both start "the" active recording.
+      if (this.db.dialect === 'postgres') await q.get('SELECT pg_advisory_xact_lock(727275)');
       const active = await q.all(
         `SELECT ${RECORDING_COLS} FROM recordings WHERE status = 'active'${this.db.forUpdate}`,
       );

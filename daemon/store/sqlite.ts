@@ -133,7 +133,13 @@ export class SqliteDriver implements Driver {
         if (this.db.inTransaction) this.prepare('ROLLBACK').run();
         throw err;
       }
-      this.prepare('COMMIT').run();
+      try {
+        this.prepare('COMMIT').run();
+      } catch (err) {
+        // A failed COMMIT (disk full, I/O error) leaves the transaction open: end it.
+        if (this.db.inTransaction) this.prepare('ROLLBACK').run();
+        throw err;
+      }
       return result;
     } finally {
       this.release();

@@ -27,6 +27,12 @@ import { type Store, StoreError } from './store';
 
 const PG_URL =
   process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
+/** The URL without its password, for messages. */
+const PG_SHOWN = (() => {
+  const u = new URL(PG_URL);
+  if (u.password) u.password = '***';
+  return u.toString();
+})();
 
 async function pgReachable(): Promise<string | null> {
   const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
@@ -81,13 +87,13 @@ const backends: { name: 'sqlite' | 'postgres'; fresh(): Promise<Db> }[] = [
 if (pgProblem) {
   if (process.env.CI) {
     describe('postgres store', () => {
-      it(`PostgreSQL is reachable at ${PG_URL} (run scripts/start-postgres.sh)`, () => {
+      it(`PostgreSQL is reachable at ${PG_SHOWN} (run scripts/start-postgres.sh)`, () => {
         throw new Error(`PostgreSQL is unreachable in CI: ${pgProblem}`);
       });
     });
   } else {
     console.warn(
-      `\n  SKIPPING the PostgreSQL store tests: ${PG_URL} is unreachable (${pgProblem}).\n  Run scripts/start-postgres.sh or set HARNESS_RL_TEST_PG.\n`,
+      `\n  SKIPPING the PostgreSQL store tests: ${PG_SHOWN} is unreachable (${pgProblem}).\n  Run scripts/start-postgres.sh or set HARNESS_RL_TEST_PG.\n`,
     );
   }
 }

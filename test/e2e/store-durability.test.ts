@@ -15,6 +15,12 @@ const ROOT = join(import.meta.dirname, '..', '..');
 const WRITER = join(ROOT, 'daemon', 'store', 'crash-writer.ts');
 const PG_URL =
   process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
+/** The URL without its password, for messages. */
+const PG_SHOWN = (() => {
+  const u = new URL(PG_URL);
+  if (u.password) u.password = '***';
+  return u.toString();
+})();
 
 async function pgProblem(): Promise<string | null> {
   const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
@@ -29,7 +35,7 @@ async function pgProblem(): Promise<string | null> {
 }
 const problem = await pgProblem();
 if (problem && !process.env.CI) {
-  console.warn(`\n  SKIPPING the PostgreSQL durability test: ${PG_URL} is unreachable (${problem}).\n`);
+  console.warn(`\n  SKIPPING the PostgreSQL durability test: ${PG_SHOWN} is unreachable (${problem}).\n`);
 }
 
 interface Target {
