@@ -395,3 +395,40 @@ describe('the engine over HTTP', () => {
     }
   });
 });
+
+describe('trainer input checks', () => {
+  it('rejects a batch with out-of-vocabulary token ids and leaves the weights and version unchanged', async () => {
+    const dataDir = tmp();
+    const engine = await startReferenceEngine({
+      dataDir,
+      seed: 1,
+      config: { dModel: 8, dFf: 8, maxLen: 32 },
+    });
+    try {
+      const bad: Sample = {
+        rollout_id: 'r',
+        group_id: 'g',
+        index: 0,
+        input_ids: Int32Array.from([1, 2, 100000]),
+        loss_mask: Uint8Array.from([0, 1, 1]),
+        advantages: Float32Array.from([0, 1, 1]),
+        old_logprobs: Float64Array.from([Number.NaN, -1, -1]),
+        loss_weights: Float64Array.from([0, 0.5, 0.5]),
+      };
+      const ok: Sample = { ...bad, input_ids: Int32Array.from([1, 2, 3]) };
+      const batch = (samples: Sample[]): TrainBatch => ({
+        run_id: 'x',
+        step: 0,
+        model_version: 0,
+        loss: { clip_low: 0.2, clip_high: 0.28, tis_cap: null, kl_coef: 0, learning_rate: 0.01 },
+        samples,
+      });
+      await expect(engine.trainer.train(batch([ok, bad]))).rejects.toThrow(/outside the vocabulary/);
+      expect(engine.version()).toBe(0);
+      expect((await engine.trainer.train(batch([ok]))).model_version).toBe(1);
+    } finally {
+      await engine.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

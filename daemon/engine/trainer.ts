@@ -48,6 +48,8 @@ interface TokenStats {
   entropy: number;
 }
 
+const emptyStats = (): TokenStats => ({ loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 });
+
 const yieldNow = () => new Promise<void>((r) => setImmediate(r));
 
 /** Loss and gradient of one sample (accumulated into grad and stats). Exported for the gradient check. */
@@ -58,13 +60,38 @@ export function sampleLossAndGrad(
   grad: Float64Array | null,
   stats: TokenStats,
   refModel: Model | null,
+  validateOnly = false,
 ): void {
   const maxLen = model.config.maxLen;
-  const T = Math.min(sample.input_ids.length, maxLen);
+  const n = sample.input_ids.length;
+  if (
+    sample.loss_mask.length !== n ||
+    sample.advantages.length !== n ||
+    sample.old_logprobs.length !== n ||
+    sample.loss_weights.length !== n
+  )
+    throw new Error(
+      `sample ${sample.rollout_id}#${sample.index}: input_ids, loss_mask, advantages, old_logprobs and loss_weights differ in length`,
+    );
+  for (let t = 0; t < n; t++) {
+    const id = sample.input_ids[t];
+    if (!(id >= 0 && id < model.config.vocab))
+      throw new Error(
+        `sample ${sample.rollout_id}#${sample.index}: token id ${id} at ${t} is outside the vocabulary (0..${model.config.vocab - 1})`,
+      );
+  }
+  const T = Math.min(n, maxLen);
   const tokens = sample.input_ids.subarray(0, T);
   const targets: number[] = [];
-  for (let t = 1; t < T; t++) if (sample.loss_mask[t] && sample.loss_weights[t] !== 0) targets.push(t);
-  if (targets.length === 0) return;
+  for (let t = 1; t < T; t++) {
+    if (!sample.loss_mask[t] || sample.loss_weights[t] === 0) continue;
+    if (!Number.isFinite(sample.loss_weights[t]) || !Number.isFinite(sample.advantages[t]))
+      throw new Error(
+        `sample ${sample.rollout_id}#${sample.index}: non-finite advantage or loss weight at ${t}`,
+      );
+    targets.push(t);
+  }
+  if (targets.length === 0 || validateOnly) return;
   const positions = targets.map((t) => t - 1);
   const fw = model.forward(tokens, positions);
   const refFw = refModel && loss.kl_coef > 0 ? refModel.forward(tokens, positions) : null;
@@ -128,6 +155,9 @@ export class ReferenceTrainer implements Trainer {
     const working = new Model(model.config, new Float64Array(model.params));
     const grad = new Float64Array(working.params.length);
     const stats: TokenStats = { loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 };
+    // Validate everything before touching the weights: a bad batch changes nothing.
+    for (const sample of batch.samples)
+      sampleLossAndGrad(working, sample, batch.loss, null, emptyStats(), null, true);
     for (const sample of batch.samples) {
       sampleLossAndGrad(working, sample, batch.loss, grad, stats, this.refModel);
       await yieldNow();
