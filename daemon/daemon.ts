@@ -7,13 +7,15 @@ import { registerApi } from './api';
 import { registerCluster } from './cluster';
 import { ensureToken } from './config/token';
 import type { DaemonContext } from './context';
-import { DaemonConfig } from './protocol/config';
+import { DaemonConfig, type DaemonConfigInput } from './protocol/config';
 import { registerProxy } from './proxy';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
 
 export interface DaemonOptions {
   dataDir: string;
+  /** The config file's `daemon` section (DaemonConfig); the options below override its fields. */
+  config?: DaemonConfigInput;
   /** Default 4100; 0 picks a free port. */
   port?: number;
   /** Default 127.0.0.1. */
@@ -49,14 +51,19 @@ export interface Daemon {
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // The config file's daemon section, with the explicit options over it.
+  const overrides = {
+    port: options.port,
+    host: options.host,
+    store: options.store,
+    backends: options.backends,
+    body_limit_bytes: options.bodyLimitBytes,
+    backend_timeout_ms: options.backendTimeoutMs,
+  };
   const config = DaemonConfig.parse({
-    port: options.port ?? 4100,
-    host: options.host ?? '127.0.0.1',
+    ...options.config,
+    ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)),
     data: dataDir,
-    store: options.store ?? 'sqlite',
-    backends: options.backends ?? [],
-    ...(options.bodyLimitBytes !== undefined ? { body_limit_bytes: options.bodyLimitBytes } : {}),
-    ...(options.backendTimeoutMs !== undefined ? { backend_timeout_ms: options.backendTimeoutMs } : {}),
   });
   const { token, created } = ensureToken(dataDir, options.token ?? process.env.HARNESS_RL_TOKEN);
   const write = options.log;

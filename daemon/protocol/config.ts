@@ -156,6 +156,7 @@ export type AlgorithmConfig = z.infer<typeof AlgorithmConfig>;
 export type ScheduleConfig = z.infer<typeof ScheduleConfig>;
 export type HarnessConfig = z.infer<typeof HarnessConfig>;
 export type DaemonConfig = z.infer<typeof DaemonConfig>;
+export type DaemonConfigInput = z.input<typeof DaemonConfig>;
 export type ConfigFile = z.infer<typeof ConfigFile>;
 export type MergeMode = z.infer<typeof MergeMode>;
 export type AdvantageEstimator = z.infer<typeof AdvantageEstimator>;

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { daemonOptions } from '../../daemon/cli/commands/daemon';
 import { configJsonSchema } from '../../daemon/cli/commands/schema';
 import { validateConfigText } from '../../daemon/config/load';
+import { startTestDaemon } from '../helpers/daemon';
 
 const YAML_TEXT = `daemon:
   port: 4100
@@ -98,23 +99,39 @@ describe('harness-rl daemon options', () => {
       const file = join(dir, 'harness.yaml');
       writeFileSync(
         file,
-        'daemon:\n  port: 4200\n  data: state\n  backends: [http://10.0.0.1:8000/v1]\n  body_limit_bytes: 1024\n',
+        'daemon:\n  port: 4200\n  data: state\n  backends: [http://127.0.0.1:9/v1]\n  body_limit_bytes: 1024\n  side_models: tiny\n',
       );
-      expect(await daemonOptions(['--config', file])).toMatchObject({
-        port: 4200,
+      const fromFile = await daemonOptions(['--config', file]);
+      expect(fromFile).toMatchObject({
         dataDir: join(dir, 'state'),
-        store: 'sqlite',
-        host: '127.0.0.1',
-        backends: ['http://10.0.0.1:8000/v1'],
-        bodyLimitBytes: 1024,
+        config: {
+          port: 4200,
+          store: 'sqlite',
+          backends: ['http://127.0.0.1:9/v1'],
+          body_limit_bytes: 1024,
+        },
       });
+      expect(fromFile?.port).toBeUndefined();
       expect(
         await daemonOptions(['--config', file, '--port', '0', '--data', dir, '--backend', 'http://b:1/v1']),
-      ).toMatchObject({ port: 0, dataDir: dir, backends: ['http://10.0.0.1:8000/v1', 'http://b:1/v1'] });
+      ).toMatchObject({ port: 0, dataDir: dir, backends: ['http://127.0.0.1:9/v1', 'http://b:1/v1'] });
       await expect(daemonOptions(['--port', 'x'])).rejects.toThrow('--port must be');
       writeFileSync(file, 'daemon:\n  port: -1\n');
       await expect(daemonOptions(['--config', file])).rejects.toThrow(`${file}:2:9: daemon.port`);
       expect(await daemonOptions(['--help'])).toBeNull();
+
+      // The daemon runs with the section's settings (side_models and all), the flags over them.
+      const daemon = await startTestDaemon({ ...fromFile, dataDir: join(dir, 'state'), port: 0 });
+      try {
+        expect(daemon.ctx.config).toMatchObject({
+          body_limit_bytes: 1024,
+          backends: ['http://127.0.0.1:9/v1'],
+        });
+        expect(daemon.ctx.config.side_models).toBe('tiny');
+        expect((await daemon.api('POST', '/api/rollouts', { input: 'x'.repeat(2000) })).status).toBe(413);
+      } finally {
+        await daemon.close();
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -43,13 +43,12 @@ export async function daemonOptions(argv: string[]): Promise<DaemonOptions | nul
     dataDir: resolve(
       values.data ?? (section?.data ? resolve(loaded!.baseDir, section.data) : defaultDataDir()),
     ),
-    port: port ?? section?.port,
-    host: values.host ?? section?.host,
-    store: values.store ?? section?.store,
+    config: section,
+    port,
+    host: values.host,
+    store: values.store,
     token: values.token,
-    backends: [...(section?.backends ?? []), ...(values.backend ?? [])],
-    bodyLimitBytes: section?.body_limit_bytes,
-    backendTimeoutMs: section?.backend_timeout_ms,
+    backends: values.backend ? [...(section?.backends ?? []), ...values.backend] : undefined,
   };
 }
 
