@@ -9,7 +9,6 @@ import { parseArgs } from 'node:util';
 import type { Rollout } from '../../protocol/entities';
 import { algorithmOf, buildSamples, type TrajectoryArrays, trajectoryFromCalls } from '../../samples';
 import type { Store } from '../../store/store';
-import { defaultDataDir } from './daemon';
 import { sampleLines, writeLines } from './samples';
 
 const USAGE = `usage: harness-rl export --run ID [--data DIR] [--store sqlite|postgres://…] [--out FILE]
@@ -54,7 +53,8 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`harness-rl export: --run ID is required\n${USAGE}\n`);
     return 2;
   }
-  const dataDir = resolve(values.data ?? defaultDataDir());
+  // the daemon command's default (it loads the whole daemon, so only when --data is not given)
+  const dataDir = resolve(values.data ?? (await import('./daemon')).defaultDataDir());
   const spec = values.store ?? 'sqlite';
   const { openStore, SQLITE_FILE } = await import('../../store/open');
   if (spec === 'sqlite' && !existsSync(join(dataDir, SQLITE_FILE))) {
