@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
 import { countTokens, messagesTranslator as t } from './messages';
@@ -260,6 +261,36 @@ describe('streaming Anthropic Messages', () => {
       expect(frames.join('')).not.toMatch(/token_ids|logprob|\[DONE\]/);
     });
   }
+
+  it('any turn in any fragment size streams to exactly the non-streaming message', () => {
+    const turn = fc.record(
+      {
+        reasoning: fc.string({ maxLength: 20 }),
+        content: fc.string({ maxLength: 30 }),
+        toolCalls: fc.array(
+          fc.record({
+            id: fc.constantFrom('c1', 'c2', 'c3'),
+            name: fc.constantFrom('ls', 'cat'),
+            arguments: fc.dictionary(fc.string({ maxLength: 4 }), fc.integer()).map((d) => JSON.stringify(d)),
+          }),
+          { maxLength: 3 },
+        ),
+        finish: fc.constantFrom('stop' as const, 'length' as const, 'tool_calls' as const),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(turn, fc.integer({ min: 1, max: 7 }), (tn, size) => {
+        const ws = t.stream(req);
+        const frames = [...chatChunksFor(tn, 'm', size).flatMap((c) => ws.chunk(c)), ...ws.end()];
+        const expected = t.fromChat(chatResponseFor(tn), req) as any;
+        expect(ws.assembled()).toEqual(expected);
+        const { msg } = accumulate(frames);
+        expect({ ...msg, id: expected.id }).toEqual(expected);
+      }),
+      { numRuns: 200 },
+    );
+  });
 
   it('opens and closes one content block per thinking, text and tool call, in order', () => {
     const ws = t.stream(req);

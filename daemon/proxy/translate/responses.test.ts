@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { accumulateResponse } from 'openai/lib/responses/ResponseAccumulator';
 import type { Response, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { describe, expect, it } from 'vitest';
@@ -205,6 +206,39 @@ describe('streaming Responses', () => {
       expect(frames.join('')).not.toMatch(/token_ids|\[DONE\]/);
     });
   }
+
+  it('any turn in any fragment size streams to exactly the non-streaming response', () => {
+    const turn = fc.record(
+      {
+        reasoning: fc.string({ maxLength: 20 }),
+        content: fc.string({ maxLength: 30 }),
+        toolCalls: fc.uniqueArray(
+          fc.record({
+            id: fc.constantFrom('c1', 'c2', 'c3'),
+            name: fc.constantFrom('ls', 'cat'),
+            arguments: fc.dictionary(fc.string({ maxLength: 4 }), fc.integer()).map((d) => JSON.stringify(d)),
+          }),
+          { maxLength: 3, selector: (c) => c.id },
+        ),
+        finish: fc.constantFrom('stop' as const, 'length' as const, 'tool_calls' as const),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(turn, fc.integer({ min: 1, max: 7 }), (tn, size) => {
+        const ws = t.stream(req);
+        const frames = [...chatChunksFor(tn, 'm', size).flatMap((c) => ws.chunk(c)), ...ws.end()];
+        const events = parseSse(frames.join(''));
+        let snapshot: Response | undefined;
+        for (const e of events.slice(0, -1))
+          snapshot = accumulateResponse(e.data as ResponseStreamEvent, snapshot);
+        const expected = t.fromChat(chatResponseFor(tn), req) as any;
+        expect(events.at(-1)?.data.response).toEqual(expected);
+        expect(JSON.parse(JSON.stringify(snapshot?.output))).toEqual(expected.output);
+      }),
+      { numRuns: 200 },
+    );
+  });
 
   it('orders text events as added → part added → deltas → done → part done → item done', () => {
     const ws = t.stream(req);

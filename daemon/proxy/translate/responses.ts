@@ -331,15 +331,24 @@ export function responsesFromChat(resp: ChatResponse, req: ResponsesRequest) {
   const choice = resp.choices?.[0];
   const msg = (choice?.message ?? {}) as ChatResponse['choices'][number]['message'];
   const incomplete = choice?.finish_reason === 'length';
-  const itemStatus = incomplete ? 'incomplete' : 'completed';
+  // cut by max tokens: only the item being generated at the cut is incomplete (as when streamed)
+  const itemStatus = (last: boolean) => (incomplete && last ? 'incomplete' : 'completed');
   const output: unknown[] = [];
   const reasoning = reasoningOf(msg);
   if (reasoning) output.push(reasoningItem(base, reasoning));
   const calls = (msg.tool_calls ?? []).filter((t) => t.type === 'function');
-  if (msg.content || !calls.length) output.push(messageItem(base, msg.content ?? '', itemStatus));
+  if (msg.content || !calls.length)
+    output.push(messageItem(base, msg.content ?? '', itemStatus(!calls.length)));
   calls.forEach((t, i) => {
     output.push(
-      callItem(base, i, t.id || newId('call_'), t.function.name, t.function.arguments ?? '', itemStatus),
+      callItem(
+        base,
+        i,
+        t.id || newId('call_'),
+        t.function.name,
+        t.function.arguments ?? '',
+        itemStatus(i === calls.length - 1),
+      ),
     );
   });
   const u = usageOf(resp);

@@ -58,7 +58,7 @@ function pieces(s: string, n = 3): string[] {
   return out;
 }
 
-export function chatChunksFor(turn: ScriptedTurn, model = 'test-model'): ChatChunk[] {
+export function chatChunksFor(turn: ScriptedTurn, model = 'test-model', pieceSize = 3): ChatChunk[] {
   const p = turn.promptTokens ?? 11;
   const c = turn.completionTokens ?? 7;
   const mk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}): ChatChunk =>
@@ -73,15 +73,15 @@ export function chatChunksFor(turn: ScriptedTurn, model = 'test-model'): ChatChu
   const first = mk({ role: 'assistant', content: '' });
   (first as Record<string, unknown>).prompt_token_ids = Array.from({ length: p }, (_, i) => i + 100);
   chunks.push(first);
-  for (const r of pieces(turn.reasoning ?? '')) chunks.push(mk({ reasoning_content: r }));
-  for (const t of pieces(turn.content ?? '')) chunks.push(mk({ content: t }));
+  for (const r of pieces(turn.reasoning ?? '', pieceSize)) chunks.push(mk({ reasoning_content: r }));
+  for (const t of pieces(turn.content ?? '', pieceSize)) chunks.push(mk({ content: t }));
   (turn.toolCalls ?? []).forEach((tc, index) => {
     chunks.push(
       mk({
         tool_calls: [{ index, id: tc.id, type: 'function', function: { name: tc.name, arguments: '' } }],
       }),
     );
-    for (const a of pieces(tc.arguments, 5))
+    for (const a of pieces(tc.arguments, pieceSize + 2))
       chunks.push(mk({ tool_calls: [{ index, function: { arguments: a } }] }));
   });
   chunks.push(
