@@ -5,6 +5,7 @@
 //   proxy.stream     streamed tokens/s: proxy / direct (goal >= 0.8)
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { emit, quantile, round } from './emit';
 
@@ -30,6 +31,7 @@ const config = DaemonConfig.parse({ port: 0, backends: [process.env.BACKEND] });
 const ctx = { store, config, token: 'bench-token', dataDir, baseUrl: () => '', log: () => {} };
 const app = Fastify({ logger: false, bodyLimit: config.body_limit_bytes });
 await registerProxy(app, ctx);
+app.get('/bench/cpu', async () => process.cpuUsage());
 await app.listen({ port: 0, host: '127.0.0.1' });
 const r = await store.createRollout({ kind: 'standalone' });
 await store.startAttempt(r.id, 'bench');
@@ -56,6 +58,11 @@ function child(
     });
     proc.on('exit', (code) => reject(new Error(`bench child exited with ${code}`)));
   });
+}
+
+async function cpuOf(t: Target): Promise<{ user: number; system: number }> {
+  const res = await fetch(new URL('/bench/cpu', t.base));
+  return (await res.json()) as { user: number; system: number };
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
@@ -210,12 +217,18 @@ export default async function main(): Promise<void> {
     const seconds = Number(process.env.BENCH_SECONDS ?? 4) * 1000;
     if (only.includes('throughput')) {
       const directRps = await throughput(direct, 64, seconds);
+      const cpu0 = await cpuOf(proxy);
       const proxyRps = await throughput(proxy, 64, seconds);
+      const cpu1 = await cpuOf(proxy);
+      const cpuUsPerReq = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / (proxyRps * (seconds / 1000));
       emit('proxy.throughput', {
         concurrency: 64,
         direct_rps: round(directRps, 1),
         proxy_rps: round(proxyRps, 1),
         ratio: round(proxyRps / directRps),
+        proxy_cpu_us_per_request: round(cpuUsPerReq, 0),
+        loadavg_1m: round(loadavg()[0], 2),
+        cores: cpus().length,
       });
     }
     if (only.includes('stream')) {

@@ -18,6 +18,7 @@ import {
   runCall,
   translatedOutput,
 } from './pipeline';
+import { Recorder } from './recorder';
 import { keyOf, readSecrets, type Scope, Scopes } from './scope';
 import { countTokens, translators } from './translate';
 import type { ChatRequest } from './translate/types';
@@ -99,6 +100,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   }
   const rawBodies = new WeakMap<FastifyRequest, string>();
   const memory = new BridgeMemory();
+  const recorder = new Recorder(ctx.store);
   /** The bridge for rollouts of runs with `algorithm.tito` (the default) and chat-shaped calls. */
   const titoOf = (scope: Scope) =>
     scope.runConfig && scope.runConfig.algorithm?.tito !== false ? memory : undefined;
@@ -122,6 +124,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   const newCall = (req: FastifyRequest, reply: FastifyReply, wire: WireApi, t0: number) =>
     new Call({
       ctx,
+      recorder,
       pool,
       reply,
       wire,

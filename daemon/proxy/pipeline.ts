@@ -17,6 +17,7 @@ import {
 import { type Backend, type BackendPool, readText, SendError, send, timedOut } from './backends';
 import type { BridgeDecision, BridgeMemory } from './bridge';
 import { type ErrorWire, errorBody, openaiErrorBody, ProxyError } from './errors';
+import type { Recorder } from './recorder';
 import { hasSecret, redact } from './redact';
 import type { Scope } from './scope';
 import { SseParser } from './sse';
@@ -82,6 +83,7 @@ export interface FixedTarget {
 
 export interface CallInit {
   ctx: DaemonContext;
+  recorder: Recorder;
   pool: BackendPool;
   reply: FastifyReply;
   wire: WireApi;
@@ -97,6 +99,7 @@ export interface CallInit {
 /** The per-call state shared by the pipeline, the native pass-through and the error paths. */
 export class Call {
   readonly ctx: DaemonContext;
+  readonly recorder: Recorder;
   readonly reply: FastifyReply;
   readonly wire: WireApi;
   readonly errorWire: ErrorWire;
@@ -115,6 +118,7 @@ export class Call {
 
   constructor(init: CallInit) {
     this.ctx = init.ctx;
+    this.recorder = init.recorder;
     this.reply = init.reply;
     this.wire = init.wire;
     this.errorWire = init.errorWire;
@@ -189,7 +193,7 @@ export class Call {
       if (call.backend_request != null) call.backend_request = redact(call.backend_request, s.secrets);
       if (call.response != null) call.response = redact(call.response, s.secrets);
     }
-    await this.ctx.store.recordLlmCall(call);
+    await this.recorder.record(call);
   }
 
   /** Records a failed call and answers the harness with an error in its wire format. */
