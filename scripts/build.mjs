@@ -25,6 +25,8 @@ const targets = [
     entryPoints: { extension: 'extension/src/main.ts' },
     platform: 'node',
     format: 'cjs',
+    // the root package is "type": "module", so VS Code needs the CommonJS bundle named .cjs
+    outExtension: { '.js': '.cjs' },
     // ws's optional native helpers are not shipped; ws falls back to JS
     external: ['vscode', 'bufferutil', 'utf-8-validate'],
     minify: true,

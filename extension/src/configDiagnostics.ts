@@ -50,7 +50,7 @@ export function checkRunConfig(text: string): ConfigCheck {
   if (parsed.success) return { config: parsed.data, problems: [] };
   const problems = parsed.error.issues.map((issue) => {
     const path = [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
-    const label = issue.path.join('.') || '(root)';
+    const label = path.join('.') || '(root)';
     const { node, keyNode } = locate(doc.contents, path, issue);
     return span(
       (keyNode ?? node)?.range as [number, number] | undefined,

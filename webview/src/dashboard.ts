@@ -121,7 +121,11 @@ function render() {
       {
         ...size(box),
         scales: { x: { time: false } },
-        axes: [{ ...axis, label: 'step' }, axis],
+        // steps are integers: no fractional ticks on x
+        axes: [
+          { ...axis, label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] },
+          axis,
+        ],
         series: [
           { label: 'step' },
           { label: spec.key, stroke, width: 2, points: { show: data[0].length < 50 } },

@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { callLabel, formatReward, rolloutDescription, statusIcon } from './labels';
+import { parseRange, verifierReward } from './parse';
+import { recordingEnv, recordingSnippets } from './snippets';
+
+describe('tree labels', () => {
+  it('shows status, reward and counts', () => {
+    expect(formatReward(null)).toBe('no reward');
+    expect(formatReward(0.12345)).toBe('reward 0.123');
+    expect(statusIcon('succeeded')).toBe('pass');
+    expect(statusIcon('failed')).toBe('error');
+    const d = rolloutDescription({
+      status: 'succeeded',
+      reward: 1,
+      attempt_count: 2,
+      stats: { samples: 2, prefix_breaks: 1, mask_tokens: 10, truncations: 0 },
+    } as never);
+    expect(d).toBe('succeeded · reward 1 · 2 attempts · 1 prefix breaks');
+    const c = callLabel({
+      seq: 3,
+      wire_api: 'responses',
+      model: 'm',
+      status: 'ok',
+      usage: null,
+      total_ms: 12.4,
+      model_version: 2,
+      prompt_ids: [1, 2],
+      response_ids: [3],
+    });
+    expect(c).toEqual({ label: '#3 responses m', description: 'ok · 2+1 tok · 12 ms · v2' });
+  });
+});
+
+describe('user input parsers', () => {
+  it('reward ranges', () => {
+    expect(parseRange('')).toEqual({});
+    expect(parseRange('0.5..')).toEqual({ min: 0.5, max: undefined });
+    expect(parseRange('..0')).toEqual({ min: undefined, max: 0 });
+    expect(parseRange('-1..1')).toEqual({ min: -1, max: 1 });
+    expect(parseRange('1')).toEqual({ min: 1, max: 1 });
+    expect(parseRange('a..b')).toBeUndefined();
+  });
+  it('a verifier reward is its last printed number, else its exit code', () => {
+    expect(verifierReward('running…\n0.75\n', 1)).toBe(0.75);
+    expect(verifierReward('all tests passed\n', 0)).toBe(1);
+    expect(verifierReward('3 failed\n', 1)).toBe(0);
+    expect(verifierReward('', null)).toBe(0);
+  });
+});
+
+describe('recording snippets', () => {
+  const rec = {
+    name: 's',
+    key: 'k123',
+    openai_base_url: 'http://127.0.0.1:4100/v1',
+    anthropic_base_url: 'http://127.0.0.1:4100',
+  };
+  it('Codex uses the responses wire API and the scoped key comes from the environment', () => {
+    const md = recordingSnippets(rec, 'reference');
+    expect(md).toContain('wire_api = "responses"');
+    expect(md).toContain('base_url = "http://127.0.0.1:4100/v1"');
+    expect(md).toContain('apiBase: http://127.0.0.1:4100/v1');
+    expect(md).toContain('OpenAI Compatible');
+  });
+  it('terminals get both providers pointed at the recording', () => {
+    expect(recordingEnv(rec)).toMatchObject({
+      OPENAI_BASE_URL: rec.openai_base_url,
+      OPENAI_API_KEY: 'k123',
+      ANTHROPIC_BASE_URL: rec.anthropic_base_url,
+      ANTHROPIC_AUTH_TOKEN: 'k123',
+    });
+  });
+});

@@ -1,0 +1,543 @@
+#!/usr/bin/env node
+// The extension in a real VS Code: packages it (vsce), installs it into code-server 4.100.3
+// (scripts/setup-code-server.sh), and drives the workbench in Chromium with playwright-core:
+// commands from the palette, the sidebar, a short run on the reference engine, the trajectory
+// webview's token view, a recording through an integrated terminal, config diagnostics.
+// Screenshots: test/artifacts/vscode-*.png. Exits non-zero on the first failed step.
+//   node test/vscode/run.mjs [--keep] [--headed]
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const artifacts = join(root, 'test', 'artifacts');
+const keep = process.argv.includes('--keep');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const csDir = process.env.HARNESS_RL_CODE_SERVER_DIR ?? join(root, '.cache', 'code-server');
+const codeServer = join(csDir, 'node_modules', '.bin', 'code-server');
+mkdirSync(artifacts, { recursive: true });
+
+const t0 = Date.now();
+const log = (msg) => process.stdout.write(`[vscode ${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}\n`);
+const figures = {};
+const children = [];
+let page;
+let failed = false;
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(what, fn, timeoutMs = 30_000, everyMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (${last.message})` : ''}`);
+}
+
+async function shot(name) {
+  if (!page) return;
+  const file = join(artifacts, `vscode-${name}.png`);
+  await page.screenshot({ path: file }).catch(() => {});
+  log(`screenshot ${file}`);
+}
+
+let stepNo = 0;
+async function step(name, fn) {
+  stepNo++;
+  const started = Date.now();
+  log(`▶ ${stepNo}. ${name}`);
+  try {
+    await fn();
+    log(`✔ ${stepNo}. ${name} (${Date.now() - started} ms)`);
+  } catch (err) {
+    failed = true;
+    log(`✘ ${stepNo}. ${name}: ${err?.stack ?? err}`);
+    await shot(`failed-${stepNo}`);
+    throw err;
+  }
+}
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8', ...opts });
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+// ---- workbench helpers -------------------------------------------------------------------------
+async function palette(command, { accept = true } = {}) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  // the palette fills its list asynchronously; typing before that loses keystrokes
+  await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible' });
+  await page.waitForTimeout(200);
+  await page.keyboard.type(command, { delay: 10 });
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first();
+  await row.waitFor({ state: 'visible', timeout: 15_000 });
+  if (accept) await row.click();
+}
+
+async function quickPick(text) {
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: text }).first();
+  await row.waitFor({ state: 'visible', timeout: 15_000 });
+  await row.click();
+}
+
+function toast(text) {
+  return page.locator('.notifications-toasts .notification-toast', { hasText: text });
+}
+
+/** The webview content of the active editor (two iframes deep). */
+function webview() {
+  return page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+}
+
+async function api(method, path, body) {
+  const token = readFileSync(join(ctx.data, 'token'), 'utf8').trim();
+  const res = await fetch(`http://127.0.0.1:${ctx.daemonPort}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json().catch(() => null);
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+function findFiles(dir, pred, out = []) {
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) findFiles(p, pred, out);
+    else if (pred(p)) out.push(p);
+  }
+  return out;
+}
+
+// ---- setup ---------------------------------------------------------------------------------------
+const ctx = {};
+
+async function setup() {
+  await step('build the extension, webviews and CLI', async () => {
+    const full = spawnSync('node', ['scripts/build.mjs'], { cwd: root, encoding: 'utf8' });
+    if (full.status !== 0) throw new Error(`npm run build failed:\n${full.stderr}`);
+  });
+  await step('package the extension with vsce (dist/, media/, package.json only)', async () => {
+    ctx.vsix = join(artifacts, 'harness-rl.vsix');
+    rmSync(ctx.vsix, { force: true });
+    run('npx', ['vsce', 'package', '--no-dependencies', '--skip-license', '-o', ctx.vsix]);
+    const listing = run('npx', ['vsce', 'ls', '--no-dependencies']);
+    const files = listing.trim().split('\n');
+    const unexpected = files.filter(
+      (f) =>
+        !/^(dist\/extension\.cjs|dist\/webview\/\w+\.(js|css)|media\/.*|package\.json|README\.md|LICENSE(\.md)?)$/.test(
+          f,
+        ),
+    );
+    if (unexpected.length) throw new Error(`the vsix would hold unexpected files: ${unexpected.join(', ')}`);
+    figures.vsix_kb = Math.round(statSync(ctx.vsix).size / 1024);
+  });
+  await step('code-server 4.100.3 is set up and the extension installs into it', async () => {
+    if (!existsSync(codeServer)) run(join(root, 'scripts', 'setup-code-server.sh'), [], { stdio: 'inherit' });
+    ctx.tmp = mkdtempSync(join(tmpdir(), 'harness-rl-vscode-'));
+    ctx.ext = join(ctx.tmp, 'extensions');
+    ctx.ud = join(ctx.tmp, 'user-data');
+    ctx.data = join(ctx.tmp, 'data');
+    ctx.ws = join(ctx.tmp, 'workspace');
+    for (const d of [ctx.ext, join(ctx.ud, 'User'), ctx.ws]) mkdirSync(d, { recursive: true });
+    run(codeServer, ['--extensions-dir', ctx.ext, '--install-extension', ctx.vsix]);
+    ctx.daemonPort = await freePort();
+    ctx.port = await freePort();
+    // the workspace: the example run config (short) and one config with mistakes
+    const tsx = join(root, 'node_modules', '.bin', 'tsx');
+    copyFileSync(join(root, 'examples/math-agent/tasks.jsonl'), join(ctx.ws, 'tasks.jsonl'));
+    writeFileSync(
+      join(ctx.ws, 'math.run.yaml'),
+      `run:
+  name: vscode-math
+  tasks:
+    file: tasks.jsonl
+    limit: 8
+  harness:
+    command: [${JSON.stringify(tsx)}, ${JSON.stringify(join(root, 'examples/math-agent/main.ts'))}]
+    concurrency: 4
+    timeout_s: 60
+  algorithm:
+    n: 2
+    learning_rate: 0.02
+    max_response_tokens: 4
+  schedule:
+    groups_per_step: 1
+    steps: 2
+`,
+    );
+    writeFileSync(
+      join(ctx.ws, 'bad.run.yaml'),
+      `run:
+  name: broken
+  tasks:
+    file: tasks.jsonl
+  algorithm:
+    n: zero
+    advantage: magic
+  shedule:
+    steps: 3
+`,
+    );
+    writeFileSync(
+      join(ctx.ud, 'User', 'settings.json'),
+      JSON.stringify(
+        {
+          'security.workspace.trust.enabled': false,
+          'workbench.startupEditor': 'none',
+          'workbench.tips.enabled': false,
+          'telemetry.telemetryLevel': 'off',
+          'extensions.autoCheckUpdates': false,
+          'extensions.autoUpdate': false,
+          'terminal.integrated.defaultProfile.linux': 'bash',
+          'harnessRl.daemonUrl': `http://127.0.0.1:${ctx.daemonPort}`,
+          'harnessRl.dataFolder': ctx.data,
+          'harnessRl.cliPath': join(root, 'bin', 'harness-rl.js'),
+        },
+        null,
+        2,
+      ),
+    );
+  });
+  await step('code-server starts and the workbench loads in Chromium', async () => {
+    const cs = spawn(
+      codeServer,
+      [
+        '--auth',
+        'none',
+        '--bind-addr',
+        `127.0.0.1:${ctx.port}`,
+        '--disable-telemetry',
+        '--disable-workspace-trust',
+        '--disable-getting-started-override',
+        '--ignore-last-opened',
+        '--disable-update-check',
+        '--user-data-dir',
+        ctx.ud,
+        '--extensions-dir',
+        ctx.ext,
+        ctx.ws,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    );
+    children.push(cs);
+    const out = [];
+    cs.stdout.on('data', (d) => out.push(String(d)));
+    cs.stderr.on('data', (d) => out.push(String(d)));
+    await waitFor(
+      'code-server to listen',
+      async () => (await fetch(`http://127.0.0.1:${ctx.port}/healthz`)).ok,
+      60_000,
+    ).catch((e) => {
+      throw new Error(`${e.message}\n${out.join('')}`);
+    });
+    ctx.browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: !process.argv.includes('--headed'),
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+    const context = await ctx.browser.newContext({ viewport: { width: 1400, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], {
+      origin: `http://127.0.0.1:${ctx.port}`,
+    });
+    page = await context.newPage();
+    await page.goto(`http://127.0.0.1:${ctx.port}/?folder=${encodeURIComponent(ctx.ws)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+    await page.locator('.statusbar').waitFor();
+    await page.waitForTimeout(1500);
+    await shot('01-workbench');
+  });
+}
+
+// ---- the checks ----------------------------------------------------------------------------------
+async function checks() {
+  await step('every Harness RL command is in the palette', async () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    const hidden = new Set(
+      (pkg.contributes.menus.commandPalette ?? []).filter((m) => m.when === 'false').map((m) => m.command),
+    );
+    const visible = pkg.contributes.commands.filter((c) => !hidden.has(c.command));
+    for (const c of visible) {
+      await palette(`Harness RL: ${c.title}`, { accept: false });
+    }
+    await page.keyboard.press('Escape');
+  });
+
+  await step(
+    'a command that needs the daemon says so once, with a Start Daemon button that starts it',
+    async () => {
+      await palette('Harness RL: Open Run Dashboard');
+      await toast('daemon is not running').first().waitFor({ timeout: 30_000 });
+      if ((await toast('daemon is not running').count()) !== 1)
+        throw new Error('more than one "not running" message');
+      await shot('02-daemon-down');
+      await toast('daemon is not running').getByRole('button', { name: 'Start Daemon' }).click();
+      await waitFor(
+        'the daemon to answer',
+        async () => (await fetch(`http://127.0.0.1:${ctx.daemonPort}/api/health`)).ok,
+        60_000,
+      );
+      await waitFor(
+        'the status bar to show the daemon idle',
+        async () => {
+          const text = await page.locator('.statusbar-item', { hasText: 'Harness RL' }).first().innerText();
+          return (
+            !/loading|error/.test(
+              await page.locator('.statusbar-item', { hasText: 'Harness RL' }).first().innerHTML(),
+            ) && text.includes('Harness RL')
+          );
+        },
+        30_000,
+      );
+      await shot('03-daemon-started');
+    },
+  );
+
+  await step('activation is lazy and fast (measured in the extension host)', async () => {
+    const logs = findFiles(join(ctx.ud, 'logs'), (p) => /Harness RL\.log$/.test(p));
+    const text = logs.map((f) => readFileSync(f, 'utf8')).join('\n');
+    const m = /activated in ([\d.]+) ms/.exec(text);
+    if (!m)
+      throw new Error(`no activation time in the output channel logs (${logs.join(', ') || 'none found'})`);
+    figures.activate_ms = Number(m[1]);
+    // module load time of the bundle itself (outside VS Code, with a stub vscode module)
+    const loadMs = execFileSync(
+      'node',
+      [
+        '-e',
+        `const M=require('module');const o=M._load;M._load=function(r,...a){if(r==='vscode'){return new Proxy(function(){},{get:(t,k)=>k==='__esModule'?false:new Proxy(function(){},{get:()=>function(){}})})}return o.call(this,r,...a)};const t=performance.now();require(${JSON.stringify(join(root, 'dist/extension.cjs'))});process.stdout.write(String(performance.now()-t))`,
+      ],
+      { encoding: 'utf8' },
+    );
+    figures.bundle_load_ms = Math.round(Number(loadMs) * 10) / 10;
+    figures.activation_total_ms = Math.round((figures.activate_ms + figures.bundle_load_ms) * 10) / 10;
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    if (pkg.activationEvents.includes('*') || pkg.activationEvents.includes('onStartupFinished'))
+      throw new Error('activation is not lazy');
+    log(`activation: activate() ${figures.activate_ms} ms + bundle load ${figures.bundle_load_ms} ms`);
+  });
+
+  await step('the sidebar shows the Runs and Recordings views', async () => {
+    await page
+      .locator(
+        '.activitybar .action-item a[aria-label*="Harness RL"], .activitybar .action-item [aria-label*="Harness RL"]',
+      )
+      .first()
+      .click();
+    await page.locator('.pane-header', { hasText: 'Runs' }).first().waitFor();
+    await page.locator('.pane-header', { hasText: 'Recordings' }).first().waitFor();
+    await shot('04-sidebar');
+  });
+
+  await step('a run config with mistakes shows diagnostics on its lines', async () => {
+    await palette('Harness RL: Start Run…');
+    await quickPick('bad.run.yaml');
+    await toast('problem').first().waitFor({ timeout: 20_000 });
+    await toast('problem').getByRole('button', { name: 'Show Problems' }).click();
+    const rows = page.locator('.markers-panel .monaco-list-row');
+    await rows.first().waitFor({ timeout: 20_000 });
+    const text = (await rows.allInnerTexts()).join('\n');
+    for (const want of ['algorithm.n', 'algorithm.advantage', 'shedule']) {
+      if (!text.includes(want)) throw new Error(`Problems lacks ${want}:\n${text}`);
+    }
+    if (!/\[Ln 7|\(7,|Ln 7/.test(text) && !(await page.locator('.squiggly-error').count()))
+      throw new Error('no squiggles or line numbers');
+    await shot('05-diagnostics');
+    await palette('View: Close All Editors');
+  });
+
+  await step(
+    'Start Run… from the palette runs a short run on the reference engine; the dashboard shows it',
+    async () => {
+      await palette('Harness RL: Start Run…');
+      await quickPick('math.run.yaml');
+      const runs = await waitFor(
+        'the run to exist',
+        async () => (await api('GET', '/api/runs')).items.find((r) => r.name === 'vscode-math'),
+        30_000,
+      );
+      ctx.run = runs;
+      // a worker runs the harness command for each rollout (what a person starts in a terminal)
+      const worker = spawn(
+        'node',
+        [
+          join(root, 'bin', 'harness-rl.js'),
+          'worker',
+          '--run',
+          runs.id,
+          '--url',
+          `http://127.0.0.1:${ctx.daemonPort}`,
+          '--data',
+          ctx.data,
+        ],
+        { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      );
+      children.push(worker);
+      const wout = [];
+      worker.stdout.on('data', (d) => wout.push(String(d)));
+      worker.stderr.on('data', (d) => wout.push(String(d)));
+      const frame = webview();
+      await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
+      const done = await waitFor(
+        'a succeeded rollout with llm calls',
+        async () => {
+          const page1 = await api('GET', `/api/rollouts?run_id=${runs.id}&status=succeeded&limit=5`);
+          return page1.items[0];
+        },
+        180_000,
+        1000,
+      ).catch((e) => {
+        throw new Error(`${e.message}\nworker output:\n${wout.join('').slice(-3000)}`);
+      });
+      ctx.rollout = done;
+      await waitFor(
+        'a metrics chart',
+        async () => (await frame.locator('.chart canvas').count()) > 0,
+        180_000,
+        1000,
+      ).catch(() => log('no metrics yet (the run has not finished a step); continuing'));
+      await shot('06-dashboard');
+      await palette('View: Close All Editors');
+    },
+  );
+
+  await step('a trajectory opens from the sidebar and its webview shows the token view', async () => {
+    await palette('Harness RL: Refresh', { accept: false }).catch(() => {});
+    await page.keyboard.press('Escape');
+    const tree = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
+    // Runs → run → group → rollout, expanding with the twisties (a click on a run opens its dashboard)
+    const runRow = tree.locator('.monaco-list-row', { hasText: 'vscode-math' }).first();
+    await runRow.waitFor({ timeout: 30_000 });
+    await runRow.locator('.monaco-tl-twistie').click();
+    const groupRow = tree.locator('.monaco-list-row', { hasText: ctx.rollout.group_id.slice(-8) }).first();
+    await groupRow.waitFor({ timeout: 20_000 });
+    await groupRow.locator('.monaco-tl-twistie').click();
+    const rolloutRow = tree.locator('.monaco-list-row', { hasText: ctx.rollout.id.slice(-8) }).first();
+    await rolloutRow.waitFor({ timeout: 20_000 });
+    await shot('07-tree');
+    await rolloutRow.click();
+    const frame = webview();
+    await frame.locator('section.call').first().waitFor({ timeout: 30_000 });
+    await shot('08-trajectory-conversation');
+    await frame.locator('button[data-tab="training"]').click();
+    await frame.locator('.tokens .tok.m1').first().waitFor({ timeout: 20_000 });
+    const trained = await frame.locator('.tokens .tok.m1').count();
+    const heat = await frame.locator('.tokens .tok.m1[data-heat]').count();
+    if (trained === 0) throw new Error('no trained (mask 1) tokens shown');
+    if (heat === 0) throw new Error('no logprob heat map on trained tokens');
+    figures.trajectory_trained_tokens = trained;
+    await shot('09-trajectory-tokens');
+    await palette('View: Close All Editors');
+  });
+
+  await step('a recording captures a curl to $OPENAI_BASE_URL from an integrated terminal', async () => {
+    await palette('Harness RL: Start Recording');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('vscode test session');
+    await page.keyboard.press('Enter');
+    await toast('recording "vscode test session"').first().waitFor({ timeout: 20_000 });
+    const rec = await waitFor('the recording', async () =>
+      (await api('GET', '/api/recordings')).find((r) => r.name === 'vscode test session'),
+    );
+    await shot('10-recording');
+    await palette('Terminal: Create New Terminal');
+    await page.locator('.terminal-wrapper.active, .terminal.xterm').first().waitFor({ timeout: 20_000 });
+    await page.waitForTimeout(1500);
+    await page.locator('.terminal.xterm').first().click();
+    await page.keyboard.type(
+      `curl -s "$OPENAI_BASE_URL/chat/completions" -H "Authorization: Bearer $OPENAI_API_KEY" -H 'content-type: application/json' -d '{"model":"reference","messages":[{"role":"user","content":"2+3="}],"max_tokens":4}'; echo`,
+    );
+    await page.keyboard.press('Enter');
+    const detail = await waitFor(
+      'the call in the recording',
+      async () => {
+        const d = await api('GET', `/api/recordings/${rec.id}`);
+        return d.calls.length > 0 ? d : null;
+      },
+      30_000,
+      500,
+    );
+    figures.recorded_calls = detail.calls.length;
+    await page.waitForTimeout(500);
+    await shot('11-terminal-curl');
+    await palette('Harness RL: Stop Recording');
+    await waitFor(
+      'the recording to stop',
+      async () => (await api('GET', '/api/recordings')).find((r) => r.id === rec.id)?.status === 'stopped',
+      20_000,
+    );
+  });
+}
+
+async function cleanup() {
+  await ctx.browser?.close().catch(() => {});
+  for (const c of children.reverse()) {
+    try {
+      process.kill(-c.pid, 'SIGTERM');
+    } catch {
+      // gone
+    }
+  }
+  // the daemon the extension started is the code-server's grandchild; stop it through its port owner
+  if (ctx.tmp && !keep) setTimeout(() => rmSync(ctx.tmp, { recursive: true, force: true }), 500).unref();
+}
+
+try {
+  await setup();
+  await checks();
+} catch {
+  failed = true;
+} finally {
+  await cleanup();
+}
+log(`figures ${JSON.stringify(figures)}`);
+writeFileSync(join(artifacts, 'vscode-figures.json'), `${JSON.stringify(figures, null, 2)}\n`);
+log(failed ? 'FAILED' : `passed ${stepNo} steps`);
+process.exit(failed ? 1 : 0);
