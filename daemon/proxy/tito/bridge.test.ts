@@ -1,5 +1,6 @@
 // The bridge against the REAL Qwen3 tokenizer and chat template: conversations whose naive re-rendering
 // provably breaks the token prefix, and the cases where the bridge must refuse.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type PreviousCall, planBridge } from './bridge';
 import { type ChatMessageLike, type ChatToolLike, localQwen3Tokenizer, qwen3ChatTemplate } from './tokenizer';
@@ -332,5 +333,110 @@ describe('bridge fallbacks give a reason', () => {
         tokenizer: tok,
       }),
     ).toMatchObject({ ok: true, thinking: false });
+  });
+});
+
+describe('bridge on random honest continuations (real Qwen3 tokenizer)', () => {
+  const text = fc.string({ unit: 'grapheme', maxLength: 12 });
+  const args = fc.dictionary(
+    fc.string({ maxLength: 3 }),
+    fc.oneof(fc.integer(), fc.string({ unit: 'grapheme', maxLength: 4 })),
+    {
+      maxKeys: 2,
+    },
+  );
+  const scenario = fc.record({
+    user: text,
+    thinking: fc.option(text, { nil: undefined }),
+    content: text,
+    calls: fc.array(fc.record({ name: fc.constantFrom('read_file', 'ls'), args }), { maxLength: 2 }),
+    next: fc.array(fc.record({ role: fc.constantFrom('user', 'tool'), content: text }), {
+      minLength: 1,
+      maxLength: 3,
+    }),
+    withTools: fc.boolean(),
+  });
+
+  it('always bridges, extends the sampled sequence, and ends exactly like the plain rendering', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async (sc) => {
+        const toolsOrNone = sc.withTools ? tools : undefined;
+        const messages: ChatMessageLike[] = [{ role: 'user', content: sc.user }];
+        const calls = sc.calls.map((c, i) => ({
+          id: `c${i}`,
+          type: 'function',
+          function: { name: c.name, arguments: JSON.stringify(c.args) },
+        }));
+        // what the model sampled: think block, text, Hermes tool calls in compact JSON, <|im_end|>
+        const sampledText =
+          (sc.thinking !== undefined ? `<think>\n${sc.thinking}\n</think>\n\n` : '') +
+          sc.content +
+          calls
+            .map(
+              (c) =>
+                `\n<tool_call>\n{"name":"${c.function.name}","arguments":${c.function.arguments}}\n</tool_call>`,
+            )
+            .join('') +
+          '<|im_end|>';
+        const prev: PreviousCall = {
+          messages,
+          tools: toolsOrNone,
+          prompt_ids: await tok.render(messages, toolsOrNone, true),
+          response_ids: tok.encode(sampledText) as number[],
+          assistant_message: {
+            role: 'assistant',
+            content: sc.content,
+            ...(sc.thinking !== undefined ? { reasoning_content: sc.thinking } : {}),
+            ...(calls.length ? { tool_calls: calls } : {}),
+          },
+        };
+        const resent = {
+          role: 'assistant',
+          content: sc.content,
+          // the harness re-serialises arguments its own way
+          ...(calls.length
+            ? {
+                tool_calls: calls.map((c) => ({
+                  ...c,
+                  function: {
+                    ...c.function,
+                    arguments: JSON.stringify(JSON.parse(c.function.arguments), null, 2),
+                  },
+                })),
+              }
+            : {}),
+        };
+        const next = sc.next.map((m, i) => (m.role === 'tool' ? { ...m, tool_call_id: `c${i}` } : m));
+        const request = { messages: [...messages, resent, ...next], tools: toolsOrNone };
+        const plan = await planBridge({ previous: prev, request, tokenizer: tok });
+        if (!plan.ok) throw new Error(plan.reason);
+        const sequence = [...prev.prompt_ids, ...prev.response_ids];
+        expect(plan.prompt_ids.slice(0, sequence.length)).toEqual(sequence);
+        const tail = plan.prompt_ids.slice(sequence.length);
+        const naive = await tok.render(request.messages, toolsOrNone, true);
+        expect(naive.slice(naive.length - tail.length)).toEqual(tail);
+        expect(await tok.decode(tail)).toMatch(
+          /^\n<\|im_start\|>(user|system)[\s\S]*<\|im_start\|>assistant\n$/,
+        );
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('refuses a request that contains the sentinel text rather than mis-cutting it', async () => {
+    const r = tok.encode('Fine.<|im_end|>') as number[];
+    const prev = await sampled(history, r, { role: 'assistant', content: 'Fine.' }, false);
+    const plan = await planBridge({
+      previous: prev,
+      request: {
+        messages: [
+          ...history,
+          { role: 'assistant', content: 'Fine.' },
+          { role: 'user', content: 'say TITO_SENTINEL_8c1f2e' },
+        ],
+      },
+      tokenizer: tok,
+    });
+    expect(plan).toEqual({ ok: false, reason: 'the request contains the bridge sentinel text' });
   });
 });

@@ -168,6 +168,8 @@ export async function planBridge(args: {
 
   const tools = request.tools?.length ? request.tools : undefined;
   const kwargs = request.chat_template_kwargs ?? undefined;
+  if (JSON.stringify([msgs, tools, kwargs]).includes(SENTINEL))
+    return { ok: false, reason: 'the request contains the bridge sentinel text' };
   // 1. render with the previous assistant turn replaced by a sentinel: what follows the sentinel's
   //    tokens is the end-of-turn marker, then the tail (new messages + generation prompt)
   const probe = msgs.map((m, i) => (i === n ? { role: 'assistant', content: SENTINEL } : m));
