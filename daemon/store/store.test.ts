@@ -862,3 +862,40 @@ describe('openStore', () => {
     await expect(openStore('mysql://x', tmpdir())).rejects.toThrow(/sqlite.*postgres/);
   });
 });
+
+describe('sqlite query plans', () => {
+  it('serves hot queries from their indexes instead of scanning', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hrl-store-'));
+    const store = (await openStore('sqlite', dataDir)) as SqlStore;
+    try {
+      const plan = async (sql: string) =>
+        (
+          await store.driver.all<{ detail: string }>(
+            `EXPLAIN QUERY PLAN ${sql}`,
+            ['a', 'b', 'c', 1].slice(0, sql.split('?').length - 1),
+          )
+        )
+          .map((r) => r.detail)
+          .join('; ');
+      // A status-filtered page of a run's rollouts: one index range, no sort, no scan.
+      const page = await plan(
+        'SELECT id FROM rollouts WHERE run_id = ? AND status = ? AND id < ? ORDER BY id DESC LIMIT ?',
+      );
+      expect(page).toMatch(/USING (COVERING )?INDEX rollouts_run_status/);
+      expect(page).not.toMatch(/TEMP B-TREE|SCAN/);
+      // The next seq of a rollout's calls: one index seek.
+      const seq = await plan('SELECT seq FROM llm_calls WHERE rollout_id = ? ORDER BY seq DESC LIMIT 1');
+      expect(seq).toMatch(/INDEX llm_calls_rollout/);
+      expect(seq).not.toMatch(/TEMP B-TREE/);
+      // Claiming: the oldest queued rollout of a run.
+      const claim = await plan(
+        "SELECT id FROM rollouts WHERE status = 'queued' AND kind = 'run' AND run_id = ? ORDER BY id LIMIT 1",
+      );
+      expect(claim).toMatch(/INDEX rollouts_run_status/);
+      expect(claim).not.toMatch(/TEMP B-TREE/);
+    } finally {
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
