@@ -1,33 +1,12 @@
 // A run's tasks: read the JSONL file its config names, then split train/validation with a seeded shuffle.
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
+import { shuffled } from '../cluster/order';
 import type { RunConfig } from '../protocol/config';
 import type { Task } from '../protocol/entities';
 import { ApiError } from './errors';
 
 const FIELD = 'config.tasks.file';
-
-/** mulberry32: a small seeded PRNG, so the same seed always gives the same split. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-export function shuffled<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  const next = random(seed);
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(next() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
 
 /** Parse JSONL text into task inputs; a bad line is a 400 naming its line number. */
 export function parseTasks(text: string, file: string): unknown[] {
