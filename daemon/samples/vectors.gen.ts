@@ -1,6 +1,7 @@
 // Writes vectors.json: shared test vectors for the samples stage and the per-token policy loss, read by
 // vectors.test.ts here and by the Python trainer. Regenerate with `npx tsx daemon/samples/vectors.gen.ts`
-// only when the spec changes; the test checks the file against an independent reading of the spec.
+// only when the spec changes (then `npx biome format --write daemon/samples/vectors.json`); the test checks
+// the file against an independent reading of the spec.
 import { writeFileSync } from 'node:fs';
 import { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/config';
 import type { Trajectory } from '../protocol/samples';
