@@ -385,7 +385,7 @@ export class Model {
         lc.r2[t] = rmsnorm(lc.x2, t * d, P, lo.g2, d, lc.n2, t * d);
         for (let j = 0; j < f; j++) lc.u[t * f + j] = P[lo.b1 + j];
         matvec(lc.n2, t * d, P, lo.w1, d, f, lc.u, t * f, true);
-        for (let j = 0; j < f; j++) lc.h[t * f + j] = lc.u[t * f + j] > 0 ? lc.u[t * f + j] : 0;
+        for (let j = 0; j < f; j++) lc.h[t * f + j] = Math.max(lc.u[t * f + j], 0);
       }
       const xo = new Float64Array(T * d);
       for (let t = 0; t < T; t++) {
