@@ -278,6 +278,11 @@ export async function dispatch(
   const timeoutMs = call.ctx.config.backend_timeout_ms;
   if (target) {
     const payload = JSON.stringify(body);
+    call.snapshot = () => ({
+      backend_request: body,
+      backend: target.name,
+      model: typeof body.model === 'string' ? body.model : null,
+    });
     const queueMs = call.elapsed();
     try {
       const res = await send(target.root + path, {
@@ -339,6 +344,12 @@ export async function dispatch(
       if (call.settled) throw new ProxyError(499, 'the client closed the request');
     }
     const payload = JSON.stringify(sendBody);
+    call.snapshot = () => ({
+      backend_request: sendBody,
+      backend: b.name,
+      model: typeof sent.model === 'string' ? sent.model : null,
+      model_version: b.modelVersion,
+    });
     b.outstanding++;
     b.total++;
     let released = false;
@@ -450,7 +461,11 @@ export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Pro
   } catch (e) {
     const err = e instanceof ProxyError ? e : new ProxyError(502, String(e));
     if (err.status === 499) return;
-    await call.fail(err, { backend_request: o.body, model: o.body.model ?? null, ...o.extra }, o.output);
+    await call.fail(
+      err,
+      { ...(call.snapshot?.() ?? { backend_request: o.body, model: o.body.model ?? null }), ...o.extra },
+      o.output,
+    );
     return;
   }
   const base: Partial<NewLlmCall> = {

@@ -248,6 +248,25 @@ describe('bad backends', () => {
     await stillServes(r.client);
   });
 
+  it('a client that gives up on a non-streaming call leaves a cancelled call and frees the backend', async () => {
+    const r = await proxy.rollout();
+    fake.set({ delayMs: 400 });
+    const controller = new AbortController();
+    const pending = r.client.chat.completions.create(chatBody, { signal: controller.signal }).catch((e) => e);
+    for (let i = 0; i < 200 && fake.inflight() === 0; i++) await new Promise((res) => setTimeout(res, 5));
+    controller.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    let calls = await proxy.calls(r.id);
+    for (let i = 0; i < 100 && calls.length === 0; i++) {
+      await new Promise((res) => setTimeout(res, 20));
+      calls = await proxy.calls(r.id);
+    }
+    expect(calls.map((c) => [c.status, c.http_status])).toEqual([['cancelled', 499]]);
+    expect(calls[0].backend).toBe(fake.url);
+    expect(proxy.proxy.pool.list()[0].outstanding).toBe(0);
+    await stillServes(r.client);
+  });
+
   it('a backend that is down is recorded as an error (503/502) and the daemon keeps serving', async () => {
     const down = await startFakeVllm();
     const url = down.url;
