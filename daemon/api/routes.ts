@@ -4,12 +4,12 @@ import { z } from 'zod';
 import { VERSION } from '../config/version';
 import type { DaemonContext } from '../context';
 import {
-  CompleteBody,
   CreatedRecording,
   CreatedRollout,
   CreateRecordingBody,
   CreateRolloutBody,
   CreateRunBody,
+  EmptyBody,
   FailBody,
   GroupDetail,
   GroupQuery,
@@ -224,7 +224,7 @@ export const routes: AnyRoute[] = [
     summary: 'the harness finished the rollout',
     auth: 'rollout',
     params: IdParams,
-    body: CompleteBody,
+    body: EmptyBody,
     response: Rollout,
     handler: async ({ ctx, params }) => {
       await mustRollout(ctx, params.id);
@@ -250,7 +250,7 @@ export const routes: AnyRoute[] = [
     summary: 'cancel the rollout',
     auth: 'token',
     params: IdParams,
-    body: CompleteBody,
+    body: EmptyBody,
     response: Rollout,
     handler: async ({ ctx, params }) => {
       await mustRollout(ctx, params.id);
@@ -308,7 +308,7 @@ export const routes: AnyRoute[] = [
     summary: 'stop the run (its state stays in the store)',
     auth: 'token',
     params: IdParams,
-    body: CompleteBody,
+    body: EmptyBody,
     response: Run,
     handler: async ({ ctx, params }) => {
       const run = await mustRun(ctx, params.id);
@@ -447,7 +447,7 @@ export const routes: AnyRoute[] = [
     summary: 'stop a recording',
     auth: 'token',
     params: IdParams,
-    body: CompleteBody,
+    body: EmptyBody,
     response: Recording,
     handler: async ({ ctx, params }) => {
       const recording = await ctx.store.getRecording(params.id);

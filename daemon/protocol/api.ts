@@ -125,6 +125,7 @@ export const EventsQuery = z
   .strict();
 export const GroupDetail = Group.extend({ rollouts: z.array(Rollout) });
 export const RecordingDetail = Recording.extend({ calls: z.array(LlmCall) });
-export const CompleteBody = z.object({}).strict();
+/** For actions that take no fields (complete, cancel, stop): an empty body or `{}`. */
+export const EmptyBody = z.object({}).strict();
 export type GroupDetail = z.infer<typeof GroupDetail>;
 export type RecordingDetail = z.infer<typeof RecordingDetail>;
