@@ -22,13 +22,14 @@ const targets = [
   },
   {
     name: 'extension',
-    entryPoints: { extension: 'extension/src/main.ts' },
+    // extension.cjs activates; core.cjs (zod, yaml, ws, the client) loads lazily
+    entryPoints: { extension: 'extension/src/main.ts', core: 'extension/src/core.ts' },
     platform: 'node',
     format: 'cjs',
     // the root package is "type": "module", so VS Code needs the CommonJS bundle named .cjs
     outExtension: { '.js': '.cjs' },
     // ws's optional native helpers are not shipped; ws falls back to JS
-    external: ['vscode', 'bufferutil', 'utf-8-validate'],
+    external: ['vscode', 'bufferutil', 'utf-8-validate', './core.cjs'],
     minify: true,
   },
   {

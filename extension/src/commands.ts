@@ -13,7 +13,6 @@ import { parseRange } from './parse';
 import { rateRecording, setUpstreamKey, showSnippets, startRecording, stopRecording } from './recording';
 import type { RunsNode } from './runsTree';
 
-type Handler = (...args: unknown[]) => unknown;
 interface CommandSpec {
   /** whether the command talks to the daemon (then the client is passed first) */
   needsDaemon: boolean;
@@ -322,18 +321,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
 };
 
-export function registerCommands(ctx: Ctx): void {
-  for (const [id, spec] of Object.entries(COMMANDS)) {
-    const handler: Handler = async (...args) => {
-      try {
-        const client = spec.needsDaemon ? await ctx.requireClient() : undefined;
-        if (spec.needsDaemon && !client) return;
-        return await spec.run(ctx, client, ...args);
-      } catch (err) {
-        ctx.log.appendLine(`${id} failed: ${errorText(err)}`);
-        void vscode.window.showErrorMessage(`Harness RL: ${errorText(err)}`);
-      }
-    };
-    ctx.push(vscode.commands.registerCommand(id, handler));
+/** Runs one command of the table (main.ts registers every contributed id to call this). */
+export async function runCommand(ctx: Ctx, id: string, args: unknown[]): Promise<unknown> {
+  const spec = COMMANDS[id];
+  if (!spec) throw new Error(`unknown command ${id}`);
+  try {
+    const client = spec.needsDaemon ? await ctx.requireClient() : undefined;
+    if (spec.needsDaemon && !client) return undefined;
+    return await spec.run(ctx, client, ...args);
+  } catch (err) {
+    ctx.log.appendLine(`${id} failed: ${errorText(err)}`);
+    void vscode.window.showErrorMessage(`Harness RL: ${errorText(err)}`);
+    return undefined;
   }
 }

@@ -7,12 +7,10 @@ import type { DaemonClient, EventStream } from './client';
 import { DaemonManager, daemonUrl } from './daemon';
 import { RecordingsTree } from './recordingsTree';
 import { RunsTree } from './runsTree';
-import { StatusBar } from './status';
+import type { StatusBar } from './status';
 
 export class Ctx implements vscode.Disposable {
-  readonly log = vscode.window.createOutputChannel('Harness RL');
   readonly daemon: DaemonManager;
-  readonly status = new StatusBar();
   readonly runsTree: RunsTree;
   readonly recordingsTree: RecordingsTree;
   readonly diagnostics = vscode.languages.createDiagnosticCollection('harness-rl');
@@ -25,7 +23,11 @@ export class Ctx implements vscode.Disposable {
   /** Latest known training run (for the status bar). */
   private training: { id: string; name: string; step: number; steps?: number } | undefined;
 
-  constructor(readonly extension: vscode.ExtensionContext) {
+  constructor(
+    readonly extension: vscode.ExtensionContext,
+    readonly log: vscode.OutputChannel,
+    readonly status: StatusBar,
+  ) {
     this.daemon = new DaemonManager(extension.secrets, this.log);
     this.runsTree = new RunsTree(
       () => this.client,

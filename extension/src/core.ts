@@ -1,0 +1,36 @@
+// Everything behind the first use: the daemon client and manager (zod, ws), commands, trees,
+// webview panels, config diagnostics, recording. main.ts loads this bundle (dist/core.cjs) lazily so
+// activation stays fast.
+import * as vscode from 'vscode';
+import { runCommand, validateConfigDocument } from './commands';
+import { Ctx } from './ctx';
+import { registerLanguageModel } from './lm';
+import { DashboardPanel, TrajectoryPanel } from './panels';
+import type { StatusBar } from './status';
+
+export interface Core {
+  ctx: Ctx;
+  run(id: string, args: unknown[]): Promise<unknown>;
+  serializers: { trajectory: vscode.WebviewPanelSerializer; dashboard: vscode.WebviewPanelSerializer };
+}
+
+export function createCore(
+  context: vscode.ExtensionContext,
+  log: vscode.OutputChannel,
+  status: StatusBar,
+): Core {
+  const ctx = new Ctx(context, log, status);
+  ctx.push(
+    // keep run-config diagnostics fresh while the person fixes the file
+    vscode.workspace.onDidChangeTextDocument((e) => {
+      if (ctx.diagnostics.has(e.document.uri)) validateConfigDocument(ctx, e.document);
+    }),
+    vscode.workspace.onDidCloseTextDocument((doc) => ctx.diagnostics.delete(doc.uri)),
+  );
+  registerLanguageModel(ctx);
+  return {
+    ctx,
+    run: (id, args) => runCommand(ctx, id, args),
+    serializers: { trajectory: TrajectoryPanel.serializer(ctx), dashboard: DashboardPanel.serializer(ctx) },
+  };
+}
