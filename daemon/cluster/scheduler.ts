@@ -10,7 +10,7 @@ import type { Group, Rollout, Run, Task } from '../protocol/entities';
 import type { Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
 import { buildSamples, trajectoryFromCalls } from '../samples';
-import { StoreError } from '../store/store';
+import { type Store, StoreError } from '../store/store';
 import { tasksForStep } from './order';
 
 export interface SchedulerOptions {
@@ -51,6 +51,23 @@ export function checkRunnable(config: RunConfig): void {
     throw new Error(
       `endpoint ${foreign[0]} is not supported by the scheduler yet: use inference.endpoints [reference] and trainer.endpoint reference`,
     );
+  }
+}
+
+/** Cancel every queued or running rollout of a run. */
+export async function cancelOpenRollouts(store: Store, runId: string): Promise<void> {
+  for (const status of ['queued', 'running'] as const) {
+    for (let round = 0; round < 1000; round++) {
+      const page = await store.listRollouts({ run_id: runId, status, limit: 1000 });
+      if (page.items.length === 0) break;
+      for (const rollout of page.items) {
+        try {
+          await store.cancelRollout(rollout.id);
+        } catch (err) {
+          if (!(err instanceof StoreError)) throw err;
+        }
+      }
+    }
   }
 }
 
@@ -98,11 +115,11 @@ class RunLoop {
       await this.body();
     } catch (err) {
       if (this.stopRequested) {
-        await this.cancelOpen().catch(() => {});
+        await cancelOpenRollouts(this.store, this.runId).catch(() => {});
         await this.store.updateRun(this.runId, { status: 'stopped' }).catch(() => {});
       } else if (!(err instanceof Halted)) {
         this.ctx.log('run failed', { run_id: this.runId, error: errorText(err) });
-        await this.cancelOpen().catch(() => {});
+        await cancelOpenRollouts(this.store, this.runId).catch(() => {});
         await this.store.updateRun(this.runId, { status: 'failed', error: errorText(err) }).catch(() => {});
       }
     } finally {
@@ -119,7 +136,7 @@ class RunLoop {
     const run = await this.mustRun();
     if (run.status !== 'running') await store.updateRun(runId, { status: 'running', error: null });
     // Rollouts left open by an earlier daemon belong to a step that starts over now.
-    await this.cancelOpen();
+    await cancelOpenRollouts(this.store, this.runId);
     const train = (await store.listTasks(runId, 'train')).sort((a, b) => a.index - b.index);
     const validation = (await store.listTasks(runId, 'validation')).sort((a, b) => a.index - b.index);
     if (train.length === 0) throw new Error('the run has no train tasks');
@@ -391,23 +408,6 @@ class RunLoop {
       .map((r) => r.reward as number);
     return meanStd(rewards).mean;
   }
-
-  /** Cancel every queued or running rollout of the run. */
-  async cancelOpen(): Promise<void> {
-    for (const status of ['queued', 'running'] as const) {
-      for (let round = 0; round < 1000; round++) {
-        const page = await this.store.listRollouts({ run_id: this.runId, status, limit: 1000 });
-        if (page.items.length === 0) break;
-        for (const rollout of page.items) {
-          try {
-            await this.store.cancelRollout(rollout.id);
-          } catch (err) {
-            if (!(err instanceof StoreError)) throw err;
-          }
-        }
-      }
-    }
-  }
 }
 
 /** Starts, stops and resumes runs; sweeps unresponsive attempts. */
@@ -452,8 +452,7 @@ export class Scheduler implements RunController {
     }
     const run = await this.ctx.store.getRun(runId);
     if (!run || run.status === 'finished' || run.status === 'failed' || run.status === 'stopped') return;
-    const config = RunConfig.safeParse(run.config);
-    if (config.success) await new RunLoop(this.ctx, this.proxy, runId, config.data).cancelOpen();
+    await cancelOpenRollouts(this.ctx.store, runId);
     await this.ctx.store.updateRun(runId, { status: 'stopped' });
   }
 

@@ -129,6 +129,34 @@ describe('a run on the reference engine', () => {
     expect(claim.status).toBe(410);
   });
 
+  it('in async mode samples the next step while training and keeps staleness within max_staleness', async () => {
+    const run = await createRun(
+      daemon,
+      runConfig({ name: 'async', schedule: { mode: 'async', max_staleness: 1, steps: 3 } }),
+    );
+    await runWorker({
+      daemonUrl: daemon.url,
+      token: daemon.token,
+      runId: run.id,
+      concurrency: 4,
+      rollout: chatHarness,
+    });
+    const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
+    expect(after).toMatchObject({ status: 'finished', step: 3 });
+    const metrics = (await daemon.api('GET', `/api/runs/${run.id}/metrics`)).body as {
+      metrics: Record<string, number>;
+    }[];
+    expect(metrics).toHaveLength(3);
+    for (const m of metrics) expect(m.metrics.staleness).toBeLessThanOrEqual(1);
+    // Step k+1's groups exist before step k's model version is recorded: they were created while it trained.
+    const groups = (await daemon.ctx.store.listGroups(run.id)).items;
+    const versions = await daemon.ctx.store.listModelVersions(run.id);
+    const firstVersion = versions.find((v) => v.version === 1)!;
+    const step1 = groups.filter((g) => g.step === 1);
+    expect(step1.length).toBe(2);
+    expect(step1.every((g) => g.created_at <= firstVersion.created_at)).toBe(true);
+  });
+
   it('retries a rollout whose harness fails and fails it once its attempts are used up', async () => {
     const run = await createRun(
       daemon,

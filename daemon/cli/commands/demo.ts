@@ -214,8 +214,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
         `reward ${fmt(initial)} → ${fmt(final)} in ${steps} steps, ${seconds.toFixed(1)}s`,
         `reward curve: ${svgFile}`,
         `data (SQLite store, checkpoints, token): ${dataDir}`,
-        `open it in VS Code: run "Harness RL: Start daemon" with the data folder set to ${dataDir}`,
-        `  (setting harness-rl.dataDir, or: harness-rl daemon --data ${dataDir}), then open the Runs view.`,
+        `open it in VS Code: set "harnessRl.dataFolder": "${dataDir}" in your settings, then run`,
+        `  "Harness RL: Start Daemon" and open the Runs view (or: harness-rl daemon --data ${dataDir}).`,
         '',
       ].join('\n'),
     );
