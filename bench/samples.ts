@@ -1,6 +1,6 @@
 // samples.build: 1,024 rollouts in groups of 8, 16 calls each, 1,024 new tokens per call (256 new prompt
 // tokens + 768 response tokens with logprobs), every call's prompt a separate Int32Array as the store
-// hands them out (~16.8M sample tokens, ~130M prompt tokens to prefix-check). Baseline: the same sample
+// hands them out (and, beside it, the same calls as views of one buffer per rollout) (~16.8M sample tokens, ~130M prompt tokens to prefix-check). Baseline: the same sample
 // token ids copied into exact-size Int32Arrays with TypedArray.set and nothing else.
 // Both run in a child process with --expose-gc. Timings are the best of 5 with a full GC before each.
 // samples.memory: ArrayBuffer and RSS growth during one build, against
@@ -19,7 +19,15 @@ const NEW_PROMPT = 256;
 const RESPONSE = 768;
 const SAMPLE_BYTES_PER_TOKEN = 4 + 1 + 4 + 8 + 8;
 
-function makeTrajectories(): { trajectories: TrajectoryArrays[]; inputBytes: number } {
+/**
+ * `separate`: every call's ids and logprobs in arrays of their own, as the store hands them out (the
+ * figure). `shared`: calls are views into one buffer per rollout, as an engine that keeps a rollout's
+ * tokens together would pass them (less for the GC to track; reported beside it).
+ */
+function makeTrajectories(layout: 'separate' | 'shared' = 'separate'): {
+  trajectories: TrajectoryArrays[];
+  inputBytes: number;
+} {
   let seed = 12345;
   const next = () => {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
@@ -30,18 +38,28 @@ function makeTrajectories(): { trajectories: TrajectoryArrays[]; inputBytes: num
   for (let r = 0; r < ROLLOUTS; r++) {
     const full = new Int32Array(CALLS * (NEW_PROMPT + RESPONSE));
     for (let i = 0; i < full.length; i++) full[i] = next() % 151_000;
+    const allLogprobs = new Float64Array(CALLS * RESPONSE);
+    for (let i = 0; i < allLogprobs.length; i++) allLogprobs[i] = -(next() % 1000) / 100;
     const calls: TrajectoryArrays['calls'] = [];
     for (let k = 0; k < CALLS; k++) {
       const promptEnd = k * (NEW_PROMPT + RESPONSE) + NEW_PROMPT;
-      const logprobs = new Float64Array(RESPONSE);
-      for (let i = 0; i < RESPONSE; i++) logprobs[i] = -(next() % 1000) / 100;
-      calls.push({
-        prompt_ids: full.slice(0, promptEnd), // its own copy, like a decoded blob
-        response_ids: full.slice(promptEnd, promptEnd + RESPONSE),
-        response_logprobs: logprobs,
-      });
-      inputBytes += (promptEnd + RESPONSE) * 4 + RESPONSE * 8;
+      const logprobs = allLogprobs.subarray(k * RESPONSE, (k + 1) * RESPONSE);
+      calls.push(
+        layout === 'separate'
+          ? {
+              prompt_ids: full.slice(0, promptEnd), // its own copy, like a decoded blob
+              response_ids: full.slice(promptEnd, promptEnd + RESPONSE),
+              response_logprobs: logprobs.slice(),
+            }
+          : {
+              prompt_ids: full.subarray(0, promptEnd),
+              response_ids: full.subarray(promptEnd, promptEnd + RESPONSE),
+              response_logprobs: logprobs,
+            },
+      );
+      if (layout === 'separate') inputBytes += (promptEnd + RESPONSE) * 4 + RESPONSE * 8;
     }
+    if (layout === 'shared') inputBytes += full.byteLength + allLogprobs.byteLength;
     trajectories.push({
       rollout_id: `r${r}`,
       group_id: `g${Math.floor(r / GROUP)}`,
@@ -124,6 +142,12 @@ function child(): void {
     buildSamples(trajectories, options);
   });
   if (copied !== tokens) throw new Error(`baseline copied ${copied} tokens, build made ${tokens}`);
+  // the same build on the shared-buffer layout, in this process once the first input is gone
+  const sharedInput = makeTrajectories('shared').trajectories;
+  trajectories.length = 0;
+  const shared = best(5, gc, () => {
+    buildSamples(sharedInput, options);
+  });
   line({
     bench: 'samples.build',
     rollouts: ROLLOUTS,
@@ -134,6 +158,8 @@ function child(): void {
     cpu_tokens_per_s: Math.round(tokens / build.cpu),
     baseline_copy_tokens_per_s: Math.round(tokens / copy.wall),
     ratio_to_copy: round(copy.wall / build.wall, 3),
+    shared_input_tokens_per_s: Math.round(tokens / shared.wall),
+    shared_input_cpu_tokens_per_s: Math.round(tokens / shared.cpu),
     load_avg_1m: round(loadavg()[0], 2),
   });
   line({ bench: 'samples.memory', ...memory });
