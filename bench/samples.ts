@@ -1,11 +1,11 @@
 // samples.build: 1,024 rollouts in groups of 8, 16 calls each, 1,024 new tokens per call (256 new prompt
-// tokens + 768 response tokens with logprobs), every call's prompt a separate Int32Array as the store
-// hands them out (and, beside it, the same calls as views of one buffer per rollout) (~16.8M sample tokens, ~130M prompt tokens to prefix-check). Baseline: the same sample
-// token ids copied into exact-size Int32Arrays with TypedArray.set and nothing else.
-// Both run in a child process with --expose-gc. Timings are the best of 5 with a full GC before each.
-// samples.memory: ArrayBuffer and RSS growth during one build, against
-// the bytes of the sample arrays the build must produce (ids 4 + mask 1 + advantages 4 + old logprobs 8 +
-// loss weights 8 = 25 bytes per token).
+// tokens + 768 response tokens with logprobs): ~16.8M sample tokens, ~130M prompt tokens to prefix-check.
+// The figure uses every call's ids in arrays of their own, as the store hands them out; beside it, the
+// same calls as views of one buffer per rollout. Baseline: the same sample token ids copied into
+// exact-size Int32Arrays with TypedArray.set and nothing else.
+// samples.memory: ArrayBuffer and RSS growth during one build, against the bytes of the sample arrays the
+// build must produce (ids 4 + mask 1 + advantages 4 + old logprobs 8 + loss weights 8 = 25 per token).
+// Both run in a child process with --expose-gc; timings are the best of 5 with a full GC before each.
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
