@@ -4,6 +4,7 @@
 //   proxy.throughput concurrency 64: proxy_rps / direct_rps (goal >= 0.7)
 //   proxy.stream     streamed tokens/s: proxy / direct (goal >= 0.8)
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +32,6 @@ const config = DaemonConfig.parse({ port: 0, backends: [process.env.BACKEND] });
 const ctx = { store, config, token: 'bench-token', dataDir, baseUrl: () => '', log: () => {} };
 const app = Fastify({ logger: false, bodyLimit: config.body_limit_bytes });
 await registerProxy(app, ctx);
-app.get('/bench/cpu', async () => process.cpuUsage());
 await app.listen({ port: 0, host: '127.0.0.1' });
 const r = await store.createRollout({ kind: 'standalone' });
 await store.startAttempt(r.id, 'bench');
@@ -60,9 +60,15 @@ function child(
   });
 }
 
-async function cpuOf(t: Target): Promise<{ user: number; system: number }> {
-  const res = await fetch(new URL('/bench/cpu', t.base));
-  return (await res.json()) as { user: number; system: number };
+/** CPU time (µs, user + system) a child process has used so far, from /proc (Linux); NaN elsewhere. */
+function cpuOf(proc: ChildProcess): number {
+  try {
+    const stat = readFileSync(`/proc/${proc.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
@@ -216,17 +222,20 @@ export default async function main(): Promise<void> {
 
     const seconds = Number(process.env.BENCH_SECONDS ?? 4) * 1000;
     if (only.includes('throughput')) {
+      const f0 = cpuOf(fake.proc);
       const directRps = await throughput(direct, 64, seconds);
-      const cpu0 = await cpuOf(proxy);
+      const f1 = cpuOf(fake.proc);
+      const p0 = cpuOf(prox.proc);
       const proxyRps = await throughput(proxy, 64, seconds);
-      const cpu1 = await cpuOf(proxy);
-      const cpuUsPerReq = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / (proxyRps * (seconds / 1000));
+      const p1 = cpuOf(prox.proc);
+      const perReq = (us: number, rps: number) => us / (rps * (seconds / 1000));
       emit('proxy.throughput', {
         concurrency: 64,
         direct_rps: round(directRps, 1),
         proxy_rps: round(proxyRps, 1),
         ratio: round(proxyRps / directRps),
-        proxy_cpu_us_per_request: round(cpuUsPerReq, 0),
+        backend_cpu_us_per_request: round(perReq(f1 - f0, directRps), 0),
+        proxy_cpu_us_per_request: round(perReq(p1 - p0, proxyRps), 0),
         loadavg_1m: round(loadavg()[0], 2),
         cores: cpus().length,
       });
