@@ -24,7 +24,7 @@ export {
   toSampleJson,
   trajectoryArrays,
 } from './jsonl';
-export { ppoClipLoss, ppoClipTokenLoss, truncatedIsWeight } from './loss';
+export * from './loss';
 export { mergeModes } from './merge';
 export { BREAK_WINDOW, classifyBreak, diagnosePrefixBreak } from './prefix';
 
