@@ -150,6 +150,35 @@ describe('recording sessions', () => {
     }
   });
 
+  it('a vLLM upstream is called with token ids turned on and the record is token-exact', async () => {
+    const upstream = await startFakeVllm({ model: 'own-model' });
+    try {
+      const rec = await proxy.store.createRecording({
+        name: 'vllm',
+        upstream: { kind: 'vllm', base_url: upstream.url },
+      });
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: rec.key, maxRetries: 0 });
+      const stream = await client.chat.completions.create({
+        model: 'own-model',
+        messages: [{ role: 'user', content: 'own backend' }],
+        stream: true,
+      });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+      expect(text).toBe('echo: own backend');
+      const produced = upstream.produced.at(-1);
+      expect(produced?.request.return_token_ids).toBe(true);
+      const [call] = await proxy.store.listRecordingCalls(rec.id);
+      expect(call.token_source).toBe('backend');
+      expect(call.prompt_ids).toEqual(produced?.prompt_ids);
+      expect(call.response_ids).toEqual(produced?.choices[0].ids);
+      expect(call.response_logprobs).toEqual(produced?.choices[0].logprobs);
+      await proxy.store.stopRecording(rec.id);
+    } finally {
+      await upstream.close();
+    }
+  });
+
   it('an Anthropic upstream gets /v1/messages natively, streamed and not, and count_tokens is a side call', async () => {
     const up = await startFakeAnthropic();
     try {
