@@ -96,17 +96,28 @@ function run(cmd, args, opts = {}) {
 
 // ---- workbench helpers -------------------------------------------------------------------------
 async function palette(command, { accept = true } = {}) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  // the palette fills its list asynchronously; typing before that loses keystrokes
-  await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible' });
-  await page.waitForTimeout(200);
-  await page.keyboard.type(command, { delay: 10 });
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: command }).first();
-  await row.waitFor({ state: 'visible', timeout: 15_000 });
-  if (accept) await row.click();
+  // the palette computes its list when it opens: until the extension host has registered the
+  // contributions it shows none of them, so reopen until the command is there
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    // the palette fills its list asynchronously; typing before that loses keystrokes
+    await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible' });
+    await page.waitForTimeout(200);
+    await page.keyboard.type(command, { delay: 10 });
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: command.trim() }).first();
+    try {
+      await row.waitFor({ state: 'visible', timeout: 5_000 });
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      continue;
+    }
+    if (accept) await row.click();
+    return;
+  }
 }
 
 async function quickPick(text) {
@@ -294,6 +305,8 @@ async function setup() {
     await page.goto(`http://127.0.0.1:${ctx.port}/?folder=${encodeURIComponent(ctx.ws)}`);
     await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
     await page.locator('.statusbar').waitFor();
+    // our view container in the activity bar: the extension's contributions are registered
+    await page.locator('.activitybar [aria-label*="Harness RL"]').first().waitFor({ timeout: 60_000 });
     await page.waitForTimeout(1500);
     await shot('01-workbench');
   });
