@@ -1,0 +1,80 @@
+// The demo, shortened: GRPO on the reference engine with the example math agent must raise the reward
+// by a margin that the same run with learning disabled (a frozen policy) does not reach.
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type DemoResult, run as demoCommand, runDemo } from '../../daemon/cli/commands/demo';
+
+// Shortened: 10 steps instead of 30, at learning rate 0.03 instead of 0.02 so the format is learned
+// within them (measured: +0.13 and +0.29 over 8 steps for seeds 1 and 2; a frozen policy stays at ≈0.04).
+const STEPS = 10;
+const SEED = 2;
+const LEARNING_RATE = 0.03;
+const MARGIN = 0.1;
+
+describe('harness-rl demo', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'harness-rl-demo-test-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it(`raises the reward by more than ${MARGIN} in ${STEPS} steps where a frozen policy does not`, async () => {
+    let printed = '';
+    const trained: DemoResult = await runDemo({
+      steps: STEPS,
+      seed: SEED,
+      overrides: { algorithm: { learning_rate: LEARNING_RATE } },
+      dataDir: join(dir, 'trained'),
+      write: (text) => {
+        printed += text;
+      },
+    });
+    expect(trained.run.status).toBe('finished');
+    expect(trained.metrics).toHaveLength(STEPS);
+    expect(printed).toContain('mean reward');
+    expect(printed).toContain('prefix breaks');
+    expect(readFileSync(join(trained.data, 'reward.svg'), 'utf8')).toContain('<polyline');
+
+    // The frozen baseline through the command itself: its last stdout line is the JSON summary.
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    let code: number;
+    try {
+      code = await demoCommand([
+        '--steps',
+        String(STEPS),
+        '--seed',
+        '1',
+        '--frozen',
+        '--data',
+        join(dir, 'frozen'),
+      ]);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(code).toBe(0);
+    const last = lines.join('').trim().split('\n').at(-1)!;
+    const frozen = JSON.parse(last).demo as {
+      steps: number;
+      initial_reward: number;
+      final_reward: number;
+      data: string;
+    };
+    expect(frozen).toMatchObject({ steps: STEPS, data: join(dir, 'frozen') });
+    expect(existsSync(join(frozen.data, 'reward.svg'))).toBe(true);
+
+    const gain = trained.final_reward! - trained.initial_reward!;
+    const frozenGain = frozen.final_reward - frozen.initial_reward;
+    expect(gain, `trained ${trained.initial_reward} → ${trained.final_reward}`).toBeGreaterThan(MARGIN);
+    expect(frozenGain, `frozen ${frozen.initial_reward} → ${frozen.final_reward}`).toBeLessThan(MARGIN);
+    expect(trained.final_reward!).toBeGreaterThan(frozen.final_reward + MARGIN);
+  }, 600_000);
+});
