@@ -1,7 +1,7 @@
-// A rollout as GET /api/rollouts/:id returns it, built with the reference engine's real tokenizer and
-// chat template: two chat calls that merge token-exactly, then a third whose harness rewrote the
-// history (a prefix break), plus a sibling group for advantages. Used when no captured demo rollout
-// is at hand (extension/src/fixtures/rollout.json, captured from a demo run by test/vscode/capture-fixture.mjs, wins when present).
+// Rollouts as GET /api/rollouts/:id returns them. capturedRollout(): a real one from a demo run
+// (fixtures/*.json, written by test/vscode/capture-fixture.ts). syntheticRollout(): built with the
+// reference engine's real tokenizer and chat template: two chat calls that merge token-exactly, then
+// a third whose harness rewrote the history (a prefix break).
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { applyChatTemplate, END_ID, encode } from '../../daemon/engine/tokenizer';
@@ -56,9 +56,21 @@ function call(
   };
 }
 
-export function fixtureRollout(): RolloutDetail {
-  const captured = fileURLToPath(new URL('./fixtures/rollout.json', import.meta.url));
-  if (existsSync(captured)) return JSON.parse(readFileSync(captured, 'utf8')) as RolloutDetail;
+/** A real rollout of the demo run (reference engine), with its group's rewards, when captured. */
+export function capturedRollout(): {
+  rollout: RolloutDetail;
+  siblings: { id: string; group_id: string | null; reward: number | null }[];
+} | null {
+  const file = fileURLToPath(new URL('./fixtures/rollout.json', import.meta.url));
+  const group = fileURLToPath(new URL('./fixtures/group.json', import.meta.url));
+  if (!existsSync(file) || !existsSync(group)) return null;
+  return {
+    rollout: JSON.parse(readFileSync(file, 'utf8')),
+    siblings: JSON.parse(readFileSync(group, 'utf8')),
+  };
+}
+
+export function syntheticRollout(): RolloutDetail {
   const system = { role: 'system', content: 'You are a careful calculator. Answer with a number.' };
   const user = { role: 'user', content: 'What is 12 * 7?' };
   const a1 = 'Let me think: 12 * 7 = 84.';

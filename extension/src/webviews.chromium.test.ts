@@ -10,7 +10,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMetrics } from '../../daemon/protocol/entities';
 import type { ToDashboard, ToTrajectory } from '../../webview/src/protocol';
-import { fixtureRollout } from './fixture';
+import { capturedRollout, syntheticRollout } from './fixture';
 import { viewSamples } from './samples';
 
 // page.evaluate callbacks run in the page; this project has no DOM lib
@@ -84,13 +84,27 @@ afterAll(async () => {
   await browser?.close();
 });
 
-describe('trajectory webview in Chromium', () => {
-  const rollout = fixtureRollout();
-  const siblings = [
+const captured = capturedRollout();
+const cases = [
+  { name: 'synthetic rollout with a prefix break', rollout: syntheticRollout(), siblings: null },
+  ...(captured
+    ? [
+        {
+          name: 'real demo rollout (reference engine)',
+          rollout: captured.rollout,
+          siblings: captured.siblings,
+        },
+      ]
+    : []),
+];
+
+describe.each(cases)('trajectory webview in Chromium: $name', ({ name, rollout, siblings: captured }) => {
+  const siblings = captured ?? [
     { id: rollout.id, group_id: rollout.group_id, reward: rollout.reward },
     { id: 'ro_sibling', group_id: rollout.group_id, reward: 0 },
   ];
   const { samples, token_texts, prefix_breaks } = viewSamples(rollout, null, siblings);
+  const slug = name.startsWith('real') ? 'real' : 'synthetic';
   const message: ToTrajectory = {
     type: 'trajectory',
     rollout: {
@@ -112,9 +126,10 @@ describe('trajectory webview in Chromium', () => {
     expect(head).toContain('chat');
     expect(head).toMatch(/model v\d+/);
     expect(head).toMatch(/total \d+ ms/);
-    expect(await p.locator('.entry.system').count()).toBeGreaterThan(0);
+    expect(await p.locator('.entry.user').count()).toBeGreaterThan(0);
+    if (slug === 'synthetic') expect(await p.locator('.entry.system').count()).toBe(1);
     expect(await p.locator('.entry.assistant.response').count()).toBe(rollout.llm_calls.length);
-    await p.screenshot({ path: join(artifacts, 'webview-conversation.png'), fullPage: true });
+    await p.screenshot({ path: join(artifacts, `webview-conversation-${slug}.png`), fullPage: true });
     // state for the serializer
     const state = await p.evaluate(() => (window as unknown as { __state: { rollout_id: string } }).__state);
     expect(state.rollout_id).toBe(rollout.id);
@@ -137,22 +152,24 @@ describe('trajectory webview in Chromium', () => {
     expect(await p.locator('.tokens .tok').count()).toBe(expectedTokens);
     // heat map on trained tokens with a logprob, advantage underline (reward 1 vs sibling 0 → positive)
     expect(await p.locator('.tokens .tok.m1[data-heat]').count()).toBeGreaterThan(0);
-    expect(await p.locator('.tokens .tok.adv-pos').count()).toBe(expectedTrained);
+    const adv = samples?.[0]?.advantages.find((_, i) => samples[0].loss_mask[i] === 1) ?? 0;
+    const signed = adv > 0 ? '.tokens .tok.adv-pos' : adv < 0 ? '.tokens .tok.adv-neg' : null;
+    if (signed) expect(await p.locator(signed).count()).toBeGreaterThan(0);
     // the break between sample 0 and 1 with its diagnosis
     const breakBox = p.locator('.break');
     if ((samples?.length ?? 0) > 1) {
       expect(await breakBox.count()).toBe((samples?.length ?? 1) - 1);
       expect(await breakBox.first().innerText()).toMatch(/Prefix break \((template|retokenized|other)\)/);
       // the samples stage decodes the break's windows with the reference tokenizer
-      expect(await breakBox.first().innerText()).toContain('<|user|>');
+      expect(await breakBox.first().innerText()).toContain('<|');
     }
     // token boundaries: reference tokens show their text
     const first = await p.locator('.tokens .tok').first().innerText();
     expect(first).toBe(token_texts?.[0]?.[0] ?? String(samples?.[0]?.input_ids[0]));
     const title = await p.locator('.tokens .tok.m1').first().getAttribute('title');
     expect(title).toMatch(/logprob -?\d/);
-    expect(title).toMatch(/advantage \d/);
-    await p.screenshot({ path: join(artifacts, 'webview-training.png'), fullPage: true });
+    expect(title).toMatch(/advantage -?\d/);
+    await p.screenshot({ path: join(artifacts, `webview-training-${slug}.png`), fullPage: true });
     await p.close();
   });
 
@@ -160,10 +177,12 @@ describe('trajectory webview in Chromium', () => {
     const p = await open('trajectory');
     await p.evaluate((m) => window.postMessage(m, '*'), message);
     await p.locator('section.call').first().waitFor();
-    await p.locator('#search').fill('12 * 7');
+    const needle =
+      JSON.stringify(rollout.llm_calls[0].request).match(/"content":"([^"]{3,12})/)?.[1] ?? 'assistant';
+    await p.locator('#search').fill(needle);
     const count = await p.locator('#search-count').innerText();
     expect(count).toMatch(/^1 of \d+$/);
-    expect(await p.locator('mark.search-hit').count()).toBeGreaterThan(1);
+    expect(await p.locator('mark.search-hit').count()).toBeGreaterThan(0);
     await p.locator('section.call .head button', { hasText: 'curl' }).first().click();
     const sent = await p.evaluate(
       () => (window as unknown as { __sent: { type: string; what?: string; text?: string }[] }).__sent,
@@ -171,7 +190,7 @@ describe('trajectory webview in Chromium', () => {
     const copy = sent.find((m) => m.type === 'copy');
     expect(copy?.what).toBe('curl');
     expect(copy?.text).toContain("curl 'http://127.0.0.1:4100/v1/chat/completions'");
-    expect(copy?.text).toContain('12 * 7');
+    expect(copy?.text).toContain(needle);
     await p.close();
   });
 
