@@ -5,11 +5,26 @@ import type { Driver, Param, Queryable, Row } from './driver';
 
 const JSON_OIDS = new Set([114, 3802]);
 const INT8_OID = 20;
+const TIMESTAMPTZ_OID = 1184;
+
+/**
+ * timestamptz as the store's ISO strings, without a Date round trip (the sessions run in UTC, so the
+ * text is `YYYY-MM-DD HH:MM:SS[.ffffff]+00`); anything unexpected goes through Date.
+ */
+export function pgTimestampToIso(text: string): string {
+  if (text.length >= 22 && text.endsWith('+00') && text[10] === ' ' && text[4] === '-') {
+    const frac = text.slice(19, -3); // '' or '.f…'
+    const ms = frac === '' ? '000' : `${frac.slice(1, 4)}000`.slice(0, 3);
+    return `${text.slice(0, 10)}T${text.slice(11, 19)}.${ms}Z`;
+  }
+  return new Date(text).toISOString();
+}
 
 /** json/jsonb come back as text (the store parses them itself, like SQLite's TEXT), int8 as number. */
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if (JSON_OIDS.has(oid)) return (value: string) => value;
+    if (oid === TIMESTAMPTZ_OID && format !== 'binary') return pgTimestampToIso;
     if (oid === INT8_OID) return (value: string) => Number(value);
     // biome-ignore lint/suspicious/noExplicitAny: pg's overloads
     return (pg.types.getTypeParser as any)(oid, format ?? 'text');
@@ -30,18 +45,30 @@ function toPg(sql: string): string {
 
 const MAX_PARAMS = 30_000;
 
+// Named (prepared) statements: PostgreSQL parses and plans each once per connection. The store's SQL
+// is a small fixed set; bulk inserts, whose text varies with the row count, stay unnamed.
+const names = new Map<string, string>();
+function statementName(sql: string): string | undefined {
+  let name = names.get(sql);
+  if (name === undefined && names.size < 1000) {
+    name = `hrl_${names.size}`;
+    names.set(sql, name);
+  }
+  return name;
+}
+
 function queryable(client: pg.Pool | pg.PoolClient): Queryable {
   return {
     async all<T = Row>(sql: string, params: Param[] = []): Promise<T[]> {
-      const res = await client.query(toPg(sql), params);
+      const res = await client.query({ name: statementName(sql), text: toPg(sql), values: params });
       return res.rows as T[];
     },
     async get<T = Row>(sql: string, params: Param[] = []): Promise<T | undefined> {
-      const res = await client.query(toPg(sql), params);
+      const res = await client.query({ name: statementName(sql), text: toPg(sql), values: params });
       return res.rows[0] as T | undefined;
     },
     async run(sql: string, params: Param[] = []): Promise<number> {
-      const res = await client.query(toPg(sql), params);
+      const res = await client.query({ name: statementName(sql), text: toPg(sql), values: params });
       return res.rowCount ?? 0;
     },
     async insertMany(table: string, columns: readonly string[], rows: Param[][]): Promise<void> {
@@ -99,8 +126,9 @@ export class PostgresDriver implements Driver {
       max: options.max ?? 10,
       types,
       connectionTimeoutMillis: 10_000,
-      // Set at connection start-up, so every pooled connection sees the schema before any query.
-      ...(this.schema ? { options: `-c search_path=${quoteIdent(this.schema)}` } : {}),
+      // Set at connection start-up, so every pooled connection has them before any query: UTC (for
+      // pgTimestampToIso) and the schema.
+      options: `-c TimeZone=UTC${this.schema ? ` -c search_path=${quoteIdent(this.schema)}` : ''}`,
     });
     // An idle client losing its connection must not crash the daemon; the next query reconnects.
     this.pool.on('error', () => {});
