@@ -577,7 +577,14 @@ async function finishWhole(
     await call.fail(new ProxyError(500, `the call could not be recorded: ${String(e)}`), {}, o.output);
     return;
   }
-  call.reply.code(200).header('content-type', 'application/json').send(JSON.stringify(out));
+  // Straight to the socket: the record is committed, nothing else needs fastify's reply pipeline.
+  const answer = JSON.stringify(out);
+  call.reply.hijack();
+  call.reply.raw.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(answer),
+  });
+  call.reply.raw.end(answer);
 }
 
 async function finishStream(
