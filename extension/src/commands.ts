@@ -264,7 +264,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
             );
             writeFileSync(target.fsPath, result.text);
             void vscode.window.showInformationMessage(
-              `Harness RL: wrote ${result.lines} lines to ${target.fsPath}.`,
+              `Harness RL: wrote ${result.lines} samples to ${target.fsPath}.`,
             );
           } catch (err) {
             void vscode.window.showErrorMessage(`Harness RL: export failed: ${errorText(err)}`);

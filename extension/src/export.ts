@@ -1,23 +1,45 @@
-// "Export samples…": pages through a run's rollouts and writes one trajectory per line in the
-// samples stage's input format (spec/samples.md), ready for `harness-rl samples --input`.
+// "Export samples…": pages through a run's succeeded rollouts and builds their training samples with
+// the daemon's samples stage and the run's algorithm settings (as the trainer gets them). The file has
+// the offline CLI's format (spec/samples.md): one SampleJson per line, then a summary line.
 import type { CancellationToken } from 'vscode';
 import type { RolloutDetail } from '../../daemon/protocol/api';
 import type { Run } from '../../daemon/protocol/entities';
-import type { Trajectory } from '../../daemon/protocol/samples';
+import {
+  algorithmOf,
+  buildSamples,
+  type TrajectoryArrays,
+  toSampleJson,
+  trajectoryFromCalls,
+} from '../../daemon/samples/index';
 import type { DaemonClient } from './client';
 
-/** The trajectory of a finished rollout: its calls with token ids, in order (pure). */
-export function trajectoryOf(d: RolloutDetail): Trajectory | null {
-  if (!d.group_id) return null;
-  const calls = [...d.llm_calls]
-    .sort((a, b) => a.seq - b.seq)
-    .filter((c) => c.status === 'ok' && c.prompt_ids && c.response_ids)
-    .map((c) => ({
-      prompt_ids: c.prompt_ids!,
-      response_ids: c.response_ids!,
-      ...(c.response_logprobs ? { response_logprobs: c.response_logprobs } : {}),
-    }));
-  return { rollout_id: d.id, group_id: d.group_id, reward: d.reward, calls };
+/** The trajectory of a rollout: its calls with token ids, in order (pure). */
+export function trajectoryOf(d: RolloutDetail): TrajectoryArrays {
+  return trajectoryFromCalls(
+    d,
+    [...d.llm_calls].sort((a, b) => a.seq - b.seq),
+  );
+}
+
+/** Samples JSONL (plus the summary line) for the given rollouts of a run (pure). */
+export function samplesJsonl(
+  runConfig: unknown,
+  rollouts: RolloutDetail[],
+): { text: string; samples: number } {
+  const algo = algorithmOf(runConfig);
+  const built = buildSamples(rollouts.map(trajectoryOf), {
+    merge: algo.merge,
+    advantage: algo.advantage,
+    loss_agg: algo.loss_agg,
+    max_len: algo.max_len,
+    max_prompt_tokens: algo.max_prompt_tokens,
+    max_response_tokens: algo.max_response_tokens,
+    drop_zero_variance_groups: algo.drop_zero_variance_groups,
+  });
+  const { trajectories, samples, prefix_breaks, excluded, mask_tokens } = built.summary;
+  const lines = built.samples.map((s) => JSON.stringify(toSampleJson(s)));
+  lines.push(JSON.stringify({ summary: { trajectories, samples, prefix_breaks, excluded, mask_tokens } }));
+  return { text: `${lines.join('\n')}\n`, samples: built.samples.length };
 }
 
 export async function exportSamples(
@@ -26,18 +48,17 @@ export async function exportSamples(
   onProgress: (rollouts: number) => void,
   token?: CancellationToken,
 ): Promise<{ text: string; lines: number }> {
-  const lines: string[] = [];
+  const details: RolloutDetail[] = [];
   let cursor: string | undefined;
-  let seen = 0;
   do {
     const page = await client.listRollouts({ run_id: run.id, status: 'succeeded', cursor, limit: 200 });
     for (const r of page.items) {
       if (token?.isCancellationRequested) throw new Error('cancelled');
-      const t = trajectoryOf(await client.getRollout(r.id));
-      if (t?.calls.length) lines.push(JSON.stringify(t));
-      onProgress(++seen);
+      details.push(await client.getRollout(r.id));
+      onProgress(details.length);
     }
     cursor = page.next_cursor ?? undefined;
   } while (cursor);
-  return { text: lines.join('\n') + (lines.length ? '\n' : ''), lines: lines.length };
+  const { text, samples } = samplesJsonl(run.config, details);
+  return { text, lines: samples };
 }
