@@ -108,6 +108,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   let run: Run | null = null;
   const stopWorker = new AbortController();
   let unsubscribe = () => {};
+  let ticker: NodeJS.Timeout | undefined;
   try {
     const created = await fetch(`${daemon.url}/api/runs`, {
       method: 'POST',
@@ -124,11 +125,14 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     );
     write(`${row(COLUMNS)}\n`);
     // Live progress from the store's events (the same ones GET /api/events streams).
-    let finishedRollouts = 0;
+    const finished = new Set<string>();
     let currentStep = run.step;
     const perStep = config.schedule.groups_per_step * config.algorithm.n;
-    const bar = () => {
-      if (!tty) return;
+    let drawn = 0;
+    const bar = (force = false) => {
+      if (!tty || (!force && Date.now() - drawn < 100)) return;
+      drawn = Date.now();
+      const finishedRollouts = finished.size;
       const width = 24;
       const done = Math.min(1, (currentStep + Math.min(1, finishedRollouts / perStep)) / steps);
       const filled = Math.round(done * width);
@@ -143,12 +147,15 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     });
     unsubscribe = daemon.ctx.store.subscribe((event) => {
       if (event.type === 'rollout' && event.rollout.run_id === runId) {
-        if (event.rollout.status === 'succeeded' || event.rollout.status === 'failed') finishedRollouts++;
+        // Training rollouts only (validation groups have one rollout each).
+        if (event.rollout.status === 'succeeded' || event.rollout.status === 'failed') {
+          if (event.rollout.stats === null) finished.add(event.rollout.id);
+        }
         bar();
       } else if (event.type === 'run_metrics' && event.metrics.run_id === runId) {
         const m = event.metrics.metrics;
         currentStep = event.metrics.step + 1;
-        finishedRollouts = 0;
+        finished.clear();
         if (tty) write('\r\x1b[2K');
         write(
           `${row([
@@ -160,7 +167,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
             fmt(m.seconds, 1),
           ])}\n`,
         );
-        bar();
+        bar(true);
       } else if (event.type === 'run' && event.run.id === runId) {
         if (['finished', 'stopped', 'failed'].includes(event.run.status)) ended(event.run);
       }
@@ -169,7 +176,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       void fetch(`${daemon.url}/api/runs/${runId}/stop`, { method: 'POST', headers: auth, body: '{}' });
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    bar();
+    bar(true);
+    ticker = setInterval(() => bar(true), 1000);
     const worker = runWorker({
       daemonUrl: daemon.url,
       token: daemon.token,
@@ -192,6 +200,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     const current = await daemon.ctx.store.getRun(runId);
     if (current && ['finished', 'stopped', 'failed'].includes(current.status)) ended(current);
     run = await end;
+    clearInterval(ticker);
     options.signal?.removeEventListener('abort', onAbort);
     stopWorker.abort();
     await worker;
@@ -221,6 +230,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     );
     return { seconds, steps, initial_reward: initial, final_reward: final, data: dataDir, run, metrics };
   } finally {
+    clearInterval(ticker);
     unsubscribe();
     stopWorker.abort();
     await daemon.close();
