@@ -200,7 +200,7 @@ describe('a run on the reference engine', () => {
       daemon,
       runConfig({
         name: 'timeout',
-        harness: { timeout_s: 0.5, max_attempts: 2 },
+        harness: { timeout_s: 2, max_attempts: 2 },
         schedule: { steps: 1, groups_per_step: 1 },
       }),
     );
@@ -212,7 +212,7 @@ describe('a run on the reference engine', () => {
       const attempts = await daemon.ctx.store.listAttempts(claim.body.rollout.id);
       return attempts.find((a: Attempt) => a.status === 'timed_out');
     });
-    expect(attempt.error).toContain('0.5s');
+    expect(attempt.error).toContain('2s');
     // Its heartbeat now says stop; a late finish is refused.
     const beat = await daemon.api('POST', `/api/attempts/${attempt.id}/heartbeat`, {});
     expect(beat.body).toEqual({ status: 'timed_out', cancel: true });
@@ -229,7 +229,7 @@ describe('a run on the reference engine', () => {
       runId: run.id,
       concurrency: 2,
       rollout: async (ctx) => {
-        if (ctx.attempt.index === 1 && hung++ === 0) await new Promise((r) => setTimeout(r, 5_000));
+        if (ctx.attempt.index === 1 && hung++ === 0) await new Promise((r) => setTimeout(r, 10_000));
         return chatHarness(ctx);
       },
     });
@@ -269,6 +269,48 @@ describe('a run on the reference engine', () => {
     const finish = await daemon.api('POST', '/api/attempts/att_x/finish', { status: 'done' });
     expect(finish.status).toBe(400);
     expect(finish.body.error.field).toBe('status');
+  });
+});
+
+describe('a worker that stops sending heartbeats', () => {
+  it('has its attempt ended as unresponsive and the rollout given to another worker', async () => {
+    const daemon = await startTestDaemon({
+      cluster: { heartbeatSeconds: 0.2, heartbeatTimeoutMs: 3000, sweepIntervalMs: 100 },
+    });
+    try {
+      const run = await createRun(
+        daemon,
+        runConfig({ name: 'unresponsive', schedule: { steps: 1, groups_per_step: 1 } }),
+      );
+      const claim = await waitFor('a claim', async () => {
+        const res = await daemon.api('POST', `/api/runs/${run.id}/claim`, { worker: 'gone', wait_ms: 1000 });
+        return res.status === 200 ? res.body : null;
+      });
+      expect(claim.heartbeat_s).toBe(0.2);
+      const attempt = await waitFor('the unresponsive attempt', async () => {
+        const attempts = await daemon.ctx.store.listAttempts(claim.rollout.id);
+        return attempts.find((a: Attempt) => a.status === 'unresponsive');
+      });
+      expect(attempt).toMatchObject({ worker: 'gone' });
+      expect(attempt.error).toContain('no heartbeat');
+      // A live worker (heartbeats every 0.2s) finishes the run, its attempts never swept.
+      await runWorker({
+        daemonUrl: daemon.url,
+        token: daemon.token,
+        runId: run.id,
+        concurrency: 2,
+        rollout: async (ctx) => {
+          await new Promise((r) => setTimeout(r, 1000));
+          return chatHarness(ctx);
+        },
+      });
+      const rollouts = await runRollouts(daemon, run.id);
+      expect(rollouts.map((r) => r.status)).toEqual(['succeeded', 'succeeded']);
+      const attempts = await daemon.ctx.store.listAttempts(claim.rollout.id);
+      expect(attempts.map((a) => a.status)).toEqual(['unresponsive', 'succeeded']);
+    } finally {
+      await daemon.close();
+    }
   });
 });
 
