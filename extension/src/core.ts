@@ -27,7 +27,14 @@ export function createCore(
     }),
     vscode.workspace.onDidCloseTextDocument((doc) => ctx.diagnostics.delete(doc.uri)),
   );
-  registerLanguageModel(ctx);
+  try {
+    registerLanguageModel(ctx);
+  } catch (err) {
+    // an API shape this VS Code does not have must not take the rest of the extension down
+    log.appendLine(
+      `language model provider not registered: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
   return {
     ctx,
     run: (id, args) => runCommand(ctx, id, args),

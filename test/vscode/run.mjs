@@ -541,6 +541,35 @@ async function checks() {
       async () => (await api('GET', '/api/recordings')).find((r) => r.id === rec.id)?.status === 'stopped',
       20_000,
     );
+    // rate it from the notification: thumbs up → reward 1 on the recording's rollout
+    await toast('stopped').getByRole('button', { name: 'Rate It' }).click();
+    await quickPick('Good');
+    await waitFor(
+      'the reward',
+      async () => (await api('GET', `/api/rollouts/${rec.rollout_id}`)).reward === 1,
+      20_000,
+    );
+    await shot('12-rated');
+  });
+
+  await step('Export Samples… writes the training samples of the run as JSONL', async () => {
+    const out = join(ctx.ws, 'vscode-math.samples.jsonl');
+    await palette('Harness RL: Export Samples…');
+    await quickPick('vscode-math');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(out);
+    await page.keyboard.press('Enter');
+    const lines = await waitFor(
+      'the samples file',
+      async () => (existsSync(out) ? readFileSync(out, 'utf8').trim().split('\n') : null),
+      60_000,
+    );
+    const summary = JSON.parse(lines.at(-1)).summary;
+    if (!summary || summary.samples !== lines.length - 1 || summary.samples === 0) {
+      throw new Error(`unexpected export: ${lines.at(-1)}`);
+    }
+    figures.exported_samples = summary.samples;
   });
 }
 
