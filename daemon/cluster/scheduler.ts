@@ -85,8 +85,8 @@ class RunLoop {
     private readonly config: RunConfig,
   ) {}
 
-  begin(): void {
-    this.done = this.execute();
+  begin(released: () => void): void {
+    this.done = this.execute(released);
   }
 
   /** Stop the run: cancel its open rollouts and mark it stopped. */
@@ -110,25 +110,30 @@ class RunLoop {
     if (this.abort.signal.aborted) throw new Halted();
   }
 
-  private async execute(): Promise<void> {
+  /**
+   * Run the loop; then release the engine and call `released` before the final status is stored, so
+   * whoever sees the run finished can start the next one at once.
+   */
+  private async execute(released: () => void): Promise<void> {
+    let patch: Partial<Pick<Run, 'status' | 'error'>> | null = null;
     try {
       await this.body();
+      patch = { status: 'finished' };
     } catch (err) {
-      if (this.stopRequested) {
-        await cancelOpenRollouts(this.store, this.runId).catch(() => {});
-        await this.store.updateRun(this.runId, { status: 'stopped' }).catch(() => {});
-      } else if (!(err instanceof Halted)) {
+      if (this.stopRequested) patch = { status: 'stopped' };
+      else if (!(err instanceof Halted)) {
         this.ctx.log('run failed', { run_id: this.runId, error: errorText(err) });
-        await cancelOpenRollouts(this.store, this.runId).catch(() => {});
-        await this.store.updateRun(this.runId, { status: 'failed', error: errorText(err) }).catch(() => {});
+        patch = { status: 'failed', error: errorText(err) };
       }
-    } finally {
-      if (this.engine) {
-        this.proxy.backends.remove(this.engine.url);
-        await this.engine.close().catch(() => {});
-        this.engine = null;
-      }
+      if (patch) await cancelOpenRollouts(this.store, this.runId).catch(() => {});
     }
+    if (this.engine) {
+      this.proxy.backends.remove(this.engine.url);
+      await this.engine.close().catch(() => {});
+      this.engine = null;
+    }
+    released();
+    if (patch) await this.store.updateRun(this.runId, patch).catch(() => {});
   }
 
   private async body(): Promise<void> {
@@ -196,7 +201,6 @@ class RunLoop {
       await store.updateRun(runId, { step: done, model_version: version });
       step = done;
     }
-    await store.updateRun(runId, { status: 'finished' });
   }
 
   private async mustRun(): Promise<Run> {
@@ -435,11 +439,16 @@ export class Scheduler implements RunController {
     if (run.status === 'finished') return;
     const config = RunConfig.parse(run.config);
     checkRunnable(config);
+    // The proxy routes every rollout to any backend it knows and bounds staleness for all of them at
+    // once, so two runs with their own reference engines would sample from each other's weights.
+    const other = [...this.loops.keys()][0];
+    if (other) {
+      throw new Error(`run ${other} is running on the reference engine; stop it before starting another run`);
+    }
     await this.ctx.store.updateRun(runId, { status: 'running', error: null });
     const loop = new RunLoop(this.ctx, this.proxy, runId, config);
     this.loops.set(runId, loop);
-    loop.begin();
-    void loop.done.finally(() => {
+    loop.begin(() => {
       if (this.loops.get(runId) === loop) this.loops.delete(runId);
     });
   }

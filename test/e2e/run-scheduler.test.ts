@@ -244,6 +244,10 @@ describe('a run on the reference engine', () => {
 
   it('stopping a run cancels its queued and running rollouts and ends its workers', async () => {
     const run = await createRun(daemon, runConfig({ name: 'stop', schedule: { steps: 5 } }));
+    // One run at a time on the reference engine: a second one fails with a clear error.
+    const second = await createRun(daemon, runConfig({ name: 'second' }));
+    expect(second.status).toBe('failed');
+    expect(second.error).toContain(`run ${run.id} is running`);
     const claim = await waitFor('a claim', async () => {
       const res = await daemon.api('POST', `/api/runs/${run.id}/claim`, { wait_ms: 1000 });
       return res.status === 200 ? res.body : null;
