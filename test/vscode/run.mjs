@@ -476,8 +476,6 @@ async function checks() {
   );
 
   await step('a trajectory opens from the sidebar and its webview shows the token view', async () => {
-    await palette('Harness RL: Refresh', { accept: false }).catch(() => {});
-    await page.keyboard.press('Escape');
     const tree = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
     // Runs → run → group → rollout, expanding with the twisties (a click on a run opens its dashboard)
     const runRow = tree.locator('.monaco-list-row', { hasText: 'vscode-math' }).first();
