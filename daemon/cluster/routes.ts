@@ -7,6 +7,7 @@ import { ApiError, errorBody, toApiError, validationError } from '../api/errors'
 import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
 import type { Attempt, Rollout } from '../protocol/entities';
+import { nextEvent, rolloutOf } from './events';
 import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from './wire';
 
 export interface RouteOptions {
@@ -31,20 +32,6 @@ export async function registerWorkerRoutes(
   const { store } = ctx;
   /** attempt id → rollout id for the claims this daemon issued (a finish may also name its rollout). */
   const attemptRollout = new Map<string, string>();
-
-  /** Wait until a rollout of the run (or any run) changes, or `ms` passes. */
-  const nextRolloutEvent = (runId: string, ms: number) =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        unsubscribe();
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      const unsubscribe = store.subscribe((event) => {
-        if ((event.type === 'rollout' && event.rollout.run_id === runId) || event.type === 'run') done();
-      });
-    });
 
   const findAttempt = async (
     attemptId: string,
@@ -105,7 +92,9 @@ export async function registerWorkerRoutes(
         }
         const left = deadline - Date.now();
         if (left <= 0) return reply.code(204).send();
-        await nextRolloutEvent(runId, Math.min(left, 1000));
+        // Woken by a rollout of the run (queued or requeued) or a run status change.
+        const wake = rolloutOf(runId);
+        await nextEvent(store, (e) => wake(e) || e.type === 'run', Math.min(left, 1000));
       }
     });
 

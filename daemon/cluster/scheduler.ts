@@ -11,6 +11,7 @@ import type { Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
 import { buildSamples, trajectoryFromCalls } from '../samples';
 import { type Store, StoreError } from '../store/store';
+import { nextEvent, rolloutOf } from './events';
 import { tasksForStep } from './order';
 
 export interface SchedulerOptions {
@@ -139,7 +140,6 @@ class RunLoop {
   private async body(): Promise<void> {
     const { config, runId, store } = this;
     const run = await this.mustRun();
-    if (run.status !== 'running') await store.updateRun(runId, { status: 'running', error: null });
     // Rollouts left open by an earlier daemon belong to a step that starts over now.
     await cancelOpenRollouts(this.store, this.runId);
     const train = (await store.listTasks(runId, 'train')).sort((a, b) => a.index - b.index);
@@ -256,23 +256,6 @@ class RunLoop {
     return all;
   }
 
-  /** Resolves when a rollout of this run changes, after `ms`, or when the loop is aborted. */
-  private nextChange(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const finish = () => {
-        clearTimeout(timer);
-        unsubscribe();
-        this.abort.signal.removeEventListener('abort', finish);
-        resolve();
-      };
-      const timer = setTimeout(finish, ms);
-      const unsubscribe = this.store.subscribe((event) => {
-        if (event.type === 'rollout' && event.rollout.run_id === this.runId) finish();
-      });
-      this.abort.signal.addEventListener('abort', finish, { once: true });
-    });
-  }
-
   /** Wait until every rollout of the batch is finished, timing out attempts that run too long. */
   private async waitFinished(batch: Batch): Promise<Rollout[]> {
     const timeoutMs = this.config.harness.timeout_s * 1000;
@@ -282,7 +265,12 @@ class RunLoop {
       const open = rollouts.filter((r) => !TERMINAL_ROLLOUT.has(r.status));
       if (open.length === 0) return rollouts;
       await this.timeOut(open, timeoutMs);
-      await this.nextChange(Math.min(1000, Math.max(50, timeoutMs / 4)));
+      await nextEvent(
+        this.store,
+        rolloutOf(this.runId),
+        Math.min(1000, Math.max(50, timeoutMs / 4)),
+        this.abort.signal,
+      );
       // Let a burst of finishing rollouts settle before listing again.
       await new Promise((r) => setTimeout(r, 50));
     }
