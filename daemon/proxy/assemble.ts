@@ -262,3 +262,50 @@ export function strip(json: Json, asked: Asked): Json {
     }
   return json;
 }
+
+const IDS_AFTER_COMMA = /,"(?:prompt_)?token_ids":\[[^\]]*\]/g;
+const IDS_FIRST = /\{"(?:prompt_)?token_ids":\[[^\]]*\],?/g;
+
+/**
+ * `strip` on a chunk's JSON text, without re-serialising it: token-id arrays are cut out and
+ * `"logprobs":{…}` becomes `"logprobs":null`. Inside JSON strings every quote is escaped, so the
+ * patterns (which end in an unescaped `":`) only ever match keys.
+ */
+export function stripText(raw: string, asked: Asked): string {
+  let s = raw;
+  if (!asked.ids && s.includes('token_ids"')) s = s.replace(IDS_AFTER_COMMA, '').replace(IDS_FIRST, '{');
+  if (!asked.logprobs) {
+    let from = 0;
+    for (;;) {
+      const at = s.indexOf('"logprobs":{', from);
+      if (at < 0) break;
+      const open = at + 11;
+      const close = matchingBrace(s, open);
+      if (close < 0) break;
+      s = `${s.slice(0, open)}null${s.slice(close + 1)}`;
+      from = open + 4;
+    }
+  }
+  return s;
+}
+
+/** Index of the `}` closing the object that opens at `open` (strings skipped), or -1. */
+function matchingBrace(s: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 34) {
+      // a string: skip to its closing quote
+      for (i++; i < s.length; i++) {
+        const d = s.charCodeAt(i);
+        if (d === 92) i++;
+        else if (d === 34) break;
+      }
+    } else if (c === 123 || c === 91) depth++;
+    else if (c === 125 || c === 93) {
+      depth--;
+      if (depth === 0) return c === 125 ? i : -1;
+    }
+  }
+  return -1;
+}

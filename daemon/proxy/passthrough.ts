@@ -225,9 +225,24 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
         }
         if (!raw.destroyed) raw.end(held.join(''));
       };
-      done().finally(resolve);
+      done()
+        .catch((e) => {
+          call.ctx.log('proxy: finishing a pass-through stream failed', { error: String(e) });
+          if (!raw.destroyed) raw.destroy();
+        })
+        .finally(resolve);
     };
     res.on('data', (buf: Buffer) => {
+      try {
+        relay(buf);
+      } catch (e) {
+        finish(
+          'error',
+          `proxy error while relaying the stream: ${e instanceof Error ? e.message : String(e)}`,
+        );
+      }
+    });
+    const relay = (buf: Buffer) => {
       if (call.settled) return;
       for (const ev of parser.push(buf)) {
         let data: Json | null = null;
@@ -250,7 +265,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
           raw.once('drain', () => res.resume());
         }
       }
-    });
+    };
     res.on('end', () =>
       finish(status < 400 ? 'ok' : 'error', status < 400 ? null : `upstream answered ${status}`),
     );

@@ -11,6 +11,7 @@ import {
   needsStrip,
   StreamAssembler,
   strip,
+  stripText,
   type Tokens,
   tokensOf,
 } from './assemble';
@@ -47,7 +48,7 @@ export function nativeOutput(body: Json): Output {
     finish: (json) => (needsStrip(json, asked) ? strip(json, asked) : json),
     error: (status, message, param = null, code = null) => openaiErrorBody(status, message, param, code),
     open: () => ({
-      chunk: (obj, raw) => `data: ${needsStrip(obj, asked) ? JSON.stringify(strip(obj, asked)) : raw}\n\n`,
+      chunk: (obj, raw) => `data: ${needsStrip(obj, asked) ? stripText(raw, asked) : raw}\n\n`,
       end: () => 'data: [DONE]\n\n',
       error: (message) => `data: ${JSON.stringify(openaiErrorBody(502, message))}\n\n`,
       assembled: (asm) => strip(asm.result(), asked),
@@ -633,7 +634,12 @@ async function finishStream(
       if (call.settled) return resolve();
       call.settled = true;
       d.res.removeAllListeners('data');
-      fn().finally(resolve);
+      fn()
+        .catch((e) => {
+          call.ctx.log('proxy: finishing a stream failed', { error: String(e) });
+          if (!raw.destroyed) raw.destroy();
+        })
+        .finally(resolve);
     };
     const failMid = (message: string, status: 'error' | 'cancelled' = 'error') =>
       finish(async () => {
@@ -699,19 +705,31 @@ async function finishStream(
       }
     };
 
-    d.res.on('data', (buf: Buffer) => {
-      if (call.settled) return;
-      for (const ev of parser.push(buf)) if (!onEvent(ev.data) || call.settled) return;
-      flush();
-    });
-    d.res.on('end', () => {
-      if (call.settled) return;
-      for (const ev of parser.flush()) if (!onEvent(ev.data) || call.settled) return;
-      if (sawDone && conv) for (const c of conv.end()) forward(c, null);
-      flush();
-      if (sawDone) complete();
-      else failMid(`backend ${d.backendName} ended the stream before [DONE]`);
-    });
+    // Nothing thrown while relaying (a translator, a malformed chunk) may escape: it fails the call.
+    const guard = (fn: () => void) => {
+      try {
+        fn();
+      } catch (e) {
+        failMid(`proxy error while relaying the stream: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    };
+    d.res.on('data', (buf: Buffer) =>
+      guard(() => {
+        if (call.settled) return;
+        for (const ev of parser.push(buf)) if (!onEvent(ev.data) || call.settled) return;
+        flush();
+      }),
+    );
+    d.res.on('end', () =>
+      guard(() => {
+        if (call.settled) return;
+        for (const ev of parser.flush()) if (!onEvent(ev.data) || call.settled) return;
+        if (sawDone && conv) for (const c of conv.end()) forward(c, null);
+        flush();
+        if (sawDone) complete();
+        else failMid(`backend ${d.backendName} ended the stream before [DONE]`);
+      }),
+    );
     d.res.on('close', () => {
       if (call.settled || d.res.complete) return;
       failMid(
