@@ -569,6 +569,34 @@ async function checks() {
     }
     figures.exported_samples = summary.samples;
   });
+
+  await step('an open dashboard comes back after a window reload (webview panel serializer)', async () => {
+    await palette('View: Close All Editors');
+    await palette('Harness RL: Open Run Dashboard');
+    await quickPick('vscode-math');
+    await webview().locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
+    await page.waitForTimeout(1000);
+    await palette('Developer: Reload Window');
+    await page.waitForTimeout(3000);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+    // the restored panel asks the (new) extension host for its run; the daemon this window started
+    // stopped with the old one, so the panel says so until the daemon runs again
+    const frame = webview();
+    await frame.locator('h1, .error').first().waitFor({ timeout: 60_000 });
+    if (await frame.locator('.error').count()) {
+      await shot('13-dashboard-restored-daemon-down');
+      await palette('Harness RL: Start Daemon');
+      await waitFor(
+        'the daemon',
+        async () => (await fetch(`http://127.0.0.1:${ctx.daemonPort}/api/health`)).ok,
+        60_000,
+      );
+      await frame.getByRole('button', { name: 'Retry' }).click();
+    }
+    await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
+    await frame.locator('.chart').first().waitFor({ timeout: 30_000 });
+    await shot('13-dashboard-restored');
+  });
 }
 
 async function cleanup() {

@@ -43,7 +43,10 @@ window.addEventListener('message', (ev: MessageEvent) => {
       break;
     case 'error':
       clear(root);
-      root.append(h('p', { class: 'error' }, msg.message));
+      root.append(
+        h('p', { class: 'error' }, msg.message),
+        h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Retry'),
+      );
       break;
   }
 });
