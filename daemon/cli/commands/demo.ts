@@ -9,11 +9,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runRollout } from '../../../examples/math-agent/agent';
 import { svgPlot, unicodePlot } from '../../cluster/plot';
-import { runWorker } from '../../cluster/worker';
+import { type RolloutContext, runWorker } from '../../cluster/worker';
 import { loadConfigFile } from '../../config/load';
 import { startDaemon } from '../../daemon';
 import { RunConfig, type RunConfigInput } from '../../protocol/config';
 import type { Run, RunMetrics } from '../../protocol/entities';
+import type { Store } from '../../store/store';
 
 export interface DemoOptions {
   steps?: number;
@@ -86,6 +87,20 @@ function hash(text: string): number {
   let h = 2166136261;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
   return h >>> 0;
+}
+
+/**
+ * A rollout's sampling seed from what is the same in every demo with the same --seed: the step, the
+ * task, the rollout's place in its group and the attempt. Ids are random, so they are left out; the
+ * whole demo (weights, task order, samples, updates) then replays exactly.
+ */
+async function samplingSeed(store: Store, runSeed: number, ctx: RolloutContext): Promise<number> {
+  const group = ctx.rollout.group_id ? await store.getGroup(ctx.rollout.group_id) : null;
+  const siblings = group
+    ? (await store.listRollouts({ group_id: group.id, limit: 1000 })).items.map((r) => r.id).sort()
+    : [];
+  const place = `${group?.step}:${siblings.indexOf(ctx.rollout.id)}:${ctx.attempt.index}`;
+  return hash(`${runSeed}:${JSON.stringify(ctx.input)}:${place}`);
 }
 
 const fmt = (v: number | null | undefined, digits = 3) =>
@@ -191,7 +206,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
           apiKey: ctx.key,
           model: ctx.model,
           task: ctx.input,
-          seed: hash(ctx.attempt.id),
+          seed: await samplingSeed(daemon.ctx.store, config.schedule.seed, ctx),
         });
         return { reward: result.reward };
       },
