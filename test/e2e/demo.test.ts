@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DemoResult, run as demoCommand, runDemo } from '../../daemon/cli/commands/demo';
 
 // Shortened: 10 steps instead of 30, at learning rate 0.03 instead of 0.02 so the format is learned
-// within them (measured: +0.13 and +0.29 over 8 steps for seeds 1 and 2; a frozen policy stays at ≈0.04).
+// within them. The demo replays exactly for a seed: seed 2 goes 0.068 → 0.450 (first and last two steps).
 const STEPS = 10;
 const SEED = 2;
 const LEARNING_RATE = 0.03;
