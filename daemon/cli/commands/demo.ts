@@ -117,7 +117,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const config = await demoConfig(options);
   const dataDir = resolve(options.dataDir ?? mkdtempSync(join(tmpdir(), 'harness-rl-demo-')));
   mkdirSync(dataDir, { recursive: true });
-  const daemon = await startDaemon({ dataDir, port: 0, store: 'sqlite' });
+  // A demo run killed earlier in the same folder is not resumed: this demo starts its own run.
+  const daemon = await startDaemon({ dataDir, port: 0, store: 'sqlite', cluster: { resume: false } });
   const auth = { authorization: `Bearer ${daemon.token}`, 'content-type': 'application/json' };
   const steps = config.schedule.steps;
   let run: Run | null = null;
