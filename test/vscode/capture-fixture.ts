@@ -12,17 +12,18 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const dataDir = mkdtempSync(join(tmpdir(), 'harness-rl-capture-'));
 await runDemo({ steps: 1, dataDir, write: () => {} });
 const daemon = await startDaemon({ dataDir, port: 0 });
-const get = async (path: string) =>
+// biome-ignore lint/suspicious/noExplicitAny: a one-off script reads response bodies loosely
+const get = async (path: string): Promise<any> =>
   (await fetch(`${daemon.url}${path}`, { headers: { authorization: `Bearer ${daemon.token}` } })).json();
 try {
   const page = await get('/api/rollouts?status=succeeded&limit=100');
-  let best: { llm_calls: unknown[] } | null = null;
+  let best: { group_id: string; llm_calls: unknown[] } | null = null;
   for (const r of page.items) {
     const d = await get(`/api/rollouts/${r.id}`);
     if (!best || d.llm_calls.length > best.llm_calls.length) best = d;
   }
   if (!best) throw new Error('the demo produced no succeeded rollout');
-  const group = await get(`/api/groups/${(best as { group_id: string }).group_id}`);
+  const group = await get(`/api/groups/${best.group_id}`);
   const out = join(root, 'extension', 'src', 'fixtures');
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'rollout.json'), `${JSON.stringify(best, null, 1)}\n`);
