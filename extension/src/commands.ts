@@ -184,6 +184,23 @@ export const COMMANDS: Record<string, CommandSpec> = {
     },
   },
   'harnessRl.showLogs': { needsDaemon: false, run: (ctx) => ctx.log.show() },
+  'harnessRl.setDaemonToken': {
+    needsDaemon: false,
+    run: async (ctx) => {
+      const token = await vscode.window.showInputBox({
+        title: 'Token of the daemon at harnessRl.daemonUrl (kept in VS Code secret storage)',
+        password: true,
+        ignoreFocusOut: true,
+      });
+      if (!token) return;
+      const client = await ctx.daemon.setToken(token);
+      if (client) void vscode.window.showInformationMessage(`Harness RL: connected to ${client.baseUrl}.`);
+      else
+        void vscode.window.showErrorMessage(
+          'Harness RL: the daemon did not accept that token (see the logs).',
+        );
+    },
+  },
   'harnessRl.startRun': { needsDaemon: true, run: (ctx, c, arg) => startRun(ctx, c!, arg) },
   'harnessRl.stopRun': {
     needsDaemon: true,

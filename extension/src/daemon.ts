@@ -87,6 +87,12 @@ export class DaemonManager implements vscode.Disposable {
     return out;
   }
 
+  /** Stores the token of a daemon started elsewhere (e.g. a remote one) and connects with it. */
+  async setToken(token: string): Promise<DaemonClient | undefined> {
+    await this.secrets.store(TOKEN_KEY, token.trim());
+    return this.connect();
+  }
+
   /** Connects to a daemon already listening at harnessRl.daemonUrl. */
   async connect(): Promise<DaemonClient | undefined> {
     const url = daemonUrl();
