@@ -334,13 +334,7 @@ class RunLoop {
     for (const [id, { stats, prefix_breaks }] of built.rollouts) {
       await store.setRolloutStats(id, stats, prefix_breaks);
     }
-    for (const group of batch.groups) {
-      const ok = finished.some((r) => r.group_id === group.id);
-      await store.setGroupStatus(group.id, ok ? 'complete' : 'failed');
-    }
-
-    const rewards = finished.map((r) => r.reward).filter((r): r is number => r !== null);
-    const { mean, std } = meanStd(rewards);
+    const { mean, std } = meanStd(await this.closeGroups(batch, rollouts));
     let result: TrainResult | null = null;
     if (built.samples.length > 0) {
       this.check();
@@ -391,14 +385,17 @@ class RunLoop {
   private async validate(step: number, tasks: Task[]): Promise<number | null> {
     const batch = await this.sample(step, tasks, 1);
     const rollouts = await this.waitFinished(batch);
+    return meanStd(await this.closeGroups(batch, rollouts)).mean;
+  }
+
+  /** Mark each group complete (some rollout succeeded) or failed; the rewards of the succeeded rollouts. */
+  private async closeGroups(batch: Batch, rollouts: Rollout[]): Promise<number[]> {
+    const succeeded = rollouts.filter((r) => r.status === 'succeeded');
     for (const group of batch.groups) {
-      const ok = rollouts.some((r) => r.group_id === group.id && r.status === 'succeeded');
+      const ok = succeeded.some((r) => r.group_id === group.id);
       await this.store.setGroupStatus(group.id, ok ? 'complete' : 'failed');
     }
-    const rewards = rollouts
-      .filter((r) => r.status === 'succeeded' && r.reward !== null)
-      .map((r) => r.reward as number);
-    return meanStd(rewards).mean;
+    return succeeded.map((r) => r.reward).filter((r): r is number => r !== null);
   }
 }
 
