@@ -1,17 +1,32 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sample, TrainBatch } from '../protocol/training';
+import { ppoClipLoss, weightedLoss } from '../samples/loss';
 import { loadLatestCheckpoint } from './checkpoint';
 import { DEFAULT_MODEL_CONFIG, type ReferenceEngine, startReferenceEngine } from './index';
 import { initParams, Model, type ModelConfig } from './model';
 import { applyChatTemplate, decode, END_ID, encode } from './tokenizer';
-import { ppoClipTokenLoss, sampleLossAndGrad } from './trainer';
+import { ppoClipTokenLossAndGrad, sampleLossAndGrad } from './trainer';
 
 // biome-ignore lint/suspicious/noExplicitAny: vLLM's extra fields are not in the SDK's types
 type Any = any;
+
+const vectors = JSON.parse(readFileSync(new URL('../samples/vectors.json', import.meta.url), 'utf8')) as {
+  policy_loss: {
+    clip_low: number;
+    clip_high: number;
+    logp: number[];
+    old_logp: number[];
+    advantage: number[];
+    loss: number[];
+    clipped: boolean[];
+    weights: number[];
+    total: number;
+  };
+};
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'hrl-engine-'));
 
@@ -84,18 +99,37 @@ describe('gradients', () => {
 
   it('clipped tokens give no gradient (ℓ = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A))', () => {
     // r = e^0.5 ≈ 1.65 > 1.28 with A > 0: the clipped branch is the minimum.
-    expect(ppoClipTokenLoss(0, -0.5, 1, 0.2, 0.28)).toEqual({ loss: -1.28, dlogp: 0, clipped: true });
+    expect(ppoClipTokenLossAndGrad(0, -0.5, 1, 0.2, 0.28)).toEqual({ loss: -1.28, dlogp: 0, clipped: true });
     // r < 1 − ε_low with A < 0: clipped as well.
-    const low = ppoClipTokenLoss(-0.5, 0, -1, 0.2, 0.28);
+    const low = ppoClipTokenLossAndGrad(-0.5, 0, -1, 0.2, 0.28);
     expect(low.clipped).toBe(true);
     expect(low.loss).toBeCloseTo(0.8, 12);
     // inside the range: ℓ = −r·A, dℓ/dlogp = −r·A
-    const mid = ppoClipTokenLoss(0.1, 0, 2, 0.2, 0.28);
+    const mid = ppoClipTokenLossAndGrad(0.1, 0, 2, 0.2, 0.28);
     expect(mid.clipped).toBe(false);
     expect(mid.loss).toBeCloseTo(-2 * Math.exp(0.1), 12);
     expect(mid.dlogp).toBeCloseTo(-2 * Math.exp(0.1), 12);
     // pessimistic: r > 1 + ε_high with A < 0 is not clipped (the unclipped term is smaller)
-    expect(ppoClipTokenLoss(0.5, 0, -1, 0.2, 0.28).clipped).toBe(false);
+    expect(ppoClipTokenLossAndGrad(0.5, 0, -1, 0.2, 0.28).clipped).toBe(false);
+  });
+
+  it("gives the spec's per-token loss and clip flags on the shared vectors (samples/vectors.json)", () => {
+    const p = vectors.policy_loss;
+    const expected = ppoClipLoss(p.logp, p.old_logp, p.advantage, p.clip_low, p.clip_high);
+    const engine = p.logp.map((l, t) =>
+      ppoClipTokenLossAndGrad(l, p.old_logp[t], p.advantage[t], p.clip_low, p.clip_high),
+    );
+    expect(engine.map((r) => r.loss)).toEqual([...expected]);
+    expect(engine.map((r) => r.loss)).toEqual(p.loss);
+    expect(engine.map((r) => r.clipped)).toEqual(p.clipped);
+    // a clipped token gives no gradient; elsewhere dℓ/dlogp = ℓ (ℓ = −r·A)
+    for (const r of engine) expect(r.dlogp === (r.clipped ? 0 : r.loss)).toBe(true); // === : −0 equals 0
+    expect(
+      weightedLoss(
+        engine.map((r) => r.loss),
+        p.weights,
+      ),
+    ).toBeCloseTo(p.total, 12);
   });
 });
 

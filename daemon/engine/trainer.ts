@@ -1,25 +1,23 @@
 // The reference trainer: PPO-clip policy loss (spec/samples.md) with Adam, on the engine's own weights.
 import type { PolicyLossConfig, Sample, TrainBatch, Trainer, TrainResult } from '../protocol/training';
+import { klK3, ppoClipped, ppoClipTokenLoss } from '../samples/loss';
 import { initParams, Model } from './model';
 
 /**
- * Per-token PPO-clip loss. ratio = exp(logp − old);
- * ℓ = −min(ratio·A, clip(ratio, 1−ε_low, 1+ε_high)·A). Returns ℓ, dℓ/dlogp and whether the clip is active
- * (the clipped branch is the minimum, so the token gives no gradient).
+ * Per-token PPO-clip loss with its derivative, from the shared definition in samples/loss.ts
+ * (ℓ = −min(ratio·A, clip(ratio, 1−ε_low, 1+ε_high)·A), ratio = exp(logp − old)). Returns ℓ, dℓ/dlogp and
+ * whether the clip is active (the clipped branch is the minimum, so the token gives no gradient).
  */
-export function ppoClipTokenLoss(
+export function ppoClipTokenLossAndGrad(
   logp: number,
   old: number,
   advantage: number,
   clipLow: number,
   clipHigh: number,
 ): { loss: number; dlogp: number; clipped: boolean } {
-  const ratio = Math.exp(logp - old);
-  const clippedRatio = Math.min(Math.max(ratio, 1 - clipLow), 1 + clipHigh);
-  const unclipped = ratio * advantage;
-  const clippedObj = clippedRatio * advantage;
-  if (unclipped <= clippedObj) return { loss: -unclipped, dlogp: -unclipped, clipped: false };
-  return { loss: -clippedObj, dlogp: 0, clipped: true };
+  const loss = ppoClipTokenLoss(logp, old, advantage, clipLow, clipHigh);
+  if (ppoClipped(logp, old, advantage, clipLow, clipHigh)) return { loss, dlogp: 0, clipped: true };
+  return { loss, dlogp: -(Math.exp(logp - old) * advantage), clipped: false };
 }
 
 export interface AdamState {
@@ -105,7 +103,7 @@ export function sampleLossAndGrad(
     const old = Number.isFinite(rolloutOld) ? rolloutOld : lp;
     const w = sample.loss_weights[t];
     const A = sample.advantages[t];
-    const r = ppoClipTokenLoss(lp, old, A, loss.clip_low, loss.clip_high);
+    const r = ppoClipTokenLossAndGrad(lp, old, A, loss.clip_low, loss.clip_high);
     // Truncated importance sampling: the pre-update ratio π_θ/π_rollout acts as the importance weight;
     // where it exceeds the cap, scale the token down so the effective weight is the cap.
     let tis = 1;
@@ -116,17 +114,16 @@ export function sampleLossAndGrad(
     let tokLoss = r.loss * tis;
     let g = r.dlogp * tis;
     if (refFw) {
-      // k3 estimator of KL(π_θ || π_ref): exp(ref − logp) − (ref − logp) − 1
-      const diff = refFw.logp[k * V + tok] - lp;
-      tokLoss += loss.kl_coef * (Math.exp(diff) - diff - 1);
-      g += loss.kl_coef * (1 - Math.exp(diff));
+      // k3 estimator of KL(π_θ || π_ref): exp(ref − logp) − (ref − logp) − 1; d/dlogp = 1 − exp(ref − logp)
+      const refLp = refFw.logp[k * V + tok];
+      tokLoss += loss.kl_coef * klK3(lp, refLp);
+      g += loss.kl_coef * (1 - Math.exp(refLp - lp));
     }
     dlogp[k * V + tok] = w * g;
     stats.loss += w * tokLoss;
     stats.tokens += 1;
     if (r.clipped) stats.clipped += 1;
-    const d = old - lp; // k3 of KL(old || current)
-    stats.kl += Math.exp(-d) + d - 1;
+    stats.kl += klK3(old, lp); // k3 of KL(old || current)
     let ent = 0;
     for (let j = 0; j < V; j++) {
       const l = fw.logp[k * V + j];
