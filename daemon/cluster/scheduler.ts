@@ -9,7 +9,7 @@ import { RunConfig } from '../protocol/config';
 import type { Group, Rollout, Run, Task } from '../protocol/entities';
 import type { Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
-import { buildSamples, trajectoryFromCalls } from '../samples';
+import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
 import { type Store, StoreError } from '../store/store';
 import { nextEvent, rolloutOf } from './events';
 import { tasksForStep } from './order';
@@ -311,26 +311,15 @@ class RunLoop {
     const { algorithm } = config;
     const sampleSeconds = (Date.now() - batch.startedAt) / 1000;
     const finished = rollouts.filter((r) => r.status === 'succeeded');
-    const trajectories = [];
     let responseTokens = 0;
     let oldest = version;
-    for (const rollout of finished) {
-      const calls = await store.listLlmCalls(rollout.id);
+    const trajectories = await trajectoriesFromStore(store, finished, (calls) => {
       for (const call of calls) {
         responseTokens += call.response_ids?.length ?? 0;
         if (call.model_version !== null) oldest = Math.min(oldest, call.model_version);
       }
-      trajectories.push(trajectoryFromCalls(rollout, calls));
-    }
-    const built = buildSamples(trajectories, {
-      merge: algorithm.merge,
-      advantage: algorithm.advantage,
-      loss_agg: algorithm.loss_agg,
-      max_len: algorithm.max_len,
-      max_prompt_tokens: algorithm.max_prompt_tokens,
-      max_response_tokens: algorithm.max_response_tokens,
-      drop_zero_variance_groups: algorithm.drop_zero_variance_groups,
     });
+    const built = buildSamples(trajectories, buildOptionsOf(algorithm));
     for (const [id, { stats, prefix_breaks }] of built.rollouts) {
       await store.setRolloutStats(id, stats, prefix_breaks);
     }

@@ -59,6 +59,48 @@ export function trajectoryFromCalls(
   };
 }
 
+/**
+ * The trajectories of stored rollouts, in the given order, each from its calls in the store
+ * (trajectoryFromCalls). `onCalls` sees every rollout's calls as they are read (e.g. to count tokens).
+ */
+export async function trajectoriesFromStore(
+  store: Pick<Store, 'listLlmCalls'>,
+  rollouts: Iterable<{ id: string; group_id: string | null; reward: number | null }>,
+  onCalls?: (calls: LlmCall[]) => void,
+): Promise<TrajectoryArrays[]> {
+  const out: TrajectoryArrays[] = [];
+  for (const rollout of rollouts) {
+    const calls = await store.listLlmCalls(rollout.id);
+    onCalls?.(calls);
+    out.push(trajectoryFromCalls(rollout, calls));
+  }
+  return out;
+}
+
+/** The samples-stage options of a run's algorithm settings (merge, advantage, aggregation, limits). */
+export function buildOptionsOf(
+  algorithm: AlgorithmConfig,
+): Pick<
+  BuildOptions,
+  | 'merge'
+  | 'advantage'
+  | 'loss_agg'
+  | 'max_len'
+  | 'max_prompt_tokens'
+  | 'max_response_tokens'
+  | 'drop_zero_variance_groups'
+> {
+  return {
+    merge: algorithm.merge,
+    advantage: algorithm.advantage,
+    loss_agg: algorithm.loss_agg,
+    max_len: algorithm.max_len,
+    max_prompt_tokens: algorithm.max_prompt_tokens,
+    max_response_tokens: algorithm.max_response_tokens,
+    drop_zero_variance_groups: algorithm.drop_zero_variance_groups,
+  };
+}
+
 /** The algorithm settings of a run's stored config (defaults where absent or invalid). */
 export function algorithmOf(config: unknown): AlgorithmConfig {
   const raw = (config as { algorithm?: unknown } | null)?.algorithm ?? {};

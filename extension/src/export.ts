@@ -6,6 +6,7 @@ import type { RolloutDetail } from '../../daemon/protocol/api';
 import type { Run } from '../../daemon/protocol/entities';
 import {
   algorithmOf,
+  buildOptionsOf,
   buildSamples,
   type TrajectoryArrays,
   toSampleJson,
@@ -27,15 +28,7 @@ export function samplesJsonl(
   rollouts: RolloutDetail[],
 ): { text: string; samples: number } {
   const algo = algorithmOf(runConfig);
-  const built = buildSamples(rollouts.map(trajectoryOf), {
-    merge: algo.merge,
-    advantage: algo.advantage,
-    loss_agg: algo.loss_agg,
-    max_len: algo.max_len,
-    max_prompt_tokens: algo.max_prompt_tokens,
-    max_response_tokens: algo.max_response_tokens,
-    drop_zero_variance_groups: algo.drop_zero_variance_groups,
-  });
+  const built = buildSamples(rollouts.map(trajectoryOf), buildOptionsOf(algo));
   const { trajectories, samples, prefix_breaks, excluded, mask_tokens } = built.summary;
   const lines = built.samples.map((s) => JSON.stringify(toSampleJson(s)));
   lines.push(JSON.stringify({ summary: { trajectories, samples, prefix_breaks, excluded, mask_tokens } }));

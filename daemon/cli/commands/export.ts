@@ -7,7 +7,7 @@ import { rename } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Rollout } from '../../protocol/entities';
-import { algorithmOf, buildSamples, type TrajectoryArrays, trajectoryFromCalls } from '../../samples';
+import { algorithmOf, buildOptionsOf, buildSamples, trajectoriesFromStore } from '../../samples';
 import type { Store } from '../../store/store';
 import { sampleLines, writeLines } from './samples';
 
@@ -72,24 +72,11 @@ export async function run(argv: string[]): Promise<number> {
     }
     const algorithm = algorithmOf(runRow.config);
     const validation = new Set((await store.listTasks(runRow.id, 'validation')).map((t) => t.id));
-    const trajectories: TrajectoryArrays[] = [];
-    let validationRollouts = 0;
-    for (const rollout of await finishedRollouts(store, runRow.id)) {
-      if (rollout.task_id && validation.has(rollout.task_id)) {
-        validationRollouts++;
-        continue;
-      }
-      trajectories.push(trajectoryFromCalls(rollout, await store.listLlmCalls(rollout.id)));
-    }
-    const built = buildSamples(trajectories, {
-      merge: algorithm.merge,
-      advantage: algorithm.advantage,
-      loss_agg: algorithm.loss_agg,
-      max_len: algorithm.max_len,
-      max_prompt_tokens: algorithm.max_prompt_tokens,
-      max_response_tokens: algorithm.max_response_tokens,
-      drop_zero_variance_groups: algorithm.drop_zero_variance_groups,
-    });
+    const finished = await finishedRollouts(store, runRow.id);
+    const training = finished.filter((r) => !(r.task_id && validation.has(r.task_id)));
+    const validationRollouts = finished.length - training.length;
+    const trajectories = await trajectoriesFromStore(store, training);
+    const built = buildSamples(trajectories, buildOptionsOf(algorithm));
     const summary = { run_id: runRow.id, ...built.summary, validation_rollouts: validationRollouts };
     const lines = sampleLines(built, summary);
     if (values.out) {
