@@ -1,10 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sample, TrainBatch } from '../protocol/training';
 import { ppoClipLoss, weightedLoss } from '../samples/loss';
+import { readVectors } from '../samples/vectors.gen';
 import { loadLatestCheckpoint } from './checkpoint';
 import { DEFAULT_MODEL_CONFIG, type ReferenceEngine, startReferenceEngine } from './index';
 import { initParams, Model, type ModelConfig } from './model';
@@ -14,19 +15,7 @@ import { ppoClipTokenLossAndGrad, sampleLossAndGrad } from './trainer';
 // biome-ignore lint/suspicious/noExplicitAny: vLLM's extra fields are not in the SDK's types
 type Any = any;
 
-const vectors = JSON.parse(readFileSync(new URL('../samples/vectors.json', import.meta.url), 'utf8')) as {
-  policy_loss: {
-    clip_low: number;
-    clip_high: number;
-    logp: number[];
-    old_logp: number[];
-    advantage: number[];
-    loss: number[];
-    clipped: boolean[];
-    weights: number[];
-    total: number;
-  };
-};
+const vectors = readVectors();
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'hrl-engine-'));
 

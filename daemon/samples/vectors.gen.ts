@@ -2,7 +2,7 @@
 // vectors.test.ts here and by the Python trainer. Regenerate with `npx tsx daemon/samples/vectors.gen.ts`
 // only when the spec changes (then `npx biome format --write daemon/samples/vectors.json`); the test checks
 // the file against an independent reading of the spec.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/config';
 import type { Trajectory } from '../protocol/samples';
 import { ADV_EPS } from './advantages';
@@ -204,6 +204,11 @@ export function generateVectors() {
     },
     kl_k3: klPairs.map(([l, ref]) => ({ logp: l, ref_logp: ref, kl: klK3(l, ref) })),
   };
+}
+
+/** vectors.json as stored (its shape is what generateVectors writes). */
+export function readVectors(): ReturnType<typeof generateVectors> {
+  return JSON.parse(readFileSync(new URL('./vectors.json', import.meta.url), 'utf8'));
 }
 
 if (process.argv[1]?.endsWith('vectors.gen.ts')) {
