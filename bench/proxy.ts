@@ -241,12 +241,19 @@ export default async function main(): Promise<void> {
       });
     }
     if (only.includes('stream')) {
+      const f0 = cpuOf(fake.proc);
       const directTps = await streamRate(direct, 8, seconds);
+      const f1 = cpuOf(fake.proc);
+      const p0 = cpuOf(prox.proc);
       const proxyTps = await streamRate(proxy, 8, seconds);
+      const p1 = cpuOf(prox.proc);
+      const perTok = (us: number, tps: number) => us / (tps * (seconds / 1000));
       emit('proxy.stream', {
         direct_tokens_per_s: round(directTps, 0),
         proxy_tokens_per_s: round(proxyTps, 0),
         ratio: round(proxyTps / directTps),
+        backend_cpu_us_per_token: round(perTok(f1 - f0, directTps), 1),
+        proxy_cpu_us_per_token: round(perTok(p1 - p0, proxyTps), 1),
       });
     }
   } finally {

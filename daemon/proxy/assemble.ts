@@ -190,10 +190,13 @@ export interface Tokens {
 
 const isIds = (v: unknown): v is number[] => Array.isArray(v);
 
-/** Token ids, logprobs, finish reason and usage of choice 0 of a (non-streaming or assembled) response. */
-export function tokensOf(json: Json, kind: BackendKind): Tokens {
+/**
+ * Token ids, logprobs, finish reason and usage of choice `index` (default 0) of a (non-streaming or
+ * assembled) response. The usage is the whole response's.
+ */
+export function tokensOf(json: Json, kind: BackendKind, index = 0): Tokens {
   const c0: Json | undefined = Array.isArray(json.choices)
-    ? (json.choices.find((c: Json) => c?.index === 0) ?? json.choices[0])
+    ? (json.choices.find((c: Json) => c?.index === index) ?? (index === 0 ? json.choices[0] : undefined))
     : undefined;
   const prompt = isIds(json.prompt_token_ids)
     ? json.prompt_token_ids
@@ -222,6 +225,14 @@ export function tokensOf(json: Json, kind: BackendKind): Tokens {
     finish_reason: c0?.finish_reason ?? null,
     usage,
   };
+}
+
+/** The choice indexes of a response, ascending ([0] when it has none or one). */
+export function choiceIndexes(json: Json): number[] {
+  if (!Array.isArray(json.choices) || json.choices.length <= 1) return [0];
+  const out = new Set<number>();
+  for (const c of json.choices as Json[]) out.add(typeof c?.index === 'number' ? c.index : 0);
+  return [...out].sort((a, b) => a - b);
 }
 
 /** What the harness asked for itself (those extras stay in what it receives). */

@@ -16,7 +16,14 @@ interface Remembered extends PreviousCall {
 }
 
 export type BridgeDecision =
-  | { ok: true; body: Json; prompt_ids: number[]; reused_tokens: number }
+  | {
+      ok: true;
+      body: Json;
+      prompt_ids: number[];
+      reused_tokens: number;
+      /** The generation prompt opened a think block itself (the output starts inside it). */
+      thinking: boolean;
+    }
   | { ok: false; reason: string };
 
 export class BridgeMemory {
@@ -90,6 +97,12 @@ export class BridgeMemory {
     });
     if (!req.ok) return req;
     if (!req.body.logprobs) req.body.logprobs = 1;
-    return { ok: true, body: req.body, prompt_ids: plan.prompt_ids, reused_tokens: plan.reused_tokens };
+    return {
+      ok: true,
+      body: req.body,
+      prompt_ids: plan.prompt_ids,
+      reused_tokens: plan.reused_tokens,
+      thinking: plan.thinking,
+    };
   }
 }

@@ -19,7 +19,7 @@ import {
   translatedOutput,
 } from './pipeline';
 import { Recorder } from './recorder';
-import { keyOf, readSecrets, type Scope, Scopes } from './scope';
+import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
 import type { ChatRequest } from './translate/types';
 
@@ -145,7 +145,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       return { root: rootUrl(u.base_url), name: u.base_url, headers: {}, extras: true };
     }
     if (u.kind === 'openai') {
-      const key = (await readSecrets(ctx.dataDir)).openai;
+      const key = upstreamKey(ctx.dataDir, 'openai');
       if (!key)
         throw new ProxyError(401, `no OpenAI key: put {"openai": "sk-..."} in ${ctx.dataDir}/secrets.json`);
       const base = u.base_url ?? 'https://api.openai.com/v1';
@@ -158,7 +158,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   };
 
   const anthropicHeaders = async (req: FastifyRequest): Promise<Record<string, string>> => {
-    const key = (await readSecrets(ctx.dataDir)).anthropic;
+    const key = upstreamKey(ctx.dataDir, 'anthropic');
     if (!key)
       throw new ProxyError(
         401,

@@ -8,6 +8,7 @@ import type { NewLlmCall, WireApi } from '../protocol/entities';
 import {
   askedOf,
   type BackendKind,
+  choiceIndexes,
   needsStrip,
   StreamAssembler,
   strip,
@@ -114,6 +115,11 @@ export class Call {
   private readonly request: unknown;
   private readonly raw: string | undefined;
   private closeHandlers: (() => void)[] = [];
+  /**
+   * With n > 1: each choice's token fields (tagged `choice:<i>`). The call is then stored as one
+   * llm_call record per choice (same request and response), all in one transaction.
+   */
+  choices: Partial<NewLlmCall>[] | null = null;
   /** What is known so far (backend, partial tokens), for the record of a cancelled call. */
   snapshot: (() => Partial<NewLlmCall>) | null = null;
 
@@ -194,7 +200,12 @@ export class Call {
       if (call.backend_request != null) call.backend_request = redact(call.backend_request, s.secrets);
       if (call.response != null) call.response = redact(call.response, s.secrets);
     }
-    await this.recorder.record(call);
+    const choices = this.choices;
+    if (choices && choices.length > 1)
+      await this.recorder.recordAll(
+        choices.map((c) => ({ ...call, ...c, tags: [...call.tags, ...(c.tags ?? [])] })),
+      );
+    else await this.recorder.record(call);
   }
 
   /** Records a failed call and answers the harness with an error in its wire format. */
@@ -249,7 +260,7 @@ export type BridgeFn = (b: Backend, sent: Json) => Promise<BridgeDecision>;
 export interface Dispatched {
   res: IncomingMessage;
   /** Set when the token-in-token-out bridge sent a token prompt to /v1/completions. */
-  bridged: { prompt_ids: number[]; reused_tokens: number } | null;
+  bridged: { prompt_ids: number[]; reused_tokens: number; thinking: boolean } | null;
   /** Why the bridge was not used (null when it was, or was not asked for). */
   fallback: string | null;
   /** The chat body (what the bridge was asked about), even when a completions body was sent. */
@@ -338,7 +349,11 @@ export async function dispatch(
     if (bridge) {
       const decision = await bridge(b, sent);
       if (decision.ok) {
-        bridged = { prompt_ids: decision.prompt_ids, reused_tokens: decision.reused_tokens };
+        bridged = {
+          prompt_ids: decision.prompt_ids,
+          reused_tokens: decision.reused_tokens,
+          thinking: decision.thinking,
+        };
         sendBody = decision.body;
         sendPath = '/v1/completions';
       } else fallback = decision.reason;
@@ -419,6 +434,24 @@ function tokenFields(t: Tokens, source: 'backend' | 'bridge' = 'backend'): Parti
     usage: t.usage,
     token_source: t.prompt_ids && t.response_ids ? source : 'text',
   };
+}
+
+/** With several choices (n > 1): the token fields of each, tagged `choice:<i>`; null for one choice. */
+function choiceFields(
+  json: Json,
+  kind: BackendKind,
+  source: 'backend' | 'bridge',
+): Partial<NewLlmCall>[] | null {
+  const indexes = choiceIndexes(json);
+  if (indexes.length <= 1) return null;
+  return indexes.map((i) => {
+    const t = tokensOf(json, kind, i);
+    const f = tokenFields(t, source);
+    if (t.usage && t.response_ids)
+      f.usage = { prompt_tokens: t.usage.prompt_tokens, completion_tokens: t.response_ids.length };
+    f.tags = [`choice:${i}`];
+    return f;
+  });
 }
 
 export interface RunOptions {
@@ -547,8 +580,14 @@ async function finishWhole(
     return;
   }
   if (d.bridged)
-    json = completionToChat(json, { model: String(d.chatBody.model), prompt_ids: d.bridged.prompt_ids });
+    json = completionToChat(json, {
+      model: String(d.chatBody.model),
+      prompt_ids: d.bridged.prompt_ids,
+      thinking: d.bridged.thinking,
+    });
+  // Before the output strips the extras in place.
   const tokens = tokensOf(json, o.kind);
+  call.choices = choiceFields(json, o.kind, d.bridged ? 'bridge' : 'backend');
   remember(json);
   let out: unknown;
   try {
@@ -606,13 +645,18 @@ async function finishStream(
   const out = o.output.open();
   const parser = new SseParser();
   const conv = d.bridged
-    ? new CompletionToChatStream({ model: String(d.chatBody.model), prompt_ids: d.bridged.prompt_ids })
+    ? new CompletionToChatStream({
+        model: String(d.chatBody.model),
+        prompt_ids: d.bridged.prompt_ids,
+        thinking: d.bridged.thinking,
+      })
     : null;
   let ttft: number | null = null;
   let sawDone = false;
 
   const partial = (): Partial<NewLlmCall> => {
     const json = asm.result();
+    call.choices = choiceFields(json, o.kind, d.bridged ? 'bridge' : 'backend');
     let response: unknown = null;
     try {
       response = asm.chunks > 0 ? out.assembled(asm) : null;
@@ -649,7 +693,7 @@ async function finishStream(
         } catch (e) {
           call.ctx.log('proxy: recording a failed stream failed', { error: String(e) });
         }
-        if (!raw.destroyed) raw.end(out.error(message));
+        if (!raw.destroyed) raw.end(takePending() + out.error(message));
       });
     const complete = () =>
       finish(async () => {
@@ -657,10 +701,11 @@ async function finishStream(
           remember(asm.result());
           await call.record({ ...partial(), status: 'ok', total_ms: call.elapsed() });
         } catch (e) {
-          if (!raw.destroyed) raw.end(out.error(`the call could not be recorded: ${String(e)}`));
+          if (!raw.destroyed)
+            raw.end(takePending() + out.error(`the call could not be recorded: ${String(e)}`));
           return;
         }
-        if (!raw.destroyed) raw.end(out.end());
+        if (!raw.destroyed) raw.end(takePending() + out.end());
       });
     call.onClientClose(() => resolve());
 
@@ -693,16 +738,31 @@ async function finishStream(
       asm.push(obj);
       pending += out.chunk(obj, data ?? JSON.stringify(obj));
     };
-    // Frames that arrived in one backend read go out in one write (fewer syscalls, same latency).
+    // Frames that arrived in one event-loop turn (libuv reads a socket many times per poll phase, a
+    // few hundred bytes each) go out in one write right after it: one syscall instead of dozens,
+    // no added latency beyond the end of the current poll phase.
     let pending = '';
-    const flush = () => {
-      if (!pending) return;
+    let scheduled = false;
+    const flushNow = () => {
+      scheduled = false;
+      if (!pending || call.settled || raw.destroyed) return;
       const ok = raw.write(pending);
       pending = '';
       if (!ok) {
         d.res.pause();
         raw.once('drain', () => d.res.resume());
       }
+    };
+    const flush = () => {
+      if (!pending || scheduled) return;
+      scheduled = true;
+      setImmediate(flushNow);
+    };
+    /** The frames not yet written, taken (for the final write, which carries them). */
+    const takePending = () => {
+      const p = pending;
+      pending = '';
+      return p;
     };
 
     // Nothing thrown while relaying (a translator, a malformed chunk) may escape: it fails the call.

@@ -5,7 +5,8 @@ import type { NewLlmCall } from '../protocol/entities';
 import type { Store } from '../store/store';
 
 interface Pending {
-  call: NewLlmCall;
+  /** Written in one transaction (the records of one proxied call: one per choice when n > 1). */
+  calls: NewLlmCall[];
   resolve(): void;
   reject(err: unknown): void;
 }
@@ -21,8 +22,13 @@ export class Recorder {
 
   /** Resolves once `call` is committed. */
   record(call: NewLlmCall): Promise<void> {
+    return this.recordAll([call]);
+  }
+
+  /** Resolves once all of `calls` are committed (together, in one transaction). */
+  recordAll(calls: NewLlmCall[]): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ call, resolve, reject });
+      this.queue.push({ calls, resolve, reject });
       if (!this.running) {
         this.running = true;
         setImmediate(() => void this.drain());
@@ -35,14 +41,16 @@ export class Recorder {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
         try {
-          if (batch.length === 1) await this.store.recordLlmCall(batch[0].call);
-          else await this.store.recordLlmCalls(batch.map((p) => p.call));
+          if (batch.length === 1 && batch[0].calls.length === 1)
+            await this.store.recordLlmCall(batch[0].calls[0]);
+          else await this.store.recordLlmCalls(batch.flatMap((p) => p.calls));
           for (const p of batch) p.resolve();
         } catch {
           // One bad record must not fail its neighbours: write them one by one.
           for (const p of batch) {
             try {
-              await this.store.recordLlmCall(p.call);
+              if (p.calls.length === 1) await this.store.recordLlmCall(p.calls[0]);
+              else await this.store.recordLlmCalls(p.calls);
               p.resolve();
             } catch (err) {
               p.reject(err);

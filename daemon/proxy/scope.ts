@@ -2,8 +2,7 @@
 // active recording session (unscoped `/v1/...`, recording key or daemon token). Lookups are cached
 // and dropped on the store's rollout/recording events, so the hot path does no store reads.
 import { timingSafeEqual } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readSecrets } from '../config/secrets';
 import type { DaemonContext } from '../context';
 import type { RunConfig } from '../protocol/config';
 import type { Recording, Rollout } from '../protocol/entities';
@@ -185,15 +184,16 @@ export class Scopes {
   }
 }
 
-/** The user's own upstream API keys from `<dataDir>/secrets.json` (never stored in traces). */
-export async function readSecrets(dataDir: string): Promise<{ openai?: string; anthropic?: string }> {
+/**
+ * The user's own upstream API key `name` from `<dataDir>/secrets.json` (never stored in traces), read
+ * with the shared reader; undefined when absent. A malformed file is a clear 500, not a crash.
+ */
+export function upstreamKey(dataDir: string, name: 'openai' | 'anthropic'): string | undefined {
+  let secrets: Record<string, string>;
   try {
-    const json = JSON.parse(await readFile(join(dataDir, 'secrets.json'), 'utf8')) as Record<string, unknown>;
-    return {
-      openai: typeof json.openai === 'string' ? json.openai : undefined,
-      anthropic: typeof json.anthropic === 'string' ? json.anthropic : undefined,
-    };
-  } catch {
-    return {};
+    secrets = readSecrets(dataDir);
+  } catch (e) {
+    throw new ProxyError(500, `cannot read the upstream keys: ${e instanceof Error ? e.message : String(e)}`);
   }
+  return secrets[name] || undefined;
 }

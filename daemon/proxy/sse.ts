@@ -7,30 +7,37 @@ export interface SseEvent {
 
 export class SseParser {
   private buf = '';
+  private cr = false;
   private readonly decoder = new TextDecoder();
 
   /** Feed bytes; returns the events completed by them. */
   push(chunk: Uint8Array): SseEvent[] {
-    this.buf += this.decoder.decode(chunk, { stream: true });
+    const text = this.decoder.decode(chunk, { stream: true });
+    if (!this.cr && text.indexOf('\r') >= 0) this.cr = true;
+    const buf = this.buf.length > 0 ? this.buf + text : text;
     const out: SseEvent[] = [];
-    for (;;) {
-      const lf = this.buf.indexOf('\n\n');
-      const crlf = this.buf.indexOf('\r\n\r\n');
-      let end: number;
-      let sep: number;
-      if (lf < 0 && crlf < 0) break;
-      if (crlf >= 0 && (lf < 0 || crlf < lf)) {
-        end = crlf;
-        sep = 4;
-      } else {
-        end = lf;
-        sep = 2;
+    let pos = 0;
+    if (!this.cr) {
+      // The common case (vLLM, OpenAI): LF only. One forward scan, no re-slicing of the buffer.
+      for (;;) {
+        const end = buf.indexOf('\n\n', pos);
+        if (end < 0) break;
+        const ev = parseBlock(buf.slice(pos, end));
+        if (ev) out.push(ev);
+        pos = end + 2;
       }
-      const block = this.buf.slice(0, end);
-      this.buf = this.buf.slice(end + sep);
-      const ev = parseBlock(block);
-      if (ev) out.push(ev);
+    } else {
+      for (;;) {
+        const lf = buf.indexOf('\n\n', pos);
+        const crlf = buf.indexOf('\r\n\r\n', pos);
+        if (lf < 0 && crlf < 0) break;
+        const [end, sep] = crlf >= 0 && (lf < 0 || crlf < lf) ? [crlf, 4] : [lf, 2];
+        const ev = parseBlock(buf.slice(pos, end));
+        if (ev) out.push(ev);
+        pos = end + sep;
+      }
     }
+    this.buf = pos === 0 ? buf : buf.slice(pos);
     return out;
   }
 
@@ -44,6 +51,11 @@ export class SseParser {
 }
 
 function parseBlock(block: string): SseEvent | null {
+  // One `data:` line and nothing else (nearly every event): no split.
+  if (block.charCodeAt(0) === 100 /* d */ && block.startsWith('data:') && block.indexOf('\n') < 0) {
+    const v = block.charCodeAt(5) === 32 ? block.slice(6) : block.slice(5);
+    return { event: null, data: v.endsWith('\r') ? v.slice(0, -1) : v };
+  }
   let event: string | null = null;
   let data: string | null = null;
   for (const rawLine of block.split('\n')) {

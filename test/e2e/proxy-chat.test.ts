@@ -165,7 +165,7 @@ describe('chat completions', () => {
     expect(JSON.parse(msg.tool_calls[0].function.arguments)).toEqual({ query: 'use a tool to find dogs' });
   });
 
-  it('n>1 returns every choice; the record keeps choice 0 token-exact', async () => {
+  it('n>1 returns every choice and stores one token-exact record per choice, tagged choice:<i>', async () => {
     const { id, client } = await newRollout();
     const res = await client.chat.completions.create({
       model: 'toy',
@@ -183,9 +183,17 @@ describe('chat completions', () => {
     expect(produced.request.n).toBe(3);
     expect(produced.request.max_tokens).toBe(100);
     expect(produced.request.stop).toEqual(['zzz']);
-    const [call] = await calls(id);
-    expect(call.response_ids).toEqual(produced.ids);
-    expect((call.response as Record<string, any>).choices).toHaveLength(3);
+    const whole = await calls(id);
+    expect(whole.map((c) => c.tags)).toEqual([['choice:0'], ['choice:1'], ['choice:2']]);
+    for (let i = 0; i < 3; i++) {
+      const p = lastProduced(i);
+      expect(whole[i].prompt_ids).toEqual(produced.prompt_ids);
+      expect(whole[i].response_ids).toEqual(p.ids);
+      expect(whole[i].response_logprobs).toEqual(p.logprobs);
+      expect(whole[i].usage?.completion_tokens).toBe(p.ids.length);
+      expect((whole[i].response as Record<string, any>).choices).toHaveLength(3);
+    }
+    expect(whole[1].response_ids).not.toEqual(whole[0].response_ids);
 
     const stream = await client.chat.completions.create({
       model: 'toy',
@@ -196,8 +204,12 @@ describe('chat completions', () => {
     const texts = ['', ''];
     for await (const chunk of stream) for (const c of chunk.choices) texts[c.index] += c.delta?.content ?? '';
     expect(texts).toEqual(['echo: twice', '(1) echo: twice']);
-    const stored = await calls(id);
-    expect(stored[1].response_ids).toEqual(lastProduced(0).ids);
+    const streamed = (await calls(id)).slice(3);
+    expect(streamed.map((c) => c.tags)).toEqual([['choice:0'], ['choice:1']]);
+    for (let i = 0; i < 2; i++) {
+      expect(streamed[i].response_ids).toEqual(lastProduced(i).ids);
+      expect(streamed[i].response_logprobs).toEqual(lastProduced(i).logprobs);
+    }
   });
 
   it('max_tokens cuts the answer with finish_reason length', async () => {
