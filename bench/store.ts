@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import type { NewLlmCall } from '../daemon/protocol/entities';
 import { openStore } from '../daemon/store/open';
+import { dropPgSchema, PG_SHOWN, pgSchemaUrl, postgresProblem } from '../daemon/store/pg-testing';
 import type { SqlStore } from '../daemon/store/sql-store';
 import type { Store } from '../daemon/store/store';
 import { emit, quantile, round } from './emit';
@@ -20,14 +20,6 @@ const RESPONSE = 1024;
 const INGEST_SECONDS = Number(process.env.BENCH_STORE_SECONDS ?? 3);
 const ONLY = process.env.BENCH_STORE_ONLY; // e.g. 'sqlite:ingest' while tuning
 const ROLLOUTS = 100_000;
-const PG_URL =
-  process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
-/** The URL without its password, for messages. */
-const PG_SHOWN = (() => {
-  const u = new URL(PG_URL);
-  if (u.password) u.password = '***';
-  return u.toString();
-})();
 
 function makeCalls(n: number): Omit<NewLlmCall, 'rollout_id'>[] {
   return Array.from({ length: n }, (_, k) => {
@@ -187,18 +179,6 @@ async function loadRollout(store: Store, backend: string): Promise<void> {
   });
 }
 
-async function pgProblem(): Promise<string | null> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    return null;
-  } catch (err) {
-    return (err as Error).message;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
 export default async function bench(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'hrl-bench-store-'));
   try {
@@ -206,7 +186,7 @@ export default async function bench(): Promise<void> {
       let spec = 'sqlite';
       let schema = '';
       if (backend === 'postgres') {
-        const problem = await pgProblem();
+        const problem = await postgresProblem();
         if (problem) {
           for (const name of ['store.ingest', 'store.page', 'store.rollout']) {
             emit(name, { backend, skipped: `PostgreSQL unreachable at ${PG_SHOWN}: ${problem}` });
@@ -214,9 +194,7 @@ export default async function bench(): Promise<void> {
           continue;
         }
         schema = `bench_${randomBytes(5).toString('hex')}`;
-        const url = new URL(PG_URL);
-        url.searchParams.set('schema', schema);
-        spec = url.toString();
+        spec = pgSchemaUrl(schema);
       }
       // A fresh database per figure, so one figure's data does not skew the next.
       for (const [i, fn] of [ingest, paging, loadRollout].entries()) {
@@ -230,10 +208,7 @@ export default async function bench(): Promise<void> {
           await store.close();
           rmSync(dataDir, { recursive: true, force: true });
           if (schema) {
-            const admin = new pg.Client({ connectionString: PG_URL });
-            await admin.connect();
-            await admin.query(`DROP SCHEMA IF EXISTS ${schema}_${i} CASCADE`);
-            await admin.end();
+            await dropPgSchema(`${schema}_${i}`);
           }
         }
       }

@@ -4,7 +4,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   Attempt,
@@ -22,31 +21,11 @@ import {
 } from '../protocol/entities';
 import { DaemonEvent } from '../protocol/events';
 import { openStore } from './open';
+import { dropPgSchema, PG_SHOWN, pgSchemaUrl, postgresProblem } from './pg-testing';
 import type { SqlStore } from './sql-store';
 import { type Store, StoreError } from './store';
 
-const PG_URL =
-  process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
-/** The URL without its password, for messages. */
-const PG_SHOWN = (() => {
-  const u = new URL(PG_URL);
-  if (u.password) u.password = '***';
-  return u.toString();
-})();
-
-async function pgReachable(): Promise<string | null> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return null;
-  } catch (err) {
-    return (err as Error).message;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-const pgProblem = await pgReachable();
+const pgProblem = await postgresProblem();
 
 interface Db {
   spec: string;
@@ -66,18 +45,13 @@ const backends: { name: 'sqlite' | 'postgres'; fresh(): Promise<Db> }[] = [
     name: 'postgres',
     async fresh() {
       const schema = `t_${randomBytes(6).toString('hex')}`;
-      const url = new URL(PG_URL);
-      url.searchParams.set('schema', schema);
       const dataDir = mkdtempSync(join(tmpdir(), 'hrl-store-'));
       return {
-        spec: url.toString(),
+        spec: pgSchemaUrl(schema),
         dataDir,
         async drop() {
           rmSync(dataDir, { recursive: true, force: true });
-          const admin = new pg.Client({ connectionString: PG_URL });
-          await admin.connect();
-          await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-          await admin.end();
+          await dropPgSchema(schema);
         },
       };
     },

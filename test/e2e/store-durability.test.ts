@@ -5,35 +5,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { crashCall } from '../../daemon/store/crash-writer';
 import { openStore } from '../../daemon/store/open';
+import { dropPgSchema, PG_SHOWN, pgSchemaUrl, postgresProblem } from '../../daemon/store/pg-testing';
 import type { SqlStore } from '../../daemon/store/sql-store';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const WRITER = join(ROOT, 'daemon', 'store', 'crash-writer.ts');
-const PG_URL =
-  process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
-/** The URL without its password, for messages. */
-const PG_SHOWN = (() => {
-  const u = new URL(PG_URL);
-  if (u.password) u.password = '***';
-  return u.toString();
-})();
-
-async function pgProblem(): Promise<string | null> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    return null;
-  } catch (err) {
-    return (err as Error).message;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-const problem = await pgProblem();
+const problem = await postgresProblem();
 if (problem && !process.env.CI) {
   console.warn(`\n  SKIPPING the PostgreSQL durability test: ${PG_SHOWN} is unreachable (${problem}).\n`);
 }
@@ -56,18 +36,13 @@ if (!problem || process.env.CI) {
     name: 'postgres',
     make() {
       const schema = `durable_${randomBytes(5).toString('hex')}`;
-      const url = new URL(PG_URL);
-      url.searchParams.set('schema', schema);
       const dataDir = mkdtempSync(join(tmpdir(), 'hrl-durable-'));
       return {
-        spec: url.toString(),
+        spec: pgSchemaUrl(schema),
         dataDir,
         async drop() {
           rmSync(dataDir, { recursive: true, force: true });
-          const admin = new pg.Client({ connectionString: PG_URL });
-          await admin.connect();
-          await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-          await admin.end();
+          await dropPgSchema(schema);
         },
       };
     },

@@ -1,0 +1,43 @@
+// The test PostgreSQL for the store tests, end-to-end tests and bench/store.ts: its URL (HARNESS_RL_TEST_PG,
+// default: what scripts/start-postgres.sh sets up), whether it answers, and throwaway schemas on it.
+// Lives beside the store (not in test/) so the daemon's own store.test.ts can import it too.
+import pg from 'pg';
+
+export const PG_URL =
+  process.env.HARNESS_RL_TEST_PG || 'postgres://harness_rl:harness_rl@127.0.0.1:5432/harness_rl_test';
+
+/** PG_URL without its password, for messages. */
+export const PG_SHOWN = (() => {
+  const u = new URL(PG_URL);
+  if (u.password) u.password = '***';
+  return u.toString();
+})();
+
+/** null when PostgreSQL at PG_URL connects and answers a query, else why not. */
+export async function postgresProblem(): Promise<string | null> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** The store spec for PG_URL with the given schema (created by the store when it opens). */
+export function pgSchemaUrl(schema: string): string {
+  const url = new URL(PG_URL);
+  url.searchParams.set('schema', schema);
+  return url.toString();
+}
+
+/** Drop a schema on PG_URL (and everything in it), if it exists. */
+export async function dropPgSchema(schema: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await admin.end();
+}
