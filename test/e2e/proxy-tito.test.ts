@@ -1,36 +1,12 @@
 // The token-in-token-out bridge in the proxy: a run rollout (algorithm.tito, the default) whose harness
 // resends its history as text gets the recorded tokens reused, sent to /v1/completions as token ids.
-import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunConfig } from '../../daemon/protocol/config';
-import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
-import { startTestProxy, type TestProxy } from './proxy-setup';
+import type OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { proxyOnFakeVllm } from './proxy-setup';
 
-let fake: FakeVllm;
-let proxy: TestProxy;
+const env = proxyOnFakeVllm();
 
-beforeAll(async () => {
-  fake = await startFakeVllm({ model: 'toy' });
-  proxy = await startTestProxy({ backends: [fake.url] });
-});
-afterAll(async () => {
-  await proxy?.close();
-  await fake?.close();
-});
-
-async function runRollout(tito: boolean) {
-  const config = RunConfig.parse({
-    name: 'tito',
-    model: { name: 'toy' },
-    tasks: { file: 'x.jsonl' },
-    algorithm: { tito },
-  });
-  const run = await proxy.store.createRun({ name: 'tito', config });
-  const r = await proxy.store.createRollout({ kind: 'run', run_id: run.id });
-  await proxy.store.startAttempt(r.id, 'test');
-  const client = new OpenAI({ baseURL: `${proxy.url}/r/${r.id}/v1`, apiKey: r.key, maxRetries: 0 });
-  return { id: r.id, client };
-}
+const runRollout = (tito: boolean) => env.proxy.runRollout('tito', { tito });
 
 describe('token-in-token-out bridge', () => {
   it('a resent history reuses the sampled tokens: the next prompt extends the previous prompt and response', async () => {
@@ -45,7 +21,7 @@ describe('token-in-token-out bridge', () => {
     const r2 = await client.chat.completions.create({ model: 'toy', messages: m2 });
     expect(r2.object).toBe('chat.completion');
     expect(typeof r2.choices[0].message.content).toBe('string');
-    const p2 = fake.produced.at(-1);
+    const p2 = env.fake.produced.at(-1);
     expect(p2?.path).toBe('/v1/completions');
 
     const m3: OpenAI.Chat.ChatCompletionMessageParam[] = [
@@ -56,10 +32,10 @@ describe('token-in-token-out bridge', () => {
     const stream = await client.chat.completions.create({ model: 'toy', messages: m3, stream: true });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
-    const p3 = fake.produced.at(-1);
+    const p3 = env.fake.produced.at(-1);
     expect(p3?.path).toBe('/v1/completions');
 
-    const calls = await proxy.calls(id);
+    const calls = await env.proxy.calls(id);
     expect(calls.map((c) => c.token_source)).toEqual(['backend', 'bridge', 'bridge']);
     expect(calls[0].bridge).toEqual({ fallback: 'no previous call' });
     const [c1, c2, c3] = calls;
@@ -95,8 +71,8 @@ describe('token-in-token-out bridge', () => {
         { role: 'user', content: 'two' },
       ],
     });
-    expect(fake.produced.at(-1)?.path).toBe('/v1/chat/completions');
-    const calls = await proxy.calls(id);
+    expect(env.fake.produced.at(-1)?.path).toBe('/v1/chat/completions');
+    const calls = await env.proxy.calls(id);
     expect(calls[1].token_source).toBe('backend');
     expect((calls[1].bridge as { fallback: string }).fallback).toMatch(/history edited/);
   });
@@ -115,8 +91,8 @@ describe('token-in-token-out bridge', () => {
         { role: 'user', content: 'two' },
       ],
     });
-    expect(fake.produced.at(-1)?.path).toBe('/v1/chat/completions');
-    const calls = await proxy.calls(id);
+    expect(env.fake.produced.at(-1)?.path).toBe('/v1/chat/completions');
+    const calls = await env.proxy.calls(id);
     expect(calls.map((c) => [c.token_source, c.bridge])).toEqual([
       ['backend', null],
       ['backend', null],

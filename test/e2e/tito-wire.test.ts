@@ -3,36 +3,13 @@
 // bridged, so the recorded prompts extend the previous prompt + response token for token.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunConfig } from '../../daemon/protocol/config';
+import { describe, expect, it } from 'vitest';
 import type { LlmCall } from '../../daemon/protocol/entities';
-import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
-import { startTestProxy, type TestProxy } from './proxy-setup';
+import { proxyOnFakeVllm } from './proxy-setup';
 
-let fake: FakeVllm;
-let proxy: TestProxy;
+const env = proxyOnFakeVllm();
 
-beforeAll(async () => {
-  fake = await startFakeVllm({ model: 'toy' });
-  proxy = await startTestProxy({ backends: [fake.url] });
-});
-afterAll(async () => {
-  await proxy?.close();
-  await fake?.close();
-});
-
-async function runRollout() {
-  const config = RunConfig.parse({
-    name: 'tito-wire',
-    model: { name: 'toy' },
-    tasks: { file: 'x.jsonl' },
-    algorithm: { tito: true },
-  });
-  const run = await proxy.store.createRun({ name: 'tito-wire', config });
-  const r = await proxy.store.createRollout({ kind: 'run', run_id: run.id });
-  await proxy.store.startAttempt(r.id, 'test');
-  return r;
-}
+const runRollout = () => env.proxy.runRollout('tito-wire', { tito: true });
 
 /** Every call's prompt starts with the previous call's prompt + response (one sample under exact merge). */
 function expectOneSequence(calls: LlmCall[]) {
@@ -45,7 +22,7 @@ function expectOneSequence(calls: LlmCall[]) {
 describe('bridging translated wire APIs', () => {
   it('an Anthropic tool-use conversation is bridged after the first call', async () => {
     const r = await runRollout();
-    const client = new Anthropic({ apiKey: r.key, baseURL: `${proxy.url}/r/${r.id}`, maxRetries: 0 });
+    const client = new Anthropic({ apiKey: r.key, baseURL: `${env.proxy.url}/r/${r.id}`, maxRetries: 0 });
     const tools = [{ name: 'search', input_schema: { type: 'object' as const, properties: {} } }];
     const history: Anthropic.MessageParam[] = [{ role: 'user', content: 'use the tool for cats' }];
     const first = await client.messages.create({ model: 'toy', max_tokens: 200, tools, messages: history });
@@ -63,19 +40,19 @@ describe('bridging translated wire APIs', () => {
     history.push({ role: 'user', content: 'thanks' });
     await client.messages.create({ model: 'toy', max_tokens: 200, tools, messages: history });
 
-    const calls = await proxy.calls(r.id);
+    const calls = await env.proxy.calls(r.id);
     expect(calls.map((c) => [c.wire_api, c.token_source])).toEqual([
       ['messages', 'backend'],
       ['messages', 'bridge'],
       ['messages', 'bridge'],
     ]);
-    expect(fake.produced.at(-1)?.path).toBe('/v1/completions');
+    expect(env.fake.produced.at(-1)?.path).toBe('/v1/completions');
     expectOneSequence(calls);
   });
 
   it('a Responses conversation with function calls is bridged after the first call', async () => {
     const r = await runRollout();
-    const client = new OpenAI({ apiKey: r.key, baseURL: `${proxy.url}/r/${r.id}/v1`, maxRetries: 0 });
+    const client = new OpenAI({ apiKey: r.key, baseURL: `${env.proxy.url}/r/${r.id}/v1`, maxRetries: 0 });
     const tools: OpenAI.Responses.FunctionTool[] = [
       { type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} }, strict: false },
     ];
@@ -88,7 +65,7 @@ describe('bridging translated wire APIs', () => {
     const second = await client.responses.stream({ model: 'toy', input, tools }).finalResponse();
     expect(second.status).toBe('completed');
 
-    const calls = await proxy.calls(r.id);
+    const calls = await env.proxy.calls(r.id);
     expect(calls.map((c) => [c.wire_api, c.token_source])).toEqual([
       ['responses', 'backend'],
       ['responses', 'bridge'],

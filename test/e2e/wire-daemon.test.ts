@@ -3,32 +3,21 @@
 // the store gets the backend's exact token ids.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
-import { startTestProxy, type TestProxy } from './proxy-setup';
+import { describe, expect, it } from 'vitest';
+import { proxyOnFakeVllm } from './proxy-setup';
 
-let fake: FakeVllm;
-let proxy: TestProxy;
-
-beforeAll(async () => {
-  fake = await startFakeVllm({ model: 'toy' });
-  proxy = await startTestProxy({ backends: [fake.url] });
-});
-afterAll(async () => {
-  await proxy?.close();
-  await fake?.close();
-});
+const env = proxyOnFakeVllm();
 
 async function anthropic() {
-  const r = await proxy.rollout();
+  const r = await env.proxy.rollout();
   return {
     ...r,
-    anthropic: new Anthropic({ apiKey: r.key, baseURL: `${proxy.url}/r/${r.id}`, maxRetries: 0 }),
+    anthropic: new Anthropic({ apiKey: r.key, baseURL: `${env.proxy.url}/r/${r.id}`, maxRetries: 0 }),
   };
 }
 
 const lastProduced = () => {
-  const p = fake.produced.at(-1);
+  const p = env.fake.produced.at(-1);
   if (!p) throw new Error('nothing produced');
   return { prompt_ids: p.prompt_ids, ...p.choices[0], request: p.request };
 };
@@ -56,7 +45,7 @@ describe('Anthropic Messages through the proxy', () => {
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'hello there' },
     ]);
-    const [call] = await proxy.calls(id);
+    const [call] = await env.proxy.calls(id);
     expect(call.wire_api).toBe('messages');
     expect(call.prompt_ids).toEqual(produced.prompt_ids);
     expect(call.response_ids).toEqual(produced.ids);
@@ -83,7 +72,7 @@ describe('Anthropic Messages through the proxy', () => {
       name: 'search',
       input: { query: 'use the tool please' },
     });
-    const [call] = await proxy.calls(id);
+    const [call] = await env.proxy.calls(id);
     expect(call.stream).toBe(true);
     expect(call.response_ids).toEqual(lastProduced().ids);
   });
@@ -91,7 +80,7 @@ describe('Anthropic Messages through the proxy', () => {
 
 describe('OpenAI Responses through the proxy', () => {
   it('responses.create and responses.stream give the same output and both are recorded token-exactly', async () => {
-    const { id, baseURL, key } = await proxy.rollout();
+    const { id, baseURL, key } = await env.proxy.rollout();
     const client = new OpenAI({ baseURL, apiKey: key, maxRetries: 0 });
     const plain = await client.responses.create({
       model: 'toy',
@@ -104,7 +93,7 @@ describe('OpenAI Responses through the proxy', () => {
       .finalResponse();
     expect(streamed.output_text).toBe(plain.output_text);
     expect(streamed.status).toBe('completed');
-    const calls = await proxy.calls(id);
+    const calls = await env.proxy.calls(id);
     expect(calls.map((c) => [c.wire_api, c.stream])).toEqual([
       ['responses', false],
       ['responses', true],
@@ -113,7 +102,7 @@ describe('OpenAI Responses through the proxy', () => {
   });
 
   it('a function call comes back as a function_call item the SDK accepts', async () => {
-    const { baseURL, key } = await proxy.rollout();
+    const { baseURL, key } = await env.proxy.rollout();
     const client = new OpenAI({ baseURL, apiKey: key, maxRetries: 0 });
     const r = await client.responses
       .stream({
@@ -127,7 +116,7 @@ describe('OpenAI Responses through the proxy', () => {
   });
 
   it('an invalid body is a 400 in OpenAI error format naming the field', async () => {
-    const { baseURL, key } = await proxy.rollout();
+    const { baseURL, key } = await env.proxy.rollout();
     const client = new OpenAI({ baseURL, apiKey: key, maxRetries: 0 });
     const err = await client.responses
       .create({ model: 'toy', input: 'x', previous_response_id: 'resp_123' })
