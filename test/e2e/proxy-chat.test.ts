@@ -2,29 +2,19 @@
 // calls, n>1, token prompts and the model list; every stored call carries exactly the token ids and
 // logprobs the backend produced.
 import type OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LlmCall } from '../../daemon/protocol/entities';
-import { encode, type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
-import { startTestProxy, type TestProxy } from './proxy-setup';
+import { encode } from '../fixtures/fake-vllm';
+import { proxyOnFakeVllm } from './proxy-setup';
 
-let fake: FakeVllm;
-let daemon: TestProxy;
+const env = proxyOnFakeVllm();
 
-beforeAll(async () => {
-  fake = await startFakeVllm({ model: 'toy' });
-  daemon = await startTestProxy({ backends: [fake.url] });
-});
-afterAll(async () => {
-  await daemon?.close();
-  await fake?.close();
-});
-
-const newRollout = () => daemon.rollout();
-const calls = (rolloutId: string): Promise<LlmCall[]> => daemon.calls(rolloutId);
+const newRollout = () => env.proxy.rollout();
+const calls = (rolloutId: string): Promise<LlmCall[]> => env.proxy.calls(rolloutId);
 
 /** The last generation fake-vllm produced, choice `i`. */
 function lastProduced(i = 0) {
-  const p = fake.produced.at(-1);
+  const p = env.fake.produced.at(-1);
   if (!p) throw new Error('nothing produced');
   return { prompt_ids: p.prompt_ids, ...p.choices[i], request: p.request };
 }
@@ -58,7 +48,7 @@ describe('chat completions', () => {
       prompt_tokens: produced.prompt_ids.length,
       completion_tokens: produced.ids.length,
     });
-    expect(call.backend).toBe(fake.url);
+    expect(call.backend).toBe(env.fake.url);
     expect(call.attempt_id).not.toBeNull();
     expect(call.request).toEqual({ model: 'toy', messages: [{ role: 'user', content: 'hello there' }] });
     expect((call.backend_request as Record<string, unknown>).return_token_ids).toBe(true);
@@ -264,8 +254,8 @@ describe('models', () => {
     const { client } = await newRollout();
     const list = await client.models.list();
     expect(list.data.map((m) => m.id)).toEqual(['toy']);
-    const res = await fetch(`${daemon.url}/v1/models`, {
-      headers: { authorization: `Bearer ${daemon.token}` },
+    const res = await fetch(`${env.proxy.url}/v1/models`, {
+      headers: { authorization: `Bearer ${env.proxy.token}` },
     });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { data: { id: string }[] }).data.map((m) => m.id)).toEqual(['toy']);

@@ -2,21 +2,11 @@
 // daemon keeps serving, and every failed call of a known rollout is recorded.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
-import { startTestProxy, type TestProxy } from './proxy-setup';
+import { describe, expect, it } from 'vitest';
+import { startFakeVllm } from '../fixtures/fake-vllm';
+import { proxyOnFakeVllm, startTestProxy } from './proxy-setup';
 
-let fake: FakeVllm;
-let proxy: TestProxy;
-
-beforeAll(async () => {
-  fake = await startFakeVllm({ model: 'toy' });
-  proxy = await startTestProxy({ backends: [fake.url], bodyLimitBytes: 64 * 1024, backendTimeoutMs: 1500 });
-});
-afterAll(async () => {
-  await proxy?.close();
-  await fake?.close();
-});
+const env = proxyOnFakeVllm({ bodyLimitBytes: 64 * 1024, backendTimeoutMs: 1500 });
 
 async function post(
   path: string,
@@ -24,7 +14,7 @@ async function post(
   key: string | null,
   headers: Record<string, string> = {},
 ) {
-  const res = await fetch(`${proxy.url}${path}`, {
+  const res = await fetch(`${env.proxy.url}${path}`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -46,47 +36,47 @@ async function post(
 const chatBody = { model: 'toy', messages: [{ role: 'user' as const, content: 'hi' }] };
 
 async function stillServes(client: OpenAI) {
-  fake.set({ mode: 'ok', delayMs: 0, dropAfterChunks: undefined });
+  env.fake.set({ mode: 'ok', delayMs: 0, dropAfterChunks: undefined });
   const res = await client.chat.completions.create(chatBody);
   expect(res.choices[0].message.content).toBe('echo: hi');
 }
 
 describe('keys and addressing', () => {
   it('a key for another rollout is refused, in OpenAI and Anthropic format', async () => {
-    const a = await proxy.rollout();
-    const b = await proxy.rollout();
+    const a = await env.proxy.rollout();
+    const b = await env.proxy.rollout();
     const wrong = new OpenAI({ baseURL: a.baseURL, apiKey: b.key, maxRetries: 0 });
     await expect(wrong.chat.completions.create(chatBody)).rejects.toMatchObject({
       status: 403,
       error: { type: 'permission_error' },
     });
-    const anthropic = new Anthropic({ baseURL: `${proxy.url}/r/${a.id}`, apiKey: b.key, maxRetries: 0 });
+    const anthropic = new Anthropic({ baseURL: `${env.proxy.url}/r/${a.id}`, apiKey: b.key, maxRetries: 0 });
     const err = await anthropic.messages
       .create({ model: 'toy', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
       .catch((e) => e);
     expect(err).toBeInstanceOf(Anthropic.APIError);
     expect(err.status).toBe(403);
     expect(err.error).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
-    expect(await proxy.calls(a.id)).toHaveLength(0);
+    expect(await env.proxy.calls(a.id)).toHaveLength(0);
 
     const missing = await post(`/r/${a.id}/v1/chat/completions`, chatBody, null);
     expect(missing.status).toBe(401);
     expect(missing.body.error.message).toMatch(/missing API key/);
     // The daemon token is good for any rollout; x-api-key works like a bearer key.
-    expect((await post(`/r/${a.id}/v1/chat/completions`, chatBody, proxy.token)).status).toBe(200);
+    expect((await post(`/r/${a.id}/v1/chat/completions`, chatBody, env.proxy.token)).status).toBe(200);
     expect(
       (await post(`/r/${a.id}/v1/chat/completions`, chatBody, null, { 'x-api-key': a.key })).status,
     ).toBe(200);
   });
 
   it('an unknown rollout id is a 404; unscoped calls without a recording are refused clearly', async () => {
-    const unknown = await post('/r/rol_nope/v1/chat/completions', chatBody, proxy.token);
+    const unknown = await post('/r/rol_nope/v1/chat/completions', chatBody, env.proxy.token);
     expect(unknown.status).toBe(404);
     expect(unknown.body.error.message).toMatch(/unknown rollout/);
-    const unscoped = await post('/v1/chat/completions', chatBody, proxy.token);
+    const unscoped = await post('/v1/chat/completions', chatBody, env.proxy.token);
     expect(unscoped.status).toBe(409);
     expect(unscoped.body.error.message).toMatch(/no active recording/);
-    const route = await post('/v1/embeddings', { input: 'x' }, proxy.token);
+    const route = await post('/v1/embeddings', { input: 'x' }, env.proxy.token);
     expect(route.status).toBe(404);
     expect(route.body.error.type).toBe('not_found_error');
   });
@@ -94,7 +84,7 @@ describe('keys and addressing', () => {
 
 describe('bad requests', () => {
   it('invalid JSON, wrong types, missing fields and oversize bodies are 4xx naming the problem, and recorded', async () => {
-    const r = await proxy.rollout();
+    const r = await env.proxy.rollout();
     const path = `/r/${r.id}/v1/chat/completions`;
     const badJson = await post(path, '{"model": "toy", "messages": [', r.key);
     expect(badJson.status).toBe(400);
@@ -130,7 +120,7 @@ describe('bad requests', () => {
     expect(anthropicBad.status).toBe(400);
     expect(anthropicBad.body.type).toBe('error');
 
-    const stored = await proxy.calls(r.id);
+    const stored = await env.proxy.calls(r.id);
     expect(stored.map((c) => c.http_status)).toEqual([400, 400, 400, 400, 400, 400, 413, 400]);
     expect(stored.every((c) => c.status === 'error' && c.error)).toBe(true);
     expect(stored[1].error).toMatch(/messages/);
@@ -138,26 +128,26 @@ describe('bad requests', () => {
   });
 
   it('a backend 4xx reaches the harness as an OpenAI error and is recorded', async () => {
-    const r = await proxy.rollout();
-    fake.set({ model: 'toy' });
+    const r = await env.proxy.rollout();
+    env.fake.set({ model: 'toy' });
     // fake-vllm knows only "toy" once its model list is known the proxy maps other names to it; force a 4xx:
-    fake.set({ mode: 'fail', failStatus: 400 });
+    env.fake.set({ mode: 'fail', failStatus: 400 });
     const err = await r.client.chat.completions.create(chatBody).catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect(err.status).toBe(400);
     expect(err.message).toMatch(/fake-vllm failure/);
-    const [call] = await proxy.calls(r.id);
+    const [call] = await env.proxy.calls(r.id);
     expect(call.status).toBe('error');
     expect(call.http_status).toBe(400);
-    expect(call.backend).toBe(fake.url);
+    expect(call.backend).toBe(env.fake.url);
     await stillServes(r.client);
   });
 });
 
 describe('bad backends', () => {
   it('a backend that returns garbage gives a 502, streamed or not, and the call is recorded', async () => {
-    const r = await proxy.rollout();
-    fake.set({ mode: 'garbage' });
+    const r = await env.proxy.rollout();
+    env.fake.set({ mode: 'garbage' });
     const err = await r.client.chat.completions.create(chatBody).catch((e) => e);
     expect(err.status).toBe(502);
     const stream = await r.client.chat.completions.create({ ...chatBody, stream: true });
@@ -166,7 +156,7 @@ describe('bad backends', () => {
       }
     })().catch((e) => e);
     expect(String(midErr)).toMatch(/not JSON/);
-    const stored = await proxy.calls(r.id);
+    const stored = await env.proxy.calls(r.id);
     expect(stored.map((c) => c.status)).toEqual(['error', 'error']);
     expect(stored[0].http_status).toBe(502);
     expect(stored[1].stream).toBe(true);
@@ -174,11 +164,11 @@ describe('bad backends', () => {
   });
 
   it('a backend that hangs times out with a 504 and a recorded error', async () => {
-    const r = await proxy.rollout();
-    fake.set({ mode: 'hang' });
+    const r = await env.proxy.rollout();
+    env.fake.set({ mode: 'hang' });
     const err = await r.client.chat.completions.create(chatBody).catch((e) => e);
     expect(err.status).toBe(504);
-    const [call] = await proxy.calls(r.id);
+    const [call] = await env.proxy.calls(r.id);
     expect(call.status).toBe('error');
     expect(call.http_status).toBe(504);
     expect(call.error).toMatch(/timed out/);
@@ -186,8 +176,8 @@ describe('bad backends', () => {
   });
 
   it('a backend that drops the connection mid-stream leaves an error record with the partial tokens', async () => {
-    const r = await proxy.rollout();
-    fake.set({ dropAfterChunks: 4 });
+    const r = await env.proxy.rollout();
+    env.fake.set({ dropAfterChunks: 4 });
     const stream = await r.client.chat.completions.create({
       ...chatBody,
       messages: [{ role: 'user', content: 'long answer please' }],
@@ -198,18 +188,18 @@ describe('bad backends', () => {
       }
     })().catch((e) => e);
     expect(err).toBeDefined();
-    const [call] = await proxy.calls(r.id);
+    const [call] = await env.proxy.calls(r.id);
     expect(call.status).toBe('error');
     expect(call.error).toMatch(/mid-stream/);
-    const produced = fake.produced.at(-1);
+    const produced = env.fake.produced.at(-1);
     expect(call.prompt_ids).toEqual(produced?.prompt_ids);
     expect(call.response_ids).toEqual(produced?.choices[0].ids.slice(0, 4));
     await stillServes(r.client);
   });
 
   it('a client that disconnects mid-stream leaves a cancelled call with the partial ids', async () => {
-    const r = await proxy.rollout();
-    fake.set({ tokenDelayMs: 30 });
+    const r = await env.proxy.rollout();
+    env.fake.set({ tokenDelayMs: 30 });
     const controller = new AbortController();
     const stream = await r.client.chat.completions.create(
       {
@@ -226,44 +216,44 @@ describe('bad backends', () => {
         if (seen === 5) controller.abort();
       }
     })().catch(() => {});
-    let calls = await proxy.calls(r.id);
+    let calls = await env.proxy.calls(r.id);
     for (let i = 0; i < 100 && calls.length === 0; i++) {
       await new Promise((res) => setTimeout(res, 20));
-      calls = await proxy.calls(r.id);
+      calls = await env.proxy.calls(r.id);
     }
     const [call] = calls;
     expect(call.error).toMatch(/client closed/);
     expect(call.status).toBe('cancelled');
     expect(call.stream).toBe(true);
-    const produced = fake.produced.at(-1);
+    const produced = env.fake.produced.at(-1);
     const ids = call.response_ids ?? [];
     expect(ids.length).toBeGreaterThanOrEqual(5);
     expect(ids.length).toBeLessThan(produced?.choices[0].ids.length ?? 0);
     expect(ids).toEqual(produced?.choices[0].ids.slice(0, ids.length));
     expect(call.response_logprobs).toEqual(produced?.choices[0].logprobs.slice(0, ids.length));
     // The backend request was aborted too.
-    for (let i = 0; i < 100 && fake.inflight() > 0; i++) await new Promise((res) => setTimeout(res, 20));
-    expect(fake.inflight()).toBe(0);
-    fake.set({ tokenDelayMs: 0 });
+    for (let i = 0; i < 100 && env.fake.inflight() > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    expect(env.fake.inflight()).toBe(0);
+    env.fake.set({ tokenDelayMs: 0 });
     await stillServes(r.client);
   });
 
   it('a client that gives up on a non-streaming call leaves a cancelled call and frees the backend', async () => {
-    const r = await proxy.rollout();
-    fake.set({ delayMs: 400 });
+    const r = await env.proxy.rollout();
+    env.fake.set({ delayMs: 400 });
     const controller = new AbortController();
     const pending = r.client.chat.completions.create(chatBody, { signal: controller.signal }).catch((e) => e);
-    for (let i = 0; i < 200 && fake.inflight() === 0; i++) await new Promise((res) => setTimeout(res, 5));
+    for (let i = 0; i < 200 && env.fake.inflight() === 0; i++) await new Promise((res) => setTimeout(res, 5));
     controller.abort();
     expect(await pending).toBeInstanceOf(Error);
-    let calls = await proxy.calls(r.id);
+    let calls = await env.proxy.calls(r.id);
     for (let i = 0; i < 100 && calls.length === 0; i++) {
       await new Promise((res) => setTimeout(res, 20));
-      calls = await proxy.calls(r.id);
+      calls = await env.proxy.calls(r.id);
     }
     expect(calls.map((c) => [c.status, c.http_status])).toEqual([['cancelled', 499]]);
-    expect(calls[0].backend).toBe(fake.url);
-    expect(proxy.proxy.pool.list()[0].outstanding).toBe(0);
+    expect(calls[0].backend).toBe(env.fake.url);
+    expect(env.proxy.proxy.pool.list()[0].outstanding).toBe(0);
     await stillServes(r.client);
   });
 
