@@ -39,7 +39,8 @@ export interface StreamOut {
   chunk(obj: Json, raw: string): string;
   end(): string;
   error(message: string): string;
-  assembled(asm: StreamAssembler): unknown;
+  /** The whole answer as recorded; `json` (= asm.result(), may be changed in place) saves re-assembly. */
+  assembled(asm: StreamAssembler, json?: Json): unknown;
 }
 
 /** Chat Completions / Completions as the harness asked: vLLM's extras stay only if it asked for them. */
@@ -52,7 +53,7 @@ export function nativeOutput(body: Json): Output {
       chunk: (obj, raw) => `data: ${needsStrip(obj, asked) ? stripText(raw, asked) : raw}\n\n`,
       end: () => 'data: [DONE]\n\n',
       error: (message) => `data: ${JSON.stringify(openaiErrorBody(502, message))}\n\n`,
-      assembled: (asm) => strip(asm.result(), asked),
+      assembled: (asm, json) => strip(json ?? asm.result(), asked),
     }),
   };
 }
@@ -654,25 +655,27 @@ async function finishStream(
   let ttft: number | null = null;
   let sawDone = false;
 
-  const partial = (): Partial<NewLlmCall> => {
-    const json = asm.result();
-    call.choices = choiceFields(json, o.kind, d.bridged ? 'bridge' : 'backend');
+  /** The record so far; `json` (asm.result()) is consumed: the native output strips it in place. */
+  const partial = (json: Json = asm.result()): Partial<NewLlmCall> => {
+    const source = d.bridged ? 'bridge' : 'backend';
+    const tokens = tokenFields(tokensOf(json, o.kind), source);
+    call.choices = choiceFields(json, o.kind, source);
     let response: unknown = null;
     try {
-      response = asm.chunks > 0 ? out.assembled(asm) : null;
+      response = asm.chunks > 0 ? out.assembled(asm, json) : null;
     } catch {
       response = json;
     }
     return {
       ...base,
-      ...tokenFields(tokensOf(json, o.kind), d.bridged ? 'bridge' : 'backend'),
+      ...tokens,
       response,
       ttft_ms: ttft,
       http_status: 200,
     };
   };
 
-  call.snapshot = partial;
+  call.snapshot = () => partial();
   await new Promise<void>((resolve) => {
     const finish = (fn: () => Promise<void>) => {
       if (call.settled) return resolve();
@@ -698,8 +701,9 @@ async function finishStream(
     const complete = () =>
       finish(async () => {
         try {
-          remember(asm.result());
-          await call.record({ ...partial(), status: 'ok', total_ms: call.elapsed() });
+          const json = asm.result();
+          remember(json);
+          await call.record({ ...partial(json), status: 'ok', total_ms: call.elapsed() });
         } catch (e) {
           if (!raw.destroyed)
             raw.end(takePending() + out.error(`the call could not be recorded: ${String(e)}`));
