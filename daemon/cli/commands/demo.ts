@@ -6,7 +6,6 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { runRollout } from '../../../examples/math-agent/agent';
 import { svgPlot, unicodePlot } from '../../cluster/plot';
 import { type RolloutContext, runWorker } from '../../cluster/worker';
@@ -15,6 +14,7 @@ import { startDaemon } from '../../daemon';
 import { RunConfig, type RunConfigInput } from '../../protocol/config';
 import type { Run, RunMetrics } from '../../protocol/entities';
 import type { Store } from '../../store/store';
+import { parseCommandArgs } from '../args';
 
 export interface DemoOptions {
   steps?: number;
@@ -269,27 +269,18 @@ const USAGE = `usage: harness-rl demo [--steps N] [--seed S] [--data DIR] [--fro
 `;
 
 export async function run(argv: string[]): Promise<number> {
-  let values: { steps?: string; seed?: string; data?: string; frozen?: boolean; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        steps: { type: 'string' },
-        seed: { type: 'string' },
-        data: { type: 'string' },
-        frozen: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const values = parseCommandArgs(
+    argv,
+    {
+      steps: { type: 'string' },
+      seed: { type: 'string' },
+      data: { type: 'string' },
+      frozen: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    USAGE,
+  );
+  if (typeof values === 'number') return values;
   const steps = values.steps === undefined ? undefined : Number(values.steps);
   const seed = values.seed === undefined ? undefined : Number(values.seed);
   if (steps !== undefined && !(Number.isInteger(steps) && steps > 0)) {

@@ -1,10 +1,10 @@
 // `harness-rl worker --run ID [--url URL] [--token T] [--concurrency N] [-- CMD …]`: claims rollouts of a
 // run and runs the harness command on each (the run config's harness.command when none is given).
-import { parseArgs } from 'node:util';
 import { commandRollout } from '../../cluster/command';
 import { runWorker } from '../../cluster/worker';
 import { readToken } from '../../config/token';
 import { RunConfig } from '../../protocol/config';
+import { parseCommandArgs } from '../args';
 import { defaultDataDir } from './daemon';
 
 const USAGE = `usage: harness-rl worker --run ID [--url URL] [--token TOKEN] [--data DIR] [--concurrency N] [-- CMD ARGS…]
@@ -21,35 +21,19 @@ export async function run(argv: string[]): Promise<number> {
   const split = argv.indexOf('--');
   const own = split >= 0 ? argv.slice(0, split) : argv;
   let command = split >= 0 ? argv.slice(split + 1) : [];
-  let values: {
-    run?: string;
-    url?: string;
-    token?: string;
-    data?: string;
-    concurrency?: string;
-    help?: boolean;
-  };
-  try {
-    ({ values } = parseArgs({
-      args: own,
-      options: {
-        run: { type: 'string' },
-        url: { type: 'string' },
-        token: { type: 'string' },
-        data: { type: 'string' },
-        concurrency: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const values = parseCommandArgs(
+    own,
+    {
+      run: { type: 'string' },
+      url: { type: 'string' },
+      token: { type: 'string' },
+      data: { type: 'string' },
+      concurrency: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    USAGE,
+  );
+  if (typeof values === 'number') return values;
   if (!values.run) {
     process.stderr.write(`--run is required\n${USAGE}`);
     return 2;
