@@ -3,6 +3,7 @@
 // shows as one clear error naming the field instead of a broken tree.
 import WebSocket from 'ws';
 import { z } from 'zod';
+import { readReply, restFetch } from '../../daemon/api/rest-call';
 import {
   CreatedRecording,
   type CreateRecordingBody,
@@ -74,15 +75,7 @@ export class DaemonClient {
     const url = new URL(path, this.baseUrl).toString();
     let res: Response;
     try {
-      res = await fetch(url, {
-        method,
-        headers: {
-          authorization: `Bearer ${this.token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
+      res = await restFetch(url, method, this.token, body, AbortSignal.timeout(this.timeoutMs));
     } catch (err) {
       throw new ApiError(
         `cannot reach the daemon at ${this.baseUrl}: ${errorText(err)}`,
@@ -91,13 +84,7 @@ export class DaemonClient {
         'unreachable',
       );
     }
-    const text = await res.text();
-    let json: unknown = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {
-      // fall through: non-JSON bodies are reported below
-    }
+    const { text, json } = await readReply(res); // json null for non-JSON bodies: reported below
     if (!res.ok) {
       const parsed = ErrorShape.safeParse(json);
       if (parsed.success) {

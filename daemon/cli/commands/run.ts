@@ -1,5 +1,6 @@
 // `harness-rl run start FILE | list | show ID | stop ID`: manage runs on the running daemon over REST.
 import { parseArgs } from 'node:util';
+import { readReply, restFetch } from '../../api/rest-call';
 import { loadConfigFile } from '../../config/load';
 import { readToken } from '../../config/token';
 import type { ErrorBody } from '../../protocol/api';
@@ -15,26 +16,13 @@ function client(url: string, token: string) {
   return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     let res: Response;
     try {
-      res = await fetch(`${url.replace(/\/$/, '')}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
+      res = await restFetch(`${url.replace(/\/$/, '')}${path}`, method, token, body);
     } catch (err) {
       throw new CliError(
         `cannot reach the daemon at ${url} (${(err as Error).message}): is \`harness-rl daemon\` running?`,
       );
     }
-    const text = await res.text();
-    let json: unknown = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {
-      // not JSON: reported below
-    }
+    const { text, json } = await readReply(res); // json null when not JSON: reported below
     if (!res.ok) {
       const error = (json as ErrorBody | null)?.error;
       throw new CliError(
