@@ -1,6 +1,11 @@
 // The test PostgreSQL for the store tests, end-to-end tests and bench/store.ts: its URL (HARNESS_RL_TEST_PG,
-// default: what scripts/start-postgres.sh sets up), whether it answers, and throwaway schemas on it.
+// default: what scripts/start-postgres.sh sets up), whether it answers, and throwaway schemas on it; and a
+// throwaway store (temp data folder, plus a schema for PostgreSQL) for either backend.
 // Lives beside the store (not in test/) so the daemon's own store.test.ts can import it too.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 
 export const PG_URL =
@@ -40,4 +45,36 @@ export async function dropPgSchema(schema: string): Promise<void> {
   await admin.connect();
   await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   await admin.end();
+}
+
+/** Where a test store lives: its spec for openStore, its data folder, and drop() to remove both. */
+export interface TestStoreSpace {
+  spec: string;
+  dataDir: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * A new temp data folder (`<tmpPrefix>…`) and, for postgres, a new schema `<schemaPrefix><hex>` on PG_URL;
+ * drop() removes the folder and the schema.
+ */
+export function freshStoreSpace(
+  backend: 'sqlite' | 'postgres',
+  tmpPrefix: string,
+  schemaPrefix = 't_',
+): TestStoreSpace {
+  if (backend === 'sqlite') {
+    const dataDir = mkdtempSync(join(tmpdir(), tmpPrefix));
+    return { spec: 'sqlite', dataDir, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+  }
+  const schema = `${schemaPrefix}${randomBytes(6).toString('hex')}`;
+  const dataDir = mkdtempSync(join(tmpdir(), tmpPrefix));
+  return {
+    spec: pgSchemaUrl(schema),
+    dataDir,
+    async drop() {
+      rmSync(dataDir, { recursive: true, force: true });
+      await dropPgSchema(schema);
+    },
+  };
 }

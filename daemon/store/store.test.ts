@@ -1,6 +1,3 @@
-// One suite, both backends. PostgreSQL comes from HARNESS_RL_TEST_PG (default: the URL that
-// scripts/start-postgres.sh sets up); every test gets its own SQLite file or PostgreSQL schema.
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,41 +18,15 @@ import {
 } from '../protocol/entities';
 import { DaemonEvent } from '../protocol/events';
 import { openStore } from './open';
-import { dropPgSchema, PG_SHOWN, pgSchemaUrl, postgresProblem } from './pg-testing';
+import { freshStoreSpace, PG_SHOWN, postgresProblem, type TestStoreSpace } from './pg-testing';
 import type { SqlStore } from './sql-store';
 import { type Store, StoreError } from './store';
 
 const pgProblem = await postgresProblem();
 
-interface Db {
-  spec: string;
-  dataDir: string;
-  drop(): Promise<void>;
-}
-
-const backends: { name: 'sqlite' | 'postgres'; fresh(): Promise<Db> }[] = [
-  {
-    name: 'sqlite',
-    async fresh() {
-      const dataDir = mkdtempSync(join(tmpdir(), 'hrl-store-'));
-      return { spec: 'sqlite', dataDir, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
-    },
-  },
-  {
-    name: 'postgres',
-    async fresh() {
-      const schema = `t_${randomBytes(6).toString('hex')}`;
-      const dataDir = mkdtempSync(join(tmpdir(), 'hrl-store-'));
-      return {
-        spec: pgSchemaUrl(schema),
-        dataDir,
-        async drop() {
-          rmSync(dataDir, { recursive: true, force: true });
-          await dropPgSchema(schema);
-        },
-      };
-    },
-  },
+const backends: { name: 'sqlite' | 'postgres'; fresh(): Promise<TestStoreSpace> }[] = [
+  { name: 'sqlite', fresh: async () => freshStoreSpace('sqlite', 'hrl-store-') },
+  { name: 'postgres', fresh: async () => freshStoreSpace('postgres', 'hrl-store-', 't_') },
 ];
 
 if (pgProblem) {
@@ -122,7 +93,7 @@ describe.each(active)('$name store', (backend) => {
     while (cleanups.length > 0) await cleanups.pop()!();
   });
 
-  async function fresh(): Promise<{ store: Store; db: Db; events: DaemonEvent[] }> {
+  async function fresh(): Promise<{ store: Store; db: TestStoreSpace; events: DaemonEvent[] }> {
     const db = await backend.fresh();
     const store = await openStore(db.spec, db.dataDir);
     const events: DaemonEvent[] = [];

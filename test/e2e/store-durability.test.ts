@@ -1,14 +1,16 @@
 // A writer process killed with SIGKILL mid-stream loses no llm call it acknowledged: every id it
 // printed after its write resolved is in the store afterwards, byte for byte.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { crashCall } from '../../daemon/store/crash-writer';
 import { openStore } from '../../daemon/store/open';
-import { dropPgSchema, PG_SHOWN, pgSchemaUrl, postgresProblem } from '../../daemon/store/pg-testing';
+import {
+  freshStoreSpace,
+  PG_SHOWN,
+  postgresProblem,
+  type TestStoreSpace,
+} from '../../daemon/store/pg-testing';
 import type { SqlStore } from '../../daemon/store/sql-store';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -20,33 +22,11 @@ if (problem && !process.env.CI) {
 
 interface Target {
   name: string;
-  make(): { spec: string; dataDir: string; drop(): Promise<void> };
+  make(): TestStoreSpace;
 }
-const targets: Target[] = [
-  {
-    name: 'sqlite',
-    make() {
-      const dataDir = mkdtempSync(join(tmpdir(), 'hrl-durable-'));
-      return { spec: 'sqlite', dataDir, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
-    },
-  },
-];
+const targets: Target[] = [{ name: 'sqlite', make: () => freshStoreSpace('sqlite', 'hrl-durable-') }];
 if (!problem || process.env.CI) {
-  targets.push({
-    name: 'postgres',
-    make() {
-      const schema = `durable_${randomBytes(5).toString('hex')}`;
-      const dataDir = mkdtempSync(join(tmpdir(), 'hrl-durable-'));
-      return {
-        spec: pgSchemaUrl(schema),
-        dataDir,
-        async drop() {
-          rmSync(dataDir, { recursive: true, force: true });
-          await dropPgSchema(schema);
-        },
-      };
-    },
-  });
+  targets.push({ name: 'postgres', make: () => freshStoreSpace('postgres', 'hrl-durable-', 'durable_') });
 }
 
 const children: ChildProcess[] = [];
