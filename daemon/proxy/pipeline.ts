@@ -789,7 +789,8 @@ async function finishStream(
         if (call.settled) return;
         for (const ev of parser.flush()) if (!onEvent(ev.data) || call.settled) return;
         if (sawDone && conv) for (const c of conv.end()) forward(c, null);
-        flush();
+        // The content goes out now; only the closing frame waits for the record's commit.
+        flushNow();
         if (sawDone) complete();
         else failMid(`backend ${d.backendName} ended the stream before [DONE]`);
       }),
