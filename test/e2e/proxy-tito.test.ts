@@ -8,6 +8,22 @@ const env = proxyOnFakeVllm();
 
 const runRollout = (tito: boolean) => env.proxy.runRollout('tito', { tito });
 
+/** Ask "one", then resend the history with its first user message as `resent` and ask "two". */
+async function twoTurns(client: OpenAI, resent: string) {
+  const r1 = await client.chat.completions.create({
+    model: 'toy',
+    messages: [{ role: 'user', content: 'one' }],
+  });
+  await client.chat.completions.create({
+    model: 'toy',
+    messages: [
+      { role: 'user', content: resent },
+      { role: 'assistant', content: r1.choices[0].message.content },
+      { role: 'user', content: 'two' },
+    ],
+  });
+}
+
 describe('token-in-token-out bridge', () => {
   it('a resent history reuses the sampled tokens: the next prompt extends the previous prompt and response', async () => {
     const { id, client } = await runRollout(true);
@@ -59,18 +75,7 @@ describe('token-in-token-out bridge', () => {
 
   it('an edited history falls back to the chat endpoint and says why', async () => {
     const { id, client } = await runRollout(true);
-    const r1 = await client.chat.completions.create({
-      model: 'toy',
-      messages: [{ role: 'user', content: 'one' }],
-    });
-    await client.chat.completions.create({
-      model: 'toy',
-      messages: [
-        { role: 'user', content: 'one, edited' },
-        { role: 'assistant', content: r1.choices[0].message.content },
-        { role: 'user', content: 'two' },
-      ],
-    });
+    await twoTurns(client, 'one, edited');
     expect(env.fake.produced.at(-1)?.path).toBe('/v1/chat/completions');
     const calls = await env.proxy.calls(id);
     expect(calls[1].token_source).toBe('backend');
@@ -79,18 +84,7 @@ describe('token-in-token-out bridge', () => {
 
   it('a run with tito off never bridges', async () => {
     const { id, client } = await runRollout(false);
-    const r1 = await client.chat.completions.create({
-      model: 'toy',
-      messages: [{ role: 'user', content: 'one' }],
-    });
-    await client.chat.completions.create({
-      model: 'toy',
-      messages: [
-        { role: 'user', content: 'one' },
-        { role: 'assistant', content: r1.choices[0].message.content },
-        { role: 'user', content: 'two' },
-      ],
-    });
+    await twoTurns(client, 'one');
     expect(env.fake.produced.at(-1)?.path).toBe('/v1/chat/completions');
     const calls = await env.proxy.calls(id);
     expect(calls.map((c) => [c.token_source, c.bridge])).toEqual([
