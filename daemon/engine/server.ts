@@ -336,13 +336,22 @@ function sse(res: ServerResponse, data: unknown): void {
   res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
 }
 
-function startSse(res: ServerResponse, version: number): void {
+/** Start an event stream; the returned state turns `closed` when the client goes away. */
+function startSse(req: IncomingMessage, res: ServerResponse, version: number): { closed: boolean } {
   res.writeHead(200, {
     'content-type': 'text/event-stream',
     'cache-control': 'no-cache',
     connection: 'keep-alive',
     'x-model-version': String(version),
   });
+  const state = { closed: false };
+  res.on('close', () => {
+    state.closed = true;
+  });
+  req.on('aborted', () => {
+    state.closed = true;
+  });
+  return state;
 }
 
 async function chat(
@@ -390,14 +399,7 @@ async function chat(
       version,
     );
   }
-  startSse(res, version);
-  let closed = false;
-  res.on('close', () => {
-    closed = true;
-  });
-  req.on('aborted', () => {
-    closed = true;
-  });
+  const conn = startSse(req, res, version);
   const base = { id, object: 'chat.completion.chunk', created, model: name, model_version: version };
   sse(res, {
     ...base,
@@ -410,7 +412,7 @@ async function chat(
     })),
     ...(wantIds ? { prompt_token_ids: prompt } : {}),
   });
-  while (!closed && choices.some((c) => !c.finish)) {
+  while (!conn.closed && choices.some((c) => !c.finish)) {
     for (const c of choices) {
       if (c.finish) continue;
       const i = c.tokens.length;
@@ -432,7 +434,7 @@ async function chat(
     }
     await pause();
   }
-  if (closed) return;
+  if (conn.closed) return;
   if (r.stream_options?.include_usage) {
     const completion = choices.reduce((s, c) => s + c.tokens.length, 0);
     sse(res, {
@@ -504,18 +506,11 @@ async function completions(
       version,
     );
   }
-  startSse(res, version);
-  let closed = false;
-  res.on('close', () => {
-    closed = true;
-  });
-  req.on('aborted', () => {
-    closed = true;
-  });
+  const conn = startSse(req, res, version);
   const base = { id, object: 'text_completion', created, model: name, model_version: version };
   const first = new Set<number>();
   const offsets = new Map<number, number>();
-  while (!closed && all.some((x) => !x.c.finish)) {
+  while (!conn.closed && all.some((x) => !x.c.finish)) {
     for (const { c, prompt } of all) {
       if (c.finish) continue;
       const i = c.tokens.length;
@@ -544,7 +539,7 @@ async function completions(
     }
     await pause();
   }
-  if (closed) return;
+  if (conn.closed) return;
   if (r.stream_options?.include_usage) {
     const completion = all.reduce((s, x) => s + x.c.tokens.length, 0);
     sse(res, {
