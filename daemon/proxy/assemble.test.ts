@@ -49,44 +49,75 @@ describe('stripText', () => {
 });
 
 describe('StreamAssembler', () => {
-  it('a streamed chat answer assembles to the non-streaming shape with every token id and logprob', () => {
-    const asm = new StreamAssembler('chat');
-    asm.push({
-      id: 'x',
-      created: 1,
-      model: 'm',
-      prompt_token_ids: [5, 6],
-      choices: [{ index: 0, delta: { role: 'assistant', content: '' } }],
-    });
-    asm.push({
-      choices: [
-        {
-          index: 0,
-          delta: { content: 'he' },
-          token_ids: [7],
-          logprobs: { content: [{ token: 'he', logprob: -0.5 }] },
-        },
-      ],
-    });
-    asm.push({
-      choices: [
-        {
-          index: 0,
-          delta: { content: 'y' },
-          token_ids: [8],
-          logprobs: { content: [{ token: 'y', logprob: -0.25 }] },
-          finish_reason: 'stop',
-        },
-      ],
-    });
-    const json = asm.result();
-    expect(json.choices[0].message).toEqual({ role: 'assistant', content: 'hey' });
-    expect(tokensOf(json, 'chat')).toEqual({
-      prompt_ids: [5, 6],
-      response_ids: [7, 8],
-      response_logprobs: [-0.5, -0.25],
-      finish_reason: 'stop',
-      usage: { prompt_tokens: 2, completion_tokens: 2 },
-    });
-  });
+  it.each([true, false])(
+    'a streamed chat answer assembles to the non-streaming shape with every token id and logprob (logprobEntries %s)',
+    (logprobEntries) => {
+      const asm = new StreamAssembler('chat', { logprobEntries });
+      asm.push({
+        id: 'x',
+        created: 1,
+        model: 'm',
+        prompt_token_ids: [5, 6],
+        choices: [{ index: 0, delta: { role: 'assistant', content: '' } }],
+      });
+      asm.push({
+        choices: [
+          {
+            index: 0,
+            delta: { content: 'he' },
+            token_ids: [7],
+            logprobs: { content: [{ token: 'he', logprob: -0.5 }] },
+          },
+        ],
+      });
+      asm.push({
+        choices: [
+          {
+            index: 0,
+            delta: { content: 'y' },
+            token_ids: [8],
+            logprobs: { content: [{ token: 'y', logprob: -0.25 }] },
+            finish_reason: 'stop',
+          },
+        ],
+      });
+      const json = asm.result();
+      expect(json.choices[0].message).toEqual({ role: 'assistant', content: 'hey' });
+      expect(tokensOf(json, 'chat')).toEqual({
+        prompt_ids: [5, 6],
+        response_ids: [7, 8],
+        response_logprobs: [-0.5, -0.25],
+        finish_reason: 'stop',
+        usage: { prompt_tokens: 2, completion_tokens: 2 },
+      });
+      expect(json.choices[0].logprobs.content[0]).toEqual(
+        logprobEntries ? { token: 'he', logprob: -0.5 } : { logprob: -0.5 },
+      );
+    },
+  );
+
+  it.each([true, false])(
+    'a streamed completion keeps every token logprob (logprobEntries %s)',
+    (logprobEntries) => {
+      const asm = new StreamAssembler('completions', { logprobEntries });
+      for (const [t, lp] of [
+        ['a', -1],
+        ['b', -2],
+      ] as const)
+        asm.push({
+          choices: [
+            {
+              index: 0,
+              text: t,
+              token_ids: [t.charCodeAt(0)],
+              logprobs: { tokens: [t], token_logprobs: [lp], top_logprobs: [null], text_offset: [0] },
+            },
+          ],
+        });
+      const json = asm.result();
+      expect(json.choices[0].text).toBe('ab');
+      expect(tokensOf(json, 'completions').response_logprobs).toEqual([-1, -2]);
+      expect(json.choices[0].logprobs.tokens).toEqual(logprobEntries ? ['a', 'b'] : []);
+    },
+  );
 });

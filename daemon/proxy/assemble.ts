@@ -16,6 +16,8 @@ interface ChoiceAcc {
   toolCalls: { id?: string; type?: string; function: { name: string; arguments: string } }[];
   text: string;
   lpContent: unknown[];
+  /** Without `logprobEntries`: only each token's logprob. */
+  lpValues: number[];
   hasLp: boolean;
   tokens: string[];
   tokenLogprobs: (number | null)[];
@@ -37,7 +39,16 @@ export class StreamAssembler {
   private readonly choices: ChoiceAcc[] = [];
   chunks = 0;
 
-  constructor(readonly kind: BackendKind) {}
+  /**
+   * `logprobEntries: false` keeps only each token's logprob number, not vLLM's entries (token text,
+   * bytes, top logprobs): for when the harness will not see them, which spares the memory (and GC)
+   * of a long stream. The assembled result then carries `{logprob}` entries (chat) or
+   * `token_logprobs` only (completions).
+   */
+  constructor(
+    readonly kind: BackendKind,
+    private readonly opts: { logprobEntries?: boolean } = {},
+  ) {}
 
   private choice(index: number): ChoiceAcc {
     let c = this.choices[index];
@@ -52,6 +63,7 @@ export class StreamAssembler {
         toolCalls: [],
         text: '',
         lpContent: [],
+        lpValues: [],
         hasLp: false,
         tokens: [],
         tokenLogprobs: [],
@@ -109,17 +121,21 @@ export class StreamAssembler {
         }
         if (ch.logprobs && Array.isArray(ch.logprobs.content)) {
           c.hasLp = true;
-          for (const e of ch.logprobs.content) c.lpContent.push(e);
+          if (this.opts.logprobEntries === false)
+            for (const e of ch.logprobs.content) c.lpValues.push(Number(e?.logprob));
+          else for (const e of ch.logprobs.content) c.lpContent.push(e);
         }
       } else {
         if (typeof ch.text === 'string') c.text += ch.text;
         const lp = ch.logprobs;
         if (lp && Array.isArray(lp.token_logprobs)) {
           c.hasLp = true;
-          c.tokens.push(...(lp.tokens ?? []));
-          c.tokenLogprobs.push(...lp.token_logprobs);
-          c.topLogprobs.push(...(lp.top_logprobs ?? []));
-          c.textOffset.push(...(lp.text_offset ?? []));
+          for (const x of lp.token_logprobs) c.tokenLogprobs.push(x);
+          if (this.opts.logprobEntries !== false) {
+            c.tokens.push(...(lp.tokens ?? []));
+            c.topLogprobs.push(...(lp.top_logprobs ?? []));
+            c.textOffset.push(...(lp.text_offset ?? []));
+          }
         }
       }
     }
@@ -146,7 +162,14 @@ export class StreamAssembler {
                     }
                   : {}),
               },
-              logprobs: c.hasLp ? { content: c.lpContent } : null,
+              logprobs: c.hasLp
+                ? {
+                    content:
+                      this.opts.logprobEntries === false
+                        ? c.lpValues.map((logprob) => ({ logprob }))
+                        : c.lpContent,
+                  }
+                : null,
               finish_reason: c.finish,
             }
           : {

@@ -30,6 +30,8 @@ type Json = Record<string, any>;
 
 /** What the harness receives, in its wire format. */
 export interface Output {
+  /** The harness sees vLLM's logprob entries (the stream assembler must keep them whole). */
+  logprobEntries: boolean;
   finish(json: Json): unknown;
   open(): StreamOut;
   error(status: number, message: string, param?: string | null, code?: string | null): unknown;
@@ -47,6 +49,7 @@ export interface StreamOut {
 export function nativeOutput(body: Json): Output {
   const asked = askedOf(body);
   return {
+    logprobEntries: asked.logprobs,
     finish: (json) => (needsStrip(json, asked) ? strip(json, asked) : json),
     error: (status, message, param = null, code = null) => openaiErrorBody(status, message, param, code),
     open: () => ({
@@ -61,6 +64,7 @@ export function nativeOutput(body: Json): Output {
 /** Responses / Messages through a wire translator (chat on the backend side). */
 export function translatedOutput<Req>(t: WireTranslator<Req>, req: Req): Output {
   return {
+    logprobEntries: false,
     finish: (json) => t.fromChat(json as never, req),
     error: (status, message, param = null) => t.errorBody(status, message, param),
     open: () => {
@@ -642,7 +646,7 @@ async function finishStream(
     'cache-control': 'no-cache',
     connection: 'keep-alive',
   });
-  const asm = new StreamAssembler(o.kind);
+  const asm = new StreamAssembler(o.kind, { logprobEntries: o.output.logprobEntries });
   const out = o.output.open();
   const parser = new SseParser();
   const conv = d.bridged
