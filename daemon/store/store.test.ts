@@ -7,7 +7,6 @@ import {
   Group,
   LlmCall,
   ModelVersion,
-  type NewLlmCall,
   NodeInfo,
   Recording,
   Reward,
@@ -21,6 +20,7 @@ import { openStore } from './open';
 import { freshStoreSpace, PG_SHOWN, postgresProblem, type TestStoreSpace } from './pg-testing';
 import type { SqlStore } from './sql-store';
 import { type Store, StoreError } from './store';
+import { newCall } from './test-calls';
 
 const pgProblem = await postgresProblem();
 
@@ -44,38 +44,6 @@ if (pgProblem) {
 }
 
 const active = backends.filter((b) => b.name === 'sqlite' || !pgProblem);
-
-/** A call as the proxy hands it over, with sensible defaults. */
-function newCall(patch: Partial<NewLlmCall> = {}): NewLlmCall {
-  return {
-    rollout_id: null,
-    attempt_id: null,
-    recording_id: null,
-    wire_api: 'chat',
-    stream: false,
-    request: { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
-    backend_request: null,
-    response: { choices: [{ message: { role: 'assistant', content: 'hello' } }] },
-    prompt_ids: [1, 2, 3],
-    response_ids: [4, 5],
-    response_logprobs: [-0.5, -0.25],
-    token_source: 'backend',
-    bridge: null,
-    finish_reason: 'stop',
-    usage: { prompt_tokens: 3, completion_tokens: 2 },
-    model: 'm',
-    model_version: 0,
-    backend: 'reference',
-    status: 'ok',
-    error: null,
-    http_status: 200,
-    tags: [],
-    queue_ms: 0.5,
-    ttft_ms: 1.5,
-    total_ms: 3,
-    ...patch,
-  };
-}
 
 async function storeError(p: Promise<unknown>): Promise<StoreError> {
   try {

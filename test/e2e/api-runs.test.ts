@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfigFile } from '../../daemon/config/load';
 import type { CreatedRecording, GroupDetail, RecordingDetail } from '../../daemon/protocol/api';
-import type { Group, LlmCall, NewLlmCall, Page, Run, Task } from '../../daemon/protocol/entities';
+import type { Group, LlmCall, Page, Run, Task } from '../../daemon/protocol/entities';
+import { newCall } from '../../daemon/store/test-calls';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
 let daemon: TestDaemon;
@@ -167,33 +168,16 @@ describe('runs', () => {
     expect((await daemon.api('GET', '/api/nodes')).body).toMatchObject([{ id: 'node-1', status: 'ready' }]);
 
     const rollout = await store.createRollout({ kind: 'standalone' });
-    const call: NewLlmCall = {
+    const call = newCall({
       rollout_id: rollout.id,
-      attempt_id: null,
-      recording_id: null,
-      wire_api: 'chat',
-      stream: false,
       request: { messages: [{ role: 'user', content: 'hi' }] },
-      backend_request: null,
       response: { choices: [] },
-      prompt_ids: [1, 2, 3],
-      response_ids: [4, 5],
-      response_logprobs: [-0.5, -0.25],
-      token_source: 'backend',
-      bridge: null,
-      finish_reason: 'stop',
-      usage: { prompt_tokens: 3, completion_tokens: 2 },
       model: 'reference',
       model_version: 1,
-      backend: 'reference',
-      status: 'ok',
-      error: null,
-      http_status: 200,
-      tags: [],
       queue_ms: 0,
       ttft_ms: 1,
       total_ms: 2,
-    };
+    });
     const recorded = await store.recordLlmCall(call);
     const fetched = await daemon.api<LlmCall>('GET', `/api/llm-calls/${recorded.id}`);
     expect(fetched.body).toMatchObject({

@@ -13,6 +13,7 @@ import type { NewLlmCall, Run } from '../../daemon/protocol/entities';
 import { analyzeRollout } from '../../daemon/samples';
 import { openStore } from '../../daemon/store/open';
 import type { Store } from '../../daemon/store/store';
+import { newCall } from '../../daemon/store/test-calls';
 
 const root = new URL('../../', import.meta.url).pathname;
 
@@ -35,34 +36,20 @@ function call(
   response: number[],
   patch: Partial<NewLlmCall> = {},
 ): NewLlmCall {
-  return {
+  return newCall({
     rollout_id: rolloutId,
     attempt_id: attemptId,
-    recording_id: null,
-    wire_api: 'chat',
-    stream: false,
     request: { model: 'm', messages: [] },
-    backend_request: null,
     response: null,
     prompt_ids: prompt,
     response_ids: response,
     response_logprobs: response.map((_, i) => -0.25 * (i + 1)),
-    token_source: 'backend',
-    bridge: null,
-    finish_reason: 'stop',
     usage: null,
-    model: 'm',
-    model_version: 0,
-    backend: 'reference',
-    status: 'ok',
-    error: null,
-    http_status: 200,
-    tags: [],
     queue_ms: null,
     ttft_ms: null,
     total_ms: null,
     ...patch,
-  };
+  });
 }
 
 /** The same rollouts as trajectory lines, for `harness-rl samples`. */

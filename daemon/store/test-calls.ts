@@ -1,0 +1,34 @@
+// Llm calls for tests (store.test.ts, the end-to-end tests): a complete NewLlmCall with defaults.
+import type { NewLlmCall } from '../protocol/entities';
+
+/** A call as the proxy hands it over, with sensible defaults. */
+export function newCall(patch: Partial<NewLlmCall> = {}): NewLlmCall {
+  return {
+    rollout_id: null,
+    attempt_id: null,
+    recording_id: null,
+    wire_api: 'chat',
+    stream: false,
+    request: { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+    backend_request: null,
+    response: { choices: [{ message: { role: 'assistant', content: 'hello' } }] },
+    prompt_ids: [1, 2, 3],
+    response_ids: [4, 5],
+    response_logprobs: [-0.5, -0.25],
+    token_source: 'backend',
+    bridge: null,
+    finish_reason: 'stop',
+    usage: { prompt_tokens: 3, completion_tokens: 2 },
+    model: 'm',
+    model_version: 0,
+    backend: 'reference',
+    status: 'ok',
+    error: null,
+    http_status: 200,
+    tags: [],
+    queue_ms: 0.5,
+    ttft_ms: 1.5,
+    total_ms: 3,
+    ...patch,
+  };
+}
