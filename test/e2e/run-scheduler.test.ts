@@ -49,6 +49,17 @@ async function chatHarness(ctx: RolloutContext): Promise<{ reward: number }> {
   return { reward: text.length % 2 };
 }
 
+/** A worker running chatHarness, 4 rollouts at a time, on the run until it ends. */
+function chatWorker(daemon: { url: string; token: string }, runId: string) {
+  return runWorker({
+    daemonUrl: daemon.url,
+    token: daemon.token,
+    runId,
+    concurrency: 4,
+    rollout: chatHarness,
+  });
+}
+
 async function createRun(daemon: TestDaemon, config: RunConfigInput): Promise<Run> {
   const res = await daemon.api<Run>('POST', '/api/runs', { config, base_dir: dir });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -85,13 +96,7 @@ describe('a run on the reference engine', () => {
   it('trains its steps with an SDK worker and stores metrics, model versions and rollout stats', async () => {
     const run = await createRun(daemon, runConfig({ schedule: { steps: 2, validate_every: 1 } }));
     expect(run.status).toBe('running');
-    const summary = await runWorker({
-      daemonUrl: daemon.url,
-      token: daemon.token,
-      runId: run.id,
-      concurrency: 4,
-      rollout: chatHarness,
-    });
+    const summary = await chatWorker(daemon, run.id);
     expect(summary.succeeded).toBeGreaterThanOrEqual(8);
 
     const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
@@ -134,13 +139,7 @@ describe('a run on the reference engine', () => {
       daemon,
       runConfig({ name: 'async', schedule: { mode: 'async', max_staleness: 1, steps: 3 } }),
     );
-    await runWorker({
-      daemonUrl: daemon.url,
-      token: daemon.token,
-      runId: run.id,
-      concurrency: 4,
-      rollout: chatHarness,
-    });
+    await chatWorker(daemon, run.id);
     const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
     expect(after).toMatchObject({ status: 'finished', step: 3 });
     const metrics = (await daemon.api('GET', `/api/runs/${run.id}/metrics`)).body as {
@@ -345,13 +344,7 @@ describe('a daemon restart', () => {
       expect(before?.status).toBe('running');
       const resumedFrom = before!.step;
       expect(resumedFrom).toBeGreaterThanOrEqual(1);
-      await runWorker({
-        daemonUrl: daemon.url,
-        token: daemon.token,
-        runId: run.id,
-        concurrency: 4,
-        rollout: chatHarness,
-      });
+      await chatWorker(daemon, run.id);
       const after = await daemon.ctx.store.getRun(run.id);
       expect(after).toMatchObject({ status: 'finished', step: 3 });
       const metrics = await daemon.ctx.store.listRunMetrics(run.id);
