@@ -132,18 +132,21 @@ describe('bridging a tool-using conversation through the backend tokenizer', () 
       { role: 'assistant', content: 'It lists three todos.' },
       { role: 'user', content: 'Which is first?' },
     ];
+    // the third call, planned with a given tokenizer
+    const planThird = (tokenizer: typeof tok | typeof qwen) =>
+      planBridge({
+        previous: {
+          messages: m2,
+          tools,
+          prompt_ids: plan2.prompt_ids,
+          response_ids: r2,
+          assistant_message: a2,
+        },
+        request: { messages: m3, tools },
+        tokenizer,
+      });
     const before = calls.tokenize + calls.detokenize;
-    const plan3 = await planBridge({
-      previous: {
-        messages: m2,
-        tools,
-        prompt_ids: plan2.prompt_ids,
-        response_ids: r2,
-        assistant_message: a2,
-      },
-      request: { messages: m3, tools },
-      tokenizer: tok,
-    });
+    const plan3 = await planThird(tok);
     const httpCalls = calls.tokenize + calls.detokenize - before;
     if (!plan3.ok) throw new Error(plan3.reason);
     const sequence = [...plan2.prompt_ids, ...r2];
@@ -153,17 +156,7 @@ describe('bridging a tool-using conversation through the backend tokenizer', () 
     expect(startsWith(plan3.prompt_ids, [...p1, ...r1])).toBe(true);
     expect(plan3.reused_tokens).toBe(sequence.length);
     // and the backend tokenizer gives the same plan as the local one
-    const local = await planBridge({
-      previous: {
-        messages: m2,
-        tools,
-        prompt_ids: plan2.prompt_ids,
-        response_ids: r2,
-        assistant_message: a2,
-      },
-      request: { messages: m3, tools },
-      tokenizer: qwen,
-    });
+    const local = await planThird(qwen);
     expect(local).toEqual(plan3);
     expect(httpCalls).toBeLessThan(30);
   });
