@@ -34,8 +34,9 @@ type CallLike = Pick<LlmCall, 'prompt_ids' | 'response_ids' | 'response_logprobs
 
 /**
  * A stored rollout's calls as a trajectory: failed and cancelled calls, calls without token ids and
- * recording side calls (tag "side": titles, token counts) are skipped. A rollout without a group is a
- * group of its own.
+ * recording side calls (tag "side": titles, token counts) are skipped, and of a call sampled with n > 1
+ * (one record per choice, tagged "choice:<i>") only choice 0 continues the trajectory: the harness went on
+ * from it, the other choices are siblings, not later turns. A rollout without a group is a group of its own.
  */
 export function trajectoryFromCalls(
   rollout: { id: string; group_id: string | null; reward: number | null },
@@ -44,7 +45,7 @@ export function trajectoryFromCalls(
   const out: TrajectoryArrays['calls'] = [];
   for (const c of calls) {
     if (c.status !== 'ok' || !c.prompt_ids || !c.response_ids) continue;
-    if (c.tags?.includes('side')) continue;
+    if (c.tags?.some((tag) => tag === 'side' || (tag.startsWith('choice:') && tag !== 'choice:0'))) continue;
     out.push({
       prompt_ids: c.prompt_ids,
       response_ids: c.response_ids,

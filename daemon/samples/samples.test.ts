@@ -261,7 +261,7 @@ describe('prefix-break classes', () => {
 });
 
 describe('trajectoryFromCalls', () => {
-  it('skips failed and cancelled calls, calls without token ids and recording side calls', () => {
+  it('skips failed and cancelled calls, calls without token ids, recording side calls and choices after the first', () => {
     const ok = { prompt_ids: [1], response_ids: [2], response_logprobs: null, status: 'ok' as const };
     const t = trajectoryFromCalls({ id: 'r', group_id: null, reward: 1 }, [
       ok,
@@ -271,8 +271,10 @@ describe('trajectoryFromCalls', () => {
       { ...ok, response_ids: null },
       { ...ok, prompt_ids: [7], tags: ['side'] },
       { ...ok, prompt_ids: [1, 2, 3] },
+      { ...ok, prompt_ids: [1, 2, 3, 4], tags: ['choice:0'] },
+      { ...ok, prompt_ids: [1, 2, 3, 4], tags: ['choice:1'] },
     ]);
     expect(t.group_id).toBe('r');
-    expect(t.calls.map((c) => c.prompt_ids)).toEqual([[1], [1, 2, 3]]);
+    expect(t.calls.map((c) => c.prompt_ids)).toEqual([[1], [1, 2, 3], [1, 2, 3, 4]]);
   });
 });
