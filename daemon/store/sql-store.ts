@@ -1,23 +1,27 @@
 // The Store, written once over the Driver seam; SQLite and PostgreSQL differ only in their drivers.
 // Every method is one transaction; events are published to subscribers after the commit.
-import type {
-  Attempt,
+import {
+  type Attempt,
   AttemptStatus,
-  Group,
+  type Group,
   GroupStatus,
-  LlmCall,
-  ModelVersion,
-  NewLlmCall,
+  type LlmCall,
+  type ModelVersion,
+  type NewLlmCall,
   NodeInfo,
-  Page,
-  PrefixBreak,
-  Recording,
-  Reward,
-  Rollout,
-  RolloutStats,
-  Run,
-  RunMetrics,
-  Task,
+  NodeKind,
+  type Page,
+  type PrefixBreak,
+  type Recording,
+  type Reward,
+  type Rollout,
+  RolloutKind,
+  type RolloutStats,
+  RolloutStatus,
+  type Run,
+  type RunMetrics,
+  RunStatus,
+  type Task,
 } from '../protocol/entities';
 import type { DaemonEvent, LlmCallSummary } from '../protocol/events';
 import { decodeIds, decodeLogprobs, encodeIds, encodeLogprobs } from './codec';
@@ -37,13 +41,13 @@ const str = (v: unknown): string | null => (v == null ? null : String(v));
 const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
 const parse = (v: unknown): unknown => (v == null ? null : JSON.parse(String(v)));
 
-const RUN_STATUSES = ['created', 'running', 'paused', 'stopped', 'finished', 'failed'];
-const GROUP_STATUSES = ['pending', 'running', 'complete', 'failed'];
-const ROLLOUT_KINDS = ['run', 'standalone', 'recording'];
-const ROLLOUT_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
-const FINISHED_ATTEMPT = ['succeeded', 'failed', 'timed_out', 'unresponsive', 'cancelled'];
-const NODE_KINDS = ['inference', 'trainer'];
-const NODE_STATUSES = ['connecting', 'ready', 'busy', 'unhealthy', 'gone'];
+const RUN_STATUSES = RunStatus.options;
+const GROUP_STATUSES = GroupStatus.options;
+const ROLLOUT_KINDS = RolloutKind.options;
+const ROLLOUT_STATUSES = RolloutStatus.options;
+const FINISHED_ATTEMPT = AttemptStatus.options.filter((status) => status !== 'running');
+const NODE_KINDS = NodeKind.options;
+const NODE_STATUSES = NodeInfo.shape.status.options;
 
 // ---- row mapping -------------------------------------------------------------------------------
 
