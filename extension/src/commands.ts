@@ -10,7 +10,14 @@ import type { Ctx } from './ctx';
 import { exportSamples } from './export';
 import { DashboardPanel, TrajectoryPanel } from './panels';
 import { parseRange } from './parse';
-import { rateRecording, setUpstreamKey, showSnippets, startRecording, stopRecording } from './recording';
+import {
+  exportRecording,
+  rateRecording,
+  setUpstreamKey,
+  showSnippets,
+  startRecording,
+  stopRecording,
+} from './recording';
 import type { RunsNode } from './runsTree';
 
 interface CommandSpec {
@@ -240,6 +247,14 @@ export const COMMANDS: Record<string, CommandSpec> = {
     needsDaemon: false,
     run: (ctx, _c, arg) =>
       rateRecording(
+        ctx,
+        isObj(arg) && arg.kind === 'recording' ? (arg as { recording: Recording }) : undefined,
+      ),
+  },
+  'harnessRl.exportRecording': {
+    needsDaemon: false,
+    run: (ctx, _c, arg) =>
+      exportRecording(
         ctx,
         isObj(arg) && arg.kind === 'recording' ? (arg as { recording: Recording }) : undefined,
       ),

@@ -1,6 +1,8 @@
 // Recording mode: the daemon records a person's own agent sessions as a rollout; new terminals
 // get OPENAI_BASE_URL / ANTHROPIC_BASE_URL and a key scoped to the recording.
 import { spawn } from 'node:child_process';
+import { appendFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { writeSecret } from '../../daemon/config/secrets';
 import type { Recording } from '../../daemon/protocol/entities';
@@ -8,6 +10,7 @@ import { errorText } from './client';
 import type { Ctx } from './ctx';
 import { dataFolder } from './daemon';
 import { verifierReward } from './parse';
+import { recordingSamples, recordingTask } from './recordingExport';
 import { recordingEnv, recordingSnippets } from './snippets';
 
 type UpstreamKind = 'reference' | 'openai' | 'anthropic' | 'vllm';
@@ -221,4 +224,50 @@ function runVerifier(
         child.on('close', (code) => resolve({ stdout, code }));
       }),
   );
+}
+
+/** Export a recording as training samples, or append it as a task to a run's tasks JSONL. */
+export async function exportRecording(ctx: Ctx, arg?: { recording?: Recording }): Promise<void> {
+  const client = await ctx.requireClient();
+  if (!client) return;
+  const target = arg?.recording ?? ctx.recording ?? (await pickRecording(ctx));
+  if (!target) return;
+  const as = await vscode.window.showQuickPick(
+    [
+      { label: 'Training samples (JSONL)', value: 'samples' as const },
+      { label: 'A task for a training run (append to a tasks JSONL)', value: 'task' as const },
+    ],
+    { title: `Export recording "${target.name}"` },
+  );
+  if (!as) return;
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '';
+  try {
+    const detail = await client.getRollout(target.rollout_id);
+    if (as.value === 'samples') {
+      const file = await vscode.window.showSaveDialog({
+        defaultUri: vscode.Uri.file(path.join(folder, `${target.name}.samples.jsonl`)),
+        filters: { JSONL: ['jsonl'] },
+      });
+      if (!file) return;
+      const { text, samples } = recordingSamples(detail);
+      writeFileSync(file.fsPath, text);
+      void vscode.window.showInformationMessage(`Harness RL: wrote ${samples} samples to ${file.fsPath}.`);
+      return;
+    }
+    const task = recordingTask(target, detail);
+    if (!task) {
+      void vscode.window.showWarningMessage(`Harness RL: recording "${target.name}" has no successful call.`);
+      return;
+    }
+    const file = await vscode.window.showSaveDialog({
+      defaultUri: vscode.Uri.file(path.join(folder, 'tasks.jsonl')),
+      filters: { JSONL: ['jsonl'] },
+      title: 'Append the task to',
+    });
+    if (!file) return;
+    appendFileSync(file.fsPath, `${JSON.stringify(task)}\n`);
+    void vscode.window.showInformationMessage(`Harness RL: appended the task to ${file.fsPath}.`);
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Harness RL: export failed: ${errorText(err)}`);
+  }
 }
