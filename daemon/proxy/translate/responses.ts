@@ -460,37 +460,42 @@ class ResponsesStream implements WireStream {
   }
 
   private openReasoning(): string[] {
-    const frames = this.close();
-    const index = this.output.length;
-    const item = { ...reasoningItem(this.base, ''), content: [] };
-    this.output.push(item);
-    this.open = { kind: 'reasoning', index, text: '' };
-    frames.push(
-      this.ev('response.output_item.added', { output_index: index, item }),
-      this.ev('response.content_part.added', {
-        item_id: item.id,
-        output_index: index,
-        content_index: 0,
-        part: { type: 'reasoning_text', text: '' },
-      }),
+    return this.openTextItem(
+      'reasoning',
+      { ...reasoningItem(this.base, ''), content: [] },
+      {
+        type: 'reasoning_text',
+        text: '',
+      },
     );
-    return frames;
   }
 
   private openMessage(): string[] {
+    this.hasMessage = true;
+    return this.openTextItem(
+      'message',
+      { ...messageItem(this.base, '', 'in_progress'), content: [] },
+      textPart(''),
+    );
+  }
+
+  /** Closes the open item, then adds an output item with one empty content part that deltas fill. */
+  private openTextItem(
+    kind: 'reasoning' | 'message',
+    item: { id: string; [key: string]: unknown },
+    part: unknown,
+  ): string[] {
     const frames = this.close();
     const index = this.output.length;
-    const item = { ...messageItem(this.base, '', 'in_progress'), content: [] };
     this.output.push(item);
-    this.hasMessage = true;
-    this.open = { kind: 'message', index, text: '' };
+    this.open = { kind, index, text: '' };
     frames.push(
       this.ev('response.output_item.added', { output_index: index, item }),
       this.ev('response.content_part.added', {
         item_id: item.id,
         output_index: index,
         content_index: 0,
-        part: textPart(''),
+        part,
       }),
     );
     return frames;
