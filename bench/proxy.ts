@@ -18,6 +18,29 @@ const f = await startFakeVllm({ model: 'toy' });
 process.stdout.write(JSON.stringify({ url: f.url }) + '\\n');
 `;
 
+// The floor for any proxy written on Node: node:http in, node:http (keep-alive) out, bytes piped
+// back, nothing parsed or recorded. The proxy's figures are also given as a ratio to this one.
+const PASSTHROUGH = `
+import { Agent, createServer, request } from 'node:http';
+const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+const backend = new URL(process.env.BACKEND);
+process.on('SIGTERM', () => process.exit(0));
+const server = createServer((req, res) => {
+  const parts = [];
+  req.on('data', (c) => parts.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(parts);
+    const headers = { 'content-type': 'application/json', 'content-length': body.length };
+    const up = request({ host: backend.hostname, port: backend.port, path: req.url, method: 'POST', agent, headers }, (r) => {
+      res.writeHead(r.statusCode, { 'content-type': r.headers['content-type'] });
+      r.pipe(res);
+    });
+    up.end(body);
+  });
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ url: 'http://127.0.0.1:' + server.address().port + '/v1' }) + '\\n'));
+`;
+
 const PROXY = `
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -139,17 +162,15 @@ const chat = (content: string, extra: object = {}) => ({
   ...extra,
 });
 
-async function latencies(direct: Target, proxy: Target, n: number, body: object, pick: 'first' | 'total') {
-  const d: number[] = [];
-  const p: number[] = [];
-  for (let i = 0; i < n; i++) {
-    // Alternate so drift (GC, other load) hits both sides alike.
-    const a = await call(direct, '/chat/completions', body);
-    const b = await call(proxy, '/chat/completions', body);
-    d.push(pick === 'first' ? a.firstMs : a.totalMs);
-    p.push(pick === 'first' ? b.firstMs : b.totalMs);
-  }
-  return { d, p };
+/** Sequential calls, alternating between the targets so drift (GC, other load) hits all alike. */
+async function latencies(targets: Target[], n: number, body: object, pick: 'first' | 'total') {
+  const out: number[][] = targets.map(() => []);
+  for (let i = 0; i < n; i++)
+    for (const [k, t] of targets.entries()) {
+      const r = await call(t, '/chat/completions', body);
+      out[k].push(pick === 'first' ? r.firstMs : r.totalMs);
+    }
+  return out;
 }
 
 async function throughput(t: Target, concurrency: number, ms: number): Promise<number> {
@@ -184,6 +205,7 @@ async function streamRate(t: Target, concurrency: number, ms: number): Promise<n
 
 export default async function main(): Promise<void> {
   const fake = await child(FAKE);
+  const pass = await child(PASSTHROUGH, { BACKEND: fake.info.url });
   // BENCH_PROFILE=dir writes a CPU profile of the proxy process there.
   const profile = process.env.BENCH_PROFILE;
   const prox = await child(
@@ -194,9 +216,10 @@ export default async function main(): Promise<void> {
   try {
     const direct: Target = { base: fake.info.url, key: 'none' };
     const proxy: Target = { base: prox.info.url, key: prox.info.key };
+    const floor: Target = { base: pass.info.url, key: 'none' };
     // Warm up both paths (JIT, keep-alive sockets, the proxy's caches).
-    await latencies(direct, proxy, 200, chat('warm up'), 'total');
-    await latencies(direct, proxy, 50, chat('warm up', { stream: true }), 'first');
+    await latencies([direct, floor, proxy], 200, chat('warm up'), 'total');
+    await latencies([direct, floor, proxy], 50, chat('warm up', { stream: true }), 'first');
 
     // BENCH_ONLY=overhead,throughput,stream runs a subset (profiling).
     const only = (process.env.BENCH_ONLY ?? 'overhead,throughput,stream').split(',');
@@ -204,7 +227,12 @@ export default async function main(): Promise<void> {
     for (const mode of only.includes('overhead') ? (['nonstream', 'stream_ttft'] as const) : []) {
       const body =
         mode === 'nonstream' ? chat('how much does the proxy add?') : chat('ttft please', { stream: true });
-      const { d, p } = await latencies(direct, proxy, n, body, mode === 'nonstream' ? 'total' : 'first');
+      const [d, f, p] = await latencies(
+        [direct, floor, proxy],
+        n,
+        body,
+        mode === 'nonstream' ? 'total' : 'first',
+      );
       const dp50 = quantile(d, 0.5);
       const dp99 = quantile(d, 0.99);
       const pp50 = quantile(p, 0.5);
@@ -217,24 +245,34 @@ export default async function main(): Promise<void> {
         proxy_p99_ms: round(pp99),
         added_p50_ms: round(pp50 - dp50),
         added_p99_ms: round(pp99 - dp99),
+        passthrough_added_p50_ms: round(quantile(f, 0.5) - dp50),
+        passthrough_added_p99_ms: round(quantile(f, 0.99) - dp99),
       });
     }
 
     const seconds = Number(process.env.BENCH_SECONDS ?? 4) * 1000;
     if (only.includes('throughput')) {
       const f0 = cpuOf(fake.proc);
-      const directRps = await throughput(direct, 64, seconds);
+      const conc = 64;
+      const directRps = await throughput(direct, conc, seconds);
       const f1 = cpuOf(fake.proc);
+      const q0 = cpuOf(pass.proc);
+      const passRps = await throughput(floor, conc, seconds);
+      const q1 = cpuOf(pass.proc);
       const p0 = cpuOf(prox.proc);
-      const proxyRps = await throughput(proxy, 64, seconds);
+      const proxyRps = await throughput(proxy, conc, seconds);
       const p1 = cpuOf(prox.proc);
       const perReq = (us: number, rps: number) => us / (rps * (seconds / 1000));
       emit('proxy.throughput', {
-        concurrency: 64,
+        concurrency: conc,
         direct_rps: round(directRps, 1),
         proxy_rps: round(proxyRps, 1),
         ratio: round(proxyRps / directRps),
+        passthrough_rps: round(passRps, 1),
+        passthrough_ratio: round(passRps / directRps),
+        ratio_to_passthrough: round(proxyRps / passRps),
         backend_cpu_us_per_request: round(perReq(f1 - f0, directRps), 0),
+        passthrough_cpu_us_per_request: round(perReq(q1 - q0, passRps), 0),
         proxy_cpu_us_per_request: round(perReq(p1 - p0, proxyRps), 0),
         loadavg_1m: round(loadavg()[0], 2),
         cores: cpus().length,
@@ -244,6 +282,7 @@ export default async function main(): Promise<void> {
       const f0 = cpuOf(fake.proc);
       const directTps = await streamRate(direct, 8, seconds);
       const f1 = cpuOf(fake.proc);
+      const passTps = await streamRate(floor, 8, seconds);
       const p0 = cpuOf(prox.proc);
       const proxyTps = await streamRate(proxy, 8, seconds);
       const p1 = cpuOf(prox.proc);
@@ -252,12 +291,15 @@ export default async function main(): Promise<void> {
         direct_tokens_per_s: round(directTps, 0),
         proxy_tokens_per_s: round(proxyTps, 0),
         ratio: round(proxyTps / directTps),
+        passthrough_tokens_per_s: round(passTps, 0),
+        ratio_to_passthrough: round(proxyTps / passTps),
         backend_cpu_us_per_token: round(perTok(f1 - f0, directTps), 1),
         proxy_cpu_us_per_token: round(perTok(p1 - p0, proxyTps), 1),
       });
     }
   } finally {
     prox.proc.kill('SIGINT');
+    pass.proc.kill();
     fake.proc.kill();
     agent.destroy();
   }

@@ -28,6 +28,8 @@ parentPort.on('message', (m) => {
 const SQLITE_LIB = createRequire(import.meta.url).resolve('better-sqlite3');
 /** Commits before the checkpoint worker starts (short-lived stores, tests, never start one). */
 const CHECKPOINTER_AFTER = 16;
+const CHECKPOINT_COMMITS = 64;
+const CHECKPOINT_MS = 200;
 
 export class SqliteDriver implements Driver {
   readonly dialect = 'sqlite' as const;
@@ -43,6 +45,8 @@ export class SqliteDriver implements Driver {
   private checkpointing = false;
   private checkpointAgain = false;
   private checkpointerExited = false;
+  private uncheckpointed = 0;
+  private checkpointTimer: NodeJS.Timeout | null = null;
 
   constructor(readonly file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -168,53 +172,79 @@ export class SqliteDriver implements Driver {
         if (this.db.inTransaction) this.prepare('ROLLBACK').run();
         throw err;
       }
-      this.checkpointSoon();
+      this.afterCommit();
       return result;
     } finally {
       this.release();
     }
   }
 
-  /** Asks the checkpoint worker for a PASSIVE checkpoint (one at a time; coalesced). */
-  private checkpointSoon(): void {
+  /**
+   * A checkpoint after every small commit copied each page again and fsynced the file once per call;
+   * one every CHECKPOINT_COMMITS commits (or CHECKPOINT_MS after the first since the last) keeps the
+   * WAL short at a fraction of that cost.
+   */
+  private afterCommit(): void {
     if (this.file === ':memory:') return;
     if (!this.checkpointer) {
-      if (++this.commits < CHECKPOINTER_AFTER) return;
-      try {
-        const worker = new Worker(CHECKPOINTER, {
-          eval: true,
-          workerData: { lib: SQLITE_LIB, file: this.file },
-        });
-        worker.unref();
-        worker.once('exit', () => {
-          this.checkpointerExited = true;
-        });
-        worker.on('message', () => {
-          this.checkpointing = false;
-          if (this.checkpointAgain) this.checkpointSoon();
-        });
-        // Without the worker, the connection's own autocheckpoint keeps the WAL bounded as before.
-        worker.on('error', () => {
-          if (this.db.open) this.db.pragma('wal_autocheckpoint = 2000');
-        });
-        this.checkpointer = worker;
-        this.db.pragma('wal_autocheckpoint = 8000');
-      } catch {
-        return;
-      }
+      if (++this.commits < CHECKPOINTER_AFTER || !this.startCheckpointer()) return;
     }
+    if (++this.uncheckpointed >= CHECKPOINT_COMMITS) {
+      this.checkpointSoon();
+      return;
+    }
+    if (this.checkpointTimer) return;
+    this.checkpointTimer = setTimeout(() => {
+      this.checkpointTimer = null;
+      if (this.uncheckpointed > 0) this.checkpointSoon();
+    }, CHECKPOINT_MS);
+    this.checkpointTimer.unref();
+  }
+
+  private startCheckpointer(): boolean {
+    try {
+      const worker = new Worker(CHECKPOINTER, {
+        eval: true,
+        workerData: { lib: SQLITE_LIB, file: this.file },
+      });
+      worker.unref();
+      worker.once('exit', () => {
+        this.checkpointerExited = true;
+      });
+      worker.on('message', () => {
+        this.checkpointing = false;
+        if (this.checkpointAgain) this.checkpointSoon();
+      });
+      // Without the worker, the connection's own autocheckpoint keeps the WAL bounded as before.
+      worker.on('error', () => {
+        if (this.db.open) this.db.pragma('wal_autocheckpoint = 2000');
+      });
+      this.checkpointer = worker;
+      this.db.pragma('wal_autocheckpoint = 8000');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Asks the checkpoint worker for a PASSIVE checkpoint (one at a time; coalesced). */
+  private checkpointSoon(): void {
+    if (!this.checkpointer || !this.db.open) return;
     if (this.checkpointing) {
       this.checkpointAgain = true;
       return;
     }
     this.checkpointing = true;
     this.checkpointAgain = false;
+    this.uncheckpointed = 0;
     this.checkpointer.postMessage('checkpoint');
   }
 
   async close(): Promise<void> {
     await this.acquire();
     try {
+      if (this.checkpointTimer) clearTimeout(this.checkpointTimer);
+      this.checkpointTimer = null;
       if (this.checkpointer) {
         const worker = this.checkpointer;
         this.checkpointer = null;
