@@ -4,7 +4,9 @@
 import { spawn } from 'node:child_process';
 import type { RolloutContext, RolloutOutcome } from './worker';
 
-const TAIL = 4000;
+const STDERR_TAIL = 4000;
+/** How much of a command's stdout is kept (its tail): the reward line, and what a verifier reads. */
+export const STDOUT_TAIL = 64 * 1024;
 
 /** The env a harness command sees for one rollout. */
 export function rolloutEnv(ctx: RolloutContext): Record<string, string> {
@@ -21,10 +23,18 @@ export function rolloutEnv(ctx: RolloutContext): Record<string, string> {
   };
 }
 
+/** The last non-empty line of a command's stdout. */
+export function lastLine(stdout: string): string | undefined {
+  return stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0)
+    .at(-1);
+}
+
 /** The reward in the last non-empty stdout line, when it is `{"reward": number}`. */
 export function rewardFromStdout(stdout: string): number | undefined {
-  const lines = stdout.split('\n').map((l) => l.trim());
-  const last = lines.filter((l) => l.length > 0).at(-1);
+  const last = lastLine(stdout);
   if (!last) return undefined;
   try {
     const parsed = JSON.parse(last) as { reward?: unknown };
@@ -32,6 +42,88 @@ export function rewardFromStdout(stdout: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+export interface ProcessResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The tail of stdout (STDOUT_TAIL characters). */
+  stdout: string;
+  /** The tail of stderr. */
+  stderr: string;
+}
+
+/**
+ * Run `argv` in its own process group until it exits. When `signal` aborts, the group gets SIGTERM,
+ * then SIGKILL 2 s later (so `npx tsx main.ts` takes its children along). `stdin` is written and closed.
+ * Rejects only when the command cannot start.
+ */
+export function runProcess(
+  argv: string[],
+  options: {
+    cwd?: string;
+    env: NodeJS.ProcessEnv;
+    stdin?: string;
+    signal: AbortSignal;
+    onOutput?: (chunk: string) => void;
+  },
+): Promise<ProcessResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      detached: process.platform !== 'win32',
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout = (stdout + chunk).slice(-STDOUT_TAIL);
+      options.onOutput?.(chunk);
+    });
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-STDERR_TAIL);
+      options.onOutput?.(chunk);
+    });
+    if (child.stdin) {
+      // A command that exits without reading its stdin is not an error of ours.
+      child.stdin.on('error', () => {});
+      child.stdin.end(options.stdin);
+    }
+    const kill = (signal: NodeJS.Signals) => {
+      if (child.exitCode !== null || child.signalCode !== null || !child.pid) return;
+      try {
+        if (process.platform !== 'win32') process.kill(-child.pid, signal);
+        else child.kill(signal);
+      } catch {
+        child.kill(signal);
+      }
+    };
+    let hardKill: NodeJS.Timeout | undefined;
+    const onAbort = () => {
+      kill('SIGTERM');
+      hardKill = setTimeout(() => kill('SIGKILL'), 2000);
+      hardKill.unref();
+    };
+    if (options.signal.aborted) onAbort();
+    else options.signal.addEventListener('abort', onAbort, { once: true });
+    child.on('error', (err) => {
+      options.signal.removeEventListener('abort', onAbort);
+      reject(new Error(`could not start ${argv[0]}: ${err.message}`));
+    });
+    child.on('close', (code, signal) => {
+      options.signal.removeEventListener('abort', onAbort);
+      if (hardKill) clearTimeout(hardKill);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** `exit code 3: <the last 20 stderr lines>` for a command that did not exit 0. */
+export function exitText(result: ProcessResult): string {
+  const how = result.code !== null ? `exit code ${result.code}` : `signal ${result.signal}`;
+  const tail = result.stderr.trim().split('\n').slice(-20).join('\n');
+  return `${how}${tail ? `: ${tail}` : ''}`;
 }
 
 /** A worker `rollout` function that runs `argv` (in `cwd`) for each claimed rollout. */
@@ -44,52 +136,14 @@ export function commandRollout(
   } = {},
 ): (ctx: RolloutContext) => Promise<RolloutOutcome> {
   if (argv.length === 0) throw new Error('no harness command given');
-  return (ctx) =>
-    new Promise((resolve, reject) => {
-      const child = spawn(argv[0], argv.slice(1), {
-        cwd: options.cwd,
-        env: { ...process.env, ...options.env, ...rolloutEnv(ctx) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: process.platform !== 'win32',
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        stdout = (stdout + chunk).slice(-TAIL);
-        options.onOutput?.(ctx.rollout.id, chunk);
-      });
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-        stderr = (stderr + chunk).slice(-TAIL);
-        options.onOutput?.(ctx.rollout.id, chunk);
-      });
-      const kill = (signal: NodeJS.Signals) => {
-        if (child.exitCode !== null || child.signalCode !== null || !child.pid) return;
-        try {
-          // The whole process group, so `npx tsx main.ts` takes its children along.
-          if (process.platform !== 'win32') process.kill(-child.pid, signal);
-          else child.kill(signal);
-        } catch {
-          child.kill(signal);
-        }
-      };
-      let hardKill: NodeJS.Timeout | undefined;
-      const onAbort = () => {
-        kill('SIGTERM');
-        hardKill = setTimeout(() => kill('SIGKILL'), 2000);
-        hardKill.unref();
-      };
-      ctx.signal.addEventListener('abort', onAbort, { once: true });
-      child.on('error', (err) => {
-        ctx.signal.removeEventListener('abort', onAbort);
-        reject(new Error(`could not start ${argv[0]}: ${err.message}`));
-      });
-      child.on('close', (code, signal) => {
-        ctx.signal.removeEventListener('abort', onAbort);
-        if (hardKill) clearTimeout(hardKill);
-        if (code === 0) return resolve({ reward: rewardFromStdout(stdout) });
-        const how = code !== null ? `exit code ${code}` : `signal ${signal}`;
-        const tail = stderr.trim().split('\n').slice(-20).join('\n');
-        reject(new Error(`harness ${how}${tail ? `: ${tail}` : ''}`));
-      });
+  return async (ctx) => {
+    const result = await runProcess(argv, {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env, ...rolloutEnv(ctx) },
+      signal: ctx.signal,
+      onOutput: options.onOutput && ((chunk) => options.onOutput?.(ctx.rollout.id, chunk)),
     });
+    if (result.code !== 0) throw new Error(`harness ${exitText(result)}`);
+    return { reward: rewardFromStdout(result.stdout), stdout: result.stdout };
+  };
 }

@@ -48,6 +48,13 @@ export async function registerWorkerRoutes(
     return { rollout, attempt };
   };
 
+  /** Does the rollout's run take its rewards from harness.verifier? */
+  const rewardsByVerifier = async (rollout: Rollout): Promise<boolean> => {
+    const run = rollout.run_id ? await store.getRun(rollout.run_id) : null;
+    const config = run ? RunConfig.safeParse(run.config) : null;
+    return config?.success === true && config.data.harness.reward === 'verifier';
+  };
+
   // Its own scope: the API's error shape and token check, without touching the proxy's routes.
   await app.register(async (scope) => {
     scope.setErrorHandler((err, _request, reply) => {
@@ -87,6 +94,8 @@ export async function registerWorkerRoutes(
             model: config.model.name,
             timeout_s: config.harness.timeout_s,
             heartbeat_s: options.heartbeatSeconds,
+            reward: config.harness.reward,
+            ...(config.harness.reward === 'verifier' ? { verifier: config.harness.verifier } : {}),
           };
           return answer;
         }
@@ -116,11 +125,26 @@ export async function registerWorkerRoutes(
       if (attempt.status !== 'running') {
         throw new ApiError(409, 'conflict', `attempt ${attempt.id} is already ${attempt.status}`, 'id');
       }
-      // The harness may have posted its reward itself (POST /api/rollouts/:id/reward); that one counts.
-      if (body.reward !== undefined && body.status === 'succeeded' && rollout.reward === null) {
+      let { status, error } = body;
+      if (status === 'succeeded' && body.reward !== undefined && body.reward_source === 'verifier') {
+        // The verifier's reward always counts (the latest reward is the rollout's), also over one
+        // the harness posted itself.
+        await store.addReward(rollout.id, {
+          value: body.reward,
+          source: 'verifier',
+          ...(body.reward_detail === undefined ? {} : { detail: body.reward_detail }),
+        });
+      } else if (status === 'succeeded' && (await rewardsByVerifier(rollout))) {
+        // Never let a harness reward (or none) stand in for the verifier's.
+        status = 'failed';
+        error =
+          'the run takes its reward from harness.verifier, but the worker finished without a verifier reward ' +
+          '(use `harness-rl worker`, or runWorker from daemon/cluster/worker, which run it)';
+      } else if (status === 'succeeded' && body.reward !== undefined && rollout.reward === null) {
+        // The harness may have posted its reward itself (POST /api/rollouts/:id/reward); that one counts.
         await store.addReward(rollout.id, { value: body.reward, source: 'harness' });
       }
-      const after = await store.finishAttempt(attempt.id, body.status, body.error);
+      const after = await store.finishAttempt(attempt.id, status, error);
       attemptRollout.delete(attempt.id);
       return { rollout: after };
     });

@@ -258,7 +258,9 @@ class RunLoop {
 
   /** Wait until every rollout of the batch is finished, timing out attempts that run too long. */
   private async waitFinished(batch: Batch): Promise<Rollout[]> {
-    const timeoutMs = this.config.harness.timeout_s * 1000;
+    // With a verifier, the worker gives the harness and then the verifier harness.timeout_s each.
+    const timeoutMs =
+      this.config.harness.timeout_s * 1000 * (this.config.harness.reward === 'verifier' ? 2 : 1);
     for (;;) {
       this.check();
       const rollouts = await this.rolloutsOf(batch);
@@ -284,11 +286,7 @@ class RunLoop {
       const attempt = (await this.store.listAttempts(rollout.id)).find((a) => a.status === 'running');
       if (!attempt || now - Date.parse(attempt.started_at) < timeoutMs) continue;
       try {
-        await this.store.finishAttempt(
-          attempt.id,
-          'timed_out',
-          `no result after ${this.config.harness.timeout_s}s`,
-        );
+        await this.store.finishAttempt(attempt.id, 'timed_out', `no result after ${timeoutMs / 1000}s`);
       } catch (err) {
         if (!(err instanceof StoreError)) throw err;
       }

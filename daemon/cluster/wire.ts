@@ -26,6 +26,11 @@ export const Claimed = z.object({
   model: z.string().describe('the served model name to ask for'),
   timeout_s: z.number().positive().describe('the attempt is timed out after this long'),
   heartbeat_s: z.number().positive().describe('post a heartbeat at least this often'),
+  reward: z
+    .enum(['harness', 'verifier'])
+    .optional()
+    .describe("the run's harness.reward: with 'verifier' the worker runs `verifier` after the harness"),
+  verifier: z.array(z.string()).optional().describe("the run's harness.verifier argv (reward: verifier)"),
 });
 
 export const HeartbeatBody = z.object({ rollout_id: Id.optional() }).strict();
@@ -38,7 +43,18 @@ export const FinishBody = z
   .object({
     status: z.enum(['succeeded', 'failed', 'timed_out', 'cancelled']),
     error: z.string().max(10_000).optional(),
-    reward: z.number().finite().optional().describe('stored unless the harness already posted one'),
+    reward: z
+      .number()
+      .finite()
+      .optional()
+      .describe(
+        "stored unless the harness already posted one; a 'verifier' reward is always stored and counts",
+      ),
+    reward_source: z
+      .enum(['harness', 'verifier'])
+      .default('harness')
+      .describe("who computed `reward`; a run with harness.reward 'verifier' needs 'verifier' to succeed"),
+    reward_detail: Json.optional().describe('stored with the reward (e.g. the verifier’s test results)'),
     rollout_id: Id.optional().describe(
       'the attempt’s rollout (known to the daemon when it issued the claim)',
     ),

@@ -1,6 +1,9 @@
 // The SDK worker loop: claim a rollout of a run, keep its attempt alive with heartbeats, run the
-// harness on it, post the reward and finish the attempt. `harness-rl worker` and the demo use it.
+// harness on it, run the verifier when the run rewards by verifier, post the reward and finish the
+// attempt. `harness-rl worker` and the demo use it.
 import { hostname } from 'node:os';
+import { type RolloutDetail, RolloutDetail as RolloutDetailSchema } from '../protocol/api';
+import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
 import { type Claimed, Claimed as ClaimedSchema, HeartbeatReply } from './wire';
 
 export interface RolloutContext extends Claimed {
@@ -10,8 +13,12 @@ export interface RolloutContext extends Claimed {
 }
 
 export interface RolloutOutcome {
-  /** The reward; leave it out when the harness posted it itself. */
+  /** The reward; leave it out when the harness posted it itself. With a verifier it does not count. */
   reward?: number;
+  /** The harness's stdout, for the verifier. */
+  stdout?: string;
+  /** The harness's final answer, for the verifier (default: the text of its last llm call's response). */
+  output?: string;
 }
 
 export interface WorkerOptions {
@@ -26,6 +33,13 @@ export interface WorkerOptions {
   worker?: string;
   /** How long one claim waits for a queued rollout (ms, default 2000). */
   waitMs?: number;
+  /**
+   * Computes the reward after a rollout succeeded (source 'verifier'). Default: for a run with
+   * `harness.reward: verifier`, its `harness.verifier` command (run in `cwd`).
+   */
+  verify?: Verifier;
+  /** The folder the run's verifier command runs in (default the process's). */
+  cwd?: string;
   log?: (message: string) => void;
 }
 
@@ -51,10 +65,23 @@ async function post(
   body: unknown,
   signal?: AbortSignal,
 ): Promise<{ status: number; json: unknown }> {
+  return call(options, 'POST', path, body, signal);
+}
+
+async function call(
+  options: Pick<WorkerOptions, 'daemonUrl' | 'token'>,
+  method: 'GET' | 'POST',
+  path: string,
+  body: unknown,
+  signal?: AbortSignal,
+): Promise<{ status: number; json: unknown }> {
   const response = await fetch(`${options.daemonUrl.replace(/\/$/, '')}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
+    method,
+    headers: {
+      authorization: `Bearer ${options.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
     signal,
   });
   const text = await response.text();
@@ -94,17 +121,47 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const log = options.log ?? (() => {});
   let over = false;
 
+  /** What the verifier of a claimed rollout is given (its llm calls read back from the daemon). */
+  const verifierInput = async (
+    claim: Claimed,
+    result: RolloutOutcome | undefined,
+    signal: AbortSignal,
+  ): Promise<VerifierInput> => {
+    let detail: RolloutDetail;
+    try {
+      const { json } = await call(options, 'GET', `/api/rollouts/${claim.rollout.id}`, undefined, signal);
+      detail = RolloutDetailSchema.parse(json);
+    } catch (err) {
+      throw new Error(`could not read rollout ${claim.rollout.id} back: ${errorText(err)}`);
+    }
+    return {
+      run_id: claim.rollout.run_id,
+      rollout_id: claim.rollout.id,
+      attempt_id: claim.attempt.id,
+      task: claim.input ?? null,
+      output: result?.output ?? finalOutput(detail.llm_calls, claim.attempt.id),
+      stdout: result?.stdout ?? '',
+      harness_reward: result?.reward ?? detail.reward ?? null,
+    };
+  };
+
   const runOne = async (claim: Claimed) => {
     const attemptPath = `/api/attempts/${claim.attempt.id}`;
     const controller = new AbortController();
-    let outcome: 'timed_out' | 'cancelled' | 'stopped' | null = null;
-    const abort = (why: 'timed_out' | 'cancelled' | 'stopped') => {
+    let outcome: 'timed_out' | 'verifier_timed_out' | 'cancelled' | 'stopped' | null = null;
+    const abort = (why: NonNullable<typeof outcome>) => {
       outcome ??= why;
-      controller.abort(new Error(why === 'timed_out' ? `timed out after ${claim.timeout_s}s` : why));
+      const message =
+        why === 'timed_out'
+          ? `timed out after ${claim.timeout_s}s`
+          : why === 'verifier_timed_out'
+            ? `verifier timed out after ${claim.timeout_s}s`
+            : why;
+      controller.abort(new Error(message));
     };
     const onStop = () => abort('stopped');
     options.signal?.addEventListener('abort', onStop, { once: true });
-    const timeout = setTimeout(() => abort('timed_out'), claim.timeout_s * 1000);
+    let timeout = setTimeout(() => abort('timed_out'), claim.timeout_s * 1000);
     const heartbeat = setInterval(
       () => {
         post(options, `${attemptPath}/heartbeat`, { rollout_id: claim.rollout.id })
@@ -121,8 +178,16 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     let status: 'succeeded' | 'failed' | 'timed_out' | 'cancelled' = 'succeeded';
     let error: string | undefined;
     let reward: number | undefined;
+    let verdict: Verdict | undefined;
+    const verify =
+      options.verify ??
+      (claim.reward === 'verifier' && claim.verifier?.length
+        ? commandVerifier(claim.verifier, { cwd: options.cwd })
+        : undefined);
+    let phase: 'harness' | 'verifier' = 'harness';
     try {
-      // Race the harness against the abort, so a harness that ignores its signal cannot hold the slot.
+      // Race the harness (and the verifier) against the abort, so one that ignores its signal cannot
+      // hold the slot.
       const aborted = new Promise<never>((_, reject) =>
         controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true }),
       );
@@ -133,9 +198,28 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       ]);
       if (outcome) throw controller.signal.reason;
       reward = result?.reward ?? undefined;
+      if (verify) {
+        // The verifier gets a timeout of its own (harness.timeout_s), after the harness's.
+        phase = 'verifier';
+        clearTimeout(timeout);
+        timeout = setTimeout(() => abort('verifier_timed_out'), claim.timeout_s * 1000);
+        const input = await verifierInput(claim, result ?? undefined, controller.signal);
+        verdict = await Promise.race([verify(input, controller.signal), aborted]);
+        if (outcome) throw controller.signal.reason;
+        if (typeof verdict?.reward !== 'number' || !Number.isFinite(verdict.reward))
+          throw new Error(`gave no finite reward (${JSON.stringify(verdict?.reward)})`);
+        reward = verdict.reward;
+      }
     } catch (err) {
       status = outcome === 'timed_out' ? 'timed_out' : outcome === 'cancelled' ? 'cancelled' : 'failed';
-      error = outcome === 'stopped' ? 'the worker stopped' : errorText(err);
+      error =
+        outcome === 'stopped'
+          ? 'the worker stopped'
+          : phase === 'verifier' && !outcome
+            ? `verifier failed: ${errorText(err)}`
+            : errorText(err);
+      verdict = undefined;
+      reward = undefined; // a failed attempt stores no reward
     } finally {
       clearTimeout(timeout);
       clearInterval(heartbeat);
@@ -143,11 +227,22 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     }
     summary[status]++;
     log(
-      `rollout ${claim.rollout.id} ${status}${reward !== undefined ? ` reward=${reward}` : ''}${error ? `: ${error}` : ''}`,
+      `rollout ${claim.rollout.id} ${status}${reward !== undefined ? ` reward=${reward}${verdict ? ' (verifier)' : ''}` : ''}${error ? `: ${error}` : ''}`,
     );
     if (outcome === 'cancelled') return; // the daemon ended the attempt already
     try {
-      await post(options, `${attemptPath}/finish`, { status, error, reward, rollout_id: claim.rollout.id });
+      await post(options, `${attemptPath}/finish`, {
+        status,
+        error,
+        reward,
+        rollout_id: claim.rollout.id,
+        ...(verdict
+          ? {
+              reward_source: 'verifier',
+              ...(verdict.detail === undefined ? {} : { reward_detail: verdict.detail }),
+            }
+          : {}),
+      });
     } catch (err) {
       if (!(err instanceof DaemonHttpError && err.status === 409))
         log(`finish ${claim.attempt.id}: ${errorText(err)}`);

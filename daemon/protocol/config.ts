@@ -57,9 +57,30 @@ export const HarnessConfig = z
       .enum(['harness', 'verifier'])
       .default('harness')
       .describe('harness: the harness posts the reward; verifier: the verifier command computes it'),
-    verifier: z.array(z.string()).optional(),
+    verifier: z
+      .array(z.string())
+      .optional()
+      .describe(
+        'argv run by the worker after the harness succeeded (reward: verifier), in the same folder, within timeout_s; gets {task, output, stdout, rollout_id, …} as JSON on stdin and in $HARNESS_RL_VERIFY_INPUT; its last stdout line {"reward": x} or x is the reward',
+      ),
   })
-  .strict();
+  .strict()
+  .superRefine((harness, ctx) => {
+    // Added by the cluster owner (additive): a verifier setting that would silently do nothing is an error.
+    if (harness.reward === 'verifier' && !harness.verifier?.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['verifier'],
+        message: 'reward: verifier needs harness.verifier, the verifier command as an argv list',
+      });
+    } else if (harness.reward !== 'verifier' && harness.verifier !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['reward'],
+        message: 'harness.verifier is set but reward is "harness": set reward: verifier to run it',
+      });
+    }
+  });
 
 export const MergeMode = z.enum(['exact', 'none']);
 export const AdvantageEstimator = z.enum(['grpo', 'drgrpo', 'rloo', 'reinforce']);

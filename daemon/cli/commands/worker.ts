@@ -1,5 +1,7 @@
-// `harness-rl worker --run ID [--url URL] [--token T] [--concurrency N] [-- CMD …]`: claims rollouts of a
-// run and runs the harness command on each (the run config's harness.command when none is given).
+// `harness-rl worker --run ID [--url URL] [--token T] [--concurrency N] [--cwd DIR] [-- CMD …]`: claims
+// rollouts of a run and runs the harness command on each (the run config's harness.command when none is
+// given), then, for a run with harness.reward: verifier, the run's harness.verifier command.
+import { resolve } from 'node:path';
 import { commandRollout } from '../../cluster/command';
 import { runWorker } from '../../cluster/worker';
 import { readToken } from '../../config/token';
@@ -7,7 +9,7 @@ import { RunConfig } from '../../protocol/config';
 import { parseCommandArgs } from '../args';
 import { defaultDataDir } from './daemon';
 
-const USAGE = `usage: harness-rl worker --run ID [--url URL] [--token TOKEN] [--data DIR] [--concurrency N] [-- CMD ARGS…]
+const USAGE = `usage: harness-rl worker --run ID [--url URL] [--token TOKEN] [--data DIR] [--concurrency N] [--cwd DIR] [-- CMD ARGS…]
   --url          the daemon (default $HARNESS_RL_URL or http://127.0.0.1:4100)
   --token        the daemon token (default $HARNESS_RL_TOKEN, else DIR/token)
   --data         the daemon's data folder, for its token (default $HARNESS_RL_DATA or ~/.harness-rl)
@@ -15,6 +17,12 @@ const USAGE = `usage: harness-rl worker --run ID [--url URL] [--token TOKEN] [--
   CMD            the harness; default the run's harness.command. It gets OPENAI_BASE_URL, OPENAI_API_KEY,
                  ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, HARNESS_RL_URL, HARNESS_RL_ROLLOUT_ID, HARNESS_RL_KEY,
                  HARNESS_RL_TASK (JSON) and HARNESS_RL_MODEL; its last stdout line may be {"reward": x}.
+  --cwd          the folder the harness and the verifier run in (default the current one)
+  With harness.reward: verifier, harness.verifier runs after each harness that exits 0 (timeout
+  harness.timeout_s). It gets {run_id, rollout_id, attempt_id, task, output, stdout, harness_reward} as
+  JSON on stdin and in the file $HARNESS_RL_VERIFY_INPUT, and HARNESS_RL_TASK, HARNESS_RL_ROLLOUT_ID,
+  HARNESS_RL_ATTEMPT_ID, HARNESS_RL_RUN_ID; it must exit 0 with {"reward": x[, "detail": …]} or x as its
+  last stdout line. That reward counts (source verifier); otherwise the attempt fails.
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -29,6 +37,7 @@ export async function run(argv: string[]): Promise<number> {
       token: { type: 'string' },
       data: { type: 'string' },
       concurrency: { type: 'string' },
+      cwd: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     USAGE,
@@ -73,14 +82,21 @@ export async function run(argv: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const log = (line: string) => process.stderr.write(`worker: ${line}\n`);
-  log(`run ${values.run} at ${url}: ${concurrency} at a time, ${command.join(' ')}`);
+  const cwd = resolve(values.cwd ?? '.');
+  const verifier = config.harness.reward === 'verifier' ? config.harness.verifier : undefined;
+  log(
+    `run ${values.run} at ${url}: ${concurrency} at a time, ${command.join(' ')}${
+      verifier ? `, verifier ${verifier.join(' ')}` : ''
+    }`,
+  );
   try {
     const summary = await runWorker({
       daemonUrl: url,
       token,
       runId: values.run,
       concurrency,
-      rollout: commandRollout(command),
+      rollout: commandRollout(command, { cwd }),
+      cwd,
       signal: controller.signal,
       log,
     });
