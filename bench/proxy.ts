@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
 import { emit, quantile, round } from './emit';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -208,11 +209,10 @@ export default async function main(): Promise<void> {
   const pass = await child(PASSTHROUGH, { BACKEND: fake.info.url });
   // BENCH_PROFILE=dir writes a CPU profile of the proxy process there.
   const profile = process.env.BENCH_PROFILE;
-  const prox = await child(
-    PROXY,
-    { BACKEND: fake.info.url },
-    profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [],
-  );
+  const prox = await child(PROXY, { BACKEND: fake.info.url }, [
+    ...DAEMON_NODE_FLAGS,
+    ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
+  ]);
   try {
     const direct: Target = { base: fake.info.url, key: 'none' };
     const proxy: Target = { base: prox.info.url, key: prox.info.key };

@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=32
+// The flags above are daemon/cli/node-flags.ts DAEMON_NODE_FLAGS (a shebang cannot import them).
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 

@@ -23,15 +23,16 @@ const commands: Record<
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  const command = name ? commands[name] : undefined;
+  const help = name === undefined || name === 'help' || name === '--help' || name === '-h';
+  const command = help ? undefined : commands[name];
   if (!command) {
     const list = Object.entries(commands)
       .map(([n, c]) => `  ${n.padEnd(9)} ${c.summary}`)
       .join('\n');
-    process.stderr.write(
-      `${name ? `unknown command: ${name}\n` : ''}usage: harness-rl <command> [options]\n${list}\n`,
+    (help ? process.stdout : process.stderr).write(
+      `${help ? '' : `unknown command: ${name}\n`}usage: harness-rl <command> [options]\n${list}\n`,
     );
-    return name ? 2 : 0;
+    return help ? 0 : 2;
   }
   const code = await (await command.load()).run(rest);
   return typeof code === 'number' ? code : 0;

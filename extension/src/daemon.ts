@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { DAEMON_NODE_FLAGS } from '../../daemon/cli/node-flags';
 import { DaemonClient, errorText } from './client';
 
 export type DaemonState = 'stopped' | 'starting' | 'running' | 'failed';
@@ -35,7 +36,9 @@ export function resolveCli(): { command: string; args: string[] } {
       ]);
   for (const c of candidates) {
     if (configured || existsSync(c)) {
-      return /\.[cm]?js$/.test(c) ? { command: 'node', args: [c] } : { command: c, args: [] };
+      return /\.[cm]?js$/.test(c)
+        ? { command: 'node', args: [...DAEMON_NODE_FLAGS, c] }
+        : { command: c, args: [] };
     }
   }
   return { command: 'harness-rl', args: [] };
