@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as worker } from '../../daemon/cli/commands/worker';
-import { responseText } from '../../daemon/cluster/verifier';
+import { responseText, type VerifierInput } from '../../daemon/cluster/verifier';
+import { runWorker } from '../../daemon/cluster/worker';
 import { validateConfigText } from '../../daemon/config/load';
 import type { Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
@@ -167,6 +168,38 @@ describe('harness-rl worker with reward: verifier', () => {
       const pid = Number(await readFile(join(dir, `pid-${r.id}`), 'utf8'));
       await expect.poll(() => alive(pid), { timeout: 10_000 }).toBe(false);
     }
+  });
+
+  it("takes the reward from an SDK worker's own verify function, given the output the harness returned", async () => {
+    const run = await createRun('sdk verify', { verifier: [process.execPath, 'verify.mjs'] });
+    const seen: VerifierInput[] = [];
+    let n = 0;
+    const summary = await runWorker({
+      daemonUrl: daemon.url,
+      token: daemon.token,
+      runId: run.id,
+      concurrency: 2,
+      rollout: async () => ({ output: `answer ${n++}`, reward: 0.5 }),
+      verify: async (input) => {
+        seen.push(input);
+        if (input.output === 'answer 1') throw new Error('judge model unreachable');
+        return { reward: 0.75, detail: { judged: input.output } };
+      },
+    });
+    expect(summary).toMatchObject({ succeeded: 1, failed: 1 });
+    expect(seen.map((i) => [i.output, i.harness_reward, i.stdout, i.task]).sort()).toEqual([
+      ['answer 0', 0.5, '', { id: 't1', a: 2, b: 3 }],
+      ['answer 1', 0.5, '', { id: 't1', a: 2, b: 3 }],
+    ]);
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
+    const ok = rollouts.find((r) => r.status === 'succeeded')!;
+    expect(ok.reward).toBe(0.75);
+    expect(await daemon.ctx.store.listRewards(ok.id)).toMatchObject([
+      { source: 'verifier', value: 0.75, detail: { judged: 'answer 0' } },
+    ]);
+    const bad = rollouts.find((r) => r.status === 'failed')!;
+    const [attempt] = await daemon.ctx.store.listAttempts(bad.id);
+    expect(attempt!.error).toBe('verifier failed: judge model unreachable');
   });
 
   it('fails a succeeded finish that carries no verifier reward (a worker that skipped the verifier)', async () => {
