@@ -1,7 +1,7 @@
 // Recording mode: the daemon records a person's own agent sessions as a rollout; new terminals
 // get OPENAI_BASE_URL / ANTHROPIC_BASE_URL and a key scoped to the recording.
 import { spawn } from 'node:child_process';
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { writeSecret } from '../../daemon/config/secrets';
@@ -245,7 +245,7 @@ export async function exportRecording(ctx: Ctx, arg?: { recording?: Recording })
     const detail = await client.getRollout(target.rollout_id);
     if (as.value === 'samples') {
       const file = await vscode.window.showSaveDialog({
-        defaultUri: vscode.Uri.file(path.join(folder, `${target.name}.samples.jsonl`)),
+        defaultUri: vscode.Uri.file(path.join(folder, `${fileSafe(target.name)}.samples.jsonl`)),
         filters: { JSONL: ['jsonl'] },
       });
       if (!file) return;
@@ -259,15 +259,62 @@ export async function exportRecording(ctx: Ctx, arg?: { recording?: Recording })
       void vscode.window.showWarningMessage(`Harness RL: recording "${target.name}" has no successful call.`);
       return;
     }
-    const file = await vscode.window.showSaveDialog({
-      defaultUri: vscode.Uri.file(path.join(folder, 'tasks.jsonl')),
-      filters: { JSONL: ['jsonl'] },
-      title: 'Append the task to',
-    });
+    const file = await pickTasksFile(folder);
     if (!file) return;
-    appendFileSync(file.fsPath, `${JSON.stringify(task)}\n`);
+    appendJsonLine(file.fsPath, task);
     void vscode.window.showInformationMessage(`Harness RL: appended the task to ${file.fsPath}.`);
   } catch (err) {
     void vscode.window.showErrorMessage(`Harness RL: export failed: ${errorText(err)}`);
   }
+}
+
+/** A recording's name as a file name: no path separators or characters file systems refuse. */
+function fileSafe(name: string): string {
+  return name.replace(/[\\/:*?"<>|]/g, '-') || 'recording';
+}
+
+/**
+ * The tasks JSONL to append to: one of the workspace's JSONL files (appending needs no "overwrite?"
+ * question, which a save dialog asks of an existing file), or a new file from a save dialog.
+ */
+async function pickTasksFile(folder: string): Promise<vscode.Uri | undefined> {
+  const found = await vscode.workspace.findFiles('**/*.jsonl', '**/{node_modules,.git}/**', 200);
+  const files = found
+    .filter((u) => !u.fsPath.endsWith('.samples.jsonl'))
+    .sort((a, b) => a.fsPath.localeCompare(b.fsPath));
+  const NEW = '$(new-file) New tasks file…';
+  const pick =
+    files.length === 0
+      ? { label: NEW, uri: undefined }
+      : await vscode.window.showQuickPick(
+          [
+            ...files.map((uri) => ({ label: vscode.workspace.asRelativePath(uri), uri })),
+            { label: NEW, uri: undefined },
+          ],
+          { title: 'Append the task to' },
+        );
+  if (!pick) return undefined;
+  if (pick.uri) return pick.uri;
+  return vscode.window.showSaveDialog({
+    defaultUri: vscode.Uri.file(path.join(folder, 'tasks.jsonl')),
+    filters: { JSONL: ['jsonl'] },
+    title: 'Append the task to',
+  });
+}
+
+/** Append one JSON line, starting a new line first when the file does not end with one. */
+function appendJsonLine(file: string, value: unknown): void {
+  let lead = '';
+  const size = existsSync(file) ? statSync(file).size : 0;
+  if (size > 0) {
+    const last = Buffer.alloc(1);
+    const fd = openSync(file, 'r');
+    try {
+      readSync(fd, last, 0, 1, size - 1);
+    } finally {
+      closeSync(fd);
+    }
+    if (last[0] !== 0x0a) lead = '\n';
+  }
+  appendFileSync(file, `${lead}${JSON.stringify(value)}\n`);
 }

@@ -19,7 +19,7 @@ import {
 } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -197,6 +197,22 @@ async function setup() {
     run(codeServer, ['--extensions-dir', ctx.ext, '--install-extension', ctx.vsix]);
     ctx.daemonPort = await freePort();
     ctx.port = await freePort();
+    // a person's own vLLM-compatible server for the recording's upstream: a standalone reference
+    // engine (the daemon's "reference" upstream only answers while a run holds an engine)
+    ctx.enginePort = await freePort();
+    const engineScript = join(ctx.tmp, 'engine.mts');
+    writeFileSync(
+      engineScript,
+      `const { startReferenceEngine } = await import(${JSON.stringify(join(root, 'daemon/engine/index.ts'))});
+await startReferenceEngine({ dataDir: process.argv[2], port: Number(process.argv[3]), resume: false });
+`,
+    );
+    const engine = spawn(
+      join(root, 'node_modules', '.bin', 'tsx'),
+      [engineScript, join(ctx.tmp, 'engine'), String(ctx.enginePort)],
+      { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], detached: true },
+    );
+    children.push(engine);
     // the workspace: the example run config (short) and one config with mistakes
     const tsx = join(root, 'node_modules', '.bin', 'tsx');
     copyFileSync(join(root, 'examples/math-agent/tasks.jsonl'), join(ctx.ws, 'tasks.jsonl'));
@@ -247,6 +263,8 @@ async function setup() {
           'harnessRl.daemonUrl': `http://127.0.0.1:${ctx.daemonPort}`,
           'harnessRl.dataFolder': ctx.data,
           'harnessRl.cliPath': join(root, 'bin', 'harness-rl.js'),
+          'harnessRl.recording.upstream': 'vllm',
+          'harnessRl.recording.upstreamUrl': `http://127.0.0.1:${ctx.enginePort}/v1`,
         },
         null,
         2,
@@ -503,6 +521,11 @@ async function checks() {
   });
 
   await step('a recording captures a curl to $OPENAI_BASE_URL from an integrated terminal', async () => {
+    await waitFor(
+      'the recording upstream (a standalone reference engine) to answer',
+      async () => (await fetch(`http://127.0.0.1:${ctx.enginePort}/health`)).ok,
+      60_000,
+    );
     await palette('Harness RL: Start Recording');
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible' });
@@ -525,7 +548,9 @@ async function checks() {
       'the call in the recording',
       async () => {
         const d = await api('GET', `/api/recordings/${rec.id}`);
-        return d.calls.length > 0 ? d : null;
+        if (d.calls.length > 0 && d.calls.every((c) => c.status !== 'ok'))
+          throw new Error(`the recorded call failed: ${JSON.stringify(d.calls.at(-1).error)}`);
+        return d.calls.some((c) => c.status === 'ok') ? d : null;
       },
       30_000,
       500,
@@ -548,6 +573,135 @@ async function checks() {
       20_000,
     );
     await shot('12-rated');
+    ctx.recording = rec;
+  });
+
+  await step(
+    "Rate Recording… from the palette replaces the rating with a person's thumbs down, then up",
+    async () => {
+      const rec = ctx.recording;
+      const before = (await api('GET', `/api/rollouts/${rec.rollout_id}`)).rewards.length;
+      for (const [pick, value, n] of [
+        ['Bad', 0, before + 1],
+        ['Good', 1, before + 2],
+      ]) {
+        await palette('Harness RL: Rate Recording…');
+        await quickPick(rec.name); // no recording is active any more: the command asks which one
+        await quickPick(pick);
+        const detail = await waitFor(`the reward ${value}`, async () => {
+          const d = await api('GET', `/api/rollouts/${rec.rollout_id}`);
+          return d.rewards.length === n && d.reward === value ? d : null;
+        });
+        const last = [...detail.rewards].sort((a, b) => a.created_at.localeCompare(b.created_at)).at(-1);
+        if (last.value !== value || last.source !== 'human')
+          throw new Error(`the latest reward is not a human ${value}: ${JSON.stringify(detail.rewards)}`);
+        await toast(`rated ${value}`).first().waitFor({ timeout: 20_000 });
+      }
+      figures.recording_rewards = before + 2;
+    },
+  );
+
+  await step("Export Recording… as training samples writes the recording's samples as JSONL", async () => {
+    const rec = ctx.recording;
+    const out = join(ctx.ws, 'recording.samples.jsonl');
+    await palette('Harness RL: Export Recording…');
+    await quickPick(rec.name);
+    await quickPick('Training samples (JSONL)');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(out);
+    await page.keyboard.press('Enter');
+    const lines = await waitFor(
+      'the recording samples file',
+      async () => (existsSync(out) ? readFileSync(out, 'utf8').trim().split('\n') : null),
+      30_000,
+    );
+    await toast('wrote 1 samples').first().waitFor({ timeout: 20_000 });
+    const detail = await api('GET', `/api/rollouts/${rec.rollout_id}`);
+    const calls = detail.llm_calls.filter((c) => c.status === 'ok' && c.prompt_ids && c.response_ids);
+    if (calls.length !== 1) throw new Error(`expected the one recorded curl call, got ${calls.length}`);
+    const { summary } = JSON.parse(lines.at(-1));
+    const want = { trajectories: 1, samples: 1, prefix_breaks: 0, excluded: 0 };
+    for (const [k, v] of Object.entries(want))
+      if (summary?.[k] !== v) throw new Error(`summary.${k} is ${summary?.[k]}, not ${v}: ${lines.at(-1)}`);
+    if (lines.length !== 2) throw new Error(`expected one sample and the summary, got ${lines.length} lines`);
+    const sample = JSON.parse(lines[0]);
+    const [call] = calls;
+    const ids = [...call.prompt_ids, ...call.response_ids];
+    const mask = [...call.prompt_ids.map(() => 0), ...call.response_ids.map(() => 1)];
+    if (sample.rollout_id !== rec.rollout_id || sample.group_id !== (detail.group_id ?? rec.rollout_id))
+      throw new Error(`the sample is not of the recording's rollout: ${lines[0].slice(0, 200)}`);
+    if (sample.index !== 0) throw new Error(`sample index ${sample.index}`);
+    if (JSON.stringify(sample.input_ids) !== JSON.stringify(ids))
+      throw new Error("input_ids are not the call's prompt + response token ids");
+    if (JSON.stringify(sample.loss_mask) !== JSON.stringify(mask))
+      throw new Error(`loss_mask is not 0 over the prompt, 1 over the response: ${sample.loss_mask}`);
+    for (const k of ['advantages', 'old_logprobs', 'loss_weights']) {
+      if (!Array.isArray(sample[k]) || sample[k].length !== ids.length)
+        throw new Error(`${k} does not have one entry per token`);
+    }
+    if (summary.mask_tokens !== call.response_ids.length)
+      throw new Error(
+        `summary.mask_tokens ${summary.mask_tokens} ≠ ${call.response_ids.length} response tokens`,
+      );
+    figures.recording_sample_tokens = ids.length;
+  });
+
+  await step('Export Recording… as a task appends one task line to the chosen tasks JSONL', async () => {
+    const rec = ctx.recording;
+    // a hand-written tasks file whose last line has no newline: the task must start a line of its own
+    const file = join(ctx.ws, 'handmade-tasks.jsonl');
+    const first = '{"id":"by-hand","prompt":"2+2="}';
+    writeFileSync(file, first);
+    const exportTask = async (pickFile) => {
+      await palette('Harness RL: Export Recording…');
+      await quickPick(rec.name);
+      await quickPick('A task for a training run');
+      await pickFile();
+    };
+    const lineOf = (text) => {
+      const task = JSON.parse(text);
+      const want = [
+        ['wire_api', 'chat'],
+        ['source.recording_id', rec.id],
+        ['source.rollout_id', rec.rollout_id],
+        ['source.name', rec.name],
+        ['reward', 1],
+      ];
+      for (const [k, v] of want) {
+        const got = k.split('.').reduce((o, key) => o?.[key], task);
+        if (got !== v)
+          throw new Error(`task ${k} is ${JSON.stringify(got)}, not ${JSON.stringify(v)}: ${text}`);
+      }
+      if (JSON.stringify(task.messages) !== JSON.stringify([{ role: 'user', content: '2+3=' }]))
+        throw new Error(`task messages are not the curl's prompt: ${JSON.stringify(task.messages)}`);
+      return task;
+    };
+    await exportTask(() => quickPick('handmade-tasks.jsonl'));
+    const lines = await waitFor('the appended task', async () => {
+      const l = readFileSync(file, 'utf8').split('\n');
+      return l.length >= 3 ? l : null;
+    });
+    if (lines.length !== 3 || lines[0] !== first || lines[2] !== '')
+      throw new Error(`expected the hand-written line, the task and a final newline:\n${lines.join('\n')}`);
+    lineOf(lines[1]);
+    await toast('appended the task').first().waitFor({ timeout: 20_000 });
+    // a new tasks file through the save dialog
+    const fresh = join(ctx.ws, 'recorded-tasks.jsonl');
+    await exportTask(async () => {
+      await quickPick('New tasks file');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ state: 'visible' });
+      await input.fill(fresh);
+      await page.keyboard.press('Enter');
+    });
+    const text = await waitFor('the new tasks file', async () =>
+      existsSync(fresh) ? readFileSync(fresh, 'utf8') : null,
+    );
+    const freshLines = text.split('\n');
+    if (freshLines.length !== 2 || freshLines[1] !== '') throw new Error(`expected one task line:\n${text}`);
+    lineOf(freshLines[0]);
+    await shot('12b-recording-exported');
   });
 
   await step('Export Samples… writes the training samples of the run as JSONL', async () => {
@@ -591,7 +745,19 @@ async function checks() {
         async () => (await fetch(`http://127.0.0.1:${ctx.daemonPort}/api/health`)).ok,
         60_000,
       );
-      await frame.getByRole('button', { name: 'Retry' }).click();
+      // the daemon answers a moment before the extension has read its token and holds a client:
+      // a Retry in between shows "not running" again, so retry until the run is there
+      await waitFor(
+        'the restored dashboard after Retry',
+        async () => {
+          if (await frame.locator('h1', { hasText: 'vscode-math' }).count()) return true;
+          const retry = frame.getByRole('button', { name: 'Retry' });
+          if (await retry.count()) await retry.click({ timeout: 2_000 });
+          return false;
+        },
+        60_000,
+        1_000,
+      );
     }
     await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
     await frame.locator('.chart').first().waitFor({ timeout: 30_000 });
