@@ -21,6 +21,7 @@ import {
   RolloutQuery,
   RunQuery,
 } from '../protocol/api';
+import { RunConfig } from '../protocol/config';
 import {
   Group,
   Id,
@@ -211,6 +212,14 @@ export const routes: AnyRoute[] = [
     status: 201,
     handler: async ({ ctx, params, body, caller }) => {
       await mustRollout(ctx, params.id);
+      // The harness holds the rollout key: what it posts is the harness's reward, whatever it says.
+      if (caller.kind === 'rollout' && body.source !== undefined && body.source !== 'harness')
+        throw new ApiError(
+          403,
+          'forbidden',
+          `a rollout key posts rewards as source "harness" (got "${body.source}")`,
+          'source',
+        );
       return ctx.store.addReward(params.id, {
         value: body.value,
         source: body.source ?? (caller.kind === 'rollout' ? 'harness' : 'api'),
@@ -226,8 +235,20 @@ export const routes: AnyRoute[] = [
     params: IdParams,
     body: EmptyBody,
     response: Rollout,
-    handler: async ({ ctx, params }) => {
-      await mustRollout(ctx, params.id);
+    handler: async ({ ctx, params, caller }) => {
+      const rollout = await mustRollout(ctx, params.id);
+      // In a verifier-rewarded run the worker completes the rollout once the verifier has spoken;
+      // a harness completing it itself would skip the verifier.
+      if (caller.kind === 'rollout' && rollout.run_id) {
+        const run = await ctx.store.getRun(rollout.run_id);
+        const config = run ? RunConfig.safeParse(run.config) : null;
+        if (config?.success && config.data.harness.reward === 'verifier')
+          throw new ApiError(
+            409,
+            'verifier_run',
+            "this run's reward comes from its verifier: the worker completes the rollout after it",
+          );
+      }
       return ctx.store.completeRollout(params.id);
     },
   }),

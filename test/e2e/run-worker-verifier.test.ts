@@ -13,7 +13,8 @@ import { validateConfigText } from '../../daemon/config/load';
 import type { Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
-// The harness: one chat call through the proxy, a reward posted for itself, a reward line on stdout.
+// The harness: one chat call through the proxy, a reward posted for itself, a reward line on stdout
+// (and two refused attempts to get around the verifier).
 const HARNESS = `
 const task = JSON.parse(process.env.HARNESS_RL_TASK);
 const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
@@ -23,6 +24,16 @@ const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
     messages: [{ role: 'user', content: 'What is ' + task.a + '+' + task.b + '?' }] }),
 });
 if (!res.ok) { console.error('llm call failed', res.status, await res.text()); process.exit(1); }
+// In a verifier run the harness can neither pose as the verifier nor complete the rollout itself.
+const api = (path, body) => fetch(process.env.HARNESS_RL_URL + '/api/rollouts/' + process.env.HARNESS_RL_ROLLOUT_ID + path, {
+  method: 'POST',
+  headers: { authorization: 'Bearer ' + process.env.HARNESS_RL_KEY, 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+const posed = await api('/reward', { value: 99, source: 'verifier' });
+if (posed.status !== 403) { console.error('a reward posed as the verifier was answered', posed.status); process.exit(1); }
+const completed = await api('/complete', {});
+if (completed.status !== 409) { console.error('a harness completing its rollout was answered', completed.status); process.exit(1); }
 const own = await fetch(process.env.HARNESS_RL_URL + '/api/rollouts/' + process.env.HARNESS_RL_ROLLOUT_ID + '/reward', {
   method: 'POST',
   headers: { authorization: 'Bearer ' + process.env.HARNESS_RL_KEY, 'content-type': 'application/json' },
