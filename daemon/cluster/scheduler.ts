@@ -13,6 +13,7 @@ import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples'
 import { type Store, StoreError } from '../store/store';
 import { nextEvent, rolloutOf } from './events';
 import { tasksForStep } from './order';
+import { StandbyEngine } from './standby';
 
 export interface SchedulerOptions {
   /** How often the unresponsive sweeper runs (ms). */
@@ -130,6 +131,7 @@ class RunLoop {
     }
     if (this.engine) {
       this.proxy.backends.remove(this.engine.url);
+      this.proxy.backends.setMinModelVersion(null);
       await this.engine.close().catch(() => {});
       this.engine = null;
     }
@@ -392,6 +394,8 @@ export class Scheduler implements RunController {
   private readonly sweeper: NodeJS.Timeout;
   private sweeping = false;
   private closed = false;
+  /** Serves `reference` recordings while no run trains. */
+  readonly standby: StandbyEngine;
 
   constructor(
     private readonly ctx: DaemonContext,
@@ -400,6 +404,7 @@ export class Scheduler implements RunController {
   ) {
     this.sweeper = setInterval(() => void this.sweep(), options.sweepIntervalMs);
     this.sweeper.unref();
+    this.standby = new StandbyEngine(ctx, proxy, () => this.loops.size > 0);
   }
 
   /** Start (or resume from its stored step) a run; throws when its config cannot run here. */
@@ -420,8 +425,11 @@ export class Scheduler implements RunController {
     await this.ctx.store.updateRun(runId, { status: 'running', error: null });
     const loop = new RunLoop(this.ctx, this.proxy, runId, config);
     this.loops.set(runId, loop);
+    // The run's rollouts must only reach the run's own engine.
+    await this.standby.reconcile();
     loop.begin(() => {
       if (this.loops.get(runId) === loop) this.loops.delete(runId);
+      void this.standby.reconcile();
     });
   }
 
@@ -487,5 +495,6 @@ export class Scheduler implements RunController {
     clearInterval(this.sweeper);
     await Promise.all([...this.loops.values()].map((loop) => loop.halt()));
     this.loops.clear();
+    await this.standby.close();
   }
 }
