@@ -10,6 +10,7 @@ import { type Daemon, startDaemon } from '../../daemon/daemon';
 import type { LlmCall } from '../../daemon/protocol/entities';
 import {
   ChatRole,
+  listChatModels,
   ProxyChatError,
   type ProxyConnection,
   type ResponsePart,
@@ -18,6 +19,7 @@ import {
   TokenCounter,
   ToolMode,
   toChatRequest,
+  toOpenAiMessages,
 } from './lmChat';
 
 // The fixture lives in the test project, which this project does not reference: load it at run time.
@@ -266,6 +268,43 @@ describe('the VS Code chat provider with an active recording', () => {
     const side = (await recordingCalls(recording.id)).slice(before);
     expect(side.length).toBe(3); // 'héllo', the empty turn, the message: the repeat was cached
     expect(side.every((c) => c.tags.includes('side') && c.status === 'ok')).toBe(true);
+  });
+});
+
+describe('the models offered', () => {
+  it('are the run models then the models the proxy serves, each able to call tools', async () => {
+    const models = await listChatModels(conn, ['trained-7b', 'toy']);
+    expect(models.map((m) => m.id)).toEqual(['trained-7b', 'toy']);
+    expect(models[0]).toMatchObject({ name: 'trained-7b (Harness RL)', capabilities: { toolCalling: true } });
+    expect((await listChatModels(conn, [])).map((m) => m.id)).toEqual(['toy']);
+    const down = { baseUrl: 'http://127.0.0.1:1', token: 'x' };
+    expect((await listChatModels(down, ['trained-7b'])).map((m) => m.id)).toEqual(['trained-7b']);
+  });
+});
+
+describe('the request', () => {
+  it('keeps system text, decodes text data parts and drops images and markers', () => {
+    const bytes = (s: string) => new TextEncoder().encode(s);
+    expect(
+      toOpenAiMessages([
+        { role: ChatRole.System, content: [{ value: 'be brief' }] },
+        {
+          role: ChatRole.User,
+          content: [
+            { value: 'see ' },
+            { mimeType: 'text/plain', data: bytes('notes') },
+            { mimeType: 'image/png', data: bytes('PNG') },
+            { mimeType: 'cache_control', data: bytes('ephemeral') },
+          ],
+        },
+        { role: ChatRole.Assistant, content: [] },
+        { role: ChatRole.Assistant, content: [{ value: 'ok' }] },
+      ]),
+    ).toEqual([
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'see notes' },
+      { role: 'assistant', content: 'ok' },
+    ]);
   });
 });
 
