@@ -128,6 +128,26 @@ async function quickPick(text) {
   await row.click();
 }
 
+/**
+ * Answers a save dialog (code-server's simple file dialog: a quick input holding a path). It waits
+ * for the dialog itself: the quick pick that led to it may still be on screen for a moment.
+ */
+async function saveAs(path) {
+  const input = page.locator('.quick-input-widget input');
+  await waitFor(
+    'the save dialog',
+    async () => (await input.isVisible()) && (await input.inputValue()).startsWith('/'),
+    20_000,
+  );
+  await input.fill(path);
+  await waitFor(
+    'the path typed into the save dialog',
+    async () => (await input.inputValue()) === path,
+    5_000,
+  );
+  await page.keyboard.press('Enter');
+}
+
 function toast(text) {
   return page.locator('.notifications-toasts .notification-toast', { hasText: text });
 }
@@ -197,22 +217,6 @@ async function setup() {
     run(codeServer, ['--extensions-dir', ctx.ext, '--install-extension', ctx.vsix]);
     ctx.daemonPort = await freePort();
     ctx.port = await freePort();
-    // a person's own vLLM-compatible server for the recording's upstream: a standalone reference
-    // engine (the daemon's "reference" upstream only answers while a run holds an engine)
-    ctx.enginePort = await freePort();
-    const engineScript = join(ctx.tmp, 'engine.mts');
-    writeFileSync(
-      engineScript,
-      `const { startReferenceEngine } = await import(${JSON.stringify(join(root, 'daemon/engine/index.ts'))});
-await startReferenceEngine({ dataDir: process.argv[2], port: Number(process.argv[3]), resume: false });
-`,
-    );
-    const engine = spawn(
-      join(root, 'node_modules', '.bin', 'tsx'),
-      [engineScript, join(ctx.tmp, 'engine'), String(ctx.enginePort)],
-      { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], detached: true },
-    );
-    children.push(engine);
     // the workspace: the example run config (short) and one config with mistakes
     const tsx = join(root, 'node_modules', '.bin', 'tsx');
     copyFileSync(join(root, 'examples/math-agent/tasks.jsonl'), join(ctx.ws, 'tasks.jsonl'));
@@ -263,8 +267,6 @@ await startReferenceEngine({ dataDir: process.argv[2], port: Number(process.argv
           'harnessRl.daemonUrl': `http://127.0.0.1:${ctx.daemonPort}`,
           'harnessRl.dataFolder': ctx.data,
           'harnessRl.cliPath': join(root, 'bin', 'harness-rl.js'),
-          'harnessRl.recording.upstream': 'vllm',
-          'harnessRl.recording.upstreamUrl': `http://127.0.0.1:${ctx.enginePort}/v1`,
         },
         null,
         2,
@@ -521,11 +523,7 @@ async function checks() {
   });
 
   await step('a recording captures a curl to $OPENAI_BASE_URL from an integrated terminal', async () => {
-    await waitFor(
-      'the recording upstream (a standalone reference engine) to answer',
-      async () => (await fetch(`http://127.0.0.1:${ctx.enginePort}/health`)).ok,
-      60_000,
-    );
+    // The default upstream, the built-in engine: with no run training, the daemon's standby serves.
     await palette('Harness RL: Start Recording');
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible' });
@@ -607,10 +605,7 @@ async function checks() {
     await palette('Harness RL: Export Recording…');
     await quickPick(rec.name);
     await quickPick('Training samples (JSONL)');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(out);
-    await page.keyboard.press('Enter');
+    await saveAs(out);
     const lines = await waitFor(
       'the recording samples file',
       async () => (existsSync(out) ? readFileSync(out, 'utf8').trim().split('\n') : null),
@@ -690,10 +685,7 @@ async function checks() {
     const fresh = join(ctx.ws, 'recorded-tasks.jsonl');
     await exportTask(async () => {
       await quickPick('New tasks file');
-      const input = page.locator('.quick-input-widget input');
-      await input.waitFor({ state: 'visible' });
-      await input.fill(fresh);
-      await page.keyboard.press('Enter');
+      await saveAs(fresh);
     });
     const text = await waitFor('the new tasks file', async () =>
       existsSync(fresh) ? readFileSync(fresh, 'utf8') : null,
@@ -708,10 +700,7 @@ async function checks() {
     const out = join(ctx.ws, 'vscode-math.samples.jsonl');
     await palette('Harness RL: Export Samples…');
     await quickPick('vscode-math');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(out);
-    await page.keyboard.press('Enter');
+    await saveAs(out);
     const lines = await waitFor(
       'the samples file',
       async () => (existsSync(out) ? readFileSync(out, 'utf8').trim().split('\n') : null),
