@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LlmCall } from '../protocol/entities';
+import { storedCall } from '../store/test-calls';
 import { commandVerifier, finalOutput, parseVerdict, responseText, type VerifierInput } from './verifier';
 
 describe("a verifier's reward line", () => {
@@ -27,39 +28,8 @@ describe("a verifier's reward line", () => {
   });
 });
 
-function call(patch: Partial<LlmCall>): LlmCall {
-  return {
-    id: 'call',
-    rollout_id: 'r',
-    attempt_id: 'a1',
-    recording_id: null,
-    seq: 0,
-    wire_api: 'chat',
-    stream: false,
-    request: {},
-    backend_request: null,
-    response: null,
-    prompt_ids: null,
-    response_ids: null,
-    response_logprobs: null,
-    token_source: 'text',
-    bridge: null,
-    finish_reason: 'stop',
-    usage: null,
-    model: 'm',
-    model_version: 0,
-    backend: null,
-    status: 'ok',
-    error: null,
-    http_status: 200,
-    tags: [],
-    queue_ms: null,
-    ttft_ms: null,
-    total_ms: null,
-    created_at: new Date(0).toISOString(),
-    ...patch,
-  };
-}
+const call = (patch: Partial<LlmCall>): LlmCall =>
+  storedCall({ rollout_id: 'r', attempt_id: 'a1', request: {}, response: null, ...patch });
 
 describe("the harness's final output", () => {
   it('is the assistant text of a response in every wire API', () => {

@@ -1,5 +1,6 @@
-// Llm calls for tests (store.test.ts, the end-to-end tests): a complete NewLlmCall with defaults.
-import type { NewLlmCall } from '../protocol/entities';
+// Llm calls for tests (store.test.ts, the end-to-end tests, unit tests of what reads calls): a
+// complete NewLlmCall, or a stored LlmCall, with defaults.
+import type { LlmCall, NewLlmCall } from '../protocol/entities';
 
 /** A call as the proxy hands it over, with sensible defaults. */
 export function newCall(patch: Partial<NewLlmCall> = {}): NewLlmCall {
@@ -31,4 +32,9 @@ export function newCall(patch: Partial<NewLlmCall> = {}): NewLlmCall {
     total_ms: 3,
     ...patch,
   };
+}
+
+/** A call as the store returns it (id, seq, created_at added), with the same defaults. */
+export function storedCall(patch: Partial<LlmCall> = {}): LlmCall {
+  return { id: 'call_1', seq: 0, created_at: '2026-12-02T00:00:00.000Z', ...newCall(), ...patch };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RolloutDetail } from '../../daemon/protocol/api';
 import type { LlmCall, Recording } from '../../daemon/protocol/entities';
+import { storedCall } from '../../daemon/store/test-calls';
 import { recordingSamples, recordingTask } from './recordingExport';
 
 const recording: Recording = {
@@ -14,37 +15,21 @@ const recording: Recording = {
 };
 
 function call(seq: number, request: unknown, over: Partial<LlmCall> = {}): LlmCall {
-  return {
+  return storedCall({
     id: `call_${seq}`,
     rollout_id: 'ro_1',
-    attempt_id: null,
     recording_id: 'rec_1',
     seq,
     wire_api: 'messages',
-    stream: false,
     request,
-    backend_request: null,
     response: null,
     prompt_ids: [1, 2, 3 + seq * 10],
     response_ids: [4, 5],
     response_logprobs: [-0.1, -0.2],
-    token_source: 'backend',
-    bridge: null,
-    finish_reason: 'stop',
     usage: null,
-    model: 'm',
-    model_version: 0,
     backend: null,
-    status: 'ok',
-    error: null,
-    http_status: 200,
-    tags: [],
-    queue_ms: null,
-    ttft_ms: null,
-    total_ms: null,
-    created_at: '2026-12-02T00:00:00.000Z',
     ...over,
-  };
+  });
 }
 
 function detail(calls: LlmCall[], reward: number | null): RolloutDetail {
