@@ -6,10 +6,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LlmCall } from '../protocol/entities';
-
-type Json = unknown;
-
 import { exitText, lastLine, runProcess } from './command';
+
+/** Any JSON value. */
+type Json = unknown;
 
 /** What a verifier is given: as JSON on stdin and in the file $HARNESS_RL_VERIFY_INPUT. */
 export interface VerifierInput {
