@@ -131,7 +131,7 @@ class RunLoop {
     }
     if (this.engine) {
       this.proxy.backends.remove(this.engine.url);
-      this.proxy.backends.setMinModelVersion(null);
+      this.proxy.backends.setMinModelVersion(null, this.runId);
       await this.engine.close().catch(() => {});
       this.engine = null;
     }
@@ -167,7 +167,7 @@ class RunLoop {
         engine_version: version,
       });
     }
-    this.proxy.backends.add(engine.url, { name: `reference:${runId}`, modelVersion: version });
+    this.proxy.backends.add(engine.url, { name: `reference:${runId}`, modelVersion: version, runId });
     this.allowVersions(version);
 
     const { schedule } = config;
@@ -218,7 +218,10 @@ class RunLoop {
   /** sync: only the newest version serves; async: versions within max_staleness. */
   private allowVersions(version: number): void {
     const { mode, max_staleness } = this.config.schedule;
-    this.proxy.backends.setMinModelVersion(mode === 'sync' ? version : Math.max(0, version - max_staleness));
+    this.proxy.backends.setMinModelVersion(
+      mode === 'sync' ? version : Math.max(0, version - max_staleness),
+      this.runId,
+    );
   }
 
   /** Create one group of `n` rollouts per task; workers claim them. */
@@ -416,12 +419,6 @@ export class Scheduler implements RunController {
     if (run.status === 'finished') return;
     const config = RunConfig.parse(run.config);
     checkRunnable(config);
-    // The proxy routes every rollout to any backend it knows and bounds staleness for all of them at
-    // once, so two runs with their own reference engines would sample from each other's weights.
-    const other = [...this.loops.keys()][0];
-    if (other) {
-      throw new Error(`run ${other} is running on the reference engine; stop it before starting another run`);
-    }
     await this.ctx.store.updateRun(runId, { status: 'running', error: null });
     const loop = new RunLoop(this.ctx, this.proxy, runId, config);
     this.loops.set(runId, loop);

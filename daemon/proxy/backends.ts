@@ -1,7 +1,9 @@
 // The pool of vLLM-compatible inference backends and the HTTP client the proxy uses to reach them.
-// Routing: rollout affinity (same rollout → same backend while it is healthy and eligible, for
-// prefix-cache hits), otherwise least outstanding requests; only backends serving a model version
-// >= the allowed minimum. A backend whose connects fail is skipped for a while.
+// Routing: a run's rollouts go to the run's own backends when it has any (shared ones otherwise);
+// other calls go to shared backends, or with none to any. Among those: rollout affinity (same
+// rollout → same backend while it is healthy and eligible, for prefix-cache hits), otherwise least
+// outstanding requests; only backends serving a model version >= their run's allowed minimum. A
+// backend whose connects fail is skipped for a while.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Backends } from './index';
@@ -24,6 +26,8 @@ export interface Backend {
   url: string;
   root: string;
   name: string;
+  /** The run whose weights it serves (only that run's rollouts reach it); null = shared. */
+  runId: string | null;
   modelVersion: number | null;
   outstanding: number;
   total: number;
@@ -40,6 +44,7 @@ export interface Backend {
 export interface BackendInfo {
   url: string;
   name: string;
+  run_id: string | null;
   model_version: number | null;
   outstanding: number;
   total: number;
@@ -51,9 +56,12 @@ export interface BackendInfo {
 export class BackendPool implements Backends {
   private readonly backends = new Map<string, Backend>();
   private readonly affinity = new Map<string, Backend>();
-  private minVersion: number | null = null;
+  /** Per run id (null: shared backends), the lowest model version that may serve. */
+  private readonly minVersions = new Map<string | null, number>();
   private rr = 0;
   private ordered: Backend[] = [];
+  /** The backends of each run id (null: shared ones), in insertion order. */
+  private byRun = new Map<string | null, Backend[]>();
 
   constructor(
     readonly timeoutMs: number,
@@ -61,17 +69,25 @@ export class BackendPool implements Backends {
     private readonly maxAffinity = 100_000,
   ) {}
 
-  add(url: string, options: { name?: string; modelVersion?: number | null } = {}): void {
+  add(
+    url: string,
+    options: { name?: string; modelVersion?: number | null; runId?: string | null } = {},
+  ): void {
     const existing = this.backends.get(url);
     if (existing) {
       if (options.name) existing.name = options.name;
       if (options.modelVersion !== undefined) existing.modelVersion = options.modelVersion;
+      if (options.runId !== undefined && options.runId !== existing.runId) {
+        existing.runId = options.runId;
+        this.regroup();
+      }
       return;
     }
     const b: Backend = {
       url,
       root: rootUrl(url),
       name: options.name ?? url,
+      runId: options.runId ?? null,
       modelVersion: options.modelVersion ?? null,
       outstanding: 0,
       total: 0,
@@ -82,7 +98,7 @@ export class BackendPool implements Backends {
       modelsLoading: null,
     };
     this.backends.set(url, b);
-    this.ordered = [...this.backends.values()];
+    this.regroup();
     void this.refreshModels(b);
   }
 
@@ -90,8 +106,18 @@ export class BackendPool implements Backends {
     const b = this.backends.get(url);
     if (!b) return;
     this.backends.delete(url);
-    this.ordered = [...this.backends.values()];
+    this.regroup();
     for (const [k, v] of this.affinity) if (v === b) this.affinity.delete(k);
+  }
+
+  private regroup(): void {
+    this.ordered = [...this.backends.values()];
+    this.byRun = new Map();
+    for (const b of this.ordered) {
+      const group = this.byRun.get(b.runId);
+      if (group) group.push(b);
+      else this.byRun.set(b.runId, [b]);
+    }
   }
 
   setModelVersion(url: string, version: number): void {
@@ -99,8 +125,9 @@ export class BackendPool implements Backends {
     if (b) b.modelVersion = version;
   }
 
-  setMinModelVersion(min: number | null): void {
-    this.minVersion = min;
+  setMinModelVersion(min: number | null, runId: string | null = null): void {
+    if (min === null) this.minVersions.delete(runId);
+    else this.minVersions.set(runId, min);
   }
 
   list(): BackendInfo[] {
@@ -108,6 +135,7 @@ export class BackendPool implements Backends {
     return [...this.backends.values()].map((b) => ({
       url: b.url,
       name: b.name,
+      run_id: b.runId,
       model_version: b.modelVersion,
       outstanding: b.outstanding,
       total: b.total,
@@ -122,23 +150,41 @@ export class BackendPool implements Backends {
   }
 
   private versionOk(b: Backend): boolean {
-    return this.minVersion === null || (b.modelVersion ?? 0) >= this.minVersion;
+    const min = this.minVersions.get(b.runId);
+    return min === undefined || (b.modelVersion ?? 0) >= min;
+  }
+
+  /** The backends that may serve a call of `runId` (see the file comment). */
+  private candidates(runId: string | null): Backend[] {
+    if (runId !== null) {
+      const own = this.byRun.get(runId);
+      if (own) return own;
+    }
+    return this.byRun.get(null) ?? (runId === null ? this.ordered : []);
   }
 
   private eligible(b: Backend, now: number): boolean {
     return b.unhealthyUntil <= now && this.versionOk(b);
   }
 
-  /** The backend for a request of `affinityKey` (a rollout id), skipping `exclude`; null if none is eligible. */
-  pick(affinityKey: string | null, exclude?: ReadonlySet<Backend>): Backend | null {
+  /**
+   * The backend for a request of `affinityKey` (a rollout id) of run `runId` (null: not a run's),
+   * skipping `exclude`; null if none is eligible.
+   */
+  pick(
+    affinityKey: string | null,
+    exclude?: ReadonlySet<Backend>,
+    runId: string | null = null,
+  ): Backend | null {
     const now = Date.now();
+    const all = this.candidates(runId);
     if (affinityKey !== null) {
       const b = this.affinity.get(affinityKey);
-      if (b && this.backends.get(b.url) === b && this.eligible(b, now) && !exclude?.has(b)) return b;
+      if (b && this.backends.get(b.url) === b && all.includes(b) && this.eligible(b, now) && !exclude?.has(b))
+        return b;
     }
     let best: Backend | null = null;
     let fallback: Backend | null = null;
-    const all = this.ordered;
     const start = all.length > 0 ? this.rr++ % all.length : 0;
     for (let i = 0; i < all.length; i++) {
       const b = all[(start + i) % all.length];

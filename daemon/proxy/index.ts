@@ -23,14 +23,21 @@ import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
 import type { ChatRequest } from './translate/types';
 
-/** The inference backends the proxy routes to; the cluster adds the reference engine or node agents. */
+/**
+ * The inference backends the proxy routes to; the cluster adds the reference engine or node agents.
+ * A backend added for a run (`runId`) serves only that run's rollouts, and a run with backends of its
+ * own never samples from another's; shared backends (`runId` null: `--backend URL`s) serve the rest.
+ */
 export interface Backends {
-  add(url: string, options?: { name?: string; modelVersion?: number | null }): void;
+  add(url: string, options?: { name?: string; modelVersion?: number | null; runId?: string | null }): void;
   remove(url: string): void;
   /** Record which weight version a backend now serves (after a weight push). */
   setModelVersion(url: string, version: number): void;
-  /** Only route to backends serving a version >= min (bounded staleness); null = any. */
-  setMinModelVersion(min: number | null): void;
+  /**
+   * Only route to backends of `runId` (null: the shared ones) serving a version >= min (bounded
+   * staleness); min null = any.
+   */
+  setMinModelVersion(min: number | null, runId?: string | null): void;
 }
 
 export interface ProxyHandle {
@@ -317,7 +324,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       }
       const target = await fixedTarget(scope);
       const result = await countTokens(req.body, async (chat) => {
-        const b = target ? null : pool.pick(scope.rolloutId);
+        const b = target ? null : pool.pick(scope.rolloutId, undefined, scope.rollout.run_id);
         const root = target?.root ?? b?.root;
         if (!root) throw new ProxyError(503, 'no healthy inference backend to count tokens with');
         const res = await send(`${root}/tokenize`, {

@@ -329,7 +329,7 @@ export async function dispatch(
   const runModel = call.scope?.runConfig?.model?.name;
   let lastError: unknown = null;
   for (;;) {
-    const b = pool.pick(call.scope?.rolloutId ?? null, tried);
+    const b = pool.pick(call.scope?.rolloutId ?? null, tried, call.scope?.rollout.run_id ?? null);
     if (!b) {
       if (lastError) throw sendFailure(lastError, 'the inference backends');
       throw new ProxyError(

@@ -20,8 +20,8 @@ export class Ctx implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** The recording this window started (its key lives only here and in the terminals' env). */
   recording: CreatedRecording | undefined;
-  /** Latest known training run (for the status bar). */
-  private training: { id: string; name: string; step: number; steps?: number } | undefined;
+  /** The running runs, the most recently updated last (for the status bar). */
+  private readonly training = new Map<string, { name: string; step: number; steps?: number }>();
 
   constructor(
     readonly extension: vscode.ExtensionContext,
@@ -135,9 +135,9 @@ export class Ctx implements vscode.Disposable {
     this.recordingsTree.onEvent(e);
     if (e.type === 'run') {
       const steps = (e.run.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
+      this.training.delete(e.run.id);
       if (e.run.status === 'running')
-        this.training = { id: e.run.id, name: e.run.name, step: e.run.step, steps };
-      else if (this.training?.id === e.run.id) this.training = undefined;
+        this.training.set(e.run.id, { name: e.run.name, step: e.run.step, steps });
       this.updateStatus();
     }
     if (e.type === 'recording' && this.recording?.id === e.recording.id && e.recording.status === 'stopped') {
@@ -170,15 +170,19 @@ export class Ctx implements vscode.Disposable {
         return;
       case 'running':
         if (this.recording) this.status.set({ kind: 'recording', name: this.recording.name, url });
-        else if (this.training)
-          this.status.set({
-            kind: 'training',
-            run: this.training.name,
-            step: this.training.step,
-            steps: this.training.steps,
-            url,
-          });
-        else this.status.set({ kind: 'idle', url });
+        else {
+          const latest = [...this.training.values()].at(-1);
+          if (latest)
+            this.status.set({
+              kind: 'training',
+              run: latest.name,
+              step: latest.step,
+              steps: latest.steps,
+              url,
+              others: this.training.size - 1,
+            });
+          else this.status.set({ kind: 'idle', url });
+        }
     }
   }
 
@@ -188,12 +192,11 @@ export class Ctx implements vscode.Disposable {
     if (!client) return;
     try {
       const runs = await client.listRuns(undefined, 20);
-      const running = runs.items.find((r) => r.status === 'running');
-      if (running) {
-        const steps = (running.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
-        this.training = { id: running.id, name: running.name, step: running.step, steps };
-        this.updateStatus();
+      for (const run of runs.items.filter((r) => r.status === 'running').reverse()) {
+        const steps = (run.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
+        this.training.set(run.id, { name: run.name, step: run.step, steps });
       }
+      this.updateStatus();
     } catch {
       // the tree shows errors
     }

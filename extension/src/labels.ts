@@ -73,3 +73,35 @@ export function callLabel(
   if (c.model_version !== null && c.model_version !== undefined) parts.push(`v${c.model_version}`);
   return { label: `#${c.seq} ${c.wire_api}${c.model ? ` ${c.model}` : ''}`, description: parts.join(' · ') };
 }
+
+export type StatusView =
+  | { kind: 'stopped' }
+  | { kind: 'starting' }
+  | { kind: 'failed' }
+  | { kind: 'idle'; url: string }
+  | { kind: 'training'; run: string; step: number; steps?: number; url: string; others?: number }
+  | { kind: 'recording'; name: string; url: string };
+
+/** The status bar's text and tooltip line for each daemon state. */
+export function describeStatus(s: StatusView): { text: string; detail: string } {
+  switch (s.kind) {
+    case 'stopped':
+      return { text: '$(circle-slash) Harness RL', detail: 'Daemon stopped' };
+    case 'starting':
+      return { text: '$(loading~spin) Harness RL', detail: 'Daemon starting…' };
+    case 'failed':
+      return { text: '$(error) Harness RL', detail: 'Daemon failed — see the logs' };
+    case 'idle':
+      return { text: '$(pulse) Harness RL', detail: `Daemon idle at ${s.url}` };
+    case 'training': {
+      const more = s.others ? ` (+${s.others})` : '';
+      const moreRuns = s.others ? `, and ${s.others} more run${s.others > 1 ? 's' : ''}` : '';
+      return {
+        text: `$(sync~spin) ${s.run} step ${s.step}${s.steps ? `/${s.steps}` : ''}${more}`,
+        detail: `Training run **${s.run}**, step ${s.step}${s.steps ? ` of ${s.steps}` : ''}${moreRuns} (${s.url})`,
+      };
+    }
+    case 'recording':
+      return { text: `$(record) Recording ${s.name}`, detail: `Recording **${s.name}** (${s.url})` };
+  }
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { callLabel, formatReward, rolloutDescription, statusIcon } from './labels';
+import { callLabel, describeStatus, formatReward, rolloutDescription, statusIcon } from './labels';
 import { parseRange, verifierReward } from './parse';
 import { recordingEnv, recordingSnippets } from './snippets';
 
@@ -69,5 +69,16 @@ describe('recording snippets', () => {
       ANTHROPIC_BASE_URL: rec.anthropic_base_url,
       ANTHROPIC_AUTH_TOKEN: 'k123',
     });
+  });
+});
+
+describe('the status bar', () => {
+  it('shows the latest training run with its step, and how many others train beside it', () => {
+    const one = describeStatus({ kind: 'training', run: 'math', step: 3, steps: 10, url: 'u', others: 0 });
+    expect(one.text).toBe('$(sync~spin) math step 3/10');
+    const three = describeStatus({ kind: 'training', run: 'math', step: 3, steps: 10, url: 'u', others: 2 });
+    expect(three.text).toBe('$(sync~spin) math step 3/10 (+2)');
+    expect(three.detail).toContain('and 2 more runs');
+    expect(describeStatus({ kind: 'recording', name: 's', url: 'u' }).text).toBe('$(record) Recording s');
   });
 });

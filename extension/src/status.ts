@@ -1,34 +1,6 @@
 // The status bar item: stopped / starting / idle / training step k / recording.
 import * as vscode from 'vscode';
-
-export type StatusView =
-  | { kind: 'stopped' }
-  | { kind: 'starting' }
-  | { kind: 'failed' }
-  | { kind: 'idle'; url: string }
-  | { kind: 'training'; run: string; step: number; steps?: number; url: string }
-  | { kind: 'recording'; name: string; url: string };
-
-/** Text, tooltip lines and colour of each state (pure; unit tested). */
-export function describeStatus(s: StatusView): { text: string; detail: string } {
-  switch (s.kind) {
-    case 'stopped':
-      return { text: '$(circle-slash) Harness RL', detail: 'Daemon stopped' };
-    case 'starting':
-      return { text: '$(loading~spin) Harness RL', detail: 'Daemon starting…' };
-    case 'failed':
-      return { text: '$(error) Harness RL', detail: 'Daemon failed — see the logs' };
-    case 'idle':
-      return { text: '$(pulse) Harness RL', detail: `Daemon idle at ${s.url}` };
-    case 'training':
-      return {
-        text: `$(sync~spin) ${s.run} step ${s.step}${s.steps ? `/${s.steps}` : ''}`,
-        detail: `Training run **${s.run}**, step ${s.step}${s.steps ? ` of ${s.steps}` : ''} (${s.url})`,
-      };
-    case 'recording':
-      return { text: `$(record) Recording ${s.name}`, detail: `Recording **${s.name}** (${s.url})` };
-  }
-}
+import { describeStatus, type StatusView } from './labels';
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(

@@ -118,4 +118,50 @@ describe('routing', () => {
     const err = await r.client.chat.completions.create(chatBody).catch((e) => e);
     expect(err.status).toBe(503);
   });
+
+  it("a run's rollouts reach only its own backends; other calls the shared ones, or any when none is shared", async () => {
+    const { a, b, proxy } = await setup();
+    const r1 = await proxy.runRollout('one', {});
+    const runOne = (await proxy.store.getRollout(r1.id))?.run_id as string;
+    proxy.proxy.backends.add(a.url, { name: 'engine:one', modelVersion: 1, runId: runOne });
+    // b stays shared (from the daemon's --backend list) and idle; a is busy and still gets the run's call.
+    a.set({ delayMs: 200 });
+    const busy = r1.client.chat.completions.create(chatBody);
+    await r1.client.chat.completions.create(chatBody);
+    await busy;
+    a.set({ delayMs: 0 });
+    expect((await proxy.calls(r1.id)).map((c) => [c.backend, c.model_version])).toEqual([
+      ['engine:one', 1],
+      ['engine:one', 1],
+    ]);
+
+    const r2 = await proxy.runRollout('two', {}); // a run with no backend of its own: the shared one
+    await r2.client.chat.completions.create(chatBody);
+    expect((await proxy.calls(r2.id))[0].backend).toBe(b.url);
+    const solo = await proxy.rollout(); // not a run's: the shared one, never a run's engine
+    for (let i = 0; i < 3; i++) await solo.client.chat.completions.create(chatBody);
+    expect((await proxy.calls(solo.id)).map((c) => c.backend)).toEqual([b.url, b.url, b.url]);
+
+    // A run's minimum version binds its own backends only.
+    proxy.proxy.backends.setMinModelVersion(2, runOne);
+    const refused = await r1.client.chat.completions.create(chatBody).catch((e) => e);
+    expect(refused.status).toBe(503);
+    await solo.client.chat.completions.create(chatBody);
+    expect((await proxy.calls(solo.id)).at(-1)?.status).toBe('ok');
+    proxy.proxy.backends.setModelVersion(a.url, 2);
+    await r1.client.chat.completions.create(chatBody);
+    expect((await proxy.calls(r1.id)).at(-1)).toMatchObject({
+      status: 'ok',
+      backend: 'engine:one',
+      model_version: 2,
+    });
+
+    // With no shared backend left, a call that is not a run's may use a run's backend…
+    proxy.proxy.backends.remove(b.url);
+    await solo.client.chat.completions.create(chatBody);
+    expect((await proxy.calls(solo.id)).at(-1)?.backend).toBe('engine:one');
+    // …but a run never samples from another run's weights.
+    const other = await r2.client.chat.completions.create(chatBody).catch((e) => e);
+    expect(other.status).toBe(503);
+  });
 });
