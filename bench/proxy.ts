@@ -3,6 +3,8 @@
 //   proxy.overhead  nonstream / stream_ttft: added p50/p99 latency (goal p50 < 1 ms, p99 < 3 ms)
 //   proxy.throughput concurrency 64: proxy_rps / direct_rps (goal >= 0.7)
 //   proxy.stream     streamed tokens/s: proxy / direct (goal >= 0.8)
+// Each also gives a minimal node:http pass-through's figures from the same run (the floor for any
+// Node proxy on this machine).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -282,7 +284,9 @@ export default async function main(): Promise<void> {
       const f0 = cpuOf(fake.proc);
       const directTps = await streamRate(direct, 8, seconds);
       const f1 = cpuOf(fake.proc);
+      const q0 = cpuOf(pass.proc);
       const passTps = await streamRate(floor, 8, seconds);
+      const q1 = cpuOf(pass.proc);
       const p0 = cpuOf(prox.proc);
       const proxyTps = await streamRate(proxy, 8, seconds);
       const p1 = cpuOf(prox.proc);
@@ -294,6 +298,7 @@ export default async function main(): Promise<void> {
         passthrough_tokens_per_s: round(passTps, 0),
         ratio_to_passthrough: round(proxyTps / passTps),
         backend_cpu_us_per_token: round(perTok(f1 - f0, directTps), 1),
+        passthrough_cpu_us_per_token: round(perTok(q1 - q0, passTps), 1),
         proxy_cpu_us_per_token: round(perTok(p1 - p0, proxyTps), 1),
       });
     }
