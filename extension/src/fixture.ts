@@ -124,7 +124,15 @@ export function syntheticRollout(): RolloutDetail {
       },
     ],
     rewards: [
-      { id: 'rw_1', rollout_id: 'ro_fixture', value: 1, source: 'harness', detail: null, created_at: T },
+      { id: 'rw_1', rollout_id: 'ro_fixture', value: 0.5, source: 'harness', detail: null, created_at: T },
+      {
+        id: 'rw_2',
+        rollout_id: 'ro_fixture',
+        value: 1,
+        source: 'verifier',
+        detail: { passed: 4, failed: 0 },
+        created_at: T,
+      },
     ],
     llm_calls: calls,
     prefix_breaks: [],

@@ -127,7 +127,16 @@ describe.each(cases)('trajectory webview in Chromium: $name', ({ name, rollout, 
     expect(head).toMatch(/model v\d+/);
     expect(head).toMatch(/total \d+ ms/);
     expect(await p.locator('.entry.user').count()).toBeGreaterThan(0);
-    if (slug === 'synthetic') expect(await p.locator('.entry.system').count()).toBe(1);
+    if (slug === 'synthetic') {
+      expect(await p.locator('.entry.system').count()).toBe(1);
+      // Every reward with its source; a verifier's detail on hover.
+      const rewards = p.locator('.summary .reward');
+      expect(await rewards.allTextContents()).toEqual(['0.5 (harness)', ', 1 (verifier)']);
+      expect(JSON.parse((await rewards.nth(1).getAttribute('title')) ?? 'null')).toEqual({
+        passed: 4,
+        failed: 0,
+      });
+    }
     expect(await p.locator('.entry.assistant.response').count()).toBe(rollout.llm_calls.length);
     await p.screenshot({ path: join(artifacts, `webview-conversation-${slug}.png`), fullPage: true });
     // state for the serializer

@@ -81,14 +81,21 @@ function render() {
       h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Refresh'),
     ),
   );
-  const rewards = r.rewards.map((w) => `${w.value} (${w.source})`).join(', ');
+  // Each reward with its source; what the giver attached (e.g. a verifier's test results) on hover.
+  const rewards = r.rewards.map((w, i) =>
+    h(
+      'span',
+      { class: 'reward', title: w.detail == null ? undefined : JSON.stringify(w.detail, null, 2) },
+      `${i > 0 ? ', ' : ''}${w.value} (${w.source})`,
+    ),
+  );
   root.append(
     h(
       'div',
       { class: 'summary' },
       h('span', {}, h('span', { class: 'badge' }, r.status), ` ${r.kind}`),
       h('span', { id: 'reward' }, `reward ${r.reward ?? '—'}`),
-      rewards && h('span', { class: 'muted' }, `rewards: ${rewards}`),
+      rewards.length > 0 && h('span', { class: 'muted' }, 'rewards: ', rewards),
       h('span', {}, `${r.attempts.length} attempts · ${r.llm_calls.length} llm calls`),
       r.stats &&
         h(
