@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sample, TrainBatch } from '../protocol/training';
-import { ppoClipLoss, weightedLoss } from '../samples/loss';
+import { ppoClipLoss, truncatedIsWeight, weightedLoss } from '../samples/loss';
 import { readVectors } from '../samples/vectors.gen';
 import { loadLatestCheckpoint } from './checkpoint';
 import { DEFAULT_MODEL_CONFIG, type ReferenceEngine, startReferenceEngine } from './index';
@@ -84,6 +84,32 @@ describe('gradients', () => {
     }
     expect(checked).toBeGreaterThan(100);
     expect(worst).toBeLessThan(1e-5);
+  });
+
+  it("weighs each token by samples/loss.ts's truncated importance weight (trainer vs inference logprobs)", () => {
+    const model = new Model(cfg, initParams(cfg, 3));
+    const s = sample(11); // its old (inference) logprobs differ from the model's own
+    const loss = { clip_low: 0.2, clip_high: 0.28, tis_cap: 2, kl_coef: 0, learning_rate: 1e-3 };
+    const st = { loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 };
+    sampleLossAndGrad(model, s, loss, null, st, null);
+    const targets = [...s.loss_mask.keys()].filter((t) => s.loss_mask[t]);
+    const fw = model.forward(
+      s.input_ids,
+      targets.map((t) => t - 1),
+    );
+    const lp = targets.map((t, k) => fw.logp[k * cfg.vocab + s.input_ids[t]]);
+    const old = targets.map((t) => s.old_logprobs[t]);
+    const weights = lp.map((l, k) => truncatedIsWeight(l, old[k], 2));
+    expect(weights.some((w) => Math.abs(w - 1) > 0.05)).toBe(true); // the weights matter here
+    const tokenLoss = ppoClipLoss(
+      lp,
+      old,
+      targets.map((t) => s.advantages[t]),
+      0.2,
+      0.28,
+    );
+    const want = targets.reduce((sum, t, k) => sum + s.loss_weights[t] * weights[k] * tokenLoss[k], 0);
+    expect(st.loss).toBeCloseTo(want, 12);
   });
 
   it('clipped tokens give no gradient (ℓ = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A))', () => {

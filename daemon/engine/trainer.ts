@@ -1,6 +1,6 @@
 // The reference trainer: PPO-clip policy loss (spec/samples.md) with Adam, on the engine's own weights.
 import type { PolicyLossConfig, Sample, TrainBatch, Trainer, TrainResult } from '../protocol/training';
-import { klK3, ppoClipped, ppoClipTokenLoss } from '../samples/loss';
+import { klK3, ppoClipped, ppoClipTokenLoss, truncatedIsWeight } from '../samples/loss';
 import { initParams, Model } from './model';
 
 /**
@@ -104,13 +104,13 @@ export function sampleLossAndGrad(
     const w = sample.loss_weights[t];
     const A = sample.advantages[t];
     const r = ppoClipTokenLossAndGrad(lp, old, A, loss.clip_low, loss.clip_high);
-    // Truncated importance sampling: the pre-update ratio π_θ/π_rollout acts as the importance weight;
-    // where it exceeds the cap, scale the token down so the effective weight is the cap.
-    let tis = 1;
-    if (loss.tis_cap !== null && Number.isFinite(rolloutOld)) {
-      const w0 = Math.exp(lp - rolloutOld);
-      if (w0 > loss.tis_cap) tis = loss.tis_cap / w0;
-    }
+    // Truncated importance sampling, as samples/loss.ts defines it: the trainer's own pre-update
+    // logprob (lp: one step per batch, before any update) against the inference logprob, capped; a
+    // constant factor (no gradient through it).
+    const tis =
+      loss.tis_cap !== null && Number.isFinite(rolloutOld)
+        ? truncatedIsWeight(lp, rolloutOld, loss.tis_cap)
+        : 1;
     let tokLoss = r.loss * tis;
     let g = r.dlogp * tis;
     if (refFw) {
