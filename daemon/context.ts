@@ -1,4 +1,5 @@
 // What every part of a running daemon shares. daemon.ts builds it; api/, proxy/ and cluster/ take it.
+import type { BackendStatus } from './protocol/api';
 import type { DaemonConfig } from './protocol/config';
 import type { Store } from './store/store';
 
@@ -20,4 +21,6 @@ export interface DaemonContext {
   log(message: string, detail?: Record<string, unknown>): void;
   /** Set once the cluster is registered. */
   runs?: RunController;
+  /** The proxy's inference backends as they stand; set once the proxy is registered. */
+  backends?: () => BackendStatus[];
 }

@@ -95,6 +95,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     const api = await registerApi(app, ctx);
     closers.push(() => api.close());
     const proxy = await registerProxy(app, ctx);
+    ctx.backends = () => proxy.pool.list();
     for (const backend of config.backends) proxy.backends.add(backend);
     ctx.runs = await registerCluster(app, ctx, proxy, options.cluster);
     const runs = ctx.runs;

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { VERSION } from '../config/version';
 import type { DaemonContext } from '../context';
 import {
+  BackendStatus,
   CreatedRecording,
   CreatedRollout,
   CreateRecordingBody,
@@ -412,6 +413,14 @@ export const routes: AnyRoute[] = [
     query: ModelVersionQuery,
     response: z.array(ModelVersion),
     handler: async ({ ctx, query }) => ctx.store.listModelVersions(query.run_id),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/backends',
+    summary: "the proxy's inference backends: which run each serves, version, load and health",
+    auth: 'token',
+    response: z.array(BackendStatus),
+    handler: async ({ ctx }) => ctx.backends?.() ?? [],
   }),
   route({
     method: 'GET',

@@ -22,6 +22,19 @@ export const ErrorBody = z.object({
 
 export const Health = z.object({ ok: z.literal(true), version: z.string(), store: z.string() });
 
+/** One inference backend the proxy routes to, as it stands now. */
+export const BackendStatus = z.object({
+  url: z.string(),
+  name: z.string(),
+  run_id: Id.nullable().describe('the run whose rollouts it serves (only those); null = shared'),
+  model_version: z.number().int().nullable(),
+  outstanding: z.number().int().describe('requests in flight'),
+  total: z.number().int().describe('requests sent since it was added'),
+  healthy: z.boolean(),
+  last_error: z.string().nullable(),
+  models: z.array(z.string()).nullable().describe('served model names (null until known)'),
+});
+
 export const CreateRolloutBody = z
   .object({
     run_id: Id.optional(),
@@ -129,3 +142,4 @@ export const RecordingDetail = Recording.extend({ calls: z.array(LlmCall) });
 export const EmptyBody = z.object({}).strict();
 export type GroupDetail = z.infer<typeof GroupDetail>;
 export type RecordingDetail = z.infer<typeof RecordingDetail>;
+export type BackendStatus = z.infer<typeof BackendStatus>;

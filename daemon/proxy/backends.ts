@@ -6,6 +6,7 @@
 // backend whose connects fail is skipped for a while.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { BackendStatus } from '../protocol/api';
 import type { Backends } from './index';
 
 const httpAgent = new HttpAgent({
@@ -39,18 +40,6 @@ export interface Backend {
   maxModelLen: number | null;
   /** The model-list fetch in flight, if any. */
   modelsLoading: Promise<void> | null;
-}
-
-export interface BackendInfo {
-  url: string;
-  name: string;
-  run_id: string | null;
-  model_version: number | null;
-  outstanding: number;
-  total: number;
-  healthy: boolean;
-  last_error: string | null;
-  models: string[] | null;
 }
 
 export class BackendPool implements Backends {
@@ -130,7 +119,7 @@ export class BackendPool implements Backends {
     else this.minVersions.set(runId, min);
   }
 
-  list(): BackendInfo[] {
+  list(): BackendStatus[] {
     const now = Date.now();
     return [...this.backends.values()].map((b) => ({
       url: b.url,

@@ -60,6 +60,10 @@ describe('recordings on the reference engine', () => {
     const [call] = await calls();
     expect(call).toMatchObject({ status: 'ok', backend: STANDBY_NAME, token_source: 'backend' });
     expect(call.response_ids?.length).toBeGreaterThan(0);
+    const backends = async () => (await daemon.api('GET', '/api/backends')).body;
+    expect(await backends()).toMatchObject([
+      { name: STANDBY_NAME, run_id: null, healthy: true, outstanding: 0, total: 1, models: ['reference'] },
+    ]);
 
     // A run takes over: its own engine serves, the standby steps aside.
     const run = await daemon.api('POST', '/api/runs', {
@@ -77,6 +81,7 @@ describe('recordings on the reference engine', () => {
       return res.status === 200 && res.body.data.length === 1 && (await ask()) && (await calls()).length >= 2;
     });
     expect((await calls()).at(-1)).toMatchObject({ status: 'ok', backend: `reference:${run.body.id}` });
+    expect(await backends()).toMatchObject([{ name: `reference:${run.body.id}`, run_id: run.body.id }]);
 
     // The run stops (no worker ever claimed its rollouts): the standby serves again.
     expect((await daemon.api('POST', `/api/runs/${run.body.id}/stop`, {})).status).toBeLessThan(300);
@@ -88,5 +93,6 @@ describe('recordings on the reference engine', () => {
 
     await daemon.api('POST', `/api/recordings/${rec.body.id}/stop`, {});
     await waitFor('the standby gone', async () => (await served()).length === 0);
+    expect(await backends()).toEqual([]);
   });
 });
