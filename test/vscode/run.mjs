@@ -148,6 +148,15 @@ async function saveAs(path) {
   await page.keyboard.press('Enter');
 }
 
+/** The lines of a file the extension writes, once it exists. */
+function fileLines(what, file, timeoutMs) {
+  return waitFor(
+    what,
+    async () => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : null),
+    timeoutMs,
+  );
+}
+
 function toast(text) {
   return page.locator('.notifications-toasts .notification-toast', { hasText: text });
 }
@@ -606,11 +615,7 @@ async function checks() {
     await quickPick(rec.name);
     await quickPick('Training samples (JSONL)');
     await saveAs(out);
-    const lines = await waitFor(
-      'the recording samples file',
-      async () => (existsSync(out) ? readFileSync(out, 'utf8').trim().split('\n') : null),
-      30_000,
-    );
+    const lines = await fileLines('the recording samples file', out, 30_000);
     await toast('wrote 1 samples').first().waitFor({ timeout: 20_000 });
     const detail = await api('GET', `/api/rollouts/${rec.rollout_id}`);
     const calls = detail.llm_calls.filter((c) => c.status === 'ok' && c.prompt_ids && c.response_ids);
@@ -701,11 +706,7 @@ async function checks() {
     await palette('Harness RL: Export Samples…');
     await quickPick('vscode-math');
     await saveAs(out);
-    const lines = await waitFor(
-      'the samples file',
-      async () => (existsSync(out) ? readFileSync(out, 'utf8').trim().split('\n') : null),
-      60_000,
-    );
+    const lines = await fileLines('the samples file', out, 60_000);
     const summary = JSON.parse(lines.at(-1)).summary;
     if (!summary || summary.samples !== lines.length - 1 || summary.samples === 0) {
       throw new Error(`unexpected export: ${lines.at(-1)}`);
