@@ -546,10 +546,17 @@ describe.each(active)('$name store', (backend) => {
     const observer = await openStore(db.spec, db.dataDir);
     cleanups.push(() => observer.close());
     const seen: Promise<[string, boolean]>[] = [];
+    // The observer reads on its own connection a moment later, when the rollout may have moved on:
+    // visible means it shows this status or a later one, never an earlier one.
+    const order = ['queued', 'running', 'succeeded'];
     store.subscribe((e) => {
       if (e.type === 'rollout') {
         const { id, status } = e.rollout;
-        seen.push(observer.getRollout(id).then((r) => [status, r?.status === status]));
+        seen.push(
+          observer
+            .getRollout(id)
+            .then((r) => [status, r !== null && order.indexOf(r.status) >= order.indexOf(status)]),
+        );
       }
       if (e.type === 'llm_call') {
         seen.push(observer.getLlmCall(e.call.id).then((c) => ['call', c !== null]));
