@@ -20,7 +20,6 @@ import type {
   RolloutStatus,
   Run,
   RunMetrics,
-  RunStatus,
   Task,
 } from '../protocol/entities';
 import type { DaemonEvent } from '../protocol/events';

@@ -33,7 +33,6 @@ function parseCall(body: string): { name: string; arguments: string } | null {
 export class AssistantTextParser {
   private buf = '';
   private mode: 'start' | 'reasoning' | 'content' | 'call' = 'start';
-  private callBody = '';
 
   /** `thinking`: the prompt already opened a think block (the model's output starts inside it). */
   constructor(private opts: { thinking?: boolean } = {}) {}
@@ -87,7 +86,6 @@ export class AssistantTextParser {
           addContent(this.buf.slice(0, i));
           this.buf = this.buf.slice(i + CALL_OPEN.length);
           this.mode = 'call';
-          this.callBody = '';
           continue;
         }
         const k = hold(CALL_OPEN);
