@@ -2,6 +2,7 @@
 // harness on it, run the verifier when the run rewards by verifier, post the reward and finish the
 // attempt. `harness-rl worker` and the demo use it.
 import { hostname } from 'node:os';
+import { readReply, restFetch } from '../api/rest-call';
 import { type RolloutDetail, RolloutDetail as RolloutDetailSchema } from '../protocol/api';
 import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
 import { type Claimed, Claimed as ClaimedSchema, HeartbeatReply } from './wire';
@@ -75,22 +76,17 @@ async function call(
   body: unknown,
   signal?: AbortSignal,
 ): Promise<{ status: number; json: unknown }> {
-  const response = await fetch(`${options.daemonUrl.replace(/\/$/, '')}${path}`, {
+  const response = await restFetch(
+    `${options.daemonUrl.replace(/\/$/, '')}${path}`,
     method,
-    headers: {
-      authorization: `Bearer ${options.token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    options.token,
+    body,
     signal,
-  });
-  const text = await response.text();
-  let json: unknown = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    json = text;
-  }
+  );
+  const reply = await readReply(response);
+  const text = reply.text;
+  // A body that is not JSON is kept as its text (for the error message and the caller's schema).
+  const json = reply.json ?? (text || null);
   if (response.status >= 400) {
     const message =
       (json as { error?: { message?: string } } | null)?.error?.message ?? `HTTP ${response.status} ${text}`;

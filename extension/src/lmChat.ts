@@ -5,6 +5,7 @@
 // counts from the proxy's count_tokens (the backend's tokenizer) with a documented estimate as
 // fallback.
 import { z } from 'zod';
+import { readReply, restFetch } from '../../daemon/api/rest-call';
 import { SseParser } from '../../daemon/proxy/sse';
 
 /** Where the proxy is and the daemon token (`DaemonClient.baseUrl` / `.token`). */
@@ -257,17 +258,13 @@ function refusalMessage(model: string, message: string, code: string | null): st
 }
 
 async function proxyError(res: Response, model: string): Promise<ProxyChatError> {
-  const text = await res.text().catch(() => '');
+  const { text, json } = await readReply(res).catch(() => ({ text: '', json: null }));
   let message = text.trim().slice(0, 500) || `HTTP ${res.status}`;
   let code: string | null = null;
-  try {
-    const parsed = ErrorBody.safeParse(JSON.parse(text));
-    if (parsed.success) {
-      message = parsed.data.error.message;
-      code = parsed.data.error.code ?? null;
-    }
-  } catch {
-    // not JSON: keep the raw text
+  const parsed = ErrorBody.safeParse(json);
+  if (parsed.success) {
+    message = parsed.data.error.message;
+    code = parsed.data.error.code ?? null;
   }
   return new ProxyChatError(
     `The Harness RL proxy refused the chat (HTTP ${res.status}): ${refusalMessage(model, message, code)}`,
@@ -361,12 +358,13 @@ export async function* streamChat(
 ): AsyncGenerator<ResponsePart> {
   let res: Response;
   try {
-    res = await fetch(new URL('/v1/chat/completions', conn.baseUrl), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${conn.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(request),
+    res = await restFetch(
+      new URL('/v1/chat/completions', conn.baseUrl).href,
+      'POST',
+      conn.token,
+      request,
       signal,
-    });
+    );
   } catch (e) {
     if (signal?.aborted) throw e;
     throw new ProxyChatError(`cannot reach the Harness RL daemon at ${conn.baseUrl}: ${String(e)}`, null);
@@ -434,12 +432,13 @@ export class TokenCounter {
       return hit;
     }
     const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 10_000);
-    const res = await fetch(new URL('/v1/messages/count_tokens', conn.baseUrl), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${conn.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: text }] }),
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-    });
+    const res = await restFetch(
+      new URL('/v1/messages/count_tokens', conn.baseUrl).href,
+      'POST',
+      conn.token,
+      { model, messages: [{ role: 'user', content: text }] },
+      signal ? AbortSignal.any([signal, timeout]) : timeout,
+    );
     const body = (await res.json().catch(() => null)) as { input_tokens?: unknown } | null;
     const n = body?.input_tokens;
     if (!res.ok || typeof n !== 'number' || !Number.isInteger(n) || n < 0)
@@ -487,10 +486,13 @@ export async function listChatModels(
 ): Promise<ChatModelInformation[]> {
   const names = new Set(runModelNames.filter((n) => n.length > 0));
   try {
-    const res = await fetch(new URL('/v1/models', conn.baseUrl), {
-      headers: { authorization: `Bearer ${conn.token}` },
-      signal: AbortSignal.timeout(10_000),
-    });
+    const res = await restFetch(
+      new URL('/v1/models', conn.baseUrl).href,
+      'GET',
+      conn.token,
+      undefined,
+      AbortSignal.timeout(10_000),
+    );
     const parsed = ModelList.safeParse(res.ok ? await res.json() : null);
     if (parsed.success) for (const m of parsed.data.data) if (m.owned_by === 'harness-rl') names.add(m.id);
   } catch {
