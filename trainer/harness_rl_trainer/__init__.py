@@ -1,0 +1,3 @@
+"""harness-rl's trainer on PyTorch (transformers + peft, FSDP2 under torchrun)."""
+
+__version__ = "0.1.0"
