@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { registerApi } from './api';
+import { apiJsonParser, registerApi } from './api';
 import { registerCluster } from './cluster';
 import { ensureToken } from './config/token';
 import type { DaemonContext } from './context';
@@ -80,6 +80,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     forceCloseConnections: true,
     return503OnClosing: true,
   });
+  // Routes outside /api and the proxy (the cluster's worker routes) parse JSON bodies like the API.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, apiJsonParser);
   // Closed in reverse: the run controller, the event sockets, the HTTP server, then the store.
   const closers: (() => Promise<void>)[] = [() => store.close(), () => app.close()];
   const closeAll = async () => {

@@ -5,11 +5,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { DaemonContext } from '../context';
 import { authorize, bearerToken } from './auth';
+import { apiJsonParser } from './body';
 import { ApiError, errorBody, toApiError, validationError } from './errors';
 import { attachEvents } from './events';
 import { addOtherRoute } from './openapi';
 import { type AnyRoute, type Caller, routes } from './routes';
 
+export { apiJsonParser } from './body';
 export { routes } from './routes';
 
 function parse(schema: z.ZodType | undefined, value: unknown, where: string): unknown {
@@ -47,20 +49,10 @@ export async function registerApi(
 
   await app.register(
     async (api) => {
-      // Our own JSON parser: an empty body is "no body", malformed JSON is a 400 that says where.
+      // Our own JSON parser: an empty body is "no body"; malformed JSON, `null` and bodies nested
+      // deeper than MAX_JSON_DEPTH are 400s naming the body.
       api.removeContentTypeParser('application/json');
-      api.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
-        const raw = String(text);
-        if (raw.trim() === '') return done(null, undefined);
-        try {
-          done(null, JSON.parse(raw));
-        } catch (err) {
-          done(
-            new ApiError(400, 'invalid_json', `malformed JSON body: ${(err as Error).message}`, 'body'),
-            undefined,
-          );
-        }
-      });
+      api.addContentTypeParser('application/json', { parseAs: 'string' }, apiJsonParser);
       api.setErrorHandler((err, req, reply) => {
         const e = toApiError(err, bodyLimit);
         if (e.status >= 500) ctx.log('api error', { method: req.method, url: req.url, error: e.message });

@@ -3,6 +3,7 @@
 // session). Every call goes to an inference backend (or a recording's upstream) and is recorded.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { parseJsonBody } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { WireApi } from '../protocol/entities';
 import { BackendPool, readText, rootUrl, send } from './backends';
@@ -19,6 +20,7 @@ import {
   translatedOutput,
 } from './pipeline';
 import { Recorder } from './recorder';
+import { ChatBody, CompletionBody } from './requests';
 import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
 import type { ChatRequest } from './translate/types';
@@ -48,35 +50,8 @@ export interface ProxyHandle {
 
 type Json = Record<string, any>;
 
-const tokenIds = (v: unknown) =>
-  Array.isArray(v) && v.length > 0 && v.every((x) => Number.isInteger(x) && x >= 0);
-const Common = {
-  model: z.string().min(1),
-  stream: z.boolean().nullish(),
-  n: z.number().int().min(1).max(128).nullish(),
-  max_tokens: z.number().int().positive().nullish(),
-  stop: z.union([z.string(), z.array(z.string()).max(16)]).nullish(),
-  stream_options: z.looseObject({ include_usage: z.boolean().nullish() }).nullish(),
-};
-export const ChatBody = z.looseObject({
-  ...Common,
-  messages: z.array(z.looseObject({ role: z.string().min(1) })).min(1),
-  max_completion_tokens: z.number().int().positive().nullish(),
-  tools: z.array(z.looseObject({ type: z.string() })).nullish(),
-  logprobs: z.boolean().nullish(),
-  return_token_ids: z.boolean().nullish(),
-});
-export const CompletionBody = z.looseObject({
-  ...Common,
-  prompt: z.union([
-    z.string(),
-    z.array(z.string()).min(1),
-    z.custom<number[]>(tokenIds, 'expected a list of token ids'),
-    z.array(z.custom<number[]>(tokenIds, 'expected a list of token ids')).min(1),
-  ]),
-  logprobs: z.number().int().min(0).max(20).nullish(),
-  return_token_ids: z.boolean().nullish(),
-});
+/** The native request schemas (OpenAI's checks; unknown keys pass through). */
+export { ChatBody, CompletionBody } from './requests';
 
 const DEFAULT_SIDE_MODELS = '(^|[-_./])(haiku|mini|nano)([-_./]|$)';
 const TITLE_HINT = /\btitle\b|summari[sz]e this (coding )?conversation/i;
@@ -128,8 +103,14 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     return [];
   };
 
-  const newCall = (req: FastifyRequest, reply: FastifyReply, wire: WireApi, t0: number) =>
-    new Call({
+  /**
+   * A call of `req`. A body that could not be parsed (malformed, nested too deep) is recorded as its
+   * raw text, truncated, so nothing ever walks it.
+   */
+  const newCall = (req: FastifyRequest, reply: FastifyReply, wire: WireApi, t0: number) => {
+    const raw = rawBodies.get(req);
+    const parsed = req.body !== undefined || raw === undefined || raw.trim() === '';
+    return new Call({
       ctx,
       recorder,
       pool,
@@ -137,11 +118,12 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       wire,
       errorWire: wire === 'messages' ? 'anthropic' : 'openai',
       scope: null,
-      request: req.body ?? null,
-      raw: rawBodies.get(req),
+      request: parsed ? (req.body ?? null) : truncate(raw),
+      raw: parsed ? raw : undefined,
       t0,
       tags: [],
     });
+  };
 
   /** Secrets-backed target for a recording's OpenAI / vLLM upstream (chat and completions). */
   const fixedTarget = async (scope: Scope): Promise<FixedTarget | null> => {
@@ -425,16 +407,23 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     proxy.removeAllContentTypeParsers();
     proxy.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, (req, text, done) => {
       const raw = String(text);
-      if (raw.trim() === '') return done(null, undefined);
       rawBodies.set(req, raw);
-      try {
-        done(null, JSON.parse(raw));
-      } catch (err) {
-        done(
-          new ProxyError(400, `invalid JSON body: ${(err as Error).message}`, null, 'invalid_json'),
-          undefined,
-        );
-      }
+      const parsed = parseJsonBody(raw);
+      if ('value' in parsed) return done(null, parsed.value);
+      const { code, message } = parsed.problem;
+      // A null body falls through to the route, which names the parameters it lacks.
+      if (code === 'null_body') return done(null, null);
+      done(
+        new ProxyError(
+          400,
+          code === 'invalid_json'
+            ? `invalid JSON body: ${message.replace(/^malformed JSON body: /, '')}`
+            : message,
+          null,
+          code,
+        ),
+        undefined,
+      );
     });
     proxy.setErrorHandler(async (err, req, reply) => {
       const e = asProxyError(err, bodyLimit);
@@ -465,6 +454,14 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   app.addHook('onClose', async () => scopes.close());
 
   return { backends: pool, pool };
+}
+
+/** The first RAW_KEEP characters of an unparsable body, marked when cut. */
+const RAW_KEEP = 10_000;
+function truncate(raw: string): string {
+  return raw.length <= RAW_KEEP
+    ? raw
+    : `${raw.slice(0, RAW_KEEP)}… (${raw.length - RAW_KEEP} more characters)`;
 }
 
 function wireApiOfUrl(url: string): WireApi {

@@ -5,7 +5,7 @@
 import type { NewLlmCall } from '../protocol/entities';
 import { readText, SendError, send, timedOut } from './backends';
 import { ProxyError } from './errors';
-import { backendErrorMessage, type Call } from './pipeline';
+import { backendErrorMessage, type Call, parseBackendJson } from './pipeline';
 import { SseParser } from './sse';
 
 type Json = Record<string, any>;
@@ -168,12 +168,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
       return;
     }
     if (call.settled) return;
-    let json: Json | null = null;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = null;
-    }
+    const json = parseBackendJson(text);
     call.settled = true;
     if (o.record) {
       const total = call.elapsed();
@@ -245,12 +240,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
     const relay = (buf: Buffer) => {
       if (call.settled) return;
       for (const ev of parser.push(buf)) {
-        let data: Json | null = null;
-        try {
-          data = ev.data === '[DONE]' ? null : JSON.parse(ev.data);
-        } catch {
-          data = null;
-        }
+        const data = ev.data === '[DONE]' ? null : parseBackendJson(ev.data);
         const type = ev.event ?? (typeof data?.type === 'string' ? data.type : null);
         if (ttft === null) ttft = call.elapsed();
         if (data && type) {

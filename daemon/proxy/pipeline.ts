@@ -3,6 +3,7 @@
 // record it — always before the final byte reaches the harness, failures and cancellations included.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import { nestsDeeperThan } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { NewLlmCall, WireApi } from '../protocol/entities';
 import {
@@ -236,10 +237,23 @@ export class Call {
   }
 }
 
+/**
+ * A backend's JSON answer, or null when it is not JSON or nests deeper than MAX_JSON_DEPTH (nothing
+ * may walk such a value: the record keeps the text instead).
+ */
+export function parseBackendJson(text: string): Json | null {
+  if (nestsDeeperThan(text)) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
 /** Message of a backend error body (vLLM `{message}`, OpenAI `{error:{message}}`, or raw text). */
 export function backendErrorMessage(text: string): string {
   try {
-    const j = JSON.parse(text) as Json;
+    const j = parseBackendJson(text);
     const m = j?.error?.message ?? j?.message ?? j?.detail ?? j?.error;
     if (typeof m === 'string') return m;
     if (m != null) return JSON.stringify(m).slice(0, 1000);
@@ -327,11 +341,12 @@ export async function dispatch(
   }
   const tried = new Set<Backend>();
   const runModel = call.scope?.runConfig?.model?.name;
-  let lastError: unknown = null;
+  /** Each backend that could not be reached this call, and why (the 502 names them all). */
+  const unreachable: { name: string; error: SendError }[] = [];
   for (;;) {
     const b = pool.pick(call.scope?.rolloutId ?? null, tried, call.scope?.rollout.run_id ?? null);
     if (!b) {
-      if (lastError) throw sendFailure(lastError, 'the inference backends');
+      if (unreachable.length > 0) throw unreachableFailure(unreachable);
       throw new ProxyError(
         503,
         pool.size === 0
@@ -406,12 +421,17 @@ export async function dispatch(
       if (e instanceof SendError && e.kind === 'connect' && !call.settled) {
         pool.markUnhealthy(b, e.message);
         tried.add(b);
-        lastError = e;
+        unreachable.push({ name: b.name, error: e });
         continue;
       }
       throw sendFailure(e, b.name);
     }
   }
+}
+
+/** What went wrong talking to one backend, without send()'s generic prefix. */
+function detail(e: SendError): string {
+  return e.message.replace(/^cannot reach backend: /, '');
 }
 
 function sendFailure(e: unknown, name: string): ProxyError {
@@ -420,13 +440,33 @@ function sendFailure(e: unknown, name: string): ProxyError {
     if (e.kind === 'timeout')
       return new ProxyError(504, `backend ${name} timed out: ${e.message}`, null, 'backend_timeout');
     if (e.kind === 'aborted') return new ProxyError(499, 'the client closed the request', null, 'cancelled');
-    return new ProxyError(502, `backend ${name} failed: ${e.message}`, null, 'backend_unreachable');
+    if (e.kind === 'connect')
+      return new ProxyError(
+        502,
+        `backend ${name} could not be reached: ${detail(e)}`,
+        null,
+        'backend_unreachable',
+      );
+    return new ProxyError(502, `backend ${name} failed: ${e.message}`, null, 'backend_error');
   }
   return new ProxyError(
     502,
     `backend ${name} failed: ${e instanceof Error ? e.message : String(e)}`,
     null,
     'backend_error',
+  );
+}
+
+/** The 502 after failing over through every backend: each one by name, with how it failed. */
+function unreachableFailure(list: { name: string; error: SendError }[]): ProxyError {
+  if (list.length === 1) return sendFailure(list[0].error, list[0].name);
+  return new ProxyError(
+    502,
+    `none of the ${list.length} inference backends could be reached: ${list
+      .map((u) => `${u.name} (${detail(u.error)})`)
+      .join('; ')}`,
+    null,
+    'backend_unreachable',
   );
 }
 
@@ -552,12 +592,7 @@ async function finishWhole(
   }
   if (call.settled) return;
   const status = d.res.statusCode ?? 502;
-  let json: Json | null = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = null;
-  }
+  let json: Json | null = parseBackendJson(text);
   if (status >= 400) {
     const message = `backend ${d.backendName} answered ${status}: ${backendErrorMessage(text)}`;
     await call.fail(
@@ -722,11 +757,11 @@ async function finishStream(
         sawDone = true;
         return true;
       }
-      let obj: Json;
-      try {
-        obj = JSON.parse(data);
-      } catch {
-        failMid(`backend ${d.backendName} sent stream data that is not JSON: ${data.slice(0, 200)}`);
+      const obj = parseBackendJson(data);
+      if (obj === null) {
+        failMid(
+          `backend ${d.backendName} sent stream data that is not JSON (or nests too deep): ${data.slice(0, 200)}`,
+        );
         return false;
       }
       if (obj && (obj.error || obj.object === 'error')) {

@@ -92,9 +92,10 @@ const base = {
   tools: z.array(Tool).optional(),
   tool_choice: ToolChoice.optional(),
   stop_sequences: z.array(z.string()).optional(),
-  temperature: z.number().min(0).optional(),
+  // Anthropic's ranges: temperature 0–1, top_p 0–1, top_k a count.
+  temperature: z.number().min(0).max(1).optional(),
   top_p: z.number().min(0).max(1).optional(),
-  top_k: z.number().int().optional(),
+  top_k: z.number().int().min(0).optional(),
   stream: z.boolean().optional(),
   metadata: z.object({ user_id: z.string().nullish() }).loose().optional(),
   thinking: z

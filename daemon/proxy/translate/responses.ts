@@ -122,7 +122,7 @@ export const ResponsesRequest = z.object({
   tool_choice: ToolChoice.optional(),
   parallel_tool_calls: z.boolean().nullish(),
   max_output_tokens: z.number().int().positive().nullish(),
-  temperature: z.number().min(0).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
   stream: z.boolean().nullish(),
   text: z.object({ format: TextFormat.optional() }).loose().nullish(),

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_JSON_DEPTH, nestsDeeperThan, parseJsonBody } from './body';
+
+describe('nestsDeeperThan', () => {
+  it('counts arrays and objects, not brackets inside strings (escaped quotes included)', () => {
+    expect(nestsDeeperThan('[[[]]]', 3)).toBe(false);
+    expect(nestsDeeperThan('[[[[]]]]', 3)).toBe(true);
+    expect(nestsDeeperThan('{"a":{"b":[1]}}', 3)).toBe(false);
+    expect(nestsDeeperThan('{"a":{"b":[{}]}}', 3)).toBe(true);
+    const brackets = JSON.stringify({ text: '[[[[{{{{ "\\" [[[[' });
+    expect(nestsDeeperThan(brackets, 1)).toBe(false);
+    expect(nestsDeeperThan(JSON.stringify(['a\\', ['b"', ['c\\\\"']]]), 2)).toBe(true);
+    expect(nestsDeeperThan(JSON.stringify(['a\\', ['b"', ['c\\\\"']]]), 3)).toBe(false);
+  });
+
+  it('agrees with the real depth of random JSON', () => {
+    const depth = (v: unknown): number =>
+      v && typeof v === 'object' ? 1 + Math.max(0, ...Object.values(v).map(depth)) : 0;
+    let seed = 7;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const gen = (d: number): unknown => {
+      const r = rand();
+      if (d > 12 || r < 0.3) return r < 0.15 ? `s"[{\\${r}` : r;
+      if (r < 0.65) return Array.from({ length: 1 + Math.floor(rand() * 3) }, () => gen(d + 1));
+      return Object.fromEntries(
+        Array.from({ length: 1 + Math.floor(rand() * 3) }, (_, i) => [`k[${i}"`, gen(d + 1)]),
+      );
+    };
+    for (let i = 0; i < 300; i++) {
+      const v = gen(0);
+      const text = JSON.stringify(v);
+      const d = depth(v);
+      expect(nestsDeeperThan(text, d)).toBe(false);
+      if (d > 0) expect(nestsDeeperThan(text, d - 1)).toBe(true);
+    }
+  });
+});
+
+describe('parseJsonBody', () => {
+  it('empty is no body; null, malformed and too deep are problems; the bound itself passes', () => {
+    expect(parseJsonBody('  ')).toEqual({ value: undefined });
+    expect(parseJsonBody('{"a":1}')).toEqual({ value: { a: 1 } });
+    expect(parseJsonBody('null')).toMatchObject({ problem: { code: 'null_body' } });
+    expect(parseJsonBody('{"a":')).toMatchObject({ problem: { code: 'invalid_json' } });
+    const at = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    expect(parseJsonBody(at(MAX_JSON_DEPTH))).toHaveProperty('value');
+    expect(parseJsonBody(at(MAX_JSON_DEPTH + 1))).toMatchObject({ problem: { code: 'too_deep' } });
+  });
+});
