@@ -140,7 +140,7 @@ describe('each wire API checks parameter types like the official API', () => {
     );
     expect(ok.status).toBe(200);
     const stored = await env.proxy.calls(r.id);
-    expect((stored.at(-1)?.backend_request as { top_k?: number }).top_k).toBe(5);
+    expect(stored.at(-1)?.backend_request).toMatchObject({ top_k: 5 });
     expect(stored.filter((c) => c.http_status === 400)).toHaveLength(cases.length);
   });
 
