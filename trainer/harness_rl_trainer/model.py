@@ -1,0 +1,173 @@
+"""Loading a causal LM (full fine-tuning or a LoRA adapter), its per-token logprobs, and its weights on disk."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import torch
+
+# vLLM's allowed LoRA ranks (vllm/config/lora.py, max_lora_rank choices).
+VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+class TrainerError(Exception):
+    """A request the trainer cannot serve; ``field`` names the header field or file at fault."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+def check_lora(lora: dict | None) -> None:
+    if lora is None:
+        return
+    rank = lora["rank"]
+    if rank not in VLLM_LORA_RANKS:
+        raise TrainerError(
+            f"LoRA rank {rank} is not one vLLM loads (allowed: {', '.join(map(str, VLLM_LORA_RANKS))})",
+            field="run.model.lora.rank",
+        )
+
+
+def resolve_model_path(model: dict) -> str:
+    """The local folder (model.path) or, when no path is given, the hub id (model.name)."""
+    path = model.get("path")
+    if path:
+        p = Path(path)
+        if not p.is_dir():
+            raise TrainerError(f"model path {path} does not exist or is not a folder", field="run.model.path")
+        if not (p / "config.json").is_file():
+            raise TrainerError(f"model path {path} has no config.json", field="run.model.path")
+        return str(p)
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise TrainerError(
+            f"no model path given and the hub is offline (model {model['name']!r})", field="run.model.path"
+        )
+    return model["name"]
+
+
+def load_model(model_spec: dict, *, grad_ckpt: bool = True, seed: int = 0):
+    """The trainable model in fp32 (master weights; bf16 compute comes from autocast or FSDP2 mixed precision)."""
+    from transformers import AutoModelForCausalLM
+
+    check_lora(model_spec.get("lora"))
+    path = resolve_model_path(model_spec)
+    torch.manual_seed(seed)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    except (OSError, ValueError) as err:
+        raise TrainerError(f"cannot load model from {path}: {err}", field="run.model.path") from None
+    model.config.use_cache = False
+    lora = model_spec.get("lora")
+    if lora:
+        from peft import LoraConfig, get_peft_model
+
+        cfg = LoraConfig(
+            r=lora["rank"],
+            lora_alpha=lora["alpha"],
+            target_modules=LORA_TARGETS,
+            lora_dropout=0.0,
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
+        model = get_peft_model(model, cfg)
+    if grad_ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model, path
+
+
+def checkpoint_dtype(path: str) -> torch.dtype:
+    """The dtype the base checkpoint is stored in (weights are written back in it)."""
+    try:
+        cfg = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return torch.float32
+    name = cfg.get("dtype") or cfg.get("torch_dtype") or "float32"
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(str(name), torch.float32)
+
+
+def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The transformer blocks (each becomes one FSDP2 unit)."""
+    return [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+
+
+def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, with_entropy: bool = False):
+    """logp[b, t] = log p(input_ids[b, t+1] | input_ids[b, :t+1]) for t < L−1 (fp32); optionally the entropy."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+    lsm = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    logp = lsm.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    entropy = None
+    if with_entropy:
+        with torch.no_grad():
+            entropy = -(lsm.exp() * lsm).sum(-1)
+    return logp, entropy
+
+
+def file_entries(folder: Path) -> list[dict]:
+    out = []
+    for f in sorted(folder.iterdir()):
+        if not f.is_file():
+            continue
+        h = hashlib.sha256()
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        out.append({"name": f.name, "size": f.stat().st_size, "sha256": h.hexdigest()})
+    return out
+
+
+def write_weights(model, full_state: dict, folder: Path, *, base_path: str, save_dtype: torch.dtype) -> str:
+    """Writes the weights of ``full_state`` (a full, unsharded state dict) to ``folder``; returns the format.
+
+    LoRA: adapter_config.json + adapter_model.safetensors, the layout vLLM's /v1/load_lora_adapter
+    loads (no modules_to_save). Full: config.json, model.safetensors and the tokenizer of the base.
+    """
+    from safetensors.torch import save_file
+
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    if hasattr(model, "peft_config"):
+        from peft import get_peft_model_state_dict
+
+        adapter = get_peft_model_state_dict(model, state_dict=full_state)
+        tensors = {k: v.detach().to("cpu", save_dtype).contiguous().clone() for k, v in adapter.items()}
+        save_file(tensors, tmp / "adapter_model.safetensors", metadata={"format": "pt"})
+        cfg = model.peft_config["default"].to_dict()
+        cfg["base_model_name_or_path"] = base_path
+        cfg["modules_to_save"] = None
+        for k, v in list(cfg.items()):
+            if isinstance(v, set):
+                cfg[k] = sorted(v)
+        (tmp / "adapter_config.json").write_text(json.dumps(cfg, indent=2, default=str))
+        fmt = "lora"
+    else:
+        tensors = {k: v.detach().to("cpu", save_dtype).contiguous().clone() for k, v in full_state.items()}
+        save_file(tensors, tmp / "model.safetensors", metadata={"format": "pt"})
+        model.config.save_pretrained(tmp)
+        cfg_file = tmp / "config.json"
+        cfg_json = json.loads(cfg_file.read_text())
+        cfg_json["dtype"] = str(save_dtype).removeprefix("torch.")
+        cfg_json.pop("torch_dtype", None)
+        cfg_file.write_text(json.dumps(cfg_json, indent=2))
+        for name in (
+            "generation_config.json",
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "chat_template.jinja",
+            "special_tokens_map.json",
+            "vocab.json",
+            "merges.txt",
+        ):
+            src = Path(base_path) / name
+            if src.is_file():
+                shutil.copyfile(src, tmp / name)
+        fmt = "full"
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+    return fmt
