@@ -2,6 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { DaemonContext } from '../context';
+import { keyHash } from '../store/ids';
 import { ApiError } from './errors';
 import type { Auth, Caller } from './routes';
 
@@ -22,14 +23,18 @@ export function bearerToken(headers: IncomingHttpHeaders): string | null {
   return match ? match[1]! : null;
 }
 
-/** Does `key` belong to the rollout (its own key, or the key of the recording it collects)? */
+/**
+ * Does `key` belong to the rollout (its own key, or the key of the recording it collects)? The store
+ * keeps only SHA-256 hashes of keys, so the presented key's hash is compared (in constant time).
+ */
 async function isRolloutKey(ctx: DaemonContext, rolloutId: string, key: string): Promise<boolean> {
-  const own = await ctx.store.getRolloutKey(rolloutId);
-  if (own && sameSecret(own, key)) return true;
+  const presented = keyHash(key);
+  const own = await ctx.store.getRolloutKeyHash(rolloutId);
+  if (own && sameSecret(own, presented)) return true;
   const rollout = own ? await ctx.store.getRollout(rolloutId) : null;
   if (rollout?.recording_id) {
-    const recordingKey = await ctx.store.getRecordingKey(rollout.recording_id);
-    if (recordingKey && sameSecret(recordingKey, key)) return true;
+    const recordingKey = await ctx.store.getRecordingKeyHash(rollout.recording_id);
+    if (recordingKey && sameSecret(recordingKey, presented)) return true;
   }
   return false;
 }

@@ -6,6 +6,7 @@ import { readSecrets } from '../config/secrets';
 import type { DaemonContext } from '../context';
 import type { RunConfig } from '../protocol/config';
 import type { Recording, Rollout } from '../protocol/entities';
+import { keyHash } from '../store/ids';
 import { ProxyError } from './errors';
 
 export interface Upstream {
@@ -26,7 +27,8 @@ export interface Scope {
 }
 
 interface Entry {
-  key: string | null;
+  /** SHA-256 of the rollout's key (the store keeps no plain keys). */
+  keyHash: string | null;
   scope: Scope;
   at: number;
 }
@@ -48,6 +50,11 @@ function same(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** The scope with the caller's own key among the secrets redacted from recorded bodies. */
+function withSecret(scope: Scope, key: string): Scope {
+  return { ...scope, secrets: [...scope.secrets, key] };
 }
 
 function upstreamOf(recording: Recording | null): Upstream | null {
@@ -80,7 +87,7 @@ export class Scopes {
 
   /** The scope of `/r/<rolloutId>/…` for a caller presenting `key`; throws 404/401/403. */
   async forRollout(rolloutId: string, key: string | null): Promise<Scope> {
-    const entry = await this.entry(rolloutId);
+    let entry = await this.entry(rolloutId);
     if (!entry)
       throw new ProxyError(404, `unknown rollout ${JSON.stringify(rolloutId)}`, null, 'unknown_rollout');
     if (key === null)
@@ -90,9 +97,16 @@ export class Scopes {
         null,
         'missing_key',
       );
-    if (!same(key, this.ctx.token) && !(entry.key !== null && same(key, entry.key)))
-      throw new ProxyError(403, `this key is not valid for rollout ${rolloutId}`, null, 'wrong_key');
-    return entry.scope;
+    if (same(key, this.ctx.token)) return entry.scope;
+    const hash = keyHash(key);
+    // A claim issues a new key: a cached hash may be older than the key presented.
+    if (entry.keyHash === null || !same(hash, entry.keyHash)) {
+      this.rollouts.delete(rolloutId);
+      entry = await this.entry(rolloutId);
+      if (!entry?.keyHash || !same(hash, entry.keyHash))
+        throw new ProxyError(403, `this key is not valid for rollout ${rolloutId}`, null, 'wrong_key');
+    }
+    return withSecret(entry.scope, key);
   }
 
   /** The scope of unscoped `/v1/…`: the active recording session; throws 409 when none is active. */
@@ -113,15 +127,17 @@ export class Scopes {
         'no_active_recording',
       );
     const entry = await this.entry(recording.rollout_id);
-    const recordingKey = await this.ctx.store.getRecordingKey(recording.id);
-    const ok =
-      same(key, this.ctx.token) ||
-      (recordingKey !== null && same(key, recordingKey)) ||
-      (entry?.key != null && same(key, entry.key));
+    const hash = keyHash(key);
+    const isToken = same(key, this.ctx.token);
+    let ok = isToken || (entry?.keyHash != null && same(hash, entry.keyHash));
+    if (!ok) {
+      const recordingKey = await this.ctx.store.getRecordingKeyHash(recording.id);
+      ok = recordingKey !== null && same(hash, recordingKey);
+    }
     if (!ok)
       throw new ProxyError(401, 'this key is not valid for the active recording session', null, 'wrong_key');
     if (!entry) throw new ProxyError(404, `the recording's rollout ${recording.rollout_id} is gone`);
-    return { ...entry.scope, secrets: [...entry.scope.secrets, ...(recordingKey ? [recordingKey] : [])] };
+    return isToken ? entry.scope : withSecret(entry.scope, key);
   }
 
   /** True when `key` is the daemon token (enough for listing models without a recording). */
@@ -147,15 +163,15 @@ export class Scopes {
       this.rollouts.delete(rolloutId);
       return null;
     }
-    const [key, attempts, recording, runConfig] = await Promise.all([
-      store.getRolloutKey(rolloutId),
+    const [hash, attempts, recording, runConfig] = await Promise.all([
+      store.getRolloutKeyHash(rolloutId),
       rollout.status === 'running' ? store.listAttempts(rolloutId) : Promise.resolve([]),
       rollout.recording_id ? store.getRecording(rollout.recording_id) : Promise.resolve(null),
       rollout.run_id ? this.runConfig(rollout.run_id) : Promise.resolve(null),
     ]);
     const running = attempts.filter((a) => a.status === 'running').at(-1) ?? null;
     const entry: Entry = {
-      key,
+      keyHash: hash,
       at: now,
       scope: {
         rolloutId,
@@ -164,7 +180,7 @@ export class Scopes {
         recording,
         upstream: upstreamOf(recording),
         runConfig,
-        secrets: [this.ctx.token, ...(key ? [key] : [])],
+        secrets: [this.ctx.token],
       },
     };
     this.rollouts.set(rolloutId, entry);

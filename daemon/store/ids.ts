@@ -1,6 +1,6 @@
 // Ids: prefix + 10 chars of Crockford base32 milliseconds + 12 random base32 chars (60 bits).
 // Lexicographic order is creation order (monotonic within a process, like ULID), URL-safe, short.
-import { randomBytes, randomFillSync } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -62,4 +62,12 @@ export function newId(prefix: string): string {
 /** A rollout or recording key: `hrk_` + 32 random bytes, base64url. */
 export function newKey(): string {
   return `hrk_${randomBytes(32).toString('base64url')}`;
+}
+
+/**
+ * What the store keeps of a key: its SHA-256, hex. Keys are 256 random bits, so a plain hash is
+ * enough (no salt or stretching needed): a copy of the database grants nothing.
+ */
+export function keyHash(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
 }

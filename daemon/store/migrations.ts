@@ -2,12 +2,15 @@
 // dialect). openStore applies the missing ones in one transaction and records them in schema_migrations.
 // Append new migrations at the end; never edit one that has shipped.
 import type { Driver, Queryable } from './driver';
+import { keyHash } from './ids';
 
 export interface Migration {
   version: number;
   name: string;
   /** SQL for both dialects ({JSON}, {BLOB}, {TS}, {REAL}, {INT} are filled in), or one per dialect. */
   up: string | Record<Dialect, string>;
+  /** Row changes SQL cannot express in a dialect (SQLite has no sha256), run after `up`, same transaction. */
+  data?: Partial<Record<Dialect, (q: Queryable) => Promise<void>>>;
 }
 
 type Dialect = Driver['dialect'];
@@ -199,13 +202,46 @@ ALTER TABLE llm_calls ALTER COLUMN response_ids SET STORAGE EXTERNAL;
 ALTER TABLE llm_calls ALTER COLUMN response_logprobs SET STORAGE EXTERNAL`,
     },
   },
+  {
+    // Keys were stored as they were handed out, so a copy of the database granted every rollout.
+    // Now only their SHA-256 is kept (ids.ts keyHash); existing keys are hashed in place and keep
+    // working.
+    version: 4,
+    name: 'rollout and recording keys stored as SHA-256 hashes',
+    up: {
+      sqlite: `
+ALTER TABLE rollouts RENAME COLUMN key TO key_sha256;
+ALTER TABLE recordings RENAME COLUMN key TO key_sha256`,
+      postgres: `
+ALTER TABLE rollouts RENAME COLUMN key TO key_sha256;
+ALTER TABLE recordings RENAME COLUMN key TO key_sha256;
+UPDATE rollouts SET key_sha256 = encode(sha256(convert_to(key_sha256, 'UTF8')), 'hex');
+UPDATE recordings SET key_sha256 = encode(sha256(convert_to(key_sha256, 'UTF8')), 'hex')`,
+    },
+    data: {
+      sqlite: async (q) => {
+        for (const table of ['rollouts', 'recordings']) {
+          const rows = await q.all<{ id: string; key_sha256: string }>(`SELECT id, key_sha256 FROM ${table}`);
+          for (const r of rows)
+            await q.run(`UPDATE ${table} SET key_sha256 = ? WHERE id = ?`, [keyHash(r.key_sha256), r.id]);
+        }
+      },
+    },
+  },
 ];
 
-export function migrations(dialect: Dialect): { version: number; name: string; up: string }[] {
+export function migrations(
+  dialect: Dialect,
+): { version: number; name: string; up: string; data?: (q: Queryable) => Promise<void> }[] {
   const types = TYPES[dialect];
   return MIGRATIONS.map((m) => {
     const sql = typeof m.up === 'string' ? m.up : m.up[dialect];
-    return { ...m, up: sql.replace(/\{(\w+)\}/g, (_, t: string) => types[t]) };
+    return {
+      version: m.version,
+      name: m.name,
+      up: sql.replace(/\{(\w+)\}/g, (_, t: string) => types[t]),
+      data: m.data?.[dialect],
+    };
   });
 }
 
@@ -232,6 +268,7 @@ export async function migrate(driver: Driver, target = LATEST_VERSION): Promise<
     for (const m of list) {
       if (applied.has(m.version)) continue;
       await q.exec(m.up);
+      if (m.data) await m.data(q);
       await q.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
         m.version,
         m.name,

@@ -26,7 +26,7 @@ import {
 import type { DaemonEvent, LlmCallSummary } from '../protocol/events';
 import { decodeIds, decodeLogprobs, encodeIds, encodeLogprobs } from './codec';
 import type { Driver, Param, Queryable, Row } from './driver';
-import { newId, newKey } from './ids';
+import { keyHash, newId, newKey } from './ids';
 import { type NewRollout, type RolloutFilter, type Store, StoreError } from './store';
 
 const DEFAULT_LIMIT = 100;
@@ -694,7 +694,7 @@ export class SqlStore implements Store {
           'status',
           'attempt_count',
           'max_attempts',
-          'key',
+          'key_sha256',
           'created_at',
           'updated_at',
         ],
@@ -709,7 +709,7 @@ export class SqlStore implements Store {
           r.status,
           0,
           r.max_attempts,
-          r.key,
+          keyHash(r.key),
           r.created_at,
           r.updated_at,
         ]),
@@ -727,11 +727,24 @@ export class SqlStore implements Store {
     return row ? toRollout(row) : null;
   }
 
-  async getRolloutKey(id: string): Promise<string | null> {
+  async getRolloutKeyHash(id: string): Promise<string | null> {
     const row = await this.read(() =>
-      this.db.get<{ key: string }>('SELECT key FROM rollouts WHERE id = ?', [id]),
+      this.db.get<{ key_sha256: string }>('SELECT key_sha256 FROM rollouts WHERE id = ?', [id]),
     );
-    return row ? String(row.key) : null;
+    return row ? String(row.key_sha256) : null;
+  }
+
+  async issueRolloutKey(id: string): Promise<string | null> {
+    const key = newKey();
+    const changed = await this.tx((q) =>
+      q.run('UPDATE rollouts SET key_sha256 = ? WHERE id = ?', [keyHash(key), id]),
+    );
+    return changed > 0 ? key : null;
+  }
+
+  /** @deprecated issues a new key (issueRolloutKey): the store keeps only hashes. */
+  getRolloutKey(id: string): Promise<string | null> {
+    return this.issueRolloutKey(id);
   }
 
   /** Newest first, keyset-paged by id (the cursor is the last id of the previous page). */
@@ -1328,7 +1341,7 @@ export class SqlStore implements Store {
         stopped_at: null,
       };
       const key = newKey();
-      await q.run(`INSERT INTO recordings (${RECORDING_COLS}, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [
+      await q.run(`INSERT INTO recordings (${RECORDING_COLS}, key_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [
         recording.id,
         recording.name,
         recording.status,
@@ -1336,7 +1349,7 @@ export class SqlStore implements Store {
         recording.rollout_id,
         recording.created_at,
         recording.stopped_at,
-        key,
+        keyHash(key),
       ]);
       const rollout: Rollout = {
         id: recording.rollout_id,
@@ -1358,7 +1371,7 @@ export class SqlStore implements Store {
         finished_at: null,
       };
       await q.run(
-        'INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         [
           rollout.id,
           rollout.kind,
@@ -1367,7 +1380,7 @@ export class SqlStore implements Store {
           rollout.status,
           0,
           1,
-          newKey(),
+          keyHash(newKey()),
           t,
           t,
           t,
@@ -1386,11 +1399,11 @@ export class SqlStore implements Store {
     return row ? toRecording(row) : null;
   }
 
-  async getRecordingKey(id: string): Promise<string | null> {
+  async getRecordingKeyHash(id: string): Promise<string | null> {
     const row = await this.read(() =>
-      this.db.get<{ key: string }>('SELECT key FROM recordings WHERE id = ?', [id]),
+      this.db.get<{ key_sha256: string }>('SELECT key_sha256 FROM recordings WHERE id = ?', [id]),
     );
-    return row ? String(row.key) : null;
+    return row ? String(row.key_sha256) : null;
   }
 
   async activeRecording(): Promise<Recording | null> {

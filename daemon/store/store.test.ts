@@ -16,6 +16,7 @@ import {
   Task,
 } from '../protocol/entities';
 import { DaemonEvent } from '../protocol/events';
+import { keyHash, newKey } from './ids';
 import { openStore } from './open';
 import { freshStoreSpace, PG_SHOWN, postgresProblem, type TestStoreSpace } from './pg-testing';
 import type { SqlStore } from './sql-store';
@@ -189,8 +190,16 @@ describe.each(active)('$name store', (backend) => {
     const [a, b] = created;
     expect(a.key).toMatch(/^hrk_[A-Za-z0-9_-]{43}$/);
     expect(a.key).not.toBe(b.key);
-    expect(await store.getRolloutKey(a.id)).toBe(a.key);
-    expect(await store.getRolloutKey('ro_nope')).toBeNull();
+    // Only the key's SHA-256 is stored; a new key replaces it (a claim hands one out).
+    expect(await store.getRolloutKeyHash(a.id)).toBe(keyHash(a.key));
+    expect(await store.getRolloutKeyHash('ro_nope')).toBeNull();
+    const rows = await (store as SqlStore).driver.all('SELECT * FROM rollouts');
+    expect(JSON.stringify(rows)).not.toContain(a.key);
+    const issued = await store.issueRolloutKey(a.id);
+    expect(issued).toMatch(/^hrk_/);
+    expect(issued).not.toBe(a.key);
+    expect(await store.getRolloutKeyHash(a.id)).toBe(keyHash(issued ?? ''));
+    expect(await store.issueRolloutKey('ro_nope')).toBeNull();
     const got = Rollout.parse(await store.getRollout(a.id));
     expect(got).toMatchObject({
       status: 'queued',
@@ -594,8 +603,10 @@ describe.each(active)('$name store', (backend) => {
     const first = await store.createRecording({ name: 'morning', upstream: { kind: 'anthropic' } });
     expect(Recording.parse(first)).toMatchObject({ status: 'active', stopped_at: null });
     expect(first.key).toMatch(/^hrk_/);
-    expect(await store.getRecordingKey(first.id)).toBe(first.key);
-    expect(await store.getRecordingKey('rec_nope')).toBeNull();
+    expect(await store.getRecordingKeyHash(first.id)).toBe(keyHash(first.key));
+    expect(await store.getRecordingKeyHash('rec_nope')).toBeNull();
+    const rows = await (store as SqlStore).driver.all('SELECT * FROM recordings');
+    expect(JSON.stringify(rows)).not.toContain(first.key);
     expect(await store.getRollout(first.rollout_id)).toMatchObject({
       kind: 'recording',
       status: 'running',
@@ -728,7 +739,19 @@ describe.each(active)('$name store', (backend) => {
     cleanups.push(() => db.drop());
     const old = await openStore(db.spec, db.dataDir, { schemaVersion: 1 });
     const run = await old.createRun({ name: 'before upgrade', config: { n: 1 } });
-    const ro = await old.createRollout({ kind: 'run', run_id: run.id });
+    // Rows as version 1 wrote them: plain keys.
+    const ro = { id: 'ro_before_upgrade', key: newKey() };
+    const rec = { id: 'rec_before_upgrade', key: newKey() };
+    const t = new Date().toISOString();
+    const raw = (old as SqlStore).driver;
+    await raw.run(
+      "INSERT INTO recordings (id, name, status, rollout_id, key, created_at) VALUES (?, 'r', 'stopped', 'ro_x', ?, ?)",
+      [rec.id, rec.key, t],
+    );
+    await raw.run(
+      "INSERT INTO rollouts (id, kind, run_id, status, attempt_count, max_attempts, key, created_at, updated_at) VALUES (?, 'run', ?, 'queued', 0, 1, ?, ?, ?)",
+      [ro.id, run.id, ro.key, t, t],
+    );
     const call = await old.recordLlmCall(newCall({ rollout_id: ro.id, prompt_ids: [5, 6, 7] }));
     const versions = async (s: Store) =>
       (
@@ -741,7 +764,15 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2, 3]);
+    expect(await versions(upgraded)).toEqual([1, 2, 3, 4]);
+    // Version 4 hashed the keys in place: the old keys still work, and the database holds none.
+    expect(await upgraded.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
+    expect(await upgraded.getRecordingKeyHash(rec.id)).toBe(keyHash(rec.key));
+    const dump = JSON.stringify([
+      await (upgraded as SqlStore).driver.all('SELECT * FROM rollouts'),
+      await (upgraded as SqlStore).driver.all('SELECT * FROM recordings'),
+    ]);
+    expect(dump).not.toContain('hrk_');
     const indexSql =
       upgraded.kind === 'sqlite'
         ? "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'rollouts_run_status'"
@@ -762,7 +793,8 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2, 3]);
+    expect(await versions(again)).toEqual([1, 2, 3, 4]);
+    expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
   });
 
   it('keeps committed data across a close and reopen', async () => {

@@ -71,11 +71,20 @@ export interface Store {
   setGroupStatus(id: string, status: GroupStatus): Promise<void>;
 
   // rollouts and their life cycle: queued → running → succeeded | failed | cancelled
+  // A rollout's (and a recording's) key is shown once, when it is made; the store keeps only its
+  // SHA-256 (ids.ts keyHash), so callers compare keyHash(presented) with the stored hash.
   createRollout(input: NewRollout): Promise<Rollout & { key: string }>;
   /** Many rollouts in one transaction (a group, or a benchmark's 100,000). */
   createRollouts(inputs: NewRollout[]): Promise<(Rollout & { key: string })[]>;
   getRollout(id: string): Promise<Rollout | null>;
-  /** The secret key scoped to this rollout (for proxy auth); null for unknown ids. */
+  /** SHA-256 (hex) of the rollout's key (for auth); null for unknown ids. */
+  getRolloutKeyHash(id: string): Promise<string | null>;
+  /**
+   * A new key for the rollout (a claim hands it to the worker), replacing the old one, which stops
+   * working; null for unknown ids.
+   */
+  issueRolloutKey(id: string): Promise<string | null>;
+  /** @deprecated Issues a new key like issueRolloutKey (the plain key is not stored); use that. */
   getRolloutKey(id: string): Promise<string | null>;
   listRollouts(filter: RolloutFilter): Promise<Page<Rollout>>;
   /** Atomically take the oldest queued rollout (optionally of one run) and start an attempt on it. */
@@ -124,7 +133,8 @@ export interface Store {
   listNodes(): Promise<NodeInfo[]>;
   createRecording(input: { name: string; upstream: unknown }): Promise<Recording & { key: string }>;
   getRecording(id: string): Promise<Recording | null>;
-  getRecordingKey(id: string): Promise<string | null>;
+  /** SHA-256 (hex) of the recording's key; null for unknown ids. */
+  getRecordingKeyHash(id: string): Promise<string | null>;
   /** The active recording session, if any (unscoped proxy calls record into it). */
   activeRecording(): Promise<Recording | null>;
   listRecordings(): Promise<Recording[]>;
