@@ -319,13 +319,11 @@ class Trainer:
             "weights": None,
             "metrics": metrics,
         }
-        self._checkpoint(new_version, header["key"], result)
-        result["seconds"] = time.perf_counter() - started
-        return result
+        return self._checkpoint(new_version, header["key"], result, started)
 
     # ---- checkpoints ----------------------------------------------------------------------------
 
-    def _checkpoint(self, version: int, key: str, result: dict) -> None:
+    def _checkpoint(self, version: int, key: str, result: dict, started: float) -> dict:
         """Weights of the new version (gathered once, written by rank 0), train state, then state.json."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
@@ -350,6 +348,7 @@ class Trainer:
         self._save_train_state(run_dir / train_name)
         result["weights"] = weights
         result["checkpoint"] = str((run_dir / train_name).resolve())
+        result["seconds"] = time.perf_counter() - started
         if ctx.is_main:
             state = {
                 "version": version,
@@ -365,6 +364,7 @@ class Trainer:
         result = ctx.broadcast(result)
         self.version, self.last, self.weights = version, {"key": key, "result": result}, result["weights"]
         ctx.barrier()
+        return result
 
     def _prune(self, run_dir: Path, version: int) -> None:
         for d in run_dir.glob("train-v*"):
@@ -401,6 +401,9 @@ class Trainer:
         msd, osd = get_state_dict(self.model, self.optim, options=opts)
         state = {"model": msd, "optim": osd}
         dcp.load(state, checkpoint_id=str(folder))
+        opts = StateDictOptions(
+            ignore_frozen_params=True, strict=False
+        )  # the frozen base comes from the model path
         set_state_dict(
             self.model,
             self.optim,
