@@ -1,10 +1,14 @@
 // GET /api/events: a WebSocket that streams every store event as one JSON DaemonEvent per message.
-// Browsers cannot set headers, so the token may also come as ?token=. ?run_id= keeps one run's events.
+// Auth: the daemon token as `Authorization: Bearer`, or, for clients that cannot set headers
+// (browsers, webviews), `?ticket=` with a single-use ticket from POST /api/events/ticket, so the
+// token itself never travels in a URL (where proxies and access logs keep it). ?run_id= keeps one
+// run's events.
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { DaemonContext } from '../context';
-import { EventsQuery } from '../protocol/api';
+import { EventsQuery, type EventsTicket } from '../protocol/api';
 import type { DaemonEvent } from '../protocol/events';
 import { authorize, bearerToken } from './auth';
 import { ApiError, errorBody, toApiError, validationError } from './errors';
@@ -12,6 +16,44 @@ import { ApiError, errorBody, toApiError, validationError } from './errors';
 export const EVENTS_PATH = '/api/events';
 /** A client that reads slower than this much backlog is dropped rather than buffered without bound. */
 const MAX_BACKLOG_BYTES = 64 * 1024 * 1024;
+
+/** How long a ticket may wait before it opens its socket. */
+export const TICKET_TTL_MS = 30_000;
+/** Outstanding tickets kept at most (the oldest go first): issuing cannot grow memory without bound. */
+const MAX_TICKETS = 10_000;
+
+/** Single-use tickets for the event socket, per daemon. */
+export class EventTickets {
+  private readonly expiry = new Map<string, number>();
+
+  issue(now = Date.now()): EventsTicket {
+    for (const [t, until] of this.expiry) {
+      if (until > now && this.expiry.size < MAX_TICKETS) break;
+      this.expiry.delete(t);
+    }
+    const ticket = `hrt_${randomBytes(24).toString('base64url')}`;
+    const until = now + TICKET_TTL_MS;
+    this.expiry.set(ticket, until);
+    return { ticket, expires_at: new Date(until).toISOString() };
+  }
+
+  /** True (once) for a ticket issued within TICKET_TTL_MS; it is spent either way. */
+  take(ticket: string, now = Date.now()): boolean {
+    const until = this.expiry.get(ticket);
+    this.expiry.delete(ticket);
+    return until !== undefined && until > now;
+  }
+}
+
+const tickets = new WeakMap<DaemonContext, EventTickets>();
+export function eventTickets(ctx: DaemonContext): EventTickets {
+  let t = tickets.get(ctx);
+  if (!t) {
+    t = new EventTickets();
+    tickets.set(ctx, t);
+  }
+  return t;
+}
 
 function reject(socket: Duplex, err: ApiError): void {
   const body = JSON.stringify(errorBody(err));
@@ -105,9 +147,25 @@ export function attachEvents(server: Server, ctx: DaemonContext): { close(): Pro
     }
     socket.on('error', () => socket.destroy());
     (async () => {
+      if (url.searchParams.has('token'))
+        throw new ApiError(
+          400,
+          'invalid_request',
+          'the token is not accepted in the URL (proxies and logs keep URLs): send Authorization: Bearer <token>, or POST /api/events/ticket and connect with ?ticket=',
+          'token',
+        );
       const parsed = EventsQuery.safeParse(Object.fromEntries(url.searchParams));
       if (!parsed.success) throw validationError(parsed.error, 'query');
-      await authorize(ctx, 'token', bearerToken(req.headers) ?? parsed.data.token ?? null, undefined);
+      const header = bearerToken(req.headers);
+      const ticket = parsed.data.ticket;
+      if (header !== null || ticket === undefined) await authorize(ctx, 'token', header, undefined);
+      else if (!eventTickets(ctx).take(ticket))
+        throw new ApiError(
+          401,
+          'unauthorized',
+          `unknown, used or expired ticket: POST /api/events/ticket for a new one (each opens one socket within ${TICKET_TTL_MS / 1000} s)`,
+          'ticket',
+        );
       const runId = parsed.data.run_id;
       if (runId && !(await ctx.store.getRun(runId))) {
         throw new ApiError(404, 'not_found', `no run with id ${JSON.stringify(runId)}`, 'run_id');

@@ -11,6 +11,8 @@ import {
   CreateRolloutBody,
   CreateRunBody,
   EmptyBody,
+  EventsQuery,
+  EventsTicket,
   FailBody,
   GroupDetail,
   GroupQuery,
@@ -37,6 +39,7 @@ import {
   RunMetrics,
 } from '../protocol/entities';
 import { ApiError } from './errors';
+import { eventTickets, TICKET_TTL_MS } from './events';
 import { openApiFor } from './openapi';
 import { readTasks } from './tasks';
 
@@ -137,14 +140,26 @@ export const routes: AnyRoute[] = [
   route({
     method: 'GET',
     path: '/api/events',
-    summary: 'WebSocket: every store event as one JSON DaemonEvent per message (token by header or ?token=)',
+    summary:
+      'WebSocket: every store event as one JSON DaemonEvent per message (token by header, or a ticket from POST /api/events/ticket as ?ticket=)',
     auth: 'token',
     websocket: true,
-    query: z.object({ run_id: Id.optional(), token: z.string().optional() }).strict(),
+    query: EventsQuery,
     response: z.unknown(),
     handler: async () => {
       throw new ApiError(426, 'upgrade_required', 'GET /api/events is a WebSocket: send Upgrade: websocket');
     },
+  }),
+
+  route({
+    method: 'POST',
+    path: '/api/events/ticket',
+    summary: `a single-use ticket that opens GET /api/events as ?ticket= within ${TICKET_TTL_MS / 1000} s, for browsers and webviews (which cannot send headers)`,
+    auth: 'token',
+    body: EmptyBody,
+    response: EventsTicket,
+    status: 201,
+    handler: async ({ ctx }) => eventTickets(ctx).issue(),
   }),
 
   // rollouts

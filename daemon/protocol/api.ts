@@ -133,9 +133,19 @@ export const EventsQuery = z
     run_id: Id.optional().describe(
       'only events of this run (runs, metrics, its rollouts, their calls and rewards)',
     ),
-    token: z.string().optional().describe('the access token, for clients that cannot set headers (browsers)'),
+    ticket: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('a single-use ticket from POST /api/events/ticket, for clients that cannot set headers'),
   })
   .strict();
+/** POST /api/events/ticket: opens one event socket (`?ticket=`) within a short time; no token in URLs. */
+export const EventsTicket = z.object({
+  ticket: z.string(),
+  expires_at: z.string().describe('ISO time after which the ticket no longer opens a socket'),
+});
+export type EventsTicket = z.infer<typeof EventsTicket>;
 export const GroupDetail = Group.extend({ rollouts: z.array(Rollout) });
 export const RecordingDetail = Recording.extend({ calls: z.array(LlmCall) });
 /** For actions that take no fields (complete, cancel, stop): an empty body or `{}`. */

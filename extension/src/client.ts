@@ -8,6 +8,7 @@ import {
   CreatedRecording,
   type CreateRecordingBody,
   type CreateRunBody,
+  EventsTicket,
   Health,
   type RewardBody,
   RolloutDetail,
@@ -154,7 +155,8 @@ export class DaemonClient {
   }
 
   /**
-   * Live events from GET /api/events; reconnects with backoff until closed.
+   * Live events from GET /api/events (opened with a ticket from POST /api/events/ticket); reconnects
+   * with backoff until closed.
    * Messages that do not match DaemonEvent are skipped (a newer daemon may add types).
    */
   events(onEvent: (e: DaemonEvent) => void, onState?: (connected: boolean) => void): EventStream {
@@ -162,10 +164,25 @@ export class DaemonClient {
     let ws: WebSocket | undefined;
     let delay = 250;
     let timer: NodeJS.Timeout | undefined;
-    const url = new URL(`/api/events?token=${enc(this.token)}`, this.baseUrl);
-    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-    const open = () => {
+    const retry = () => {
       if (closed) return;
+      timer = setTimeout(open, delay);
+      delay = Math.min(delay * 2, 5_000);
+    };
+    // Each connection opens with a fresh single-use ticket, so the token never goes into a URL
+    // (the same path works where a WebSocket cannot carry headers: browsers, web extension hosts).
+    const open = async () => {
+      if (closed) return;
+      let ticket: EventsTicket;
+      try {
+        ticket = await this.request('POST', '/api/events/ticket', EventsTicket, {});
+      } catch {
+        onState?.(false);
+        return retry();
+      }
+      if (closed) return;
+      const url = new URL(`/api/events?ticket=${enc(ticket.ticket)}`, this.baseUrl);
+      url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
       ws = new WebSocket(url);
       ws.on('open', () => {
         delay = 250;
@@ -184,12 +201,10 @@ export class DaemonClient {
       ws.on('error', () => {});
       ws.on('close', () => {
         onState?.(false);
-        if (closed) return;
-        timer = setTimeout(open, delay);
-        delay = Math.min(delay * 2, 5_000);
+        retry();
       });
     };
-    open();
+    void open();
     return {
       close() {
         closed = true;

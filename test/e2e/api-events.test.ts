@@ -1,7 +1,8 @@
 // GET /api/events: a real WebSocket client sees the store's events as they happen.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import type { CreatedRollout } from '../../daemon/protocol/api';
+import { EventTickets } from '../../daemon/api/events';
+import { type CreatedRollout, EventsTicket } from '../../daemon/protocol/api';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { DaemonEvent as DaemonEventSchema } from '../../daemon/protocol/events';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
@@ -78,16 +79,36 @@ describe('events', () => {
     expect(succeeded).toBeGreaterThan(reward);
   });
 
-  it('browsers may pass the token as ?token=', async () => {
-    const client = await listen(`?token=${encodeURIComponent(daemon.token)}`);
+  it('browsers open the socket with a single-use ticket from an authenticated POST, never the token', async () => {
+    const issued = await daemon.api<EventsTicket>('POST', '/api/events/ticket');
+    expect(issued.status).toBe(201);
+    const { ticket, expires_at } = EventsTicket.parse(issued.body);
+    expect(Date.parse(expires_at) - Date.now()).toBeLessThanOrEqual(30_000);
+    const client = await listen(`?ticket=${encodeURIComponent(ticket)}`);
     const created = (await daemon.api<CreatedRollout>('POST', '/api/rollouts', {})).body;
     await client.waitFor((e) => e.type === 'rollout' && e.rollout.id === created.id);
     client.close();
+    // Spent: the same ticket opens nothing more; a rollout key cannot get one; the token in the URL is refused.
+    expect(await refusedStatus(`?ticket=${encodeURIComponent(ticket)}`)).toBe(401);
+    expect(await refusedStatus('?ticket=hrt_made_up')).toBe(401);
+    expect((await daemon.api('POST', '/api/events/ticket', undefined, created.key)).status).toBe(403);
+    expect((await daemon.api('POST', '/api/events/ticket', undefined, 'wrong')).status).toBe(401);
+    expect(await refusedStatus(`?token=${encodeURIComponent(daemon.token)}`)).toBe(400);
+  });
+
+  it('a ticket expires unused after 30 s', () => {
+    const tickets = new EventTickets();
+    const t0 = Date.now();
+    const a = tickets.issue(t0);
+    const b = tickets.issue(t0);
+    expect(tickets.take(a.ticket, t0 + 29_999)).toBe(true);
+    expect(tickets.take(a.ticket, t0 + 29_999)).toBe(false);
+    expect(tickets.take(b.ticket, t0 + 30_000)).toBe(false);
   });
 
   it('?run_id= delivers only the events of that run', async () => {
     const run = await daemon.ctx.store.createRun({ name: 'watched', config: {} });
-    const client = await listen(`?run_id=${run.id}&token=${encodeURIComponent(daemon.token)}`);
+    const client = await listen(`?run_id=${run.id}`, { authorization: `Bearer ${daemon.token}` });
     const outside = (await daemon.api<CreatedRollout>('POST', '/api/rollouts', { input: 'outside' })).body;
     await daemon.api('POST', `/api/rollouts/${outside.id}/reward`, { value: 1 });
     const inside = (
@@ -107,10 +128,11 @@ describe('events', () => {
   it('refuses sockets without a valid token (401), with a rollout key (403) or for an unknown run (404)', async () => {
     const created = (await daemon.api<CreatedRollout>('POST', '/api/rollouts', {})).body;
     expect(await refusedStatus('')).toBe(401);
-    expect(await refusedStatus('?token=wrong')).toBe(401);
+    expect(await refusedStatus('', { authorization: 'Bearer wrong' })).toBe(401);
     expect(await refusedStatus('', { authorization: `Bearer ${created.key}` })).toBe(403);
-    expect(await refusedStatus(`?run_id=run_nope&token=${encodeURIComponent(daemon.token)}`)).toBe(404);
-    expect(await refusedStatus(`?colour=red&token=${encodeURIComponent(daemon.token)}`)).toBe(400);
+    const auth = { authorization: `Bearer ${daemon.token}` };
+    expect(await refusedStatus('?run_id=run_nope', auth)).toBe(404);
+    expect(await refusedStatus('?colour=red', auth)).toBe(400);
     // A plain GET is told to upgrade.
     expect((await daemon.api('GET', '/api/events')).status).toBe(426);
     expect((await daemon.api('GET', '/api/health')).status).toBe(200);
@@ -118,9 +140,9 @@ describe('events', () => {
 
   it('closing the daemon closes open event sockets', async () => {
     const other = await startTestDaemon();
-    const ws = new WebSocket(
-      `${other.url.replace('http', 'ws')}/api/events?token=${encodeURIComponent(other.token)}`,
-    );
+    const ws = new WebSocket(`${other.url.replace('http', 'ws')}/api/events`, {
+      headers: { authorization: `Bearer ${other.token}` },
+    });
     await new Promise((resolve) => ws.once('open', resolve));
     const closed = new Promise((resolve) => ws.once('close', resolve));
     await other.close();
