@@ -18,7 +18,14 @@ const commands: Record<
     summary: 'train the reference engine on the example harness',
     load: () => import('./commands/demo'),
   },
-  schema: { summary: 'print the config JSON Schema', load: () => import('./commands/schema') },
+  node: {
+    summary: 'the node agent on a GPU machine (inference or trainer role)',
+    load: () => import('./commands/node'),
+  },
+  schema: {
+    summary: 'print the config JSON Schema (--node: the node protocol)',
+    load: () => import('./commands/schema'),
+  },
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -1,10 +1,9 @@
 // The run scheduler: one loop per running run. Each step samples groups of rollouts (claimed by
-// harness workers), turns the finished groups into samples (daemon/samples), trains the reference
-// engine on them, records metrics and the new model version, and tells the proxy which versions
-// may serve (sync: the newest only; async: within `max_staleness`).
-import { join } from 'node:path';
+// harness workers), turns the finished groups into samples (daemon/samples), trains on them (the
+// reference engine or a trainer node), brings every inference backend to the new weights, records
+// metrics and the new model version, and tells the proxy which versions may serve (sync: the newest
+// only; async: within `max_staleness`).
 import type { DaemonContext, RunController } from '../context';
-import { type ReferenceEngine, startReferenceEngine } from '../engine';
 import { RunConfig } from '../protocol/config';
 import type { Group, Rollout, Run, Task } from '../protocol/entities';
 import type { Trainer, TrainResult } from '../protocol/training';
@@ -12,7 +11,9 @@ import type { ProxyHandle } from '../proxy';
 import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
 import { type Store, StoreError } from '../store/store';
 import { nextEvent, rolloutOf } from './events';
+import { NodeRegistry } from './nodes/registry';
 import { tasksForStep } from './order';
+import { checkEndpoints, RunBackends } from './run-backends';
 import { StandbyEngine } from './standby';
 
 export interface SchedulerOptions {
@@ -46,16 +47,6 @@ export function meanStd(values: number[]): { mean: number | null; std: number | 
   return { mean, std: Math.sqrt(variance) };
 }
 
-/** Checks a run's config can be scheduled here; throws a clear error otherwise. */
-export function checkRunnable(config: RunConfig): void {
-  const foreign = [...config.inference.endpoints, config.trainer.endpoint].filter((e) => e !== 'reference');
-  if (foreign.length > 0) {
-    throw new Error(
-      `endpoint ${foreign[0]} is not supported by the scheduler yet: use inference.endpoints [reference] and trainer.endpoint reference`,
-    );
-  }
-}
-
 /** Cancel every queued or running rollout of a run. */
 export async function cancelOpenRollouts(store: Store, runId: string): Promise<void> {
   for (const status of ['queued', 'running'] as const) {
@@ -77,12 +68,13 @@ export async function cancelOpenRollouts(store: Store, runId: string): Promise<v
 class RunLoop {
   private readonly abort = new AbortController();
   private stopRequested = false;
-  private engine: ReferenceEngine | null = null;
+  private backends: RunBackends | null = null;
   done: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly ctx: DaemonContext,
     private readonly proxy: ProxyHandle,
+    private readonly nodes: NodeRegistry,
     readonly runId: string,
     private readonly config: RunConfig,
   ) {}
@@ -129,11 +121,10 @@ class RunLoop {
       }
       if (patch) await cancelOpenRollouts(this.store, this.runId).catch(() => {});
     }
-    if (this.engine) {
-      this.proxy.backends.remove(this.engine.url);
+    if (this.backends) {
+      await this.backends.close().catch(() => {});
       this.proxy.backends.setMinModelVersion(null, this.runId);
-      await this.engine.close().catch(() => {});
-      this.engine = null;
+      this.backends = null;
     }
     released();
     if (patch) await this.store.updateRun(this.runId, patch).catch(() => {});
@@ -148,26 +139,46 @@ class RunLoop {
     const validation = (await store.listTasks(runId, 'validation')).sort((a, b) => a.index - b.index);
     if (train.length === 0) throw new Error('the run has no train tasks');
 
-    const engine = await startReferenceEngine({
-      dataDir: join(this.ctx.dataDir, 'runs', runId),
-      seed: config.schedule.seed,
-      resume: run.step > 0,
-      // Every step, so a restarted daemon resumes with the weights of the run's stored step (the
-      // engine keeps the last few); schedule.checkpoint_every is thus always met.
-      checkpointEvery: 1,
-    });
-    this.engine = engine;
+    const backends = new RunBackends(this.ctx, this.proxy.pool, this.nodes, runId, config, this.abort.signal);
+    this.backends = backends;
+    const opened = await backends.open(run.step > 0);
     this.check();
     let step = run.step;
-    let version = engine.version();
-    if (version !== run.model_version) {
-      this.ctx.log('reference engine resumed at another version than the run', {
+    let version = opened.version;
+    // The trainer node applied this step before the daemon went down: record it, don't train it again.
+    const applied = opened.last?.key === `${runId}:${step}` ? opened.last.result : null;
+    if (applied) {
+      version = applied.model_version;
+      this.ctx.log('the trainer had applied the step already; recording it', {
+        run_id: runId,
+        step,
+        version,
+      });
+      await store.addModelVersion({
+        run_id: runId,
+        version,
+        path: applied.checkpoint ?? applied.weights?.path ?? null,
+        metrics: { step, recovered: 1 },
+      });
+      await store.addRunMetrics(runId, step, {
+        loss: applied.loss,
+        kl: applied.kl,
+        entropy: applied.entropy,
+        clip_fraction: applied.clip_fraction,
+        ...applied.metrics,
+        recovered: 1,
+      });
+      step++;
+      await store.updateRun(runId, { step, model_version: version });
+    }
+    if (version !== run.model_version && !applied) {
+      this.ctx.log('the trainer resumed at another version than the run', {
         run_id: runId,
         run_version: run.model_version,
-        engine_version: version,
+        trainer_version: version,
       });
     }
-    this.proxy.backends.add(engine.url, { name: `reference:${runId}`, modelVersion: version, runId });
+    await backends.sync(version);
     this.allowVersions(version);
 
     const { schedule } = config;
@@ -182,9 +193,9 @@ class RunLoop {
       if (overlap && step + 1 < schedule.steps) {
         next = await this.sample(step + 1, this.trainTasks(train, step + 1), config.algorithm.n);
       }
-      const metrics = await this.learn(current, rollouts, engine.trainer, version);
+      const metrics = await this.learn(current, rollouts, backends.trainer, version);
       version = metrics.version;
-      this.proxy.backends.setModelVersion(engine.url, version);
+      if (metrics.trained) await backends.sync(version);
       this.allowVersions(version);
       const done = step + 1;
       if (schedule.validate_every > 0 && validation.length > 0 && done % schedule.validate_every === 0) {
@@ -364,6 +375,7 @@ class RunLoop {
       rollouts_per_s: sampleSeconds > 0 ? finished.length / sampleSeconds : null,
       train_seconds: result?.seconds ?? null,
       seconds: null,
+      ...(result ? this.backends?.trainerMetrics : {}),
     };
     return {
       version: result?.model_version ?? version,
@@ -397,6 +409,8 @@ export class Scheduler implements RunController {
   private readonly sweeper: NodeJS.Timeout;
   private sweeping = false;
   private closed = false;
+  /** Node agents the runs use (connections shared between runs). */
+  readonly nodes: NodeRegistry;
   /** Serves `reference` recordings while no run trains. */
   readonly standby: StandbyEngine;
 
@@ -407,6 +421,7 @@ export class Scheduler implements RunController {
   ) {
     this.sweeper = setInterval(() => void this.sweep(), options.sweepIntervalMs);
     this.sweeper.unref();
+    this.nodes = new NodeRegistry(ctx.store, ctx.log);
     this.standby = new StandbyEngine(ctx, proxy, () => this.loops.size > 0);
   }
 
@@ -418,9 +433,9 @@ export class Scheduler implements RunController {
     if (!run) throw new StoreError('not_found', `no run ${runId}`, 'id');
     if (run.status === 'finished') return;
     const config = RunConfig.parse(run.config);
-    checkRunnable(config);
+    checkEndpoints(config);
     await this.ctx.store.updateRun(runId, { status: 'running', error: null });
-    const loop = new RunLoop(this.ctx, this.proxy, runId, config);
+    const loop = new RunLoop(this.ctx, this.proxy, this.nodes, runId, config);
     this.loops.set(runId, loop);
     // The run's rollouts must only reach the run's own engine.
     await this.standby.reconcile();
@@ -493,5 +508,6 @@ export class Scheduler implements RunController {
     await Promise.all([...this.loops.values()].map((loop) => loop.halt()));
     this.loops.clear();
     await this.standby.close();
+    await this.nodes.close();
   }
 }

@@ -103,3 +103,14 @@ export async function loadCheckpoint(metaPath: string): Promise<CheckpointData> 
     adam: { m: all.slice(n, 2 * n), v: all.slice(2 * n), t: meta.adam_t },
   };
 }
+
+/** The newest checkpoint in `dir` by its file names (v<N>.json), whether or not latest.json is there. */
+export async function loadNewestCheckpointIn(dir: string): Promise<CheckpointData> {
+  const newest = (await readdir(dir))
+    .map((f) => /^v(\d+)\.json$/.exec(f))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[1]))
+    .sort((a, b) => b - a)[0];
+  if (newest === undefined) throw new Error(`no reference checkpoint (v<N>.json) in ${dir}`);
+  return loadCheckpoint(join(dir, `v${newest}.json`));
+}

@@ -2,7 +2,7 @@
 // OpenAI-compatible subset over HTTP and trains itself with the spec's PPO-clip loss.
 import { join } from 'node:path';
 import type { Trainer } from '../protocol/training';
-import { loadLatestCheckpoint, saveCheckpoint } from './checkpoint';
+import { loadLatestCheckpoint, loadNewestCheckpointIn, saveCheckpoint } from './checkpoint';
 import { DEFAULT_MODEL_CONFIG, initParams, Model, type ModelConfig } from './model';
 import { startServer } from './server';
 import { type AdamState, ReferenceTrainer, type TrainableEngine } from './trainer';
@@ -17,6 +17,10 @@ export interface ReferenceEngine {
   trainer: Trainer;
   /** Writes a checkpoint of the current weights (and optimizer); returns the meta file's path. */
   checkpoint(): Promise<string>;
+  /** Serve (and train on) the newest checkpoint in `dir` from now on; returns its version. */
+  load(dir: string): Promise<number>;
+  /** The folder checkpoints are written to. */
+  checkpointDir: string;
   close(): Promise<void>;
 }
 
@@ -76,8 +80,15 @@ export async function startReferenceEngine(options: ReferenceEngineOptions): Pro
   const trainer = new ReferenceTrainer(s, async (r) =>
     every > 0 && r.model_version % every === 0 ? checkpoint() : null,
   );
+  const load = async (from: string) => {
+    const ck = await loadNewestCheckpointIn(from);
+    s.model = new Model(ck.config, ck.params);
+    s.adam = ck.adam;
+    s.version = ck.version;
+    return ck.version;
+  };
   const server = await startServer(
-    { name: REFERENCE_MODEL_NAME, current: () => ({ model: s.model, version: s.version }) },
+    { name: REFERENCE_MODEL_NAME, current: () => ({ model: s.model, version: s.version }), load },
     options.port ?? 0,
   );
   return {
@@ -86,6 +97,8 @@ export async function startReferenceEngine(options: ReferenceEngineOptions): Pro
     version: () => s.version,
     trainer,
     checkpoint,
+    load,
+    checkpointDir: dir,
     close: () => server.close(),
   };
 }

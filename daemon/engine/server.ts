@@ -19,7 +19,18 @@ import {
 export interface ServedModel {
   readonly name: string;
   current(): { model: Model; version: number };
+  /** Serve the checkpoint in folder `dir` from now on (vLLM's full-weight reload); returns its version. */
+  load?(dir: string): Promise<number>;
 }
+
+const CollectiveRpc = z
+  .object({
+    method: z.string(),
+    args: z.array(z.unknown()).default([]),
+    kwargs: z.record(z.string(), z.unknown()).default({}),
+  })
+  .loose();
+const UpdateConfigArgs = z.object({ model_config: z.object({ model: z.string().min(1) }).loose() }).loose();
 
 const TextPart = z.object({ type: z.string(), text: z.string().optional() }).loose();
 const Message = z
@@ -111,6 +122,33 @@ function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
 }
 
 let nextId = 1;
+
+/** The folder `update_config` named, per served model, for the next `reload_weights`. */
+const pendingModelDir = new WeakMap<ServedModel, string>();
+
+/**
+ * vLLM's dev-mode RPC (VLLM_SERVER_DEV_MODE=1) as the daemon uses it to reload full weights:
+ * update_config({model_config: {model: DIR}}), then reload_weights().
+ */
+async function collectiveRpc(
+  served: ServedModel,
+  res: ServerResponse,
+  rpc: z.infer<typeof CollectiveRpc>,
+): Promise<void> {
+  if (!served.load) throw new HttpError(400, 'this server cannot reload weights');
+  if (rpc.method === 'update_config') {
+    const args = parse(UpdateConfigArgs, rpc.args[0] ?? rpc.kwargs.overrides);
+    pendingModelDir.set(served, args.model_config.model);
+    return sendJson(res, 200, { results: [null] });
+  }
+  if (rpc.method === 'reload_weights') {
+    const dir = pendingModelDir.get(served);
+    if (!dir) throw new HttpError(400, 'reload_weights before update_config named the weights folder');
+    const version = await served.load(dir);
+    return sendJson(res, 200, { results: [null] }, version);
+  }
+  throw new HttpError(400, `unsupported collective_rpc method ${rpc.method}`, 'method');
+}
 
 export interface EngineServer {
   server: Server;
@@ -225,6 +263,8 @@ async function handle(served: ServedModel, req: IncomingMessage, res: ServerResp
       version,
     );
   }
+  if (path === '/collective_rpc') return collectiveRpc(served, res, parse(CollectiveRpc, body));
+  if (path === '/reset_prefix_cache') return sendJson(res, 200, {}, version);
   if (route === '/detokenize') {
     const r = parse(DetokenizeRequest, body);
     return sendJson(res, 200, { prompt: decode(r.tokens) }, version);

@@ -24,6 +24,10 @@ export const InferenceConfig = z
     endpoints: z.array(Endpoint).min(1).default(['reference']),
     token: z.string().optional().describe('token for node agents'),
     timeout_ms: z.number().int().positive().default(120_000),
+    while_loading: z
+      .enum(['wait', 'reject'])
+      .default('wait')
+      .describe('calls that find every backend loading new weights: wait for them, or get 429 with Retry-After'),
   })
   .strict();
 
@@ -132,7 +136,7 @@ export const RunConfig = z
   .object({
     name: z.string().min(1).max(200),
     model: ModelConfig.default({ name: 'reference' }),
-    inference: InferenceConfig.default({ endpoints: ['reference'], timeout_ms: 120_000 }),
+    inference: InferenceConfig.default({ endpoints: ['reference'], timeout_ms: 120_000, while_loading: 'wait' }),
     trainer: TrainerConfig.default({ endpoint: 'reference' }),
     tasks: TasksConfig,
     harness: HarnessConfig.default({

@@ -4,10 +4,15 @@
 // rollout → same backend while it is healthy and eligible, for prefix-cache hits), otherwise least
 // outstanding requests; only backends serving a model version >= their run's allowed minimum. A
 // backend whose connects fail is skipped for a while.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Readable } from 'node:stream';
 import type { BackendStatus } from '../protocol/api';
-import type { Backends } from './index';
 
 const httpAgent = new HttpAgent({
   keepAlive: true,
@@ -21,6 +26,25 @@ export function rootUrl(url: string): string {
   let u = url.trim().replace(/\/+$/, '');
   if (u.endsWith('/v1')) u = u.slice(0, -3);
   return u;
+}
+
+/**
+ * The inference backends the proxy routes to; the cluster adds the reference engine or node agents.
+ * A backend added for a run (`runId`) serves only that run's rollouts, and a run with backends of its
+ * own never samples from another's; shared backends (`runId` null: `--backend URL`s) serve the rest.
+ */
+export interface Backends {
+  add(url: string, options?: { name?: string; modelVersion?: number | null; runId?: string | null }): void;
+  remove(url: string): void;
+  /** Record which weight version a backend now serves (after a weight push). */
+  setModelVersion(url: string, version: number): void;
+  /**
+   * Only route to backends of `runId` (null: the shared ones) serving a version >= min (bounded
+   * staleness); min null = any.
+   */
+  setMinModelVersion(min: number | null, runId?: string | null): void;
+  /** While true the backend takes no new calls (weights are loading); calls that find none wait. */
+  setLoading(url: string, loading: boolean): void;
 }
 
 export interface Backend {
@@ -40,6 +64,8 @@ export interface Backend {
   maxModelLen: number | null;
   /** The model-list fetch in flight, if any. */
   modelsLoading: Promise<void> | null;
+  /** New weights are loading: no new calls until they are in. */
+  loading: boolean;
 }
 
 export class BackendPool implements Backends {
@@ -85,10 +111,12 @@ export class BackendPool implements Backends {
       models: null,
       maxModelLen: null,
       modelsLoading: null,
+      loading: false,
     };
     this.backends.set(url, b);
     this.regroup();
     void this.refreshModels(b);
+    this.notify();
   }
 
   remove(url: string): void {
@@ -112,11 +140,54 @@ export class BackendPool implements Backends {
   setModelVersion(url: string, version: number): void {
     const b = this.backends.get(url);
     if (b) b.modelVersion = version;
+    this.notify();
   }
 
   setMinModelVersion(min: number | null, runId: string | null = null): void {
     if (min === null) this.minVersions.delete(runId);
     else this.minVersions.set(runId, min);
+    this.notify();
+  }
+
+  setLoading(url: string, loading: boolean): void {
+    const b = this.backends.get(url);
+    if (!b || b.loading === loading) return;
+    b.loading = loading;
+    if (!loading) {
+      // Served models may have changed (a LoRA adapter loaded under the run's model name).
+      b.models = null;
+      void this.refreshModels(b).then(() => this.notify());
+    }
+    this.notify();
+  }
+
+  /** Whether some backend a call of `runId` could use is loading weights. */
+  loading(runId: string | null): boolean {
+    return this.candidates(runId).some((b) => b.loading);
+  }
+
+  private waiters: (() => void)[] = [];
+
+  private notify(): void {
+    if (this.waiters.length === 0) return;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /** Resolves true when backends, versions or loading change within `timeoutMs`, else false. */
+  changed(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== wake);
+        resolve(false);
+      }, timeoutMs);
+      this.waiters.push(wake);
+    });
   }
 
   list(): BackendStatus[] {
@@ -153,7 +224,7 @@ export class BackendPool implements Backends {
   }
 
   private eligible(b: Backend, now: number): boolean {
-    return b.unhealthyUntil <= now && this.versionOk(b);
+    return b.unhealthyUntil <= now && !b.loading && this.versionOk(b);
   }
 
   /**
@@ -180,7 +251,8 @@ export class BackendPool implements Backends {
       if (exclude?.has(b)) continue;
       if (!this.eligible(b, now)) {
         // All unhealthy: still try the one whose failure is oldest rather than refuse outright.
-        if (this.versionOk(b) && (!fallback || b.unhealthyUntil < fallback.unhealthyUntil)) fallback = b;
+        if (this.versionOk(b) && !b.loading && (!fallback || b.unhealthyUntil < fallback.unhealthyUntil))
+          fallback = b;
         continue;
       }
       if (!best || b.outstanding < best.outstanding) best = b;
@@ -202,10 +274,16 @@ export class BackendPool implements Backends {
     b.lastError = error;
   }
 
+  markUnhealthyByUrl(url: string, error: string): void {
+    const b = this.backends.get(url);
+    if (b) this.markUnhealthy(b, error);
+  }
+
   markHealthy(b: Backend): void {
     if (b.unhealthyUntil !== 0) {
       b.unhealthyUntil = 0;
       b.lastError = null;
+      this.notify();
     }
     if (b.models === null) void this.refreshModels(b);
   }
@@ -285,8 +363,46 @@ export interface SendOptions {
   onRequest?: (abort: () => void) => void;
 }
 
-/** One HTTP request over keep-alive agents; resolves with the response once its headers arrive. */
-export function send(url: string, opts: SendOptions): Promise<IncomingMessage> {
+/** What `send` resolves with: an HTTP response, or one tunnelled over a node agent's WebSocket. */
+export type BackendResponse = Readable & {
+  statusCode?: number;
+  headers: IncomingHttpHeaders;
+  /** True once the whole body arrived. */
+  complete: boolean;
+};
+
+/** Carries requests to backends that are not plain HTTP (node agents: `ws(s)://host:port`). */
+export interface Transport {
+  send(path: string, opts: SendOptions): Promise<BackendResponse>;
+}
+
+const transports = new Map<string, Transport>();
+
+/** Requests to `root + path` go through `transport` until unregistered. */
+export function registerTransport(root: string, transport: Transport): () => void {
+  transports.set(root, transport);
+  return () => {
+    if (transports.get(root) === transport) transports.delete(root);
+  };
+}
+
+function transportOf(url: string): { transport: Transport; path: string } | null {
+  // Node agents are ws:// or wss://; everything else is plain HTTP.
+  if (url.charCodeAt(0) !== 119 /* w */) return null;
+  const slash = url.indexOf('/', url.indexOf('//') + 2);
+  const root = slash < 0 ? url : url.slice(0, slash);
+  const transport = transports.get(root);
+  return transport ? { transport, path: slash < 0 ? '/' : url.slice(slash) } : null;
+}
+
+/** One HTTP request over keep-alive agents (or a node's tunnel); resolves once the response headers arrive. */
+export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
+  const tunnel = transportOf(url);
+  if (tunnel) return tunnel.transport.send(tunnel.path, opts);
+  if (url.charCodeAt(0) === 119)
+    return Promise.reject(
+      new SendError('connect', `no connection to node ${url.split('/').slice(0, 3).join('/')}`),
+    );
   return new Promise((resolve, reject) => {
     attempt(true);
     function attempt(mayRetry: boolean): void {
@@ -345,10 +461,10 @@ export function send(url: string, opts: SendOptions): Promise<IncomingMessage> {
 }
 
 /** Responses whose socket went idle past the timeout (so a cut-off body reads as a timeout). */
-export const timedOut = new WeakSet<IncomingMessage>();
+export const timedOut = new WeakSet<object>();
 
 /** The whole response body as text (the socket idle timeout of `send` still applies). */
-export function readText(res: IncomingMessage): Promise<string> {
+export function readText(res: BackendResponse): Promise<string> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     res.on('data', (c: Buffer) => parts.push(c));

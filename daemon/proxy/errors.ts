@@ -10,6 +10,8 @@ export class ProxyError extends Error {
     message: string,
     readonly param: string | null = null,
     readonly code: string | null = null,
+    /** Seconds for a Retry-After header (429/503 the client may retry). */
+    readonly retryAfterS: number | null = null,
   ) {
     super(message);
   }

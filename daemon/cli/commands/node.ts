@@ -1,0 +1,118 @@
+// `harness-rl node --role inference|trainer --listen HOST:PORT --token-file F …`: the node agent on a
+// GPU machine. The daemon connects to it (ws:// or wss://); see daemon/node/agent.ts.
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { newToken } from '../../config/token';
+import { startNodeAgent } from '../../node/agent';
+import { InferenceRole } from '../../node/inference';
+import { TrainerRole } from '../../node/trainer';
+import { parseCommandArgs } from '../args';
+
+const USAGE = `usage: harness-rl node --role inference|trainer --listen HOST:PORT --token-file FILE [options]
+  --listen       where the daemon connects (default 127.0.0.1:4300; 0.0.0.0:PORT to accept other machines)
+  --token-file   the node's token (created with mode 0600 when missing); the run config's
+                 inference.token / trainer.token must be the same
+  --tls-cert, --tls-key   PEM files: serve wss:// instead of ws://
+  --data         folder for received weights and checkpoints (default ~/.harness-rl-node)
+  inference, one of:
+    --vllm-url URL        an existing vLLM OpenAI server (e.g. http://127.0.0.1:8000)
+    --vllm-cmd "CMD"      start vLLM (health-checked, restarted on crash) listening at --vllm-url
+                          (default http://127.0.0.1:8000); runs with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
+                          and VLLM_SERVER_DEV_MODE=1 (LoRA hot-load; full-weight reload)
+    --engine reference    the built-in reference engine
+  trainer, one of:
+    --engine reference    the built-in reference trainer
+    --trainer-cmd "CMD"   a process speaking the trainer protocol on stdio (python -m harness_rl_trainer …)
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  const values = parseCommandArgs(
+    argv,
+    {
+      role: { type: 'string' },
+      listen: { type: 'string' },
+      'token-file': { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      data: { type: 'string' },
+      'vllm-url': { type: 'string' },
+      'vllm-cmd': { type: 'string' },
+      'trainer-cmd': { type: 'string' },
+      engine: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    USAGE,
+  );
+  if (typeof values === 'number') return values;
+  const fail = (message: string) => {
+    process.stderr.write(`${message}\n${USAGE}`);
+    return 2;
+  };
+  if (values.role !== 'inference' && values.role !== 'trainer')
+    return fail('--role must be inference or trainer');
+  if (!values['token-file']) return fail('--token-file is required');
+  if (values.engine !== undefined && values.engine !== 'reference') return fail('--engine must be reference');
+  if (Boolean(values['tls-cert']) !== Boolean(values['tls-key']))
+    return fail('--tls-cert and --tls-key go together');
+  const listen = values.listen ?? '127.0.0.1:4300';
+  const m = /^(.*):(\d+)$/.exec(listen);
+  if (!m) return fail(`--listen ${listen}: expected HOST:PORT`);
+  const host = m[1].replace(/^\[(.*)\]$/, '$1');
+  const port = Number(m[2]);
+  const dataDir = resolve(values.data ?? join(homedir(), '.harness-rl-node'));
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+
+  const tokenFile = resolve(values['token-file']);
+  if (!existsSync(tokenFile)) {
+    mkdirSync(dirname(tokenFile), { recursive: true });
+    writeFileSync(tokenFile, `${newToken()}\n`, { mode: 0o600, flag: 'wx' });
+    process.stderr.write(
+      `created a node token in ${tokenFile} (put it in the run config's ${values.role}.token)\n`,
+    );
+  }
+  chmodSync(tokenFile, 0o600);
+  const token = readFileSync(tokenFile, 'utf8').trim();
+  if (!token) return fail(`${tokenFile} is empty`);
+
+  const log = (message: string, detail?: Record<string, unknown>) =>
+    process.stderr.write(
+      `${new Date().toISOString()} ${message}${detail ? ` ${JSON.stringify(detail)}` : ''}\n`,
+    );
+  const engine = values.engine as 'reference' | undefined;
+  let role: InferenceRole | TrainerRole;
+  if (values.role === 'inference') {
+    const choices =
+      [values['vllm-cmd'], engine].filter(Boolean).length +
+      (values['vllm-cmd'] ? 0 : values['vllm-url'] ? 1 : 0);
+    if (choices !== 1)
+      return fail('the inference role takes one of --vllm-url, --vllm-cmd or --engine reference');
+    role = new InferenceRole({
+      dataDir,
+      vllmUrl: values['vllm-url'],
+      vllmCmd: values['vllm-cmd'],
+      engine,
+      log,
+    });
+  } else {
+    if (Boolean(engine) === Boolean(values['trainer-cmd']))
+      return fail('the trainer role takes one of --engine reference or --trainer-cmd');
+    role = new TrainerRole({ dataDir, engine, trainerCmd: values['trainer-cmd'], log });
+  }
+  const tls =
+    values['tls-cert'] && values['tls-key']
+      ? { cert: readFileSync(values['tls-cert'], 'utf8'), key: readFileSync(values['tls-key'], 'utf8') }
+      : undefined;
+  const agent = await startNodeAgent({ host, port, token, tls, role, log });
+  process.stdout.write(
+    `${JSON.stringify({ node: { url: agent.url, role: values.role, node_id: agent.nodeId } })}\n`,
+  );
+  await new Promise<void>((done) => {
+    const stop = () => {
+      void agent.close().finally(done);
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  return 0;
+}

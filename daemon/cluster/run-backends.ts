@@ -1,0 +1,211 @@
+// What a run trains and samples on: its inference backends (the built-in reference engine, vLLM URLs,
+// inference node agents, in any mix) and its trainer (the reference engine or a trainer node). After
+// each step the new weights reach every inference backend — loaded in place into the local engine,
+// over HTTP into a vLLM URL (the trainer's folder must be readable there), or sent over the node's
+// WebSocket and loaded by the node — while the proxy routes no new calls to a backend that loads.
+import { join } from 'node:path';
+import type { DaemonContext } from '../context';
+import { type ReferenceEngine, startReferenceEngine } from '../engine';
+import type { RunConfig } from '../protocol/config';
+import type { WeightsRef } from '../protocol/node';
+import type { Trainer } from '../protocol/training';
+import { type BackendPool, readText, rootUrl, send } from '../proxy/backends';
+import type { NodeConnection } from './nodes/connection';
+import type { NodeRegistry } from './nodes/registry';
+import { NodeTrainer, type OpenedRun } from './nodes/trainer-client';
+import { describeWeights, hasWeights, loadWeightsOverHttp, sendWeightFiles } from './weights';
+
+type Target =
+  | { kind: 'engine'; url: string }
+  | { kind: 'http'; url: string }
+  | { kind: 'node'; url: string; node: NodeConnection };
+
+const isNode = (e: string) => e.startsWith('ws://') || e.startsWith('wss://');
+const isHttp = (e: string) => e.startsWith('http://') || e.startsWith('https://');
+
+/** Throws a clear error for endpoints a run cannot use. */
+export function checkEndpoints(config: RunConfig): void {
+  for (const e of config.inference.endpoints)
+    if (e !== 'reference' && !isNode(e) && !isHttp(e))
+      throw new Error(
+        `inference endpoint ${e}: use reference, an http(s)://…/v1 vLLM URL or a ws(s)://host:port node agent`,
+      );
+  const t = config.trainer.endpoint;
+  if (t !== 'reference' && !isNode(t))
+    throw new Error(`trainer endpoint ${t}: use reference or a ws(s)://host:port trainer node agent`);
+}
+
+export class RunBackends {
+  engine: ReferenceEngine | null = null;
+  trainer!: Trainer;
+  private nodeTrainer: NodeTrainer | null = null;
+  private readonly targets: Target[] = [];
+  private readonly acquired: string[] = [];
+  /** Weight folders fetched from the trainer node, by version. */
+  private readonly fetched = new Map<number, Promise<string>>();
+
+  constructor(
+    private readonly ctx: DaemonContext,
+    private readonly pool: BackendPool,
+    private readonly nodes: NodeRegistry,
+    private readonly runId: string,
+    private readonly config: RunConfig,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** Starts or connects everything; returns the trainer's version and what it last applied. */
+  async open(resume: boolean): Promise<OpenedRun> {
+    const { config, runId } = this;
+    const ownEngine =
+      config.inference.endpoints.includes('reference') || config.trainer.endpoint === 'reference';
+    if (ownEngine) {
+      this.engine = await startReferenceEngine({
+        dataDir: join(this.ctx.dataDir, 'runs', runId),
+        seed: config.schedule.seed,
+        resume,
+        // Every step, so a restarted daemon resumes with the weights of the run's stored step.
+        checkpointEvery: 1,
+      });
+    }
+    for (const endpoint of config.inference.endpoints) {
+      if (endpoint === 'reference') {
+        const url = (this.engine as ReferenceEngine).url;
+        this.pool.add(url, { name: `reference:${runId}`, modelVersion: this.engine?.version() ?? 0, runId });
+        this.targets.push({ kind: 'engine', url });
+      } else if (isNode(endpoint)) {
+        const node = this.nodes.acquire(endpoint, 'inference', config.inference.token, runId);
+        this.acquired.push(endpoint);
+        const url = rootUrl(endpoint);
+        this.pool.add(url, { name: `node ${url}`, modelVersion: null, runId });
+        this.targets.push({ kind: 'node', url, node });
+      } else {
+        this.pool.add(endpoint, { name: endpoint, modelVersion: null, runId });
+        this.targets.push({ kind: 'http', url: endpoint });
+      }
+    }
+    let opened: OpenedRun;
+    if (config.trainer.endpoint === 'reference') {
+      const engine = this.engine as ReferenceEngine;
+      this.trainer = engine.trainer;
+      if (engine.version() === 0 || !resume) await engine.checkpoint();
+      opened = { version: engine.version(), last: null, weights: null };
+    } else {
+      const node = this.nodes.acquire(config.trainer.endpoint, 'trainer', config.trainer.token, runId);
+      this.acquired.push(config.trainer.endpoint);
+      this.nodeTrainer = new NodeTrainer(
+        node,
+        { run_id: runId, model: config.model, seed: config.schedule.seed },
+        this.signal,
+        this.ctx.log,
+      );
+      this.trainer = this.nodeTrainer;
+      opened = await this.nodeTrainer.open();
+    }
+    return opened;
+  }
+
+  /** The weights of `version` as the trainer wrote them (null: the base model, nothing to load). */
+  private async weightsOf(version: number): Promise<WeightsRef | null> {
+    if (this.nodeTrainer)
+      return this.nodeTrainer.weights?.version === version ? this.nodeTrainer.weights : null;
+    const engine = this.engine as ReferenceEngine;
+    return describeWeights(engine.checkpointDir, version, 'reference', [
+      `v${version}.json`,
+      `v${version}.bin`,
+    ]);
+  }
+
+  /** A folder on this machine with the files of `weights` (fetched from the trainer node once). */
+  private localCopy(weights: WeightsRef): Promise<string> {
+    if (!this.nodeTrainer) return Promise.resolve(weights.path);
+    let copy = this.fetched.get(weights.version);
+    if (!copy) {
+      const dest = join(this.ctx.dataDir, 'runs', this.runId, 'weights', `v${weights.version}`);
+      const trainer = this.nodeTrainer;
+      copy = hasWeights(dest, weights).then((here) => (here ? dest : trainer.fetchWeights(weights, dest)));
+      copy.catch(() => this.fetched.delete(weights.version));
+      this.fetched.set(weights.version, copy);
+      for (const old of this.fetched.keys()) if (old < weights.version - 2) this.fetched.delete(old);
+    }
+    return copy;
+  }
+
+  /**
+   * Brings every inference backend to `version`. A backend that fails keeps its old version (so the
+   * proxy stops routing to it once that is too stale) and the error is logged; the others go on.
+   */
+  async sync(version: number): Promise<void> {
+    const weights = await this.weightsOf(version);
+    await Promise.all(
+      this.targets.map(async (target) => {
+        const inPlace = target.kind === 'engine' && !this.nodeTrainer;
+        if (inPlace || !weights) {
+          this.pool.setModelVersion(target.url, version);
+          return;
+        }
+        this.pool.setLoading(target.url, true);
+        try {
+          await this.load(target, weights);
+          this.pool.setModelVersion(target.url, version);
+        } catch (err) {
+          const error = err instanceof Error ? err.message : String(err);
+          this.ctx.log('loading new weights failed', {
+            run_id: this.runId,
+            backend: target.url,
+            version,
+            error,
+          });
+          this.pool.markUnhealthyByUrl(target.url, `loading version ${version} failed: ${error}`);
+        } finally {
+          this.pool.setLoading(target.url, false);
+        }
+      }),
+    );
+  }
+
+  private async load(target: Target, weights: WeightsRef): Promise<void> {
+    const model = this.config.model.name;
+    if (target.kind === 'engine') {
+      await (this.engine as ReferenceEngine).load(await this.localCopy(weights));
+    } else if (target.kind === 'http') {
+      const root = rootUrl(target.url);
+      const post = async (path: string, body: unknown) => {
+        const res = await send(root + path, { body: JSON.stringify(body), timeoutMs: 600_000 });
+        return { status: res.statusCode ?? 0, text: await readText(res) };
+      };
+      // A vLLM URL loads from a path it can read: the trainer's folder (a shared filesystem).
+      await loadWeightsOverHttp(post, weights.path, model, weights.format);
+    } else {
+      const node = target.node;
+      await node.ready(60_000);
+      const key = `${this.runId}:${weights.version}`;
+      const check = await node.request({
+        t: 'weights_check',
+        id: node.nextId(),
+        run_id: this.runId,
+        weights,
+      });
+      const id = node.nextId();
+      if (check.header.t === 'weights_present' && !check.header.present) {
+        const dir = await this.localCopy(weights);
+        await sendWeightFiles((h, p) => node.send(h, p), id, weights, dir);
+      }
+      await node.request({ t: 'weights_load', id, key, run_id: this.runId, model, weights });
+    }
+  }
+
+  /** Removes the run's backends from the proxy and lets go of its nodes. */
+  async close(): Promise<void> {
+    for (const t of this.targets) this.pool.remove(t.url);
+    this.targets.length = 0;
+    for (const endpoint of this.acquired.splice(0)) this.nodes.release(endpoint, this.runId);
+    await this.nodeTrainer?.close();
+    await this.engine?.close().catch(() => {});
+    this.engine = null;
+  }
+
+  /** Extra per-step metrics from a trainer node (grad norm, logprob agreement, …). */
+  get trainerMetrics(): Record<string, number | null> {
+    return this.nodeTrainer?.metrics ?? {};
+  }
+}

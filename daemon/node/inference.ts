@@ -1,0 +1,304 @@
+// The inference role: in front of an existing vLLM server (--vllm-url), one the agent starts and keeps
+// up (--vllm-cmd), or the built-in reference engine (--engine reference). Tunnelled HTTP requests are
+// forwarded to it and streamed back frame by frame; new weights are received, checked and loaded —
+// LoRA adapters through vLLM's /v1/load_lora_adapter, full weights through its dev-mode
+// /collective_rpc (update_config + reload_weights) — while new requests wait in a queue.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { hasWeights, loadWeightsOverHttp, WeightsReceiver } from '../cluster/weights';
+import { type ReferenceEngine, startReferenceEngine } from '../engine';
+import type { Frame } from '../protocol/frames';
+import type { NodeMessageOf, WeightsRef } from '../protocol/node';
+import { readText, SendError, send } from '../proxy/backends';
+import type { Peer, Role } from './agent';
+import { Supervised } from './process';
+
+export interface InferenceRoleOptions {
+  dataDir: string;
+  /** An existing vLLM server (or where --vllm-cmd's server listens). */
+  vllmUrl?: string;
+  /** A command that starts vLLM's server at vllmUrl (default http://127.0.0.1:8000). */
+  vllmCmd?: string;
+  engine?: 'reference';
+  log: (message: string, detail?: Record<string, unknown>) => void;
+}
+
+const root = (url: string) => url.replace(/\/+$/, '').replace(/\/v1$/, '');
+
+export class InferenceRole implements Role {
+  readonly role = 'inference' as const;
+  readonly backend: string;
+  private url = '';
+  private engine: ReferenceEngine | null = null;
+  private process: Supervised | null = null;
+  private ready = false;
+  private inFlight = 0;
+  private waiting = 0;
+  private loadingNow: Promise<void> | null = null;
+  private readonly versions: Record<string, number> = {};
+  private readonly loaded = new Set<string>();
+  private readonly cancels = new Map<string, () => void>();
+  private readonly receivers = new Map<string, WeightsReceiver>();
+  private lastError: string | null = null;
+  private healthTimer: NodeJS.Timeout | null = null;
+  private drained: (() => void) | null = null;
+
+  constructor(private readonly options: InferenceRoleOptions) {
+    this.backend = options.engine
+      ? 'reference'
+      : options.vllmCmd
+        ? `vllm-cmd (${options.vllmUrl ?? 'http://127.0.0.1:8000'})`
+        : `vllm-url ${options.vllmUrl}`;
+  }
+
+  async start(): Promise<void> {
+    const o = this.options;
+    if (o.engine === 'reference') {
+      this.engine = await startReferenceEngine({ dataDir: join(o.dataDir, 'reference'), resume: false });
+      this.url = root(this.engine.url);
+    } else {
+      if (!o.vllmUrl && !o.vllmCmd)
+        throw new Error('the inference role needs --vllm-url, --vllm-cmd or --engine reference');
+      this.url = root(o.vllmUrl ?? 'http://127.0.0.1:8000');
+      if (o.vllmCmd) {
+        this.process = new Supervised({
+          command: o.vllmCmd,
+          name: 'vllm',
+          log: o.log,
+          env: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True', VLLM_SERVER_DEV_MODE: '1' },
+          onExit: () => {
+            this.ready = false;
+          },
+        });
+        this.process.start();
+      }
+    }
+    await this.checkHealth();
+    this.healthTimer = setInterval(() => void this.checkHealth(), 2000);
+    this.healthTimer.unref();
+  }
+
+  private async checkHealth(): Promise<void> {
+    try {
+      const res = await send(`${this.url}/health`, { method: 'GET', timeoutMs: 5000 });
+      await readText(res);
+      this.ready = res.statusCode === 200;
+      if (this.ready) this.lastError = null;
+      else this.lastError = `backend /health answered ${res.statusCode}`;
+    } catch (err) {
+      this.ready = false;
+      this.lastError = this.process?.lastError ?? `backend ${this.url}: ${(err as Error).message}`;
+    }
+  }
+
+  health() {
+    return {
+      ready: this.ready,
+      queue_depth: this.waiting,
+      in_flight: this.inFlight,
+      loading: this.loadingNow !== null,
+      versions: { ...this.versions },
+      restarts: this.process?.restarts ?? 0,
+      last_error: this.lastError,
+    };
+  }
+
+  handle(frame: Frame, peer: Peer): void {
+    const h = frame.header;
+    switch (h.t) {
+      case 'http':
+        void this.http(h, frame.payload, peer);
+        return;
+      case 'cancel':
+        this.cancels.get(h.id)?.();
+        return;
+      case 'weights_check':
+        void this.reply(peer, h.id, async () => ({
+          t: 'weights_present' as const,
+          id: h.id,
+          present: (await this.localWeights(h.run_id, h.weights)) !== null,
+        }));
+        return;
+      case 'file':
+        void this.receive(h, frame.payload);
+        return;
+      case 'weights_load':
+        void this.reply(peer, h.id, async () => {
+          await this.load(h);
+          return { t: 'weights_loaded' as const, id: h.id, key: h.key, version: h.weights.version };
+        });
+        return;
+      default:
+        if ('id' in h)
+          void peer.send({ t: 'error', id: h.id, message: `an inference node does not take ${h.t}` });
+    }
+  }
+
+  private async reply(
+    peer: Peer,
+    id: string,
+    work: () => Promise<Parameters<Peer['send']>[0]>,
+  ): Promise<void> {
+    try {
+      await peer.send(await work());
+    } catch (err) {
+      await peer.send({ t: 'error', id, message: (err as Error).message });
+    }
+  }
+
+  private async http(h: NodeMessageOf<'http'>, body: Buffer, peer: Peer): Promise<void> {
+    const id = h.id;
+    let cancelled = false;
+    let abort: (() => void) | null = null;
+    this.cancels.set(id, () => {
+      cancelled = true;
+      abort?.();
+    });
+    try {
+      if (this.loadingNow) {
+        this.waiting++;
+        try {
+          while (this.loadingNow) await this.loadingNow.catch(() => {});
+        } finally {
+          this.waiting--;
+        }
+      }
+      if (cancelled) return;
+      this.inFlight++;
+      let res: Awaited<ReturnType<typeof send>>;
+      try {
+        res = await send(this.url + h.path, {
+          method: h.method,
+          body: h.method === 'POST' ? body : undefined,
+          headers: h.headers,
+          timeoutMs: h.deadline_ms,
+          onRequest: (a) => {
+            abort = a;
+          },
+        });
+      } catch (err) {
+        this.finish();
+        const kind = err instanceof SendError ? err.kind : 'other';
+        await peer.send({ t: 'http_error', id, kind, message: (err as Error).message });
+        return;
+      }
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
+      await peer.send({ t: 'http_head', id, status: res.statusCode ?? 502, headers });
+      await new Promise<void>((resolve) => {
+        let ended = false;
+        // One chain per request keeps its frames in order; the body pauses while the socket is full.
+        let chain = Promise.resolve();
+        const queue = (header: Parameters<Peer['send']>[0], payload?: Buffer) => {
+          chain = chain.then(() => peer.send(header, payload));
+          return chain;
+        };
+        res.on('data', (chunk: Buffer) => {
+          res.pause();
+          void queue({ t: 'http_data', id }, chunk).then(() => res.resume());
+        });
+        res.on('end', () => {
+          ended = true;
+          void queue({ t: 'http_end', id }).then(resolve);
+        });
+        res.on('close', () => {
+          if (ended) return;
+          void queue({
+            t: 'http_error',
+            id,
+            kind: cancelled ? 'aborted' : 'other',
+            message: 'the backend closed the response before its end',
+          }).then(resolve);
+        });
+      });
+      this.finish();
+    } finally {
+      this.cancels.delete(id);
+    }
+  }
+
+  private finish(): void {
+    this.inFlight--;
+    if (this.inFlight === 0) this.drained?.();
+  }
+
+  /** A folder here that holds `weights`: the trainer's own path (shared filesystem) or a received copy. */
+  private async localWeights(runId: string, weights: WeightsRef): Promise<string | null> {
+    const copy = this.weightsDir(runId, weights.version);
+    for (const dir of [weights.path, copy])
+      if (existsSync(dir) && (await hasWeights(dir, weights))) return dir;
+    return null;
+  }
+
+  private weightsDir(runId: string, version: number): string {
+    return join(this.options.dataDir, 'weights', runId.replace(/[^\w.-]/g, '_'), `v${version}`);
+  }
+
+  private async receive(h: NodeMessageOf<'file'>, bytes: Buffer): Promise<void> {
+    let receiver = this.receivers.get(h.id);
+    if (!receiver) {
+      receiver = new WeightsReceiver(join(this.options.dataDir, 'incoming', h.id.replace(/[^\w.-]/g, '_')));
+      this.receivers.set(h.id, receiver);
+    }
+    await receiver.write(h.name, h.offset, bytes);
+  }
+
+  private async load(h: NodeMessageOf<'weights_load'>): Promise<void> {
+    if (this.loaded.has(h.key)) return;
+    const receiver = this.receivers.get(h.id);
+    if (receiver) {
+      this.receivers.delete(h.id);
+      await receiver.commit(h.weights, this.weightsDir(h.run_id, h.weights.version));
+    }
+    const dir = await this.localWeights(h.run_id, h.weights);
+    if (!dir)
+      throw new Error(`the files of version ${h.weights.version} are not on this node (send them first)`);
+    while (this.loadingNow) await this.loadingNow.catch(() => {});
+    const work = (async () => {
+      // Requests already running finish on the old weights (their records carry its version).
+      if (this.inFlight > 0) await new Promise<void>((r) => (this.drained = r));
+      this.drained = null;
+      await this.loadInto(dir, h.model, h.weights);
+    })();
+    this.loadingNow = work;
+    try {
+      await work;
+      this.versions[h.run_id] = h.weights.version;
+      this.loaded.add(h.key);
+      this.options.log('weights loaded', {
+        run_id: h.run_id,
+        version: h.weights.version,
+        format: h.weights.format,
+      });
+    } catch (err) {
+      this.lastError = `loading version ${h.weights.version} failed: ${(err as Error).message}`;
+      throw new Error(this.lastError);
+    } finally {
+      this.loadingNow = null;
+    }
+  }
+
+  private async post(path: string, body: unknown): Promise<{ status: number; text: string }> {
+    const res = await send(this.url + path, { body: JSON.stringify(body), timeoutMs: 600_000 });
+    return { status: res.statusCode ?? 0, text: await readText(res) };
+  }
+
+  private loadInto(dir: string, model: string, weights: WeightsRef): Promise<void> {
+    return loadWeightsOverHttp((path, body) => this.post(path, body), dir, model, weights.format);
+  }
+
+  disconnected(): void {
+    // Transfers of that connection are abandoned; the daemon sends them again.
+    for (const [id, receiver] of this.receivers) {
+      this.receivers.delete(id);
+      void receiver.discard();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    for (const cancel of this.cancels.values()) cancel();
+    await this.process?.stop();
+    await this.engine?.close();
+  }
+}
