@@ -1,0 +1,496 @@
+"""``python -m harness_rl_trainer.serve --model DIR [--enable-lora] [--port P]``: a CPU stand-in for vLLM.
+
+The subset of vLLM's OpenAI-compatible server that harness-rl's proxy uses, on the same transformers
+model the trainer trains: /v1/chat/completions and /v1/completions (streaming SSE too, per-token
+logprobs, ``return_token_ids``, token-id prompts), /v1/models, /tokenize, /detokenize, /health,
+/v1/load_lora_adapter, /v1/unload_lora_adapter, and the dev-mode full-weight reload
+(/collective_rpc update_config + reload_weights, /reset_prefix_cache). For tests and laptops only:
+with a GPU, run vLLM itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import torch
+
+
+class Engine:
+    """One model (plus LoRA adapters by name), greedy or sampled decoding, raw-model logprobs."""
+
+    def __init__(self, model_dir: str, served_name: str | None, enable_lora: bool, max_model_len: int = 2048):
+        from transformers import AutoTokenizer
+
+        self.lock = threading.Lock()
+        self.enable_lora = enable_lora
+        self.max_model_len = max_model_len
+        self.model_dir = model_dir
+        self.name = served_name or model_dir
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        self.adapters: dict[str, str] = {}
+        self._load(model_dir)
+
+    def _load(self, model_dir: str) -> None:
+        from transformers import AutoModelForCausalLM
+
+        base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        self.base, self.peft = base, None
+        for name, path in list(self.adapters.items()):
+            self._add_adapter(name, path)
+
+    def _add_adapter(self, name: str, path: str) -> None:
+        from peft import PeftModel
+
+        if self.peft is None:
+            self.peft = PeftModel.from_pretrained(self.base, path, adapter_name=name).eval()
+        else:
+            if name in self.peft.peft_config:
+                self.peft.delete_adapter(name)
+            self.peft.load_adapter(path, adapter_name=name)
+        self.adapters[name] = path
+
+    def model_for(self, name: str):
+        if name == self.name:
+            if self.peft is not None:
+                return _NoAdapter(self.peft)
+            return self.base
+        if name in self.adapters:
+            self.peft.set_adapter(name)
+            return self.peft
+        raise ApiError(404, f"The model `{name}` does not exist.", "NotFoundError")
+
+    def generate(self, model, prompt: list[int], n: int, max_tokens: int, temperature: float, seed, stop_ids):
+        """Per choice: (token ids, their logprobs, finish_reason)."""
+        gen = torch.Generator().manual_seed(int(seed)) if seed is not None else None
+        out = []
+        for _ in range(n):
+            ids = list(prompt)
+            toks, lps, finish = [], [], "length"
+            with model if isinstance(model, _NoAdapter) else _nullctx():
+                m = model.model if isinstance(model, _NoAdapter) else model
+                for _ in range(max_tokens):
+                    if len(ids) >= self.max_model_len:
+                        break
+                    with torch.no_grad():
+                        logits = m(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1].float()
+                    lsm = torch.log_softmax(logits, -1)
+                    if temperature and temperature > 0:
+                        tok = int(
+                            torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=gen)
+                        )
+                    else:
+                        tok = int(torch.argmax(lsm))
+                    ids.append(tok)
+                    toks.append(tok)
+                    lps.append(float(lsm[tok]))
+                    if tok in stop_ids:
+                        finish = "stop"
+                        break
+            out.append((toks, lps, finish))
+        return out
+
+
+class _NoAdapter:
+    """The base model of a PeftModel with every adapter switched off."""
+
+    def __init__(self, peft):
+        self.model = peft
+        self._ctx = None
+
+    def __enter__(self):
+        self._ctx = self.model.disable_adapter()
+        self._ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+
+class _nullctx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, kind: str = "BadRequestError"):
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+def make_handler(engine: Engine):
+    tok = engine.tokenizer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *args):  # quiet
+            pass
+
+        def _json(self, status: int, obj) -> None:
+            body = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _text(self, status: int, text: str) -> None:
+            body = text.encode()
+            self.send_response(status)
+            self.send_header("content-type", "text/plain; charset=utf-8")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _error(self, e: ApiError) -> None:
+            self._json(
+                e.status,
+                {"object": "error", "message": str(e), "type": e.kind, "param": None, "code": e.status},
+            )
+
+        def do_GET(self):
+            path = self.path.split("?")[0]
+            if path == "/health":
+                return self._text(200, "")
+            if path in ("/v1/models", "/models"):
+                data = [
+                    {
+                        "id": engine.name,
+                        "object": "model",
+                        "created": 0,
+                        "owned_by": "vllm",
+                        "root": engine.model_dir,
+                        "parent": None,
+                        "max_model_len": engine.max_model_len,
+                    }
+                ]
+                data += [
+                    {
+                        "id": n,
+                        "object": "model",
+                        "created": 0,
+                        "owned_by": "vllm",
+                        "root": p,
+                        "parent": engine.name,
+                        "max_model_len": engine.max_model_len,
+                    }
+                    for n, p in engine.adapters.items()
+                ]
+                return self._json(200, {"object": "list", "data": data})
+            self._error(ApiError(404, f"no route GET {path}", "NotFoundError"))
+
+        def do_POST(self):
+            path = self.path.split("?")[0]
+            try:
+                n = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(n) if n else b""
+                try:
+                    body = json.loads(raw) if raw else {}
+                except ValueError:
+                    raise ApiError(400, "invalid JSON body") from None
+                with engine.lock:
+                    self.route(path, body)
+            except ApiError as e:
+                self._error(e)
+            except Exception as e:  # noqa: BLE001
+                self._error(ApiError(500, f"{type(e).__name__}: {e}", "InternalServerError"))
+
+        def route(self, path: str, body: dict) -> None:
+            if path == "/tokenize":
+                if "messages" in body:
+                    ids = chat_ids(body)
+                else:
+                    ids = tok.encode(
+                        body.get("prompt", ""), add_special_tokens=body.get("add_special_tokens", True)
+                    )
+                return self._json(
+                    200,
+                    {
+                        "count": len(ids),
+                        "max_model_len": engine.max_model_len,
+                        "tokens": ids,
+                        "token_strs": None,
+                    },
+                )
+            if path == "/detokenize":
+                return self._json(200, {"prompt": tok.decode(body.get("tokens", []))})
+            if path == "/v1/load_lora_adapter":
+                if not engine.enable_lora:
+                    raise ApiError(400, "LoRA is not enabled (start with --enable-lora)")
+                name, lpath = body.get("lora_name"), body.get("lora_path")
+                if not name or not lpath:
+                    raise ApiError(400, "Both 'lora_name' and 'lora_path' must be provided.")
+                if name in engine.adapters and not body.get("load_inplace"):
+                    raise ApiError(
+                        400,
+                        f"The lora adapter '{name}' has already been loaded. If you want to load the "
+                        "adapter in place, set 'load_inplace' to True.",
+                        "InvalidUserInput",
+                    )
+                if not (Path(lpath) / "adapter_config.json").is_file():
+                    raise ApiError(404, f"No adapter found for {lpath}", "NotFoundError")
+                engine._add_adapter(name, lpath)
+                return self._text(200, f"Success: LoRA adapter '{name}' added successfully.")
+            if path == "/v1/unload_lora_adapter":
+                name = body.get("lora_name")
+                if name not in engine.adapters:
+                    raise ApiError(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError")
+                engine.peft.delete_adapter(name)
+                del engine.adapters[name]
+                if not engine.adapters:
+                    engine.base = engine.peft.unload()
+                    engine.peft = None
+                return self._text(200, f"Success: LoRA adapter '{name}' removed successfully.")
+            if path == "/collective_rpc":
+                method = body.get("method")
+                if method == "update_config":
+                    cfg = (body.get("args") or [{}])[0].get("model_config", {})
+                    if "model" in cfg:
+                        engine.model_dir = cfg["model"]
+                    return self._json(200, {"results": [None]})
+                if method == "reload_weights":
+                    engine._load(engine.model_dir)
+                    return self._json(200, {"results": [None]})
+                raise ApiError(400, f"unknown collective_rpc method {method!r}")
+            if path == "/reset_prefix_cache":
+                return self._text(200, "")
+            if path in ("/v1/chat/completions", "/v1/completions"):
+                return self.completion(path == "/v1/chat/completions", body)
+            raise ApiError(404, f"no route POST {path}", "NotFoundError")
+
+        def completion(self, chat: bool, body: dict) -> None:
+            model = engine.model_for(body.get("model"))
+            if chat:
+                if not isinstance(body.get("messages"), list):
+                    raise ApiError(400, "messages: field required")
+                prompt = chat_ids(body)
+            else:
+                p = body.get("prompt")
+                if isinstance(p, str):
+                    prompt = tok.encode(p)
+                elif isinstance(p, list) and p and all(isinstance(x, int) for x in p):
+                    prompt = p
+                elif isinstance(p, list) and p and isinstance(p[0], list):
+                    prompt = p[0]
+                elif isinstance(p, list) and p and isinstance(p[0], str):
+                    prompt = tok.encode(p[0])
+                else:
+                    raise ApiError(400, "prompt: must be a string or a list of token ids")
+            n = int(body.get("n") or 1)
+            max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+            temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
+            stop_ids = set(body.get("stop_token_ids") or [])
+            if not body.get("ignore_eos") and tok.eos_token_id is not None:
+                stop_ids.add(tok.eos_token_id)
+            gens = engine.generate(model, prompt, n, max_tokens, temperature, body.get("seed"), stop_ids)
+            want_ids = bool(body.get("return_token_ids"))
+            want_lp = body.get("logprobs") is True if chat else isinstance(body.get("logprobs"), int)
+            rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+            created = int(time.time())
+            ct = sum(len(g[0]) for g in gens)
+            usage = {"prompt_tokens": len(prompt), "completion_tokens": ct, "total_tokens": len(prompt) + ct}
+
+            def text_of(ids):
+                return tok.decode([i for i in ids if i != tok.eos_token_id])
+
+            def chat_lp(ids, lps):
+                return {
+                    "content": [
+                        {
+                            "token": tok.decode([t]),
+                            "logprob": lp,
+                            "bytes": list(tok.decode([t]).encode()),
+                            "top_logprobs": [],
+                        }
+                        for t, lp in zip(ids, lps, strict=True)
+                    ]
+                }
+
+            def cmpl_lp(ids, lps, start=0):
+                return {
+                    "tokens": [tok.decode([t]) for t in ids],
+                    "token_logprobs": lps,
+                    "top_logprobs": [{} for _ in ids],
+                    "text_offset": list(range(start, start + len(ids))),
+                }
+
+            if not body.get("stream"):
+                if chat:
+                    choices = [
+                        {
+                            "index": i,
+                            "message": {"role": "assistant", "content": text_of(ids)},
+                            "logprobs": chat_lp(ids, lps) if want_lp else None,
+                            "finish_reason": fin,
+                            "stop_reason": None,
+                            **({"token_ids": ids} if want_ids else {}),
+                        }
+                        for i, (ids, lps, fin) in enumerate(gens)
+                    ]
+                    return self._json(
+                        200,
+                        {
+                            "id": rid,
+                            "object": "chat.completion",
+                            "created": created,
+                            "model": body["model"],
+                            "choices": choices,
+                            "usage": usage,
+                            **({"prompt_token_ids": prompt} if want_ids else {}),
+                        },
+                    )
+                choices = [
+                    {
+                        "index": i,
+                        "text": text_of(ids),
+                        "logprobs": cmpl_lp(ids, lps) if want_lp else None,
+                        "finish_reason": fin,
+                        "stop_reason": None,
+                        **({"prompt_token_ids": prompt, "token_ids": ids} if want_ids else {}),
+                    }
+                    for i, (ids, lps, fin) in enumerate(gens)
+                ]
+                return self._json(
+                    200,
+                    {
+                        "id": rid,
+                        "object": "text_completion",
+                        "created": created,
+                        "model": body["model"],
+                        "choices": choices,
+                        "usage": usage,
+                    },
+                )
+
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.close_connection = True
+
+            def send(obj):
+                self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
+                self.wfile.flush()
+
+            obj = "chat.completion.chunk" if chat else "text_completion"
+            if chat:
+                for i in range(n):
+                    send(
+                        {
+                            "id": rid,
+                            "object": obj,
+                            "created": created,
+                            "model": body["model"],
+                            "choices": [
+                                {
+                                    "index": i,
+                                    "delta": {"role": "assistant", "content": ""},
+                                    "logprobs": None,
+                                    "finish_reason": None,
+                                }
+                            ],
+                            **({"prompt_token_ids": prompt} if want_ids and i == 0 else {}),
+                        }
+                    )
+            for i, (ids, lps, fin) in enumerate(gens):
+                for k, (t, lp) in enumerate(zip(ids, lps, strict=True)):
+                    last = k == len(ids) - 1
+                    piece = "" if t == tok.eos_token_id else tok.decode([t])
+                    if chat:
+                        choice = {
+                            "index": i,
+                            "delta": {"content": piece},
+                            "logprobs": chat_lp([t], [lp]) if want_lp else None,
+                            "finish_reason": fin if last else None,
+                            **({"token_ids": [t]} if want_ids else {}),
+                        }
+                    else:
+                        choice = {
+                            "index": i,
+                            "text": piece,
+                            "logprobs": cmpl_lp([t], [lp], k) if want_lp else None,
+                            "finish_reason": fin if last else None,
+                            **(
+                                {"token_ids": [t], **({"prompt_token_ids": prompt} if k == 0 else {})}
+                                if want_ids
+                                else {}
+                            ),
+                        }
+                    send(
+                        {
+                            "id": rid,
+                            "object": obj,
+                            "created": created,
+                            "model": body["model"],
+                            "choices": [choice],
+                        }
+                    )
+            if (body.get("stream_options") or {}).get("include_usage"):
+                send(
+                    {
+                        "id": rid,
+                        "object": obj,
+                        "created": created,
+                        "model": body["model"],
+                        "choices": [],
+                        "usage": usage,
+                    }
+                )
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+    def chat_ids(body: dict) -> list[int]:
+        out = tok.apply_chat_template(
+            body["messages"],
+            add_generation_prompt=body.get("add_generation_prompt", True),
+            tokenize=True,
+            tools=body.get("tools"),
+        )
+        return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
+
+    return Handler
+
+
+def make_server(
+    model: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    served_name: str | None = None,
+    enable_lora: bool = False,
+) -> ThreadingHTTPServer:
+    engine = Engine(model, served_name, enable_lora)
+    server = ThreadingHTTPServer((host, port), make_handler(engine))
+    server.daemon_threads = True
+    server.engine = engine
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m harness_rl_trainer.serve", description=__doc__)
+    p.add_argument("--model", required=True)
+    p.add_argument("--served-model-name")
+    p.add_argument("--enable-lora", action="store_true")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    a = p.parse_args(argv)
+    server = make_server(
+        a.model, host=a.host, port=a.port, served_name=a.served_model_name, enable_lora=a.enable_lora
+    )
+    print(f"serving {server.engine.name} on http://{a.host}:{server.server_address[1]}/v1", flush=True)
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
