@@ -411,8 +411,6 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       const parsed = parseJsonBody(raw);
       if ('value' in parsed) return done(null, parsed.value);
       const { code, message } = parsed.problem;
-      // A null body falls through to the route, which names the parameters it lacks.
-      if (code === 'null_body') return done(null, null);
       done(
         new ProxyError(
           400,

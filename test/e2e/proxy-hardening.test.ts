@@ -49,6 +49,18 @@ describe('deeply nested bodies', () => {
     expect(calls[0].request).toMatch(/^\[\[\[/);
     expect(calls[0].request).toMatch(/10000 more characters\)$/);
     expect(calls[1].request).toMatch(/^\{"model":"toy"/);
+    // A JSON null body is refused (and recorded) like the REST API refuses it.
+    const nullBody = await post(`/r/${r.id}/v1/chat/completions`, 'null', r.key);
+    expect(nullBody.status).toBe(400);
+    expect(nullBody.body.error).toMatchObject({
+      code: 'null_body',
+      message: expect.stringMatching(/not null/),
+    });
+    expect((await env.proxy.calls(r.id)).at(-1)).toMatchObject({
+      status: 'error',
+      http_status: 400,
+      request: 'null',
+    });
     // The daemon keeps serving.
     expect((await post(`/r/${r.id}/v1/chat/completions`, chat, r.key)).status).toBe(200);
   });
