@@ -10,7 +10,7 @@ import type { RunConfig } from '../protocol/config';
 import type { WeightsRef } from '../protocol/node';
 import type { Trainer } from '../protocol/training';
 import { type BackendPool, readText, rootUrl, send } from '../proxy/backends';
-import type { NodeConnection } from './nodes/connection';
+import { type NodeConnection, NodeRefused } from './nodes/connection';
 import type { NodeRegistry } from './nodes/registry';
 import { NodeTrainer, type OpenedRun } from './nodes/trainer-client';
 import { describeWeights, hasWeights, loadWeightsOverHttp, sendWeightFiles } from './weights';
@@ -41,6 +41,9 @@ export class RunBackends {
   private nodeTrainer: NodeTrainer | null = null;
   private readonly targets: Target[] = [];
   private readonly acquired: string[] = [];
+  /** The version every inference backend should serve. */
+  private version = 0;
+  private readonly unlisten: (() => void)[] = [];
   /** Weight folders fetched from the trainer node, by version. */
   private readonly fetched = new Map<number, Promise<string>>();
 
@@ -77,12 +80,16 @@ export class RunBackends {
         this.acquired.push(endpoint);
         const url = rootUrl(endpoint);
         this.pool.add(url, { name: `node ${url}`, modelVersion: null, runId });
-        this.targets.push({ kind: 'node', url, node });
+        const target: Target = { kind: 'node', url, node };
+        this.targets.push(target);
+        // A node that comes back (or comes up late) gets the current weights before it serves.
+        this.unlisten.push(node.onOpen(() => void this.syncOne(target, this.version)));
       } else {
         this.pool.add(endpoint, { name: endpoint, modelVersion: null, runId });
         this.targets.push({ kind: 'http', url: endpoint });
       }
     }
+    await this.checkNodes();
     let opened: OpenedRun;
     if (config.trainer.endpoint === 'reference') {
       const engine = this.engine as ReferenceEngine;
@@ -102,6 +109,21 @@ export class RunBackends {
       opened = await this.nodeTrainer.open();
     }
     return opened;
+  }
+
+  /**
+   * Inference nodes: one that refuses us (token, protocol version, role) fails the run with its
+   * reason; unreachable ones are fine while another backend can serve (they join when they come up).
+   */
+  private async checkNodes(): Promise<void> {
+    const nodes = this.targets.filter((t): t is Extract<Target, { kind: 'node' }> => t.kind === 'node');
+    if (nodes.length === 0) return;
+    const results = await Promise.allSettled(nodes.map((t) => t.node.ready(10_000)));
+    for (const r of results) if (r.status === 'rejected' && r.reason instanceof NodeRefused) throw r.reason;
+    if (nodes.length === this.targets.length && results.every((r) => r.status === 'rejected'))
+      throw new Error(
+        `no inference node is reachable: ${results.map((r) => (r as PromiseRejectedResult).reason?.message).join('; ')}`,
+      );
   }
 
   /** The weights of `version` as the trainer wrote them (null: the base model, nothing to load). */
@@ -135,32 +157,30 @@ export class RunBackends {
    * proxy stops routing to it once that is too stale) and the error is logged; the others go on.
    */
   async sync(version: number): Promise<void> {
-    const weights = await this.weightsOf(version);
-    await Promise.all(
-      this.targets.map(async (target) => {
-        const inPlace = target.kind === 'engine' && !this.nodeTrainer;
-        if (inPlace || !weights) {
-          this.pool.setModelVersion(target.url, version);
-          return;
-        }
-        this.pool.setLoading(target.url, true);
-        try {
-          await this.load(target, weights);
-          this.pool.setModelVersion(target.url, version);
-        } catch (err) {
-          const error = err instanceof Error ? err.message : String(err);
-          this.ctx.log('loading new weights failed', {
-            run_id: this.runId,
-            backend: target.url,
-            version,
-            error,
-          });
-          this.pool.markUnhealthyByUrl(target.url, `loading version ${version} failed: ${error}`);
-        } finally {
-          this.pool.setLoading(target.url, false);
-        }
-      }),
-    );
+    this.version = version;
+    await Promise.all(this.targets.map((target) => this.syncOne(target, version)));
+  }
+
+  private async syncOne(target: Target, version: number): Promise<void> {
+    const inPlace = target.kind === 'engine' && !this.nodeTrainer;
+    const weights = inPlace ? null : await this.weightsOf(version).catch(() => null);
+    if (inPlace || !weights) {
+      this.pool.setModelVersion(target.url, version);
+      return;
+    }
+    // A node that is down now gets the weights when it reconnects; meanwhile its old version keeps it out.
+    if (target.kind === 'node' && !target.node.open) return;
+    this.pool.setLoading(target.url, true);
+    try {
+      await this.load(target, weights);
+      this.pool.setModelVersion(target.url, version);
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
+      this.ctx.log('loading new weights failed', { run_id: this.runId, backend: target.url, version, error });
+      this.pool.markUnhealthyByUrl(target.url, `loading version ${version} failed: ${error}`);
+    } finally {
+      this.pool.setLoading(target.url, false);
+    }
   }
 
   private async load(target: Target, weights: WeightsRef): Promise<void> {
@@ -177,7 +197,6 @@ export class RunBackends {
       await loadWeightsOverHttp(post, weights.path, model, weights.format);
     } else {
       const node = target.node;
-      await node.ready(60_000);
       const key = `${this.runId}:${weights.version}`;
       const check = await node.request({
         t: 'weights_check',
@@ -196,6 +215,7 @@ export class RunBackends {
 
   /** Removes the run's backends from the proxy and lets go of its nodes. */
   async close(): Promise<void> {
+    for (const off of this.unlisten.splice(0)) off();
     for (const t of this.targets) this.pool.remove(t.url);
     this.targets.length = 0;
     for (const endpoint of this.acquired.splice(0)) this.nodes.release(endpoint, this.runId);

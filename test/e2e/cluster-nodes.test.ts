@@ -1,0 +1,261 @@
+// The GPU path on loopback: runs whose inference and trainer are node agents (`harness-rl node`, here
+// in front of the reference engine), driven by SDK workers through the proxy. Calls go over the node's
+// WebSocket, weights reach the inference node after each step, and the faults a cluster has — a wrong
+// token, a node that goes away mid-stream, a trainer that dies mid-step — end as the issue says.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
+import { type NodeAgent, type Peer, startNodeAgent } from '../../daemon/node/agent';
+import { InferenceRole } from '../../daemon/node/inference';
+import { TrainerRole } from '../../daemon/node/trainer';
+import type { RunConfigInput } from '../../daemon/protocol/config';
+import type { NodeInfo, Run } from '../../daemon/protocol/entities';
+import type { NodeHealth } from '../../daemon/protocol/node';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+
+let dir: string;
+const token = `node_${randomBytes(8).toString('hex')}`;
+const quiet = () => {};
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'harness-rl-nodes-'));
+  const tasks = Array.from({ length: 4 }, (_, i) => JSON.stringify({ prompt: `Say ${i}` })).join('\n');
+  await writeFile(join(dir, 'tasks.jsonl'), `${tasks}\n`);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function inferenceNode(name: string, port = 0): Promise<NodeAgent> {
+  const role = new InferenceRole({ dataDir: join(dir, name), engine: 'reference', log: quiet });
+  return startNodeAgent({ host: '127.0.0.1', port, token, role, log: quiet, healthIntervalMs: 200 });
+}
+
+async function trainerNode(
+  name: string,
+  port = 0,
+  wrap?: (role: TrainerRole) => TrainerRole,
+): Promise<NodeAgent> {
+  const base = new TrainerRole({ dataDir: join(dir, name), engine: 'reference', log: quiet });
+  return startNodeAgent({
+    host: '127.0.0.1',
+    port,
+    token,
+    role: wrap ? wrap(base) : base,
+    log: quiet,
+    healthIntervalMs: 200,
+  });
+}
+
+function config(
+  inference: string[],
+  trainer: string,
+  steps = 2,
+  extra: Partial<RunConfigInput> = {},
+): RunConfigInput {
+  return {
+    name: `nodes-${randomBytes(3).toString('hex')}`,
+    inference: { endpoints: inference, token },
+    trainer: { endpoint: trainer, token },
+    tasks: { file: 'tasks.jsonl' },
+    harness: { concurrency: 4, timeout_s: 60, max_attempts: 3 },
+    algorithm: { n: 2, learning_rate: 0.01, max_response_tokens: 16 },
+    schedule: { steps, groups_per_step: 2 },
+    ...extra,
+  } as RunConfigInput;
+}
+
+async function chatHarness(ctx: RolloutContext): Promise<{ reward: number }> {
+  const client = new OpenAI({ baseURL: ctx.openai_base_url, apiKey: ctx.key, maxRetries: 0 });
+  const stream = await client.chat.completions.create({
+    model: ctx.model,
+    messages: [{ role: 'user', content: String((ctx.input as { prompt: string }).prompt) }],
+    max_tokens: 6,
+    stream: true,
+  });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  return { reward: text.length % 2 };
+}
+
+async function createRun(daemon: TestDaemon, cfg: RunConfigInput): Promise<Run> {
+  const res = await daemon.api<Run>('POST', '/api/runs', { config: cfg, base_dir: dir });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+
+const work = (daemon: TestDaemon, runId: string) =>
+  runWorker({ daemonUrl: daemon.url, token: daemon.token, runId, concurrency: 4, rollout: chatHarness });
+
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined | false>,
+  ms = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('a run on node agents', () => {
+  let daemon: TestDaemon;
+  beforeAll(async () => {
+    daemon = await startTestDaemon();
+  });
+  afterAll(async () => {
+    await daemon?.close();
+  });
+
+  it('samples through the inference node, trains on the trainer node and loads each new version', async () => {
+    const inference = await inferenceNode('inf-a');
+    const trainer = await trainerNode('train-a');
+    try {
+      const run = await createRun(daemon, config([inference.url], trainer.url, 2));
+      const summary = await work(daemon, run.id);
+      expect(summary.succeeded).toBe(8);
+      const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
+      expect(after).toMatchObject({ status: 'finished', step: 2, error: null, model_version: 2 });
+
+      // Every call went through the node and carries the version that produced it: step s → version s.
+      const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id, limit: 100 })).items;
+      const versionsByStep = new Map<number, Set<number | null>>();
+      for (const r of rollouts) {
+        const group = await daemon.ctx.store.getGroup(r.group_id as string);
+        for (const call of await daemon.ctx.store.listLlmCalls(r.id)) {
+          expect(call.backend).toBe(`node ${inference.url}`);
+          expect(call.status).toBe('ok');
+          expect(call.response_ids?.length).toBeGreaterThan(0);
+          expect(call.response_logprobs?.length).toBe(call.response_ids?.length);
+          const set = versionsByStep.get(group!.step) ?? new Set();
+          set.add(call.model_version);
+          versionsByStep.set(group!.step, set);
+        }
+      }
+      expect([...versionsByStep.get(0)!]).toEqual([0]);
+      expect([...versionsByStep.get(1)!]).toEqual([1]);
+
+      // The nodes report health: the inference node serves the run's version 2, the trainer trained it.
+      const nodes = await waitFor('node health with version 2', async () => {
+        const list = (await daemon.api<NodeInfo[]>('GET', '/api/nodes')).body;
+        const inf = list.find((n) => n.url === inference.url);
+        const health = (inf?.detail as { health?: NodeHealth } | null)?.health;
+        return health?.versions[run.id] === 2 ? list : null;
+      });
+      const t = nodes.find((n) => n.url === trainer.url);
+      expect(t).toMatchObject({ kind: 'trainer' });
+      expect((t?.detail as { health: NodeHealth }).health.versions[run.id]).toBe(2);
+    } finally {
+      await inference.close();
+      await trainer.close();
+    }
+  });
+
+  it('refuses a node with the wrong token and fails the run with that reason', async () => {
+    const role = new InferenceRole({ dataDir: join(dir, 'inf-wrong'), engine: 'reference', log: quiet });
+    const node = await startNodeAgent({
+      host: '127.0.0.1',
+      port: 0,
+      token: 'another-token',
+      role,
+      log: quiet,
+    });
+    try {
+      const bad = await createRun(daemon, { ...config([node.url], 'reference', 1), name: 'wrong-token' });
+      const failed = await waitFor('the run to fail', async () => {
+        const r = (await daemon.api<Run>('GET', `/api/runs/${bad.id}`)).body;
+        return r.status === 'failed' ? r : null;
+      });
+      expect(failed.error).toMatch(/refused the token \(401\)/);
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('a trainer node that dies after applying a step gets the batch again and does not apply it twice', async () => {
+    const inference = await inferenceNode('inf-b');
+    let port = 0;
+    let dropped = false;
+    let replacement: Promise<NodeAgent> | null = null;
+    let trainer: NodeAgent | null = null;
+    // The first `trained` reply is lost: the node dies right after applying step 0; a new node
+    // process starts on the same port with the same data folder.
+    const dropFirstReply = (role: TrainerRole): TrainerRole => {
+      const handle = role.handle.bind(role);
+      role.handle = (frame, peer: Peer) =>
+        handle(frame, {
+          get closed() {
+            return peer.closed;
+          },
+          send: async (header, payload) => {
+            if (header.t === 'trained' && !dropped) {
+              dropped = true;
+              replacement = (async () => {
+                await trainer?.close();
+                return trainerNode('train-b', port);
+              })();
+              return;
+            }
+            return peer.send(header, payload);
+          },
+        });
+      return role;
+    };
+    trainer = await trainerNode('train-b', 0, dropFirstReply);
+    port = trainer.port;
+    try {
+      const run = await createRun(daemon, config([inference.url], trainer.url, 2));
+      const summary = await work(daemon, run.id);
+      expect(summary.succeeded).toBe(8);
+      const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
+      expect(dropped).toBe(true);
+      // Two steps, two versions: the step sent twice was applied once.
+      expect(after).toMatchObject({ status: 'finished', step: 2, model_version: 2 });
+      const versions = (await daemon.ctx.store.listModelVersions(run.id)).map((v) => v.version).sort();
+      expect(versions).toEqual([1, 2]);
+    } finally {
+      await inference.close();
+      await (replacement as Promise<NodeAgent> | null)?.then((n) => n.close());
+    }
+  });
+
+  it('an inference node that dies mid-run: its calls fail and are recorded, rollouts retry on the other node', async () => {
+    const a = await inferenceNode('inf-c');
+    const b = await inferenceNode('inf-d');
+    const trainer = await trainerNode('train-c');
+    try {
+      const run = await createRun(daemon, config([a.url, b.url], trainer.url, 2));
+      let killed = false;
+      const summary = await runWorker({
+        daemonUrl: daemon.url,
+        token: daemon.token,
+        runId: run.id,
+        concurrency: 4,
+        rollout: async (ctx) => {
+          if (!killed) {
+            killed = true;
+            await a.close();
+          }
+          return chatHarness(ctx);
+        },
+      });
+      expect(summary.succeeded).toBe(8);
+      const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
+      expect(after).toMatchObject({ status: 'finished', step: 2 });
+      const calls = [];
+      for (const r of (await daemon.ctx.store.listRollouts({ run_id: run.id, limit: 100 })).items)
+        calls.push(...(await daemon.ctx.store.listLlmCalls(r.id)));
+      expect(calls.filter((c) => c.status === 'ok').every((c) => c.backend === `node ${b.url}`)).toBe(true);
+    } finally {
+      await b.close();
+      await trainer.close();
+    }
+  });
+});
