@@ -222,7 +222,8 @@ describe('a run on node agents', () => {
       expect(versions).toEqual([1, 2]);
     } finally {
       await inference.close();
-      await (replacement as Promise<NodeAgent> | null)?.then((n) => n.close());
+      const next = replacement as Promise<NodeAgent> | null;
+      if (next) await (await next).close();
     }
   });
 
