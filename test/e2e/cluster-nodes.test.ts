@@ -151,7 +151,7 @@ describe('a run on node agents', () => {
       });
       const t = nodes.find((n) => n.url === trainer.url);
       expect(t).toMatchObject({ kind: 'trainer' });
-      expect((t?.detail as { health: NodeHealth }).health.versions[run.id]).toBe(2);
+      expect((t?.detail as { health?: NodeHealth } | undefined)?.health?.versions[run.id]).toBe(2);
     } finally {
       await inference.close();
       await trainer.close();
