@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, nestsDeeperThan, parseJsonBody } from './body';
+import { parseArguments } from '../proxy/translate/common';
+import { MAX_JSON_DEPTH, nestsDeeperThan, parseBoundedJson, parseJsonBody } from './body';
 
 describe('nestsDeeperThan', () => {
   it('counts arrays and objects, not brackets inside strings (escaped quotes included)', () => {
@@ -48,5 +49,16 @@ describe('parseJsonBody', () => {
     const at = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
     expect(parseJsonBody(at(MAX_JSON_DEPTH))).toHaveProperty('value');
     expect(parseJsonBody(at(MAX_JSON_DEPTH + 1))).toMatchObject({ problem: { code: 'too_deep' } });
+  });
+});
+
+describe('parseBoundedJson', () => {
+  it('parses like JSON.parse and refuses too deep text as malformed, so callers fall back', () => {
+    expect(parseBoundedJson('{"a":[1]}')).toEqual({ a: [1] });
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    expect(() => parseBoundedJson(deep)).toThrow(SyntaxError);
+    // A model's tool-call arguments that deep become {} (as malformed ones do): nothing overflows later.
+    expect(parseArguments(deep)).toEqual({});
+    expect(() => JSON.stringify(parseArguments(deep))).not.toThrow();
   });
 });

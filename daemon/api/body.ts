@@ -36,6 +36,16 @@ export function nestsDeeperThan(raw: string, max: number = MAX_JSON_DEPTH): bool
   return false;
 }
 
+/**
+ * JSON.parse for text from outside (a model's tool-call arguments, a backend's answer) that also
+ * refuses nesting deeper than MAX_JSON_DEPTH, with a SyntaxError like malformed JSON gets.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: typed like JSON.parse, which it stands in for
+export function parseBoundedJson(text: string): any {
+  if (nestsDeeperThan(text)) throw new SyntaxError(`JSON nests deeper than ${MAX_JSON_DEPTH} levels`);
+  return JSON.parse(text);
+}
+
 /** What went wrong with a body, for the caller's own error type. */
 export interface BodyProblem {
   code: 'invalid_json' | 'too_deep' | 'null_body';

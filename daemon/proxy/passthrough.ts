@@ -2,6 +2,7 @@
 // upstream (Anthropic Messages, OpenAI Responses) through the proxy with the user's key from
 // <dataDir>/secrets.json. The answer is relayed as is; streams are assembled for the record, which
 // is committed before the terminal event reaches the harness.
+import { parseBoundedJson } from '../api/body';
 import type { NewLlmCall } from '../protocol/entities';
 import { readText, SendError, send, timedOut } from './backends';
 import { ProxyError } from './errors';
@@ -81,7 +82,7 @@ class MessagesAssembler {
       const j = this.json[data.index];
       if (b && j) {
         try {
-          b.input = JSON.parse(j);
+          b.input = parseBoundedJson(j);
         } catch {
           b.input = j;
         }

@@ -2,7 +2,9 @@
 // (text, token_ids, logprobs, finish_reason) back into the chat completion the harness asked for,
 // parsing Qwen3/Hermes-style `<think>…</think>` into reasoning_content and `<tool_call>{…}</tool_call>`
 // blocks into tool_calls, the way vLLM's qwen3 reasoning parser and hermes tool parser do.
+
 import { randomBytes } from 'node:crypto';
+import { parseBoundedJson } from '../../api/body';
 
 export interface ParsedAssistant {
   reasoning: string | null;
@@ -17,7 +19,7 @@ const CALL_CLOSE = '</tool_call>';
 
 function parseCall(body: string): { name: string; arguments: string } | null {
   try {
-    const v = JSON.parse(body.trim());
+    const v = parseBoundedJson(body.trim());
     if (!v || typeof v !== 'object' || typeof v.name !== 'string') return null;
     const args = v.arguments ?? v.parameters ?? {};
     return { name: v.name, arguments: typeof args === 'string' ? args : JSON.stringify(args) };

@@ -1,5 +1,7 @@
 // Small helpers shared by the wire translators (SSE framing, ids, reading vLLM's chat extras).
+
 import { randomBytes } from 'node:crypto';
+import { parseBoundedJson } from '../../api/body';
 import type { ChatChunk, ChatResponse } from './types';
 
 /** One SSE frame; `event` null gives a bare `data:` frame. */
@@ -26,7 +28,7 @@ export function reasoningOf(m: unknown): string | null {
 export function parseArguments(args: string | undefined | null): Record<string, unknown> {
   if (!args || !args.trim()) return {};
   try {
-    const v = JSON.parse(args);
+    const v = parseBoundedJson(args);
     return v && typeof v === 'object' && !Array.isArray(v) ? v : { value: v };
   } catch {
     return {};
