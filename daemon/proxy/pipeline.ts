@@ -3,7 +3,7 @@
 // record it — always before the final byte reaches the harness, failures and cancellations included.
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import { nestsDeeperThan } from '../api/body';
+import { parseBoundedJson } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { NewLlmCall, WireApi } from '../protocol/entities';
 import {
@@ -242,9 +242,8 @@ export class Call {
  * may walk such a value: the record keeps the text instead).
  */
 export function parseBackendJson(text: string): Json | null {
-  if (nestsDeeperThan(text)) return null;
   try {
-    return JSON.parse(text);
+    return parseBoundedJson(text);
   } catch {
     return null;
   }
