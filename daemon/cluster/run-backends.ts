@@ -3,6 +3,7 @@
 // each step the new weights reach every inference backend — loaded in place into the local engine,
 // over HTTP into a vLLM URL (the trainer's folder must be readable there), or sent over the node's
 // WebSocket and loaded by the node — while the proxy routes no new calls to a backend that loads.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DaemonContext } from '../context';
 import { type ReferenceEngine, startReferenceEngine } from '../engine';
@@ -94,7 +95,9 @@ export class RunBackends {
     if (config.trainer.endpoint === 'reference') {
       const engine = this.engine as ReferenceEngine;
       this.trainer = engine.trainer;
-      if (engine.version() === 0 || !resume) await engine.checkpoint();
+      // Backends elsewhere load the starting weights from a checkpoint.
+      const remote = this.targets.some((t) => t.kind !== 'engine');
+      if (remote && !existsSync(join(engine.checkpointDir, `v${engine.version()}.json`))) await engine.checkpoint();
       opened = { version: engine.version(), last: null, weights: null };
     } else {
       const node = this.nodes.acquire(config.trainer.endpoint, 'trainer', config.trainer.token, runId);
