@@ -17,9 +17,13 @@ log() { echo "setup-test-env: $*" >&2; }
 # the -dev libraries and ripgrep: code-server's native modules; python3-venv: the trainer's venv.
 PACKAGES=(postgresql chromium libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev ripgrep python3-venv)
 missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  log "not a Debian system: install ${PACKAGES[*]} (or your system's equivalents) yourself"
+else
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     SUDO=()
