@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { parseJsonBody } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { WireApi } from '../protocol/entities';
-import { BackendPool, readText, rootUrl, send } from './backends';
+import { BackendPool, type Backends, readText, rootUrl, send } from './backends';
 import { BridgeMemory } from './bridge';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
 import { passthrough } from './passthrough';
@@ -25,28 +25,13 @@ import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
 import type { ChatRequest } from './translate/types';
 
-/**
- * The inference backends the proxy routes to; the cluster adds the reference engine or node agents.
- * A backend added for a run (`runId`) serves only that run's rollouts, and a run with backends of its
- * own never samples from another's; shared backends (`runId` null: `--backend URL`s) serve the rest.
- */
-export interface Backends {
-  add(url: string, options?: { name?: string; modelVersion?: number | null; runId?: string | null }): void;
-  remove(url: string): void;
-  /** Record which weight version a backend now serves (after a weight push). */
-  setModelVersion(url: string, version: number): void;
-  /**
-   * Only route to backends of `runId` (null: the shared ones) serving a version >= min (bounded
-   * staleness); min null = any.
-   */
-  setMinModelVersion(min: number | null, runId?: string | null): void;
-}
-
 export interface ProxyHandle {
   backends: Backends;
   /** The pool itself (health, outstanding requests, served models) for status views. */
   pool: BackendPool;
 }
+
+export type { Backends } from './backends';
 
 type Json = Record<string, any>;
 

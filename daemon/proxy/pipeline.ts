@@ -1,7 +1,6 @@
 // One proxied LLM call: pick a backend, send the (chat or completions) request with token ids and
 // logprobs turned on, hand the answer back in the harness's wire format (streaming through), and
 // record it — always before the final byte reaches the harness, failures and cancellations included.
-import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { parseBoundedJson } from '../api/body';
 import type { DaemonContext } from '../context';
@@ -17,7 +16,15 @@ import {
   type Tokens,
   tokensOf,
 } from './assemble';
-import { type Backend, type BackendPool, readText, SendError, send, timedOut } from './backends';
+import {
+  type Backend,
+  type BackendPool,
+  type BackendResponse,
+  readText,
+  SendError,
+  send,
+  timedOut,
+} from './backends';
 import type { BridgeDecision, BridgeMemory } from './bridge';
 import { type ErrorWire, errorBody, openaiErrorBody, ProxyError } from './errors';
 import type { Recorder } from './recorder';
@@ -230,6 +237,7 @@ export class Call {
       this.reply.raw.destroy();
       return;
     }
+    if (err.retryAfterS !== null) this.reply.header('retry-after', String(err.retryAfterS));
     this.reply
       .code(err.status)
       .header('content-type', 'application/json; charset=utf-8')
@@ -276,7 +284,7 @@ export function backendBody(body: Json, kind: BackendKind, extras: boolean): Jso
 export type BridgeFn = (b: Backend, sent: Json) => Promise<BridgeDecision>;
 
 export interface Dispatched {
-  res: IncomingMessage;
+  res: BackendResponse;
   /** Set when the token-in-token-out bridge sent a token prompt to /v1/completions. */
   bridged: { prompt_ids: number[]; reused_tokens: number; thinking: boolean } | null;
   /** Why the bridge was not used (null when it was, or was not asked for). */
@@ -343,7 +351,20 @@ export async function dispatch(
   /** Each backend that could not be reached this call, and why (the 502 names them all). */
   const unreachable: { name: string; error: SendError }[] = [];
   for (;;) {
-    const b = pool.pick(call.scope?.rolloutId ?? null, tried, call.scope?.rollout.run_id ?? null);
+    const runId = call.scope?.rollout.run_id ?? null;
+    const b = pool.pick(call.scope?.rolloutId ?? null, tried, runId);
+    if (!b && tried.size === 0 && pool.loading(runId)) {
+      // New weights are loading: wait for them (or say when to retry) instead of failing.
+      if (call.scope?.runConfig?.inference?.while_loading === 'reject')
+        throw new ProxyError(
+          429,
+          'the inference backends of this run are loading new weights; retry shortly',
+          null,
+          'weights_loading',
+          2,
+        );
+      if (await pool.changed(Math.max(0, timeoutMs - call.elapsed()))) continue;
+    }
     if (!b) {
       if (unreachable.length > 0) throw unreachableFailure(unreachable);
       throw new ProxyError(
