@@ -87,7 +87,7 @@ export async function registerWorkerRoutes(
           const answer: Claimed = {
             rollout,
             attempt,
-            key: (await store.getRolloutKey(rollout.id)) ?? '',
+            key: (await store.issueRolloutKey(rollout.id)) ?? '',
             openai_base_url: `${base}/r/${rollout.id}/v1`,
             anthropic_base_url: `${base}/r/${rollout.id}`,
             input: rollout.input,

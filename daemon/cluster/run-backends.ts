@@ -97,7 +97,8 @@ export class RunBackends {
       this.trainer = engine.trainer;
       // Backends elsewhere load the starting weights from a checkpoint.
       const remote = this.targets.some((t) => t.kind !== 'engine');
-      if (remote && !existsSync(join(engine.checkpointDir, `v${engine.version()}.json`))) await engine.checkpoint();
+      if (remote && !existsSync(join(engine.checkpointDir, `v${engine.version()}.json`)))
+        await engine.checkpoint();
       opened = { version: engine.version(), last: null, weights: null };
     } else {
       const node = this.nodes.acquire(config.trainer.endpoint, 'trainer', config.trainer.token, runId);

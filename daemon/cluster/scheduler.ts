@@ -115,7 +115,8 @@ class RunLoop {
       patch = { status: 'finished' };
     } catch (err) {
       if (this.stopRequested) patch = { status: 'stopped' };
-      else if (!(err instanceof Halted)) {
+      // Halting (daemon shutdown) ends whatever the loop was waiting for: not a failure of the run.
+      else if (!(err instanceof Halted) && !this.abort.signal.aborted) {
         this.ctx.log('run failed', { run_id: this.runId, error: errorText(err) });
         patch = { status: 'failed', error: errorText(err) };
       }

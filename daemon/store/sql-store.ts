@@ -742,11 +742,6 @@ export class SqlStore implements Store {
     return changed > 0 ? key : null;
   }
 
-  /** @deprecated issues a new key (issueRolloutKey): the store keeps only hashes. */
-  getRolloutKey(id: string): Promise<string | null> {
-    return this.issueRolloutKey(id);
-  }
-
   /** Newest first, keyset-paged by id (the cursor is the last id of the previous page). */
   async listRollouts(filter: RolloutFilter): Promise<Page<Rollout>> {
     const limit = pageLimit(filter.limit);

@@ -84,8 +84,6 @@ export interface Store {
    * working; null for unknown ids.
    */
   issueRolloutKey(id: string): Promise<string | null>;
-  /** @deprecated Issues a new key like issueRolloutKey (the plain key is not stored); use that. */
-  getRolloutKey(id: string): Promise<string | null>;
   listRollouts(filter: RolloutFilter): Promise<Page<Rollout>>;
   /** Atomically take the oldest queued rollout (optionally of one run) and start an attempt on it. */
   claimRollout(filter: {

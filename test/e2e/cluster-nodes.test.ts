@@ -8,13 +8,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
 import { type NodeAgent, type Peer, startNodeAgent } from '../../daemon/node/agent';
 import { InferenceRole } from '../../daemon/node/inference';
 import { TrainerRole } from '../../daemon/node/trainer';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { NodeInfo, Run } from '../../daemon/protocol/entities';
+import { decodeFrame, encodeFrame } from '../../daemon/protocol/frames';
 import type { NodeHealth } from '../../daemon/protocol/node';
+import { NODE_PROTOCOL_VERSION } from '../../daemon/protocol/node';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
 let dir: string;
@@ -257,6 +260,94 @@ describe('a run on node agents', () => {
     } finally {
       await b.close();
       await trainer.close();
+    }
+  });
+
+  it('a node refuses a daemon of another protocol version, naming both versions', async () => {
+    const node = await inferenceNode('inf-version');
+    try {
+      const ws = new WebSocket(node.url, { headers: { authorization: `Bearer ${token}` } });
+      const reply = await new Promise<string>((resolve, reject) => {
+        ws.on('open', () =>
+          ws.send(encodeFrame({ t: 'hello', protocol_version: NODE_PROTOCOL_VERSION + 1 })),
+        );
+        ws.on('message', (data: Buffer) => {
+          const { header } = decodeFrame(data);
+          resolve(header.t === 'refused' ? header.message : header.t);
+        });
+        ws.on('error', reject);
+      });
+      expect(reply).toBe(
+        `protocol version mismatch: the daemon speaks ${NODE_PROTOCOL_VERSION + 1}, this node ${NODE_PROTOCOL_VERSION}`,
+      );
+      ws.close();
+    } finally {
+      await node.close();
+    }
+  });
+});
+
+describe('a daemon killed during a step', () => {
+  it('resumes the run on restart, records the step its trainer node had applied and goes on', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'harness-rl-restart-'));
+    const daemonToken = `test_${randomBytes(8).toString('hex')}`;
+    let first: TestDaemon | null = await startTestDaemon({ dataDir, token: daemonToken });
+    let killed: Promise<void> | null = null;
+    const inference = await inferenceNode('inf-restart');
+    // The trainer applies step 0; before its reply arrives, the daemon goes down.
+    const trainer = await trainerNode('train-restart', 0, (role) => {
+      const handle = role.handle.bind(role);
+      role.handle = (frame, peer: Peer) =>
+        handle(frame, {
+          get closed() {
+            return peer.closed;
+          },
+          send: async (header, payload) => {
+            if (header.t === 'trained' && !killed) {
+              killed = first?.close() ?? null;
+              return;
+            }
+            return peer.send(header, payload);
+          },
+        });
+      return role;
+    });
+    let second: TestDaemon | null = null;
+    try {
+      const run = await createRun(first, config([inference.url], trainer.url, 2));
+      const stopFirst = new AbortController();
+      const firstWorker = runWorker({
+        daemonUrl: first.url,
+        token: daemonToken,
+        runId: run.id,
+        concurrency: 4,
+        rollout: chatHarness,
+        signal: stopFirst.signal,
+      }).catch(() => null);
+      await waitFor('the first daemon to go down', async () => killed !== null);
+      await killed;
+      stopFirst.abort();
+      await firstWorker;
+      first = null;
+      second = await startTestDaemon({ dataDir, token: daemonToken });
+      const summary = await work(second, run.id);
+      expect(summary.succeeded).toBeGreaterThanOrEqual(4);
+      const after = (await second.api<Run>('GET', `/api/runs/${run.id}`)).body;
+      expect(after).toMatchObject({ status: 'finished', step: 2, model_version: 2 });
+      const versions = (await second.ctx.store.listModelVersions(run.id)).map((v) => v.version).sort();
+      expect(versions).toEqual([1, 2]);
+      const metrics = (
+        await second.api<{ step: number; metrics: Record<string, number> }[]>(
+          'GET',
+          `/api/runs/${run.id}/metrics`,
+        )
+      ).body;
+      expect(metrics.find((m) => m.step === 0)?.metrics.recovered).toBe(1);
+    } finally {
+      await second?.close();
+      await inference.close();
+      await trainer.close();
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -128,13 +128,22 @@ export class NodeConnection {
   request(
     header: NodeMessage & { id: string },
     payload?: Uint8Array,
-    options: { streamed?: readonly string[]; onStream?: (frame: Frame) => void; timeoutMs?: number } = {},
+    options: {
+      streamed?: readonly string[];
+      onStream?: (frame: Frame) => void;
+      timeoutMs?: number;
+      /** Stops waiting for the reply (the daemon is halting). */
+      signal?: AbortSignal;
+    } = {},
   ): Promise<Frame> {
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | null = null;
+      const onAbort = () =>
+        done(() => reject(new Error(`stopped waiting for node ${this.url} (${header.t})`)));
       const done = (fn: () => void) => {
         unlisten();
         if (timer) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
         fn();
       };
       const unlisten = this.listen(header.id, {
@@ -159,6 +168,8 @@ export class NodeConnection {
           options.timeoutMs,
         );
       }
+      if (options.signal?.aborted) return onAbort();
+      options.signal?.addEventListener('abort', onAbort, { once: true });
       this.send(header, payload).catch((err) => done(() => reject(err)));
     });
   }

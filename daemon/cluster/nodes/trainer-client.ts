@@ -39,7 +39,9 @@ export class NodeTrainer implements Trainer {
   async open(): Promise<OpenedRun> {
     await this.node.ready(this.reconnectTimeoutMs);
     const generation = this.generation;
-    const reply = await this.node.request({ t: 'open', id: this.node.nextId(), run: this.run });
+    const reply = await this.node.request({ t: 'open', id: this.node.nextId(), run: this.run }, undefined, {
+      signal: this.signal,
+    });
     if (reply.header.t !== 'opened')
       throw new Error(`node ${this.node.url} answered open with ${reply.header.t}`);
     this.openedOn = generation;
@@ -66,6 +68,7 @@ export class NodeTrainer implements Trainer {
             samples: meta,
           },
           payload,
+          { signal: this.signal },
         );
         if (reply.header.t !== 'trained')
           throw new Error(`node ${this.node.url} answered train with ${reply.header.t}`);
