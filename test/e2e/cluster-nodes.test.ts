@@ -230,34 +230,58 @@ describe('a run on node agents', () => {
     }
   });
 
-  it('an inference node that dies mid-run: its calls fail and are recorded, rollouts retry on the other node', async () => {
-    const a = await inferenceNode('inf-c');
+  it('an inference node that dies mid-stream: the call is recorded as failed, the rollout retries on the other node', async () => {
+    // Node a goes down right after streaming the first bytes of its first answer.
+    let a: NodeAgent | null = null;
+    let died: Promise<void> | null = null;
+    const role = new InferenceRole({ dataDir: join(dir, 'inf-c'), engine: 'reference', log: quiet });
+    const handle = role.handle.bind(role);
+    const generations = new Set<string>();
+    role.handle = (frame, peer: Peer) => {
+      if (frame.header.t === 'http' && frame.header.path.endsWith('/chat/completions'))
+        generations.add(frame.header.id);
+      handle(frame, {
+        get closed() {
+          return peer.closed;
+        },
+        send: async (header, payload) => {
+          if (died) return;
+          await peer.send(header, payload);
+          if (header.t === 'http_data' && generations.has(header.id)) died = a?.close() ?? null;
+        },
+      });
+    };
+    a = await startNodeAgent({ host: '127.0.0.1', port: 0, token, role, log: quiet, healthIntervalMs: 200 });
+    const aUrl = a.url;
     const b = await inferenceNode('inf-d');
     const trainer = await trainerNode('train-c');
     try {
-      const run = await createRun(daemon, config([a.url, b.url], trainer.url, 2));
-      let killed = false;
-      const summary = await runWorker({
-        daemonUrl: daemon.url,
-        token: daemon.token,
-        runId: run.id,
-        concurrency: 4,
-        rollout: async (ctx) => {
-          if (!killed) {
-            killed = true;
-            await a.close();
-          }
-          return chatHarness(ctx);
-        },
-      });
+      const run = await createRun(daemon, config([aUrl, b.url], trainer.url, 2));
+      const summary = await work(daemon, run.id);
       expect(summary.succeeded).toBe(8);
+      expect(died).not.toBeNull();
       const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
       expect(after).toMatchObject({ status: 'finished', step: 2 });
+      const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id, limit: 100 })).items;
       const calls = [];
-      for (const r of (await daemon.ctx.store.listRollouts({ run_id: run.id, limit: 100 })).items)
-        calls.push(...(await daemon.ctx.store.listLlmCalls(r.id)));
-      expect(calls.filter((c) => c.status === 'ok').every((c) => c.backend === `node ${b.url}`)).toBe(true);
+      for (const r of rollouts) calls.push(...(await daemon.ctx.store.listLlmCalls(r.id)));
+      const failed = calls.filter((c) => c.status !== 'ok');
+      expect(failed.length).toBeGreaterThanOrEqual(1);
+      expect(failed[0]).toMatchObject({ backend: `node ${aUrl}`, stream: true });
+      expect(failed[0].error).toBeTruthy();
+      // The rollout of the failed call was tried again and succeeded; later calls all went to node b.
+      const retried = rollouts.find((r) => r.id === failed[0].rollout_id);
+      expect(retried).toMatchObject({ status: 'succeeded' });
+      expect(
+        (await daemon.ctx.store.listAttempts(failed[0].rollout_id as string)).length,
+      ).toBeGreaterThanOrEqual(2);
+      expect(
+        calls
+          .filter((c) => c.status === 'ok' && c.created_at > failed[0].created_at)
+          .every((c) => c.backend === `node ${b.url}`),
+      ).toBe(true);
     } finally {
+      await died;
       await b.close();
       await trainer.close();
     }
