@@ -42,6 +42,7 @@ export class InferenceRole implements Role {
   private lastError: string | null = null;
   private healthTimer: NodeJS.Timeout | null = null;
   private drained: (() => void) | null = null;
+  private probing: Promise<void> | null = null;
 
   constructor(private readonly options: InferenceRoleOptions) {
     this.backend = options.engine
@@ -88,6 +89,22 @@ export class InferenceRole implements Role {
     } catch (err) {
       this.ready = false;
       this.lastError = this.process?.lastError ?? `backend ${this.url}: ${(err as Error).message}`;
+    }
+  }
+
+  private async untilReady(deadline: number, cancelled: () => boolean): Promise<void> {
+    this.waiting++;
+    try {
+      while (!this.ready && !cancelled() && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 250));
+        // One /health probe at a time, however many requests wait.
+        this.probing ??= this.checkHealth().finally(() => {
+          this.probing = null;
+        });
+        await this.probing;
+      }
+    } finally {
+      this.waiting--;
     }
   }
 
@@ -163,6 +180,8 @@ export class InferenceRole implements Role {
           this.waiting--;
         }
       }
+      // A server this agent starts (or restarts) is not up yet: wait for it, as for loading weights.
+      if (this.process && !this.ready) await this.untilReady(Date.now() + h.deadline_ms, () => cancelled);
       if (cancelled) return;
       this.inFlight++;
       let res: Awaited<ReturnType<typeof send>>;

@@ -303,23 +303,31 @@ export class BackendPool implements Backends {
     return b.modelsLoading;
   }
 
+  /** A backend that answers without a list of models lists none ([]: asked once, not per call). */
   private async fetchModels(b: Backend): Promise<void> {
+    let text: string;
+    let status: number | undefined;
     try {
       const res = await send(`${b.root}/v1/models`, {
         method: 'GET',
         timeoutMs: Math.min(this.timeoutMs, 10_000),
       });
-      const text = await readText(res);
-      if (res.statusCode !== 200) return;
-      const json = JSON.parse(text) as { data?: { id?: unknown; max_model_len?: unknown }[] };
-      if (Array.isArray(json.data)) {
-        b.models = json.data.map((m) => String(m.id));
-        const len = json.data[0]?.max_model_len;
-        b.maxModelLen = typeof len === 'number' ? len : null;
-      }
+      text = await readText(res);
+      status = res.statusCode;
     } catch {
-      // Unknown for now; retried when the backend next answers a request.
+      return; // Unreachable: unknown for now; asked again by the next call.
     }
+    let data: unknown;
+    try {
+      data = status === 200 ? (JSON.parse(text) as { data?: unknown }).data : undefined;
+    } catch {}
+    if (!Array.isArray(data)) {
+      b.models = [];
+      return;
+    }
+    b.models = data.map((m: { id?: unknown }) => String(m?.id));
+    const len = (data[0] as { max_model_len?: unknown } | undefined)?.max_model_len;
+    b.maxModelLen = typeof len === 'number' ? len : null;
   }
 }
 
