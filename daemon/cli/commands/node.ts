@@ -63,18 +63,6 @@ export async function run(argv: string[]): Promise<number> {
   const dataDir = resolve(values.data ?? join(homedir(), '.harness-rl-node'));
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
 
-  const tokenFile = resolve(values['token-file']);
-  if (!existsSync(tokenFile)) {
-    mkdirSync(dirname(tokenFile), { recursive: true });
-    writeFileSync(tokenFile, `${newToken()}\n`, { mode: 0o600, flag: 'wx' });
-    process.stderr.write(
-      `created a node token in ${tokenFile} (put it in the run config's ${values.role}.token)\n`,
-    );
-  }
-  chmodSync(tokenFile, 0o600);
-  const token = readFileSync(tokenFile, 'utf8').trim();
-  if (!token) return fail(`${tokenFile} is empty`);
-
   const log = (message: string, detail?: Record<string, unknown>) =>
     process.stderr.write(
       `${new Date().toISOString()} ${message}${detail ? ` ${JSON.stringify(detail)}` : ''}\n`,
@@ -82,10 +70,9 @@ export async function run(argv: string[]): Promise<number> {
   const engine = values.engine as 'reference' | undefined;
   let role: InferenceRole | TrainerRole;
   if (values.role === 'inference') {
-    const choices =
-      [values['vllm-cmd'], engine].filter(Boolean).length +
-      (values['vllm-cmd'] ? 0 : values['vllm-url'] ? 1 : 0);
-    if (choices !== 1)
+    // --vllm-url alone fronts a running server; with --vllm-cmd it says where the started one listens.
+    const backends = [values['vllm-cmd'] ?? values['vllm-url'], engine].filter(Boolean).length;
+    if (backends !== 1)
       return fail('the inference role takes one of --vllm-url, --vllm-cmd or --engine reference');
     role = new InferenceRole({
       dataDir,
@@ -99,6 +86,18 @@ export async function run(argv: string[]): Promise<number> {
       return fail('the trainer role takes one of --engine reference or --trainer-cmd');
     role = new TrainerRole({ dataDir, engine, trainerCmd: values['trainer-cmd'], log });
   }
+  const tokenFile = resolve(values['token-file']);
+  if (!existsSync(tokenFile)) {
+    mkdirSync(dirname(tokenFile), { recursive: true });
+    writeFileSync(tokenFile, `${newToken()}\n`, { mode: 0o600, flag: 'wx' });
+    process.stderr.write(
+      `created a node token in ${tokenFile} (put it in the run config's ${values.role}.token)\n`,
+    );
+  }
+  chmodSync(tokenFile, 0o600);
+  const token = readFileSync(tokenFile, 'utf8').trim();
+  if (!token) return fail(`${tokenFile} is empty`);
+
   const tls =
     values['tls-cert'] && values['tls-key']
       ? { cert: readFileSync(values['tls-cert'], 'utf8'), key: readFileSync(values['tls-key'], 'utf8') }
@@ -108,11 +107,20 @@ export async function run(argv: string[]): Promise<number> {
     `${JSON.stringify({ node: { url: agent.url, role: values.role, node_id: agent.nodeId } })}\n`,
   );
   await new Promise<void>((done) => {
+    let stopping = false;
     const stop = () => {
-      void agent.close().finally(done);
+      if (stopping) return;
+      stopping = true;
+      void agent.close().finally(() => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        // Anything that still holds the event loop must not keep a stopped agent alive.
+        setTimeout(() => process.exit(0), 2000).unref();
+        done();
+      });
     };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
   });
   return 0;
 }

@@ -1,0 +1,162 @@
+// `harness-rl node` as a process: the token file, usage errors, and --vllm-cmd — the agent starts the
+// backend, tunnels requests to it, and restarts it when it dies.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NodeConnection } from '../../daemon/cluster/nodes/connection';
+import { NodeTunnel } from '../../daemon/cluster/nodes/tunnel';
+import { readText } from '../../daemon/proxy/backends';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+let dir: string;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'harness-rl-node-cli-'));
+});
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  await rm(dir, { recursive: true, force: true });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function nodeCli(args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'daemon/cli/main.ts', 'node', ...args], {
+    cwd: ROOT,
+  });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d) => (stdout += d));
+  child.stderr?.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const url = new Promise<string>((resolve, reject) => {
+    child.stdout?.on('data', () => {
+      const m = /"url":"(wss?:\/\/[^"]+)"/.exec(stdout);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`node agent exited (${code}): ${stderr}`)));
+  });
+  url.catch(() => {});
+  return { child, url, exited, stderr: () => stderr };
+}
+
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | null | false> | T | null | false,
+  ms = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('harness-rl node', () => {
+  it('refuses bad options with the usage and creates a missing token file with mode 0600', async () => {
+    const bad = nodeCli([
+      '--role',
+      'inference',
+      '--token-file',
+      join(dir, 't0'),
+      '--engine',
+      'reference',
+      '--vllm-url',
+      'http://x',
+    ]);
+    expect(await bad.exited).toBe(2);
+    expect(bad.stderr()).toMatch(/takes one of --vllm-url, --vllm-cmd or --engine reference/);
+    expect(bad.stderr()).not.toMatch(/created a node token/);
+    const noRole = nodeCli(['--token-file', join(dir, 't0')]);
+    expect(await noRole.exited).toBe(2);
+    expect(noRole.stderr()).toMatch(/--role must be inference or trainer/);
+
+    const tokenFile = join(dir, 'sub', 'token');
+    const ok = nodeCli([
+      '--role',
+      'trainer',
+      '--engine',
+      'reference',
+      '--listen',
+      '127.0.0.1:0',
+      '--token-file',
+      tokenFile,
+      '--data',
+      join(dir, 'd1'),
+    ]);
+    expect(await ok.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+    expect(ok.stderr()).toMatch(/created a node token/);
+    expect((await stat(tokenFile)).mode & 0o777).toBe(0o600);
+    expect((await readFile(tokenFile, 'utf8')).trim()).toMatch(/^hrl_/);
+    ok.child.kill('SIGTERM');
+    expect(await ok.exited).toBe(0);
+  });
+
+  it('with --vllm-cmd starts the backend, tunnels calls to it, and restarts it when it dies', async () => {
+    const port = await freePort();
+    const pidFile = join(dir, 'backend.pid');
+    const tokenFile = join(dir, 'token-vllm');
+    const agent = nodeCli([
+      '--role',
+      'inference',
+      '--listen',
+      '127.0.0.1:0',
+      '--token-file',
+      tokenFile,
+      '--data',
+      join(dir, 'd2'),
+      '--vllm-url',
+      `http://127.0.0.1:${port}`,
+      '--vllm-cmd',
+      `${process.execPath} --import tsx test/fixtures/reference-server.ts ${port} ${join(dir, 'engine')} ${pidFile}`,
+    ]);
+    const url = await agent.url;
+    const token = (await readFile(tokenFile, 'utf8')).trim();
+    const connection = new NodeConnection({ url, token, role: 'inference', log: () => {} });
+    try {
+      await connection.ready(30_000);
+      const tunnel = new NodeTunnel(connection);
+      const models = async () => {
+        const res = await tunnel.send('/v1/models', { method: 'GET', timeoutMs: 5000 });
+        return { status: res.statusCode, body: await readText(res) };
+      };
+      const first = await waitFor('the backend to answer', async () => {
+        const r = await models();
+        return r.status === 200 ? r : null;
+      });
+      expect(JSON.parse(first.body).data[0].id).toBe('reference');
+
+      const pid = Number(await readFile(pidFile, 'utf8'));
+      process.kill(pid, 'SIGKILL');
+      const down = await waitFor('a health report with the backend down', () =>
+        connection.health && !connection.health.ready ? connection.health : null,
+      );
+      expect(down.last_error).toMatch(/vllm exited|backend/);
+      const back = await waitFor('the restarted backend', () =>
+        connection.health?.ready && connection.health.restarts >= 1 ? connection.health : null,
+      );
+      expect(back.restarts).toBe(1);
+      expect((await models()).status).toBe(200);
+      expect(Number(await readFile(pidFile, 'utf8'))).not.toBe(pid);
+    } finally {
+      connection.close();
+      agent.child.kill('SIGTERM');
+      expect(await agent.exited).toBe(0);
+    }
+  });
+});
