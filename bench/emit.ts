@@ -1,3 +1,9 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const root = fileURLToPath(new URL('..', import.meta.url));
+
 /** Print one benchmark figure as a JSON line: {"bench": name, ...numbers}. */
 export function emit(bench: string, figures: Record<string, number | string | boolean | null>): void {
   process.stdout.write(`${JSON.stringify({ bench, ...figures })}\n`);
@@ -10,3 +16,39 @@ export function quantile(values: number[], q: number): number {
 }
 
 export const round = (x: number, digits = 3): number => Number(x.toFixed(digits));
+
+/**
+ * Runs `script` (TypeScript, as an ES module) in a child Node process with `env` and V8 `flags`;
+ * resolves with the JSON object it prints on its first stdout line.
+ */
+export function child(
+  script: string,
+  env: Record<string, string> = {},
+  flags: string[] = [],
+): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [...flags, '--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let buf = '';
+    proc.stdout?.on('data', (c: Buffer) => {
+      buf += c.toString();
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve({ proc, info: JSON.parse(buf.slice(0, nl)) });
+    });
+    proc.on('exit', (code) => reject(new Error(`bench child exited with ${code}`)));
+  });
+}
+
+/** CPU time (µs, user + system) a child process has used so far, from /proc (Linux); NaN elsewhere. */
+export function cpuOf(proc: ChildProcess): number {
+  try {
+    const stat = readFileSync(`/proc/${proc.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}

@@ -5,15 +5,10 @@
 //   proxy.stream     streamed tokens/s: proxy / direct (goal >= 0.8)
 // Each also gives a minimal node:http pass-through's figures from the same run (the floor for any
 // Node proxy on this machine).
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
-import { emit, quantile, round } from './emit';
-
-const root = fileURLToPath(new URL('..', import.meta.url));
+import { child, cpuOf, emit, quantile, root, round } from './emit';
 
 const FAKE = `
 import { startFakeVllm } from '${root}test/fixtures/fake-vllm.ts';
@@ -64,38 +59,6 @@ await store.startAttempt(r.id, 'bench');
 process.on('SIGINT', () => process.exit(0));
 process.stdout.write(JSON.stringify({ url: 'http://127.0.0.1:' + app.server.address().port + '/r/' + r.id + '/v1', key: r.key }) + '\\n');
 `;
-
-function child(
-  script: string,
-  env: Record<string, string> = {},
-  flags: string[] = [],
-): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [...flags, '--import', 'tsx', '--input-type=module', '-e', script], {
-      cwd: root,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let buf = '';
-    proc.stdout?.on('data', (c: Buffer) => {
-      buf += c.toString();
-      const nl = buf.indexOf('\n');
-      if (nl >= 0) resolve({ proc, info: JSON.parse(buf.slice(0, nl)) });
-    });
-    proc.on('exit', (code) => reject(new Error(`bench child exited with ${code}`)));
-  });
-}
-
-/** CPU time (µs, user + system) a child process has used so far, from /proc (Linux); NaN elsewhere. */
-function cpuOf(proc: ChildProcess): number {
-  try {
-    const stat = readFileSync(`/proc/${proc.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
