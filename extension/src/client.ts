@@ -14,7 +14,7 @@ import {
   RolloutDetail,
   type RolloutQuery,
 } from '../../daemon/protocol/api';
-import { Group, Recording, Rollout, Run, RunMetrics } from '../../daemon/protocol/entities';
+import { Group, NodeInfo, Recording, Rollout, Run, RunMetrics } from '../../daemon/protocol/entities';
 import { DaemonEvent } from '../../daemon/protocol/events';
 
 export class ApiError extends Error {
@@ -147,6 +147,9 @@ export class DaemonClient {
   }
   stopRecording(id: string): Promise<unknown> {
     return this.request('POST', `/api/recordings/${enc(id)}/stop`, z.unknown(), {});
+  }
+  listNodes(): Promise<NodeInfo[]> {
+    return this.request('GET', '/api/nodes', listOf(NodeInfo));
   }
 
   /** The URL of a rollout in the REST API (what "Copy rollout URL" copies). */

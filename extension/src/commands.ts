@@ -320,6 +320,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
     run: (ctx) => {
       ctx.runsTree.refresh();
       ctx.recordingsTree.refresh();
+      ctx.nodesTree.refresh();
     },
   },
   'harnessRl.filterRollouts': {

@@ -5,6 +5,7 @@ import type { CreatedRecording } from '../../daemon/protocol/api';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import type { DaemonClient, EventStream } from './client';
 import { DaemonManager, daemonUrl } from './daemon';
+import { NodesTree } from './nodesTree';
 import { RecordingsTree } from './recordingsTree';
 import { RunsTree } from './runsTree';
 import type { StatusBar } from './status';
@@ -13,6 +14,7 @@ export class Ctx implements vscode.Disposable {
   readonly daemon: DaemonManager;
   readonly runsTree: RunsTree;
   readonly recordingsTree: RecordingsTree;
+  readonly nodesTree: NodesTree;
   readonly diagnostics = vscode.languages.createDiagnosticCollection('harness-rl');
   private readonly eventEmitter = new vscode.EventEmitter<DaemonEvent>();
   readonly onEvent = this.eventEmitter.event;
@@ -34,12 +36,14 @@ export class Ctx implements vscode.Disposable {
       () => vscode.workspace.getConfiguration('harnessRl').get<number>('pageSize', 100),
     );
     this.recordingsTree = new RecordingsTree(() => this.client);
+    this.nodesTree = new NodesTree(() => this.client);
     this.disposables.push(
       this.log,
       this.daemon,
       this.status,
       this.runsTree,
       this.recordingsTree,
+      this.nodesTree,
       this.diagnostics,
       this.eventEmitter,
       vscode.window.createTreeView('harnessRl.runs', {
@@ -47,6 +51,7 @@ export class Ctx implements vscode.Disposable {
         showCollapseAll: true,
       }),
       vscode.window.createTreeView('harnessRl.recordings', { treeDataProvider: this.recordingsTree }),
+      vscode.window.createTreeView('harnessRl.nodes', { treeDataProvider: this.nodesTree }),
       this.daemon.onDidChangeState(() => this.onDaemonState()),
       this.onEvent((e) => this.onDaemonEvent(e)),
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -116,6 +121,7 @@ export class Ctx implements vscode.Disposable {
     }
     this.runsTree.refresh();
     this.recordingsTree.refresh();
+    this.nodesTree.refresh();
     this.updateStatus();
   }
 
@@ -133,6 +139,7 @@ export class Ctx implements vscode.Disposable {
   private onDaemonEvent(e: DaemonEvent) {
     this.runsTree.onEvent(e);
     this.recordingsTree.onEvent(e);
+    this.nodesTree.onEvent(e);
     if (e.type === 'run') {
       const steps = (e.run.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
       this.training.delete(e.run.id);
