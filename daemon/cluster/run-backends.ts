@@ -77,7 +77,13 @@ export class RunBackends {
         this.pool.add(url, { name: `reference:${runId}`, modelVersion: this.engine?.version() ?? 0, runId });
         this.targets.push({ kind: 'engine', url });
       } else if (isNode(endpoint)) {
-        const node = this.nodes.acquire(endpoint, 'inference', config.inference.token, runId);
+        const node = this.nodes.acquire(
+          endpoint,
+          'inference',
+          config.inference.token,
+          runId,
+          config.inference.tls_ca,
+        );
         this.acquired.push(endpoint);
         const url = rootUrl(endpoint);
         this.pool.add(url, { name: `node ${url}`, modelVersion: null, runId });
@@ -101,7 +107,13 @@ export class RunBackends {
         await engine.checkpoint();
       opened = { version: engine.version(), last: null, weights: null };
     } else {
-      const node = this.nodes.acquire(config.trainer.endpoint, 'trainer', config.trainer.token, runId);
+      const node = this.nodes.acquire(
+        config.trainer.endpoint,
+        'trainer',
+        config.trainer.token,
+        runId,
+        config.trainer.tls_ca,
+      );
       this.acquired.push(config.trainer.endpoint);
       this.nodeTrainer = new NodeTrainer(
         node,

@@ -7,6 +7,13 @@ const Endpoint = z.union([
   z.url().describe('a vLLM-compatible base URL (http…/v1) or a node agent (ws(s)://host:port)'),
 ]);
 
+const TlsCa = z
+  .string()
+  .optional()
+  .describe(
+    "absolute path of a PEM file with the CA that signed the node agents' certificates (wss:// with a self-signed certificate)",
+  );
+
 export const ModelConfig = z
   .object({
     name: z.string().min(1).default('reference').describe('the served model name harnesses ask for'),
@@ -23,18 +30,22 @@ export const InferenceConfig = z
   .object({
     endpoints: z.array(Endpoint).min(1).default(['reference']),
     token: z.string().optional().describe('token for node agents'),
+    tls_ca: TlsCa,
     timeout_ms: z.number().int().positive().default(120_000),
     while_loading: z
       .enum(['wait', 'reject'])
       .default('wait')
-      .describe('calls that find every backend loading new weights: wait for them, or get 429 with Retry-After'),
+      .describe(
+        'calls that find every backend loading new weights: wait for them, or get 429 with Retry-After',
+      ),
   })
   .strict();
 
 export const TrainerConfig = z
   .object({
     endpoint: Endpoint.default('reference'),
-    token: z.string().optional(),
+    token: z.string().optional().describe('token of the trainer node agent'),
+    tls_ca: TlsCa,
   })
   .strict();
 
@@ -136,7 +147,11 @@ export const RunConfig = z
   .object({
     name: z.string().min(1).max(200),
     model: ModelConfig.default({ name: 'reference' }),
-    inference: InferenceConfig.default({ endpoints: ['reference'], timeout_ms: 120_000, while_loading: 'wait' }),
+    inference: InferenceConfig.default({
+      endpoints: ['reference'],
+      timeout_ms: 120_000,
+      while_loading: 'wait',
+    }),
     trainer: TrainerConfig.default({ endpoint: 'reference' }),
     tasks: TasksConfig,
     harness: HarnessConfig.default({

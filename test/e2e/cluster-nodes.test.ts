@@ -2,8 +2,9 @@
 // in front of the reference engine), driven by SDK workers through the proxy. Calls go over the node's
 // WebSocket, weights reach the inference node after each step, and the faults a cluster has — a wrong
 // token, a node that goes away mid-stream, a trainer that dies mid-step — end as the issue says.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -305,6 +306,41 @@ describe('a run on node agents', () => {
         `protocol version mismatch: the daemon speaks ${NODE_PROTOCOL_VERSION + 1}, this node ${NODE_PROTOCOL_VERSION}`,
       );
       ws.close();
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('connects to a node over wss:// with a self-signed certificate named by tls_ca', async () => {
+    const cert = join(dir, 'cert.pem');
+    const key = join(dir, 'key.pem');
+    const subject = ['-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'];
+    const args = [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+    ];
+    execFileSync('openssl', [...args, ...subject], { stdio: 'ignore' });
+    const tls = { cert: await readFile(cert, 'utf8'), key: await readFile(key, 'utf8') };
+    const role = new InferenceRole({ dataDir: join(dir, 'inf-tls'), engine: 'reference', log: quiet });
+    const node = await startNodeAgent({ host: '127.0.0.1', port: 0, token, tls, role, log: quiet });
+    try {
+      expect(node.url).toMatch(/^wss:\/\//);
+      const cfg = config([node.url], 'reference', 1);
+      const run = await createRun(daemon, { ...cfg, inference: { ...cfg.inference, tls_ca: cert } });
+      const summary = await work(daemon, run.id);
+      expect(summary.succeeded).toBe(4);
+      expect((await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body).toMatchObject({
+        status: 'finished',
+      });
     } finally {
       await node.close();
     }

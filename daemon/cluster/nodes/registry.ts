@@ -2,6 +2,7 @@
 // it; inference nodes also become the proxy's backends (their requests go through the tunnel). Each
 // node's state (connected, health, versions, why not connected) is kept in the store's nodes table,
 // which GET /api/nodes, the live events and the extension's Nodes view show.
+import { readFileSync } from 'node:fs';
 import type { NodeInfo } from '../../protocol/entities';
 import type { NodeRole } from '../../protocol/node';
 import { registerTransport, rootUrl } from '../../proxy/backends';
@@ -30,7 +31,13 @@ export class NodeRegistry {
   }
 
   /** The connection to `url` (opened on first use); release it with `release`. */
-  acquire(url: string, role: NodeRole, token: string | undefined, runId: string): NodeConnection {
+  acquire(
+    url: string,
+    role: NodeRole,
+    token: string | undefined,
+    runId: string,
+    caFile?: string,
+  ): NodeConnection {
     const key = rootUrl(url);
     let entry = this.entries.get(key);
     if (entry && (entry.connection.options.role !== role || entry.connection.options.token !== token)) {
@@ -42,7 +49,8 @@ export class NodeRegistry {
       entry = undefined;
     }
     if (!entry) {
-      const connection = new NodeConnection({ url: key, token, role, log: this.log });
+      const ca = caFile ? readFileSync(caFile, 'utf8') : undefined;
+      const connection = new NodeConnection({ url: key, token, role, log: this.log, ca });
       connection.onOpen(() => void this.persist());
       connection.onClose(() => void this.persist());
       const unregister = role === 'inference' ? registerTransport(key, new NodeTunnel(connection)) : () => {};
