@@ -83,6 +83,17 @@ describe('the Nodes view rows', () => {
     expect(row.tooltip).toContain('$(error) unhealthy · not connected');
     expect(row.tooltip).toContain('**Not connected:** connect ECONNREFUSED 10\\.0\\.0\\.5:4302');
     expect(row.tooltip).not.toContain('`ws://gpu-1:4302` at'); // its name is its URL: said once
+
+    const lost = nodeRow(
+      node(
+        { status: 'unhealthy', last_seen_at: seen(45) },
+        { connected: false, error: 'cannot reach node ws://gpu-1:4301: connect ECONNREFUSED' },
+      ),
+      NOW,
+    );
+    expect(lost.description).toBe('unhealthy · v3 · seen 45s ago · cannot reach node: connect ECONNREFUSED');
+    expect(lost.tooltip).toContain('$(error) unhealthy · not connected · last backend vllm-cmd');
+    expect(lost.tooltip).not.toContain('up 2h');
   });
 
   it('a connecting node shows the last connection error; a long one is cut at its first line', () => {
@@ -106,7 +117,7 @@ describe('the Nodes view rows', () => {
     });
     const tip = nodeRow(node({}, { health: h }), NOW).tooltip;
     expect(tip).toContain('**inference node** `gpu-1-inference` at `ws://gpu-1:4301`');
-    expect(tip).toContain('$(pass) ready · vllm-cmd · up 2h 3m · 2 restarts');
+    expect(tip).toContain('$(pass) ready · vllm-cmd, up 2h 3m · 2 restarts');
     expect(tip).toContain('- `run_a` — serves v3');
     expect(tip).toContain('- `run_old` — serves v1 (not in use)');
     expect(tip).toContain('- 0 NVIDIA H200: 90% busy, 40 of 140 GiB (29%)');

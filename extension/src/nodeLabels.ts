@@ -159,7 +159,9 @@ export function nodeRow(node: NodeInfo, now = Date.now()): NodeRow {
     }
   }
   const why = problem(node, d);
-  if (why && (node.status === 'unhealthy' || node.status === 'connecting')) parts.push(firstLine(why));
+  // the row names the node already: "cannot reach node ws://…: connect ECONNREFUSED" loses the URL
+  if (why && (node.status === 'unhealthy' || node.status === 'connecting'))
+    parts.push(firstLine(node.url ? why.replaceAll(` ${node.url}`, '') : why));
 
   const label = node.url || node.id;
   return {
@@ -182,7 +184,11 @@ function nodeTooltip(node: NodeInfo, d: NodeDetail, now: number): string {
   const state: string[] = [`$(${STATUS_ICON[node.status]}) ${node.status}`];
   if (h?.loading) state.push('loading weights');
   if (d.connected === false && node.status !== 'gone') state.push('not connected');
-  if (h) state.push(`${h.backend}`, `up ${duration(h.uptime_s)}`);
+  // a node that is not connected keeps its last report: its uptime is no longer news
+  if (h)
+    state.push(
+      d.connected === false ? `last backend ${h.backend}` : `${h.backend}, up ${duration(h.uptime_s)}`,
+    );
   if (h?.restarts) state.push(`${h.restarts} restart${h.restarts > 1 ? 's' : ''}`);
   lines.push(state.join(' · '));
   if (h && (h.queue_depth || h.in_flight)) lines.push(`queue ${h.queue_depth}, ${h.in_flight} in flight`);
