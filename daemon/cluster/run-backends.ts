@@ -21,6 +21,9 @@ type Target =
   | { kind: 'http'; url: string }
   | { kind: 'node'; url: string; node: NodeConnection };
 
+/** The least time the other backends get to load once one serves the new version. */
+const SYNC_GRACE_MS = 500;
+
 const isNode = (e: string) => e.startsWith('ws://') || e.startsWith('wss://');
 const isHttp = (e: string) => e.startsWith('http://') || e.startsWith('https://');
 
@@ -174,7 +177,19 @@ export class RunBackends {
    */
   async sync(version: number): Promise<void> {
     this.version = version;
-    await Promise.all(this.targets.map((target) => this.syncOne(target, version)));
+    const started = Date.now();
+    const loads = this.targets.map((target) => this.syncOne(target, version));
+    // A slow backend does not hold the run: once one backend serves the new version, the others get
+    // twice as long as it took (at least SYNC_GRACE_MS) and then finish loading in the background
+    // (until then they take no calls: their version is too old).
+    let first: () => void = () => {};
+    const oneDone = new Promise<void>((r) => (first = r));
+    for (const load of loads) void load.then(() => first());
+    const grace = oneDone.then(() => {
+      const ms = Math.max(SYNC_GRACE_MS, 2 * (Date.now() - started));
+      return new Promise((r) => setTimeout(r, ms).unref());
+    });
+    await Promise.race([Promise.all(loads), grace]);
   }
 
   private async syncOne(target: Target, version: number): Promise<void> {

@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
+import { startReferenceEngine } from '../../daemon/engine';
 import { type NodeAgent, type Peer, startNodeAgent } from '../../daemon/node/agent';
 import { InferenceRole } from '../../daemon/node/inference';
 import { TrainerRole } from '../../daemon/node/trainer';
@@ -343,6 +344,74 @@ describe('a run on node agents', () => {
       });
     } finally {
       await node.close();
+    }
+  });
+  it('reloads full weights into a vLLM-shaped server given as a URL (update_config + reload_weights) after each step', async () => {
+    const server = await startReferenceEngine({
+      dataDir: join(dir, 'http-backend'),
+      resume: false,
+      seed: 99,
+    });
+    try {
+      const run = await createRun(daemon, config([server.url], 'reference', 2));
+      const summary = await work(daemon, run.id);
+      expect(summary.succeeded).toBe(8);
+      expect((await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body).toMatchObject({
+        status: 'finished',
+        model_version: 2,
+      });
+      // The server now serves the trainer's version 2 (it started from other weights: seed 99).
+      const health = (await (await fetch(`${server.url.replace(/\/v1$/, '')}/health`)).json()) as {
+        model_version: number;
+      };
+      expect(health.model_version).toBe(2);
+      for (const r of (await daemon.ctx.store.listRollouts({ run_id: run.id, limit: 100 })).items) {
+        const group = await daemon.ctx.store.getGroup(r.group_id as string);
+        for (const call of await daemon.ctx.store.listLlmCalls(r.id)) {
+          expect(call.backend).toBe(server.url);
+          expect(call.model_version).toBe(group?.step);
+        }
+      }
+    } finally {
+      await server.close();
+    }
+  });
+  it('a slow node does not stall the others: calls go to the fast one while the slow one is busy', async () => {
+    // Node "slow" answers every generation 1.5 s late and loads weights 8 s late.
+    const role = new InferenceRole({ dataDir: join(dir, 'inf-slow'), engine: 'reference', log: quiet });
+    const handle = role.handle.bind(role);
+    const late = (t: string) => (t === 'weights_load' ? 8000 : t === 'http' ? 1500 : 0);
+    role.handle = (frame, peer: Peer) => {
+      const delay =
+        frame.header.t === 'http' && !frame.header.path.endsWith('/chat/completions')
+          ? 0
+          : late(frame.header.t);
+      setTimeout(() => handle(frame, peer), delay);
+    };
+    const slow = await startNodeAgent({ host: '127.0.0.1', port: 0, token, role, log: quiet });
+    const fast = await inferenceNode('inf-fast');
+    const trainer = await trainerNode('train-slow');
+    try {
+      const started = Date.now();
+      const run = await createRun(daemon, config([slow.url, fast.url], trainer.url, 3));
+      const summary = await work(daemon, run.id);
+      const seconds = (Date.now() - started) / 1000;
+      expect(summary.succeeded).toBe(12);
+      expect((await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body).toMatchObject({
+        status: 'finished',
+        step: 3,
+      });
+      const byBackend = new Map<string, number>();
+      for (const r of (await daemon.ctx.store.listRollouts({ run_id: run.id, limit: 100 })).items)
+        for (const c of await daemon.ctx.store.listLlmCalls(r.id))
+          byBackend.set(c.backend ?? '', (byBackend.get(c.backend ?? '') ?? 0) + 1);
+      expect(byBackend.get(`node ${fast.url}`) ?? 0).toBeGreaterThan(byBackend.get(`node ${slow.url}`) ?? 0);
+      // Four weight loads (start and three steps) of 8 s each on the slow node: 32 s if the run waited.
+      expect(seconds).toBeLessThan(16);
+    } finally {
+      await slow.close();
+      await fast.close();
+      await trainer.close();
     }
   });
 });
