@@ -253,18 +253,22 @@ export default async function main(): Promise<void> {
     return c;
   };
   try {
-    const k = only.includes('scale') ? 4 : 1;
-    const backends = await start(BACKENDS, { BACKENDS: String(k) });
-    const vllmUrls = backends.info.urls.split(' ');
-    const nodes = await start(NODES, {
-      VLLM_URLS: vllmUrls.join(' '),
-      NODE_TOKEN: token,
-      DATA_DIR: join(dir, 'nodes'),
-    });
-    const nodeUrls = nodes.info.urls.split(' ');
     // BENCH_PROFILE=dir writes a CPU profile of the daemon and of the node agents there.
     const profile = process.env.BENCH_PROFILE;
     const prof = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+    const k = only.includes('scale') ? 4 : 1;
+    const backends = await start(BACKENDS, { BACKENDS: String(k) });
+    const vllmUrls = backends.info.urls.split(' ');
+    const nodes = await start(
+      NODES,
+      {
+        VLLM_URLS: vllmUrls.join(' '),
+        NODE_TOKEN: token,
+        DATA_DIR: join(dir, 'nodes'),
+      },
+      prof,
+    );
+    const nodeUrls = nodes.info.urls.split(' ');
     const daemon = await start(DAEMON, { DATA_DIR: join(dir, 'daemon') }, [...DAEMON_NODE_FLAGS, ...prof]);
     const d = daemon.info;
     const procs = { daemon: daemon.proc, nodes: nodes.proc, backends: backends.proc };
@@ -286,18 +290,24 @@ export default async function main(): Promise<void> {
       const long = chat('x'.repeat(1000), { max_tokens: 2000, stream: true });
       const stream = { direct: 0, tunnel: 0 };
       const nonstream = { direct: 0, tunnel: 0 };
-      const cpu: Record<string, Record<string, number>> = {};
+      // CPU µs per streamed token of the daemon and the node agent, per path.
+      const used = { direct: { daemon: 0, nodes: 0, tokens: 0 }, tunnel: { daemon: 0, nodes: 0, tokens: 0 } };
       for (let half = 0; half < 2; half++) {
         for (const [name, ts] of [
           ['direct', direct.targets],
           ['tunnel', tunnel.targets],
         ] as const) {
-          const meter = cpuMeter(procs);
-          stream[name] += (await load(ts, 8, seconds / 2, long)).tokensPerS / 2;
-          if (half === 1) cpu[name] = meter();
+          const d0 = cpuOf(daemon.proc);
+          const n0 = cpuOf(nodes.proc);
+          const r = await load(ts, 8, seconds / 2, long);
+          used[name].daemon += cpuOf(daemon.proc) - d0;
+          used[name].nodes += cpuOf(nodes.proc) - n0;
+          used[name].tokens += r.tokensPerS * r.seconds;
+          stream[name] += r.tokensPerS / 2;
           nonstream[name] += (await load(ts, 64, seconds / 2, chat('throughput'))).callsPerS / 2;
         }
       }
+      const perToken = (us: number, path: keyof typeof used) => round(us / used[path].tokens, 1);
       const dp50 = quantile(dFirst, 0.5);
       const dp99 = quantile(dFirst, 0.99);
       const tp50 = quantile(tFirst, 0.5);
@@ -313,9 +323,9 @@ export default async function main(): Promise<void> {
         direct_calls_per_s: round(nonstream.direct, 1),
         node_calls_per_s: round(nonstream.tunnel, 1),
         calls_ratio: round(nonstream.tunnel / nonstream.direct),
-        stream_daemon_cpu_share_direct: cpu.direct.daemon_cpu_share,
-        stream_daemon_cpu_share_node: cpu.tunnel.daemon_cpu_share,
-        stream_node_cpu_share: cpu.tunnel.nodes_cpu_share,
+        daemon_cpu_us_per_token_direct: perToken(used.direct.daemon, 'direct'),
+        daemon_cpu_us_per_token_node: perToken(used.tunnel.daemon, 'tunnel'),
+        node_cpu_us_per_token: perToken(used.tunnel.nodes, 'tunnel'),
         loadavg_1m: round(loadavg()[0], 2),
         cores: cpus().length,
       });
