@@ -163,6 +163,34 @@ describe('a run on node agents', () => {
     }
   });
 
+  it('async mode on nodes: the next step samples while the trainer node trains, staleness within max_staleness', async () => {
+    const inference = await inferenceNode('inf-async');
+    const trainer = await trainerNode('train-async');
+    try {
+      const cfg = config([inference.url], trainer.url, 3, {});
+      const run = await createRun(daemon, {
+        ...cfg,
+        schedule: { steps: 3, groups_per_step: 2, mode: 'async', max_staleness: 1 },
+      });
+      const summary = await work(daemon, run.id);
+      expect(summary.succeeded).toBe(12);
+      expect((await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body).toMatchObject({
+        status: 'finished',
+        model_version: 3,
+      });
+      const metrics = (
+        await daemon.api<{ step: number; metrics: Record<string, number> }[]>(
+          'GET',
+          `/api/runs/${run.id}/metrics`,
+        )
+      ).body;
+      expect(metrics.map((m) => m.metrics.staleness).every((s) => s >= 0 && s <= 1)).toBe(true);
+    } finally {
+      await inference.close();
+      await trainer.close();
+    }
+  });
+
   it('refuses a node with the wrong token and fails the run with that reason', async () => {
     const role = new InferenceRole({ dataDir: join(dir, 'inf-wrong'), engine: 'reference', log: quiet });
     const node = await startNodeAgent({
