@@ -130,9 +130,10 @@ describe('the Nodes view rows', () => {
       description: 'gone · v3 · seen 10 min ago',
       color: 'disabledForeground',
     });
-    expect(nodeRow(node({ last_seen_at: seen(90) }), NOW).description).toBe(
-      'ready · v3 · seen 2 min ago · 2 GPUs 80%',
-    );
+    expect(nodeRow(node({ last_seen_at: seen(90) }), NOW)).toMatchObject({
+      description: 'ready · v3 · seen 2 min ago · 2 GPUs 80%',
+      color: 'disabledForeground',
+    });
   });
 
   it('a detail this version does not know still shows the rest, and node text cannot inject Markdown', () => {

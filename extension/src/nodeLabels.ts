@@ -168,7 +168,11 @@ export function nodeRow(node: NodeInfo, now = Date.now()): NodeRow {
     label,
     description: parts.join(' · '),
     icon: ROLE_ICON[node.kind],
-    color: STATUS_COLOR[node.status],
+    // ready or busy, but silent for long (e.g. left so by a daemon that was killed): not to be trusted
+    color:
+      stale && (node.status === 'ready' || node.status === 'busy')
+        ? STATUS_COLOR.gone
+        : STATUS_COLOR[node.status],
     contextValue: `node.${node.kind}.${node.status}`,
     tooltip: nodeTooltip(node, d, now),
     gpus: (h?.gpus ?? []).map((g) => gpuRow(node.id, g)),

@@ -432,6 +432,71 @@ async function checks() {
     await shot('04-sidebar');
   });
 
+  await step(
+    'the Nodes view says how to add GPU nodes, then shows the node agent a run connects to',
+    async () => {
+      const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Nodes' }) }).first();
+      await pane
+        .locator('.welcome-view-content', { hasText: 'No GPU nodes yet' })
+        .waitFor({ timeout: 20_000 });
+      // a node agent in front of the reference engine (what `harness-rl node` is on a GPU machine)
+      const nodePort = await freePort();
+      const tokenFile = join(ctx.tmp, 'node-token');
+      const agent = spawn(
+        'node',
+        [
+          join(root, 'bin', 'harness-rl.js'),
+          'node',
+          '--role',
+          'inference',
+          '--engine',
+          'reference',
+          '--listen',
+          `127.0.0.1:${nodePort}`,
+          '--token-file',
+          tokenFile,
+          '--data',
+          join(ctx.tmp, 'node-data'),
+        ],
+        { cwd: root, stdio: 'ignore', detached: true },
+      );
+      children.push(agent);
+      const token = await waitFor(
+        'the node token',
+        () => existsSync(tokenFile) && readFileSync(tokenFile, 'utf8').trim(),
+        20_000,
+      );
+      const url = `ws://127.0.0.1:${nodePort}`;
+      const nodeRun = await waitFor(
+        'a run that uses the node',
+        () =>
+          api('POST', '/api/runs', {
+            base_dir: ctx.ws,
+            config: {
+              name: 'vscode-nodes',
+              inference: { endpoints: [url], token },
+              tasks: { file: 'tasks.jsonl', limit: 2 },
+              harness: { command: ['true'] },
+              algorithm: { n: 2, max_response_tokens: 4 },
+              schedule: { groups_per_step: 1, steps: 1 },
+            },
+          }),
+        20_000,
+        500,
+      );
+      const row = pane.locator('.monaco-list-row', { hasText: url }).first();
+      await waitFor('the node row, ready', async () => /ready/.test((await row.textContent()) ?? ''), 30_000);
+      await row.hover();
+      const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: 'inference node' }).first();
+      await hover.waitFor({ timeout: 10_000 });
+      const text = (await hover.textContent()) ?? '';
+      if (!text.includes(nodeRun.id)) throw new Error(`the hover does not name the run:\n${text}`);
+      await shot('04b-nodes');
+      await page.mouse.move(0, 0);
+      await api('POST', `/api/runs/${nodeRun.id}/stop`, {});
+    },
+  );
+
   await step('a run config with mistakes shows diagnostics on its lines', async () => {
     await palette('Harness RL: Start Run…');
     await quickPick('bad.run.yaml');
