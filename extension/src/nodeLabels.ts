@@ -188,11 +188,9 @@ function nodeTooltip(node: NodeInfo, d: NodeDetail, now: number): string {
   const state: string[] = [`$(${STATUS_ICON[node.status]}) ${node.status}`];
   if (h?.loading) state.push('loading weights');
   if (d.connected === false && node.status !== 'gone') state.push('not connected');
-  // a node that is not connected keeps its last report: its uptime is no longer news
-  if (h)
-    state.push(
-      d.connected === false ? `last backend ${h.backend}` : `${h.backend}, up ${duration(h.uptime_s)}`,
-    );
+  // a node that is not connected (or gone) keeps its last report: its uptime is no longer news
+  const live = d.connected !== false && node.status !== 'gone';
+  if (h) state.push(live ? `${h.backend}, up ${duration(h.uptime_s)}` : `last backend ${h.backend}`);
   if (h?.restarts) state.push(`${h.restarts} restart${h.restarts > 1 ? 's' : ''}`);
   lines.push(state.join(' · '));
   if (h && (h.queue_depth || h.in_flight)) lines.push(`queue ${h.queue_depth}, ${h.in_flight} in flight`);
