@@ -221,19 +221,16 @@ async function ttft(targets: Target[], n: number): Promise<number[][]> {
   return out;
 }
 
-/** CPU of the processes over a measured stretch, as a share of the machine's cores. */
+/** CPU time (µs) each process (and this one, `client`) used since the meter started. */
 function cpuMeter(procs: Record<string, ChildProcess>) {
   const start = Object.fromEntries(Object.entries(procs).map(([k, p]) => [k, cpuOf(p)]));
   const self = process.cpuUsage();
-  const t0 = performance.now();
-  return () => {
-    const wallUs = (performance.now() - t0) * 1000 * cpus().length;
+  return (): Record<string, number> => {
     const mine = process.cpuUsage(self);
-    const shares: Record<string, number> = {};
-    for (const [k, p] of Object.entries(procs))
-      shares[`${k}_cpu_share`] = round((cpuOf(p) - start[k]) / wallUs);
-    shares.client_cpu_share = round((mine.user + mine.system) / wallUs);
-    return shares;
+    const used: Record<string, number> = {};
+    for (const [k, p] of Object.entries(procs)) used[k] = cpuOf(p) - start[k];
+    used.client = mine.user + mine.system;
+    return used;
   };
 }
 
@@ -339,21 +336,45 @@ export default async function main(): Promise<void> {
       const nodeRun = await runWith(d, dir, nodeUrls, token, rollouts);
       await load(direct.targets, rollouts, 1000, chat('warm up'));
       await load(nodeRun.targets, rollouts, 1000, chat('warm up'));
+      // Alternating halves (drift hits both alike); CPU of every part and calls counted per path.
       const rates = { direct: 0, node: 0 };
-      let shares: Record<string, number> = {};
+      const calls = { direct: 0, node: 0 };
+      const used = { direct: {} as Record<string, number>, node: {} as Record<string, number> };
+      let wallUs = 0;
       for (let half = 0; half < 2; half++) {
-        rates.direct += (await load(direct.targets, rollouts, seconds / 2, chat('scale'))).callsPerS / 2;
-        const meter = cpuMeter(procs);
-        rates.node += (await load(nodeRun.targets, rollouts, seconds / 2, chat('scale'))).callsPerS / 2;
-        if (half === 1) shares = meter();
+        for (const [name, ts] of [
+          ['direct', direct.targets],
+          ['node', nodeRun.targets],
+        ] as const) {
+          const meter = cpuMeter(procs);
+          const r = await load(ts, rollouts, seconds / 2, chat('scale'));
+          for (const [k, us] of Object.entries(meter())) used[name][k] = (used[name][k] ?? 0) + us;
+          rates[name] += r.callsPerS / 2;
+          calls[name] += r.callsPerS * r.seconds;
+          if (name === 'node') wallUs += r.seconds * 1e6;
+        }
       }
+      const perCall = (name: 'direct' | 'node', k: string) => round(used[name][k] / calls[name], 0);
+      const share = (k: string) => round(used.node[k] / (wallUs * cpus().length));
+      const daemonUs = used.node.daemon / calls.node;
       emit('cluster.scale', {
         nodes: nodeUrls.length,
         rollouts,
         node_calls_per_s: round(rates.node, 1),
         direct_calls_per_s: round(rates.direct, 1),
         ratio: round(rates.node / rates.direct),
-        ...shares,
+        // Shares of all the machine's cores while the node run was measured.
+        daemon_cpu_share: share('daemon'),
+        nodes_cpu_share: share('nodes'),
+        backends_cpu_share: share('backends'),
+        client_cpu_share: share('client'),
+        daemon_cpu_us_per_call: round(daemonUs, 0),
+        daemon_cpu_us_per_call_direct: perCall('direct', 'daemon'),
+        nodes_cpu_us_per_call: perCall('node', 'nodes'),
+        backends_cpu_us_per_call: perCall('node', 'backends'),
+        client_cpu_us_per_call: perCall('node', 'client'),
+        // What one core of the daemon could carry at this cost per call.
+        daemon_ceiling_calls_per_s: round(1e6 / daemonUs, 0),
         loadavg_1m: round(loadavg()[0], 2),
         cores: cpus().length,
       });
