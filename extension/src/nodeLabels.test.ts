@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeInfo } from '../../daemon/protocol/entities';
 import type { NodeHealth } from '../../daemon/protocol/node';
-import { compareNodes, nodeDetail, nodeRow } from './nodeLabels';
+import { compareNodes, nodeChanged, nodeDetail, nodeRow } from './nodeLabels';
 
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
 const seen = (secondsAgo: number) => new Date(NOW - secondsAgo * 1000).toISOString();
@@ -155,5 +155,15 @@ describe('the Nodes view rows', () => {
       node({ id: 'i1', url: 'ws://a:1', status: 'unhealthy' }),
     ];
     expect(list.sort(compareNodes).map((n) => n.id)).toEqual(['i1', 'i2', 't', 'g']);
+  });
+
+  it('a report that changes only its time and uptime redraws the row at most every 15 s', () => {
+    const shown = node();
+    const later = (s: number, over: Partial<NodeHealth> = {}) =>
+      node({ last_seen_at: seen(2 - s) }, { health: health({ uptime_s: 7_380 + s, ...over }) });
+    expect(nodeChanged(shown, later(3))).toBe(false);
+    expect(nodeChanged(shown, later(15))).toBe(true);
+    expect(nodeChanged(shown, later(3, { queue_depth: 1 }))).toBe(true);
+    expect(nodeChanged(shown, node({ status: 'busy', last_seen_at: seen(-1) }))).toBe(true);
   });
 });

@@ -79,6 +79,27 @@ const STATUS_ICON: Record<NodeInfo['status'], string> = {
   gone: 'circle-slash',
 };
 
+/** How old the shown report may get before a report that changes nothing else redraws the row. */
+export const REDRAW_MS = 15_000;
+
+/**
+ * Whether a node's new report changes what the view shows. Nodes report every few seconds; a report
+ * that changes only its time and uptime redraws the row at most every REDRAW_MS (a redraw closes
+ * the row's open hover).
+ */
+export function nodeChanged(shown: NodeInfo, next: NodeInfo): boolean {
+  if (Date.parse(next.last_seen_at) - Date.parse(shown.last_seen_at) >= REDRAW_MS) return true;
+  const steady = (n: NodeInfo) => {
+    const d = nodeDetail(n);
+    return JSON.stringify({
+      ...n,
+      last_seen_at: null,
+      detail: { ...d, health: d.health && { ...d.health, uptime_s: null } },
+    });
+  };
+  return steady(shown) !== steady(next);
+}
+
 /** Order in the view: live nodes first, inference before trainer, then by URL. */
 export function compareNodes(a: NodeInfo, b: NodeInfo): number {
   return (

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import type { NodeInfo } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { type DaemonClient, errorText } from './client';
-import { compareNodes, type GpuRow, nodeRow } from './nodeLabels';
+import { compareNodes, type GpuRow, nodeChanged, nodeRow } from './nodeLabels';
 
 export type NodesNode =
   | { kind: 'node'; node: NodeInfo }
@@ -73,9 +73,11 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
     }
   }
 
-  /** A 'node' event replaces that node's row; the view redraws at most every 300 ms. */
+  /** A 'node' event that changes what the row shows replaces it; the view redraws at most every 300 ms. */
   onEvent(e: DaemonEvent): void {
     if (e.type !== 'node' || !this.nodes) return;
+    const shown = this.nodes.get(e.node.id);
+    if (shown && !nodeChanged(shown, e.node)) return;
     this.nodes.set(e.node.id, e.node);
     if (this.timer) return;
     this.timer = setTimeout(() => {
