@@ -82,8 +82,9 @@ export class NodeConnection {
       };
       const timer = setTimeout(() => {
         this.readyWaiters = this.readyWaiters.filter((w) => w !== waiter);
+        // Not NodeDisconnected: a caller that retries on disconnects gives up here.
         reject(
-          new NodeDisconnected(
+          new Error(
             `node ${this.url} not reachable within ${Math.round(timeoutMs / 1000)}s${this.lastError ? `: ${this.lastError}` : ''}`,
           ),
         );

@@ -15,7 +15,11 @@ interface Entry {
   users: number;
   runIds: Set<string>;
   unregister: () => void;
+  linger?: NodeJS.Timeout;
 }
+
+/** How long a node no run uses stays connected. */
+const LINGER_MS = 10_000;
 
 export class NodeRegistry {
   private readonly entries = new Map<string, Entry>();
@@ -57,6 +61,7 @@ export class NodeRegistry {
       entry = { connection, users: 0, runIds: new Set(), unregister };
       this.entries.set(key, entry);
     }
+    clearTimeout(entry.linger);
     entry.users++;
     entry.runIds.add(runId);
     return entry.connection;
@@ -68,10 +73,26 @@ export class NodeRegistry {
     if (!entry) return;
     entry.users--;
     entry.runIds.delete(runId);
-    // Kept while unused so the Nodes view still shows it; closed when another role or token needs the URL.
+    if (entry.users > 0) return;
+    // No run uses it: after a while (its last health report arrives; a next run may take it over) the
+    // daemon stops connecting to it, and the store keeps its last state, marked gone.
+    entry.linger = setTimeout(() => {
+      if (entry.users > 0 || this.entries.get(key) !== entry) return;
+      const info = this.info(key, entry);
+      this.drop(key, entry);
+      void this.store
+        .upsertNode({
+          ...info,
+          status: 'gone',
+          detail: { ...(info.detail as object), error: 'not used by a running run' },
+        })
+        .catch(() => {});
+    }, LINGER_MS);
+    entry.linger.unref();
   }
 
   private drop(key: string, entry: Entry): void {
+    clearTimeout(entry.linger);
     entry.unregister();
     entry.connection.close();
     this.entries.delete(key);
