@@ -130,9 +130,13 @@ describe('the Nodes view rows', () => {
       description: 'gone · v3 · seen 10 min ago',
       color: 'disabledForeground',
     });
-    expect(nodeRow(node({ status: 'gone', last_seen_at: seen(600) }), NOW).tooltip).toContain(
-      '$(circle-slash) gone · last backend vllm-cmd',
-    );
+    const gone = nodeRow(
+      node({ status: 'gone', last_seen_at: seen(600) }, { run_ids: [], error: 'not used by a running run' }),
+      NOW,
+    ).tooltip;
+    expect(gone).toContain('$(circle-slash) gone · last backend vllm-cmd');
+    expect(gone).toContain('**Gone:** not used by a running run');
+    expect(gone).toContain('- `run_a` — serves v3 (not in use)');
     expect(nodeRow(node({ last_seen_at: seen(90) }), NOW)).toMatchObject({
       description: 'ready · v3 · seen 2 min ago · 2 GPUs 80%',
       color: 'disabledForeground',

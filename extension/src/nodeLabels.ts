@@ -245,7 +245,12 @@ function nodeTooltip(node: NodeInfo, d: NodeDetail, now: number): string {
 
   const why = problem(node, d);
   if (why) {
-    const title = d.connected === false || node.status === 'connecting' ? 'Not connected' : 'Last error';
+    const title =
+      node.status === 'gone'
+        ? 'Gone'
+        : d.connected === false || node.status === 'connecting'
+          ? 'Not connected'
+          : 'Last error';
     lines.push(`**${title}:** ${md(why)}`);
   }
   const seenMs = now - Date.parse(node.last_seen_at);
