@@ -38,6 +38,12 @@ export const InferenceConfig = z
       .describe(
         'calls that find every backend loading new weights: wait for them, or get 429 with Retry-After',
       ),
+    unsupported_tools: z
+      .enum(['omit', 'reject'])
+      .default('omit')
+      .describe(
+        "tools the backend cannot run (hosted tools such as Responses' web_search): leave them out of the backend request and tag the call tool-left-out:…, or answer 400",
+      ),
   })
   .strict();
 
@@ -151,6 +157,7 @@ export const RunConfig = z
       endpoints: ['reference'],
       timeout_ms: 120_000,
       while_loading: 'wait',
+      unsupported_tools: 'omit',
     }),
     trainer: TrainerConfig.default({ endpoint: 'reference' }),
     tasks: TasksConfig,

@@ -95,7 +95,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   const newCall = (req: FastifyRequest, reply: FastifyReply, wire: WireApi, t0: number) => {
     const raw = rawBodies.get(req);
     const parsed = req.body !== undefined || raw === undefined || raw.trim() === '';
-    return new Call({
+    const call = new Call({
       ctx,
       recorder,
       pool,
@@ -108,6 +108,9 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       t0,
       tags: [],
     });
+    // A call that asked to stream is recorded as streamed, even when it fails before the backend.
+    call.stream = (req.body as { stream?: unknown } | null | undefined)?.stream === true;
+    return call;
   };
 
   /** Secrets-backed target for a recording's OpenAI / vLLM upstream (chat and completions). */
@@ -247,6 +250,20 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       if (e instanceof z.ZodError) return call.fail(invalidBody(e), {}, undefined);
       return call.fail(new ProxyError(400, e instanceof Error ? e.message : String(e)));
     }
+    // Hosted tools (web_search …) the backend cannot run: left out and noted, or refused by the run.
+    const leftOut = t.leftOut?.(parsedReq) ?? [];
+    if (leftOut.length > 0 && scope.runConfig?.inference?.unsupported_tools === 'reject')
+      return call.fail(
+        new ProxyError(
+          400,
+          `${leftOut.map((l) => `${l.path} (${l.tool}) is a ${l.reason}`).join('; ')} (this run sets inference.unsupported_tools: reject)`,
+          leftOut[0].path,
+          'unsupported_tool',
+        ),
+        {},
+        output,
+      );
+    for (const l of leftOut) call.tags.push(`tool-left-out:${l.tool} (${l.reason})`);
     let target: FixedTarget | null;
     try {
       target = await fixedTarget(scope);

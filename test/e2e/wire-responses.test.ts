@@ -120,13 +120,26 @@ describe('OpenAI SDK against the Responses translator', () => {
     expect(String(err.message)).toMatch(/backend went away/);
   });
 
-  it('a hosted tool is refused with a 400 naming the field', async () => {
+  it('a function tool without a name is refused with a 400 naming the field', async () => {
     const err = await client.responses
-      .create({ model: 'qwen3', input: 'x', tools: [{ type: 'web_search' }] })
+      .create({ model: 'qwen3', input: 'x', tools: [{ type: 'function', parameters: {} } as never] })
       .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect(err.status).toBe(400);
-    expect(err.error).toMatchObject({ type: 'invalid_request_error', param: 'tools.0.type' });
-    expect(err.message).toMatch(/only function tools/);
+    expect(err.error).toMatchObject({ type: 'invalid_request_error', param: 'tools.0.name' });
+  });
+
+  it('a hosted tool does not reach the chat backend (the proxy records it as left out)', async () => {
+    s.script.push(answerTurn);
+    const r = await client.responses.create({
+      model: 'qwen3',
+      input: 'x',
+      tools: [{ type: 'web_search' }, ...tools],
+    });
+    expect(r.status).toBe('completed');
+    expect(
+      s.chatRequests.at(-1)?.tools?.map((t) => (t as { function: { name: string } }).function.name),
+    ).toEqual(['read_file']);
+    expect(r.tools[0]).toEqual({ type: 'web_search' });
   });
 });

@@ -108,19 +108,89 @@ describe('OpenAI Responses → chat request', () => {
     });
   });
 
-  it('refuses images, hosted tools and previous_response_id naming the field', () => {
+  it('refuses images and previous_response_id naming the field', () => {
     const img = parseError({
       model: 'm',
       input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:,' }] }],
     });
     expect(img.issues[0].path).toEqual(['input', 0, 'content', 0]);
     expect(img.issues[0].message).toMatch(/input_image is not supported/);
-    const tool = parseError({ model: 'm', input: 'x', tools: [{ type: 'web_search' }] });
-    expect(tool.issues[0].path).toEqual(['tools', 0, 'type']);
-    expect(tool.issues[0].message).toMatch(/only function tools/);
+    const tool = parseError({ model: 'm', input: 'x', tools: [{ type: 'function', parameters: {} }] });
+    expect(tool.issues[0].path).toEqual(['tools', 0, 'name']);
     const prev = parseError({ model: 'm', input: 'x', previous_response_id: 'resp_1' });
     expect(prev.issues[0].path).toEqual(['previous_response_id']);
     expect(prev.issues[0].message).toMatch(/whole conversation/);
+  });
+
+  it("sends Codex's namespaced tools as qualified function tools and leaves hosted tools out, saying why", () => {
+    const req = t.parse({
+      model: 'm',
+      input: [
+        { role: 'user', content: 'start a helper' },
+        {
+          type: 'function_call',
+          call_id: 'c1',
+          name: 'spawn_agent',
+          namespace: 'multi_agent_v1',
+          arguments: '{}',
+        },
+        { type: 'function_call_output', call_id: 'c1', output: 'spawned' },
+      ],
+      tools: [
+        { type: 'function', name: 'shell', parameters: { type: 'object' }, strict: false },
+        {
+          type: 'namespace',
+          name: 'multi_agent_v1',
+          description: 'Sub-agents',
+          tools: [
+            {
+              type: 'function',
+              name: 'spawn_agent',
+              description: 'Start one',
+              parameters: { type: 'object' },
+            },
+            { type: 'function', name: 'wait_agent', defer_loading: true },
+            { type: 'custom', name: 'patch', format: { type: 'text' } },
+          ],
+        },
+        { type: 'web_search', external_web_access: false },
+        { type: 'custom', name: 'apply_patch' },
+      ],
+    });
+    const chat = t.toChat(req);
+    expect((chat.tools ?? []).map((x: any) => x.function.name)).toEqual([
+      'shell',
+      'multi_agent_v1__spawn_agent',
+      'multi_agent_v1__wait_agent',
+    ]);
+    expect((chat.tools as any)[1].function).toEqual({
+      name: 'multi_agent_v1__spawn_agent',
+      description: 'Start one',
+      parameters: { type: 'object' },
+    });
+    expect((chat.tools as any)[2].function.parameters).toEqual({ type: 'object', properties: {} });
+    expect((chat.messages[1] as any).tool_calls[0].function.name).toBe('multi_agent_v1__spawn_agent');
+    expect(t.leftOut?.(req)).toEqual([
+      { path: 'tools[1].tools[2]', tool: 'multi_agent_v1.patch', reason: expect.stringMatching(/custom/) },
+      { path: 'tools[2]', tool: 'web_search', reason: expect.stringMatching(/hosted tool/) },
+      { path: 'tools[3]', tool: 'apply_patch', reason: expect.stringMatching(/custom/) },
+    ]);
+    // the response echoes the tools as the client sent them
+    const r = t.fromChat(chatResponseFor({ content: 'ok' }), req) as any;
+    expect(r.tools[2]).toEqual({ type: 'web_search', external_web_access: false });
+    expect(r.tools[1].type).toBe('namespace');
+  });
+
+  it('refuses two tools that would reach the backend under one name', () => {
+    const req = t.parse({
+      model: 'm',
+      input: 'x',
+      tools: [
+        { type: 'function', name: 'a__b' },
+        { type: 'namespace', name: 'a', tools: [{ type: 'function', name: 'b' }] },
+      ],
+    });
+    expect(() => t.toChat(req)).toThrow(/two tools reach the backend as a__b/);
   });
 
   it('gives an OpenAI error body', () => {
@@ -238,6 +308,40 @@ describe('streaming Responses', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('a call of a namespaced tool comes back with its namespace, streamed and not', () => {
+    const nsReq = t.parse({
+      model: 'm',
+      input: 'x',
+      stream: true,
+      tools: [
+        { type: 'namespace', name: 'multi_agent_v1', tools: [{ type: 'function', name: 'spawn_agent' }] },
+        { type: 'function', name: 'shell' },
+      ],
+    });
+    const turn: ScriptedTurn = {
+      toolCalls: [
+        { id: 'c1', name: 'multi_agent_v1__spawn_agent', arguments: '{"task":"x"}' },
+        { id: 'c2', name: 'shell', arguments: '{}' },
+      ],
+    };
+    const plain = t.fromChat(chatResponseFor(turn), nsReq) as any;
+    expect(plain.output[0]).toMatchObject({
+      name: 'spawn_agent',
+      namespace: 'multi_agent_v1',
+      call_id: 'c1',
+    });
+    expect(plain.output[1]).toMatchObject({ name: 'shell', call_id: 'c2' });
+    expect(plain.output[1]).not.toHaveProperty('namespace');
+    const ws = t.stream(nsReq);
+    const frames = [...chatChunksFor(turn).flatMap((c) => ws.chunk(c)), ...ws.end()];
+    const events = parseSse(frames.join(''));
+    const added = events.filter((e) => e.event === 'response.output_item.added').map((e) => e.data.item);
+    expect(added[0]).toMatchObject({ name: 'spawn_agent', namespace: 'multi_agent_v1' });
+    const done = events.find((e) => e.event === 'response.function_call_arguments.done');
+    expect(done?.data.name).toBe('spawn_agent');
+    expect(events.at(-1)?.data.response).toEqual(plain);
   });
 
   it('orders text events as added → part added → deltas → done → part done → item done', () => {

@@ -2,7 +2,7 @@
 // the whole conversation in `input` (`store: false` style); `previous_response_id` is refused.
 import { z } from 'zod';
 import { newId, reasoningOf, sseFrame, usageOf } from './common';
-import type { ChatChunk, ChatRequest, ChatResponse, WireStream, WireTranslator } from './types';
+import type { ChatChunk, ChatRequest, ChatResponse, LeftOutTool, WireStream, WireTranslator } from './types';
 
 // ---------- request schema ----------
 
@@ -52,6 +52,7 @@ const FunctionCallItem = z.object({
   status: z.string().optional(),
   call_id: z.string().min(1),
   name: z.string().min(1),
+  namespace: z.string().nullish(),
   arguments: z.string(),
 });
 const FunctionCallOutputItem = z.object({
@@ -90,12 +91,39 @@ const Input = z.preprocess(
 ) as unknown as z.ZodArray<typeof Item>;
 
 const FunctionTool = z.object({
-  type: z.literal('function', { error: 'only function tools are supported by this proxy' }),
+  type: z.literal('function'),
   name: z.string().min(1),
   description: z.string().nullish(),
   parameters: z.record(z.string(), z.unknown()).nullish(),
   strict: z.boolean().nullish(),
 });
+
+/**
+ * Function tools grouped under a name (Codex: `{type: "namespace", name: "multi_agent_v1", tools}`).
+ * Each function reaches the backend as a function named `<namespace>__<name>`; a call of it comes
+ * back as a `function_call` with `namespace` and the tool's own `name`. Members that are not
+ * function tools (free-form `custom` tools) are left out like hosted tools.
+ */
+const NamespaceTool = z.object({
+  type: z.literal('namespace'),
+  name: z.string().min(1),
+  description: z.string().nullish(),
+  tools: z.array(z.object({ type: z.string(), name: z.string().min(1) }).loose()),
+});
+
+/** Any other tool type (hosted: web_search, file_search, mcp …; free-form `custom`), kept whole. */
+const OtherTool = z.object({ type: z.literal('other'), tool: z.record(z.string(), z.unknown()) });
+
+const Tool = z.preprocess(
+  (v) =>
+    v &&
+    typeof v === 'object' &&
+    typeof (v as { type?: unknown }).type === 'string' &&
+    !['function', 'namespace'].includes((v as { type: string }).type)
+      ? { type: 'other', tool: v }
+      : v,
+  z.discriminatedUnion('type', [FunctionTool, NamespaceTool, OtherTool]),
+) as unknown as z.ZodDiscriminatedUnion<[typeof FunctionTool, typeof NamespaceTool, typeof OtherTool]>;
 
 const ToolChoice = z.union([
   z.enum(['auto', 'none', 'required']),
@@ -118,7 +146,7 @@ export const ResponsesRequest = z.object({
   model: z.string().min(1),
   input: Input,
   instructions: z.string().nullish(),
-  tools: z.array(FunctionTool).optional(),
+  tools: z.array(Tool).optional(),
   tool_choice: ToolChoice.optional(),
   parallel_tool_calls: z.boolean().nullish(),
   max_output_tokens: z.number().int().positive().nullish(),
@@ -153,6 +181,74 @@ function partsText(parts: PartT[]): string {
     .join('\n');
 }
 
+/**
+ * Between a namespace and its tool's name in the function name the backend sees: valid in OpenAI
+ * function names (`[A-Za-z0-9_-]`), and the form Codex itself shows models (`multi_agent_v1__spawn_agent`).
+ * Calls are mapped back through the request's own tools, so a name is never split by guessing.
+ */
+export const NAMESPACE_SEPARATOR = '__';
+
+export function qualifiedName(namespace: string | null | undefined, name: string): string {
+  return namespace ? `${namespace}${NAMESPACE_SEPARATOR}${name}` : name;
+}
+
+interface ToolPlan {
+  /** The chat function tools (namespaced ones under their qualified names). */
+  functions: { name: string; description?: string | null; parameters?: unknown; strict?: boolean | null }[];
+  /** Qualified name → the namespace and name the client knows. */
+  namespaced: Map<string, { namespace: string; name: string }>;
+  leftOut: LeftOutTool[];
+}
+
+const HOSTED = "hosted tool: it runs on the API provider's side, and the inference backend cannot run it";
+const CUSTOM = 'free-form custom tool: chat backends call function tools with JSON arguments only';
+const plans = new WeakMap<ResponsesRequest, ToolPlan>();
+
+/** How the request's tools reach the backend (computed once per request). */
+export function toolPlan(req: ResponsesRequest): ToolPlan {
+  const known = plans.get(req);
+  if (known) return known;
+  const plan: ToolPlan = { functions: [], namespaced: new Map(), leftOut: [] };
+  (req.tools ?? []).forEach((t, i) => {
+    if (t.type === 'function') plan.functions.push(t);
+    else if (t.type === 'namespace')
+      t.tools.forEach((m, j) => {
+        if (m.type !== 'function') {
+          plan.leftOut.push({ path: `tools[${i}].tools[${j}]`, tool: `${t.name}.${m.name}`, reason: CUSTOM });
+          return;
+        }
+        const f = m as { name: string; description?: unknown; parameters?: unknown; strict?: unknown };
+        const name = qualifiedName(t.name, f.name);
+        plan.namespaced.set(name, { namespace: t.name, name: f.name });
+        plan.functions.push({
+          name,
+          description: typeof f.description === 'string' ? f.description : null,
+          parameters: f.parameters,
+          strict: typeof f.strict === 'boolean' ? f.strict : null,
+        });
+      });
+    else {
+      const type = String(t.tool.type);
+      const custom = type === 'custom';
+      plan.leftOut.push({
+        path: `tools[${i}]`,
+        tool: custom ? String(t.tool.name ?? type) : type,
+        reason: custom ? CUSTOM : HOSTED,
+      });
+    }
+  });
+  const seen = new Set<string>();
+  for (const f of plan.functions) {
+    if (seen.has(f.name))
+      throw new Error(
+        `tools: two tools reach the backend as ${f.name} (a namespace's tool is named namespace${NAMESPACE_SEPARATOR}name)`,
+      );
+    seen.add(f.name);
+  }
+  plans.set(req, plan);
+  return plan;
+}
+
 export function responsesToChatMessages(req: ResponsesRequest): ChatMessage[] {
   const out: ChatMessage[] = [];
   if (req.instructions) out.push({ role: 'system', content: req.instructions });
@@ -183,7 +279,7 @@ export function responsesToChatMessages(req: ResponsesRequest): ChatMessage[] {
       turn.calls.push({
         id: item.call_id,
         type: 'function',
-        function: { name: item.name, arguments: item.arguments },
+        function: { name: qualifiedName(item.namespace, item.name), arguments: item.arguments },
       });
     } else if (item.type === 'function_call_output') {
       flush();
@@ -204,8 +300,9 @@ export function responsesToChatMessages(req: ResponsesRequest): ChatMessage[] {
 export function responsesToChat(req: ResponsesRequest): ChatRequest {
   const chat: Record<string, unknown> = { model: req.model, messages: responsesToChatMessages(req) };
   if (req.max_output_tokens != null) chat.max_tokens = req.max_output_tokens;
-  if (req.tools?.length)
-    chat.tools = req.tools.map((t) => ({
+  const { functions } = toolPlan(req);
+  if (functions.length)
+    chat.tools = functions.map((t) => ({
       type: 'function',
       function: {
         name: t.name,
@@ -281,13 +378,19 @@ function responseObject(
     temperature: req.temperature ?? null,
     text: { format: req.text?.format ?? { type: 'text' } },
     tool_choice: req.tool_choice ?? 'auto',
-    tools: (req.tools ?? []).map((t) => ({
-      type: 'function',
-      name: t.name,
-      description: t.description ?? null,
-      parameters: t.parameters ?? null,
-      strict: t.strict ?? null,
-    })),
+    tools: (req.tools ?? []).map((t) =>
+      t.type === 'function'
+        ? {
+            type: 'function',
+            name: t.name,
+            description: t.description ?? null,
+            parameters: t.parameters ?? null,
+            strict: t.strict ?? null,
+          }
+        : t.type === 'namespace'
+          ? t
+          : t.tool,
+    ),
     top_p: req.top_p ?? null,
     truncation: 'disabled',
     usage: usage
@@ -317,14 +420,27 @@ const messageItem = (base: string, text: string, status: string) => ({
   status,
   content: [textPart(text)],
 });
-const callItem = (base: string, i: number, callId: string, name: string, args: string, status: string) => ({
-  id: `fc_${base}_${i}`,
-  type: 'function_call' as const,
-  status,
-  call_id: callId,
-  name,
-  arguments: args,
-});
+/** A function_call item; a namespaced tool's call carries its namespace and its own name. */
+const callItem = (
+  req: ResponsesRequest,
+  base: string,
+  i: number,
+  callId: string,
+  chatName: string,
+  args: string,
+  status: string,
+) => {
+  const ns = toolPlan(req).namespaced.get(chatName);
+  return {
+    id: `fc_${base}_${i}`,
+    type: 'function_call' as const,
+    status,
+    call_id: callId,
+    name: ns ? ns.name : chatName,
+    ...(ns ? { namespace: ns.namespace } : {}),
+    arguments: args,
+  };
+};
 
 export function responsesFromChat(resp: ChatResponse, req: ResponsesRequest) {
   const base = idBase(resp.id);
@@ -342,6 +458,7 @@ export function responsesFromChat(resp: ChatResponse, req: ResponsesRequest) {
   calls.forEach((t, i) => {
     output.push(
       callItem(
+        req,
         base,
         i,
         t.id || newId('call_'),
@@ -446,13 +563,13 @@ class ResponsesStream implements WireStream {
         this.ev('response.output_item.done', { output_index: o.index, item }),
       ];
     }
-    const item = callItem(this.base, o.n, o.callId, o.name, o.args, st);
+    const item = callItem(this.req, this.base, o.n, o.callId, o.name, o.args, st);
     this.output[o.index] = item;
     return [
       this.ev('response.function_call_arguments.done', {
         item_id: item.id,
         output_index: o.index,
-        name: o.name,
+        name: item.name,
         arguments: o.args,
       }),
       this.ev('response.output_item.done', { output_index: o.index, item }),
@@ -547,7 +664,7 @@ class ResponsesStream implements WireStream {
         const index = this.output.length;
         const callId = tc.id || newId('call_');
         const name = tc.function?.name ?? '';
-        const item = callItem(this.base, n, callId, name, '', 'in_progress');
+        const item = callItem(this.req, this.base, n, callId, name, '', 'in_progress');
         this.output.push(item);
         this.open = { kind: 'call', index, n, callId, name, args: '' };
         frames.push(this.ev('response.output_item.added', { output_index: index, item }));
@@ -621,6 +738,7 @@ export const responsesTranslator: WireTranslator<ResponsesRequest> = {
   isStream: (req) => req.stream === true,
   model: (req) => req.model,
   toChat: responsesToChat,
+  leftOut: (req) => toolPlan(req).leftOut,
   fromChat: responsesFromChat,
   stream: (req) => new ResponsesStream(req),
   errorBody: responsesErrorBody,

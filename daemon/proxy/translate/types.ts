@@ -17,6 +17,15 @@ export interface WireStream {
   assembled(): unknown;
 }
 
+/** A tool of the request that does not reach the backend, and why. */
+export interface LeftOutTool {
+  /** Where it is in the request, e.g. `tools[8]`. */
+  path: string;
+  /** Its type (hosted tools) or name (`custom` tools; namespaced ones as `namespace.name`). */
+  tool: string;
+  reason: string;
+}
+
 export interface WireTranslator<Req = unknown> {
   wire: 'responses' | 'messages';
   /** Validate the harness's request body; throws a ZodError naming the field. */
@@ -24,6 +33,8 @@ export interface WireTranslator<Req = unknown> {
   isStream(req: Req): boolean;
   model(req: Req): string;
   toChat(req: Req): ChatRequest;
+  /** Tools of the request that the backend does not get (hosted tools it cannot run). */
+  leftOut?(req: Req): LeftOutTool[];
   fromChat(response: ChatResponse, req: Req): unknown;
   stream(req: Req): WireStream;
   /** An error body in this wire format, e.g. OpenAI `{error:{message,type,param,code}}`. */
