@@ -191,6 +191,68 @@ describe('a run on node agents', () => {
     }
   });
 
+  for (const whileLoading of ['wait', 'reject'] as const) {
+    it(`calls that find the node loading new weights ${whileLoading === 'wait' ? 'wait for them' : 'get 429 with Retry-After'} (while_loading: ${whileLoading})`, async () => {
+      // Every weight load takes 2.5 s; harnesses call 1 s after they start, so calls arrive mid-load.
+      const role = new InferenceRole({
+        dataDir: join(dir, `inf-load-${whileLoading}`),
+        engine: 'reference',
+        log: quiet,
+      });
+      const handle = role.handle.bind(role);
+      role.handle = (frame, peer: Peer) => {
+        if (frame.header.t === 'weights_load') setTimeout(() => handle(frame, peer), 2500);
+        else handle(frame, peer);
+      };
+      const node = await startNodeAgent({ host: '127.0.0.1', port: 0, token, role, log: quiet });
+      const trainer = await trainerNode(`train-load-${whileLoading}`);
+      try {
+        const cfg = config([node.url], trainer.url, 2);
+        const run = await createRun(daemon, {
+          ...cfg,
+          inference: { ...cfg.inference, while_loading: whileLoading },
+          schedule: { steps: 2, groups_per_step: 2, mode: 'async', max_staleness: 1 },
+        });
+        const summary = await runWorker({
+          daemonUrl: daemon.url,
+          token: daemon.token,
+          runId: run.id,
+          concurrency: 8,
+          rollout: async (ctx) => {
+            await new Promise((r) => setTimeout(r, 1000));
+            const client = new OpenAI({ baseURL: ctx.openai_base_url, apiKey: ctx.key, maxRetries: 5 });
+            const reply = await client.chat.completions.create({
+              model: ctx.model,
+              messages: [{ role: 'user', content: 'Say 1' }],
+              max_tokens: 4,
+            });
+            return { reward: (reply.choices[0]?.message.content ?? '').length % 2 };
+          },
+        });
+        expect(summary.succeeded).toBe(8);
+        expect((await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body).toMatchObject({
+          status: 'finished',
+        });
+        const calls = [];
+        for (const r of (await daemon.ctx.store.listRollouts({ run_id: run.id, limit: 100 })).items)
+          calls.push(...(await daemon.ctx.store.listLlmCalls(r.id)));
+        const refused = calls.filter((c) => c.http_status === 429);
+        if (whileLoading === 'wait') {
+          expect(refused).toEqual([]);
+          expect(calls.every((c) => c.status === 'ok')).toBe(true);
+          // Some call waited out a load.
+          expect(Math.max(...calls.map((c) => c.queue_ms ?? 0))).toBeGreaterThan(500);
+        } else {
+          expect(refused.length).toBeGreaterThan(0);
+          expect(refused[0].error).toMatch(/loading new weights/);
+        }
+      } finally {
+        await node.close();
+        await trainer.close();
+      }
+    });
+  }
+
   it('refuses a node with the wrong token and fails the run with that reason', async () => {
     const role = new InferenceRole({ dataDir: join(dir, 'inf-wrong'), engine: 'reference', log: quiet });
     const node = await startNodeAgent({
