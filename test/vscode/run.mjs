@@ -486,9 +486,18 @@ async function checks() {
       );
       const row = pane.locator('.monaco-list-row', { hasText: url }).first();
       await waitFor('the node row, ready', async () => /ready/.test((await row.textContent()) ?? ''), 30_000);
-      await row.hover();
       const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: 'inference node' }).first();
-      await hover.waitFor({ timeout: 10_000 });
+      // its hover (shown after a delay; a row redrawn by a newer report closes it: hover again)
+      await waitFor(
+        "the node's hover",
+        async () => {
+          await page.mouse.move(0, 0);
+          await row.hover();
+          await hover.waitFor({ timeout: 3_000 });
+          return true;
+        },
+        30_000,
+      );
       const text = (await hover.textContent()) ?? '';
       if (!text.includes(nodeRun.id)) throw new Error(`the hover does not name the run:\n${text}`);
       await shot('04b-nodes');
