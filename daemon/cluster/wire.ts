@@ -65,3 +65,19 @@ export type ClaimBody = z.input<typeof ClaimBody>;
 export type Claimed = z.infer<typeof Claimed>;
 export type HeartbeatReply = z.infer<typeof HeartbeatReply>;
 export type FinishBody = z.infer<typeof FinishBody>;
+
+/** What a harness run by the worker gets (the claimed rollout) and gives back. */
+export interface RolloutContext extends Claimed {
+  /** Aborted when the attempt is over (cancelled, timed out) or the worker stops: stop the harness. */
+  signal: AbortSignal;
+  daemonUrl: string;
+}
+
+export interface RolloutOutcome {
+  /** The reward; leave it out when the harness posted it itself. With a verifier it does not count. */
+  reward?: number;
+  /** The harness's stdout, for the verifier. */
+  stdout?: string;
+  /** The harness's final answer, for the verifier (default: the text of its last llm call's response). */
+  output?: string;
+}

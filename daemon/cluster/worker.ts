@@ -5,22 +5,15 @@ import { hostname } from 'node:os';
 import { readReply, restFetch } from '../api/rest-call';
 import { type RolloutDetail, RolloutDetail as RolloutDetailSchema } from '../protocol/api';
 import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
-import { type Claimed, Claimed as ClaimedSchema, HeartbeatReply } from './wire';
+import {
+  type Claimed,
+  Claimed as ClaimedSchema,
+  HeartbeatReply,
+  type RolloutContext,
+  type RolloutOutcome,
+} from './wire';
 
-export interface RolloutContext extends Claimed {
-  /** Aborted when the attempt is over (cancelled, timed out) or the worker stops: stop the harness. */
-  signal: AbortSignal;
-  daemonUrl: string;
-}
-
-export interface RolloutOutcome {
-  /** The reward; leave it out when the harness posted it itself. With a verifier it does not count. */
-  reward?: number;
-  /** The harness's stdout, for the verifier. */
-  stdout?: string;
-  /** The harness's final answer, for the verifier (default: the text of its last llm call's response). */
-  output?: string;
-}
+export type { RolloutContext, RolloutOutcome } from './wire';
 
 export interface WorkerOptions {
   daemonUrl: string;
