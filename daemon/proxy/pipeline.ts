@@ -762,6 +762,9 @@ async function finishStream(
       });
     const complete = () =>
       finish(async () => {
+        // The closing frames first: a translator's end() completes its open output item, so what is
+        // recorded is the final response the client gets (Responses: `response.completed`).
+        const closing = out.end();
         try {
           const json = asm.result();
           remember(json);
@@ -771,7 +774,7 @@ async function finishStream(
             raw.end(takePending() + out.error(`the call could not be recorded: ${String(e)}`));
           return;
         }
-        if (!raw.destroyed) raw.end(takePending() + out.end());
+        if (!raw.destroyed) raw.end(takePending() + closing);
       });
     call.onClientClose(() => resolve());
 

@@ -498,6 +498,7 @@ class ResponsesStream implements WireStream {
   private hasMessage = false;
   private finish: string | null = null;
   private usage: Usage | null = null;
+  private final: ReturnType<typeof responseObject> | null = null;
 
   constructor(private req: ResponsesRequest) {}
 
@@ -693,9 +694,17 @@ class ResponsesStream implements WireStream {
     if (!this.hasMessage && this.calls.size === 0) frames.push(...this.openMessage(), ...this.close());
     this.ended = true;
     const status = this.status();
+    this.final = responseObject(
+      this.req,
+      this.base,
+      this.createdAt,
+      status,
+      structuredClone(this.output),
+      this.usage,
+    );
     frames.push(
       this.ev(status === 'completed' ? 'response.completed' : 'response.incomplete', {
-        response: this.assembled(),
+        response: this.final,
       }),
     );
     return frames;
@@ -706,13 +715,24 @@ class ResponsesStream implements WireStream {
     return [this.ev('error', { code: 'server_error', message, param: null })];
   }
 
+  /**
+   * After end(): the response of its `response.completed` (or `.incomplete`) event, the one the client
+   * ends with. Before it (a stream that failed or was cancelled): what the client got so far, the
+   * open item with its text and arguments up to there, all `in_progress`.
+   */
   assembled() {
+    if (this.final) return structuredClone(this.final);
+    const output = structuredClone(this.output);
+    const o = this.open;
+    if (o?.kind === 'reasoning') output[o.index] = reasoningItem(this.base, o.text);
+    else if (o?.kind === 'message') output[o.index] = messageItem(this.base, o.text, 'in_progress');
+    else if (o) output[o.index] = callItem(this.req, this.base, o.n, o.callId, o.name, o.args, 'in_progress');
     return responseObject(
       this.req,
       this.base || newId(''),
       this.createdAt,
-      this.status(),
-      structuredClone(this.output),
+      'in_progress',
+      output,
       this.usage,
     );
   }
