@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { DaemonContext } from '../context';
 import { keyHash } from '../store/ids';
 import { ApiError } from './errors';
-import type { Auth, Caller } from './routes';
+import type { Auth, Caller } from './route';
 
 /** Rollout and recording keys look like `hrk_…` (store/ids.ts); a wrong one is a 403, a wrong token a 401. */
 const KEY_PREFIX = 'hrk_';

@@ -9,7 +9,8 @@ import { apiJsonParser } from './body';
 import { ApiError, errorBody, toApiError, validationError } from './errors';
 import { attachEvents } from './events';
 import { addOtherRoute } from './openapi';
-import { type AnyRoute, type Caller, routes } from './routes';
+import type { AnyRoute, Caller } from './route';
+import { routes } from './routes';
 
 export { apiJsonParser } from './body';
 export { routes } from './routes';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { VERSION } from '../config/version';
 import type { DaemonContext } from '../context';
 import { ErrorBody } from '../protocol/api';
-import type { AnyRoute } from './routes';
+import type { AnyRoute } from './route';
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const out = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<
