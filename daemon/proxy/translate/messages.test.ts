@@ -1,6 +1,8 @@
+import { Template } from '@huggingface/jinja';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
+import { qwen3ChatTemplate } from '../tito/tokenizer';
 import { countTokens, messagesTranslator as t } from './messages';
 import { chatChunksFor, chatResponseFor, parseSse, type ScriptedTurn } from './test-kit';
 
@@ -343,5 +345,104 @@ describe('count_tokens', () => {
         { role: 'user', content: 'hello' },
       ],
     ]);
+  });
+});
+
+describe("Claude Code's system messages inside messages", () => {
+  // Qwen3.5 / 3.6 guard the first message: a system message anywhere else raises.
+  const guarded = qwen3ChatTemplate.replace(
+    '{%- for message in messages %}\n    {%- if (message.role == "user")',
+    '{%- for message in messages %}\n    {%- if message.role == "system" and not loop.first %}{{- raise_exception("System message must be at the beginning.") }}{%- endif %}\n    {%- if (message.role == "user")',
+  );
+  const render = (source: string, messages: unknown[], tools?: unknown[]) =>
+    new Template(source).render({
+      messages,
+      tools,
+      add_generation_prompt: true,
+      bos_token: '',
+      eos_token: '',
+    });
+  const tools = [{ name: 'Bash', description: 'Run a command', input_schema: { type: 'object' } }];
+  /** The shape of Claude Code 2.1.2xx's first request: its environment as a system message after the task. */
+  const first = {
+    ...base,
+    system: [
+      { type: 'text' as const, text: 'You are Claude Code.' },
+      { type: 'text' as const, text: 'Use the tools.' },
+    ],
+    tools,
+    messages: [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'text' as const, text: '<system-reminder>CLAUDE.md says: be brief</system-reminder>' },
+          { type: 'text' as const, text: 'write hello.txt' },
+        ],
+      },
+      { role: 'system' as const, content: 'Working directory: /tmp/x\nPlatform: linux' },
+    ],
+  };
+
+  it('joins a system message before the first assistant turn to the leading one, which every Qwen template renders', () => {
+    expect(guarded).not.toBe(qwen3ChatTemplate);
+    const chat = t.toChat(t.parse(first));
+    expect(chat.messages).toEqual([
+      {
+        role: 'system',
+        content: 'You are Claude Code.\n\nUse the tools.\n\nWorking directory: /tmp/x\nPlatform: linux',
+      },
+      {
+        role: 'user',
+        content: '<system-reminder>CLAUDE.md says: be brief</system-reminder>\nwrite hello.txt',
+      },
+    ]);
+    const chatTools = (chat.tools ?? []).map((x: any) => x);
+    // what the proxy used to send ([system, user, system]) is what the guard refuses
+    expect(() => render(guarded, [...chat.messages, { role: 'system', content: 'late' }], chatTools)).toThrow(
+      /System message must be at the beginning/,
+    );
+    for (const source of [qwen3ChatTemplate, guarded]) {
+      const text = render(source, chat.messages, chatTools);
+      expect(text.match(/<\|im_start\|>system/g)).toHaveLength(1);
+      expect(text).toContain('Working directory: /tmp/x');
+    }
+  });
+
+  it('keeps a system message after an assistant turn in place as user text, so earlier calls stay a prefix', () => {
+    const second = {
+      ...first,
+      messages: [
+        ...first.messages,
+        {
+          role: 'assistant' as const,
+          content: [{ type: 'tool_use' as const, id: 't1', name: 'Bash', input: { command: 'ls' } }],
+        },
+        {
+          role: 'user' as const,
+          content: [{ type: 'tool_result' as const, tool_use_id: 't1', content: 'a.txt' }],
+        },
+        { role: 'system' as const, content: 'New agent types are available.' },
+      ],
+    };
+    const before = t.toChat(t.parse(first)).messages;
+    const after = t.toChat(t.parse(second)).messages;
+    expect(after.slice(0, before.length)).toEqual(before);
+    expect(after.slice(before.length)).toEqual([
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [
+          { id: 't1', type: 'function', function: { name: 'Bash', arguments: '{"command":"ls"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 't1', content: 'a.txt' },
+      { role: 'user', content: 'New agent types are available.' },
+    ]);
+    const chatTools = t.toChat(t.parse(second)).tools as unknown[];
+    for (const source of [qwen3ChatTemplate, guarded]) {
+      const a = render(source, before, chatTools);
+      const b = render(source, after, chatTools);
+      expect(b.startsWith(a.slice(0, a.lastIndexOf('<|im_start|>assistant')))).toBe(true);
+    }
   });
 });

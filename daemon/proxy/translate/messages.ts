@@ -123,13 +123,35 @@ function textOf(content: { type: string; text?: unknown }[]): string {
     .join('\n');
 }
 
+/**
+ * Anthropic allows `role: "system"` messages inside `messages`, after a user turn; Claude Code ≥ 2.1.2xx
+ * sends its environment / agent-type text that way on its first request, `[user, system]`. Chat
+ * templates do not take a system message that is not first: Qwen3.5/3.6 raise "System message must be
+ * at the beginning.", Qwen3 renders it as a mid-conversation system turn. So:
+ * - one before the first assistant turn joins the leading system message (after the top-level
+ *   `system`, in order): it stays a system instruction, and every later call of the session, which
+ *   resends it at the same place, renders the same leading tokens;
+ * - one after an assistant turn becomes a user message in place, its text unchanged: moving it to the
+ *   top would change the prompt under turns already sampled (every later call would break the token
+ *   prefix of the earlier ones), and Claude Code already sends its other reminders as user text.
+ */
 function toChatMessages(req: CountTokensRequest): ChatMessage[] {
   const out: ChatMessage[] = [];
+  const leading: string[] = [];
   if (req.system !== undefined) {
     const s = typeof req.system === 'string' ? req.system : req.system.map((b) => b.text).join('\n\n');
-    if (s) out.push({ role: 'system', content: s });
+    if (s) leading.push(s);
   }
-  for (const m of req.messages) {
+  const firstAssistant = req.messages.findIndex((m) => m.role === 'assistant');
+  req.messages.forEach((m, i) => {
+    if (m.role === 'system' && (firstAssistant < 0 || i < firstAssistant)) {
+      const s = textOf(m.content);
+      if (s) leading.push(s);
+    }
+  });
+  if (leading.length) out.push({ role: 'system', content: leading.join('\n\n') });
+  req.messages.forEach((m, i) => {
+    if (m.role === 'system' && (firstAssistant < 0 || i < firstAssistant)) return;
     if (m.role === 'assistant') {
       let content = '';
       let reasoning: string | null = null;
@@ -148,12 +170,13 @@ function toChatMessages(req: CountTokensRequest): ChatMessage[] {
       if (reasoning !== null) msg.reasoning_content = reasoning;
       if (toolCalls.length) msg.tool_calls = toolCalls;
       out.push(msg);
-      continue;
+      return;
     }
-    // user (or system) with blocks: tool results become chat `tool` messages, in order; the text after them one message.
+    // user (or a late system, as user) with blocks: tool results become chat `tool` messages, in
+    // order; the text after them one message.
     let text: string[] = [];
     const flush = () => {
-      if (text.length) out.push({ role: m.role, content: text.join('\n') });
+      if (text.length) out.push({ role: 'user', content: text.join('\n') });
       text = [];
     };
     for (const b of m.content) {
@@ -164,7 +187,7 @@ function toChatMessages(req: CountTokensRequest): ChatMessage[] {
       } else if (b.type === 'text') text.push(String(b.text));
     }
     flush();
-  }
+  });
   return out;
 }
 
