@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { DaemonContext } from '../context';
 import { EventsQuery, type EventsTicket } from '../protocol/api';
+import { withoutSecrets } from '../protocol/config';
 import type { DaemonEvent } from '../protocol/events';
 import { authorize, bearerToken } from './auth';
 import { ApiError, errorBody, toApiError, validationError } from './errors';
@@ -104,7 +105,12 @@ const serialized = new WeakMap<DaemonEvent, string>();
 function serialize(event: DaemonEvent): string {
   let text = serialized.get(event);
   if (text === undefined) {
-    text = JSON.stringify(event);
+    // Run configs go out without node tokens.
+    text = JSON.stringify(
+      event.type === 'run'
+        ? { ...event, run: { ...event.run, config: withoutSecrets(event.run.config) } }
+        : event,
+    );
     serialized.set(event, text);
   }
   return text;

@@ -24,7 +24,7 @@ import {
   RolloutQuery,
   RunQuery,
 } from '../protocol/api';
-import { RunConfig } from '../protocol/config';
+import { RunConfig, withoutSecrets } from '../protocol/config';
 import {
   Group,
   Id,
@@ -48,6 +48,11 @@ const IdParams = z.object({ id: Id }).strict();
 
 function notFound(kind: string, id: string, field = 'id'): ApiError {
   return new ApiError(404, 'not_found', `no ${kind} with id ${JSON.stringify(id)}`, field);
+}
+
+/** A run as the API shows it (no node tokens). */
+function publicRun<T extends { config: unknown }>(run: T): T {
+  return { ...run, config: withoutSecrets(run.config) };
 }
 
 async function mustRun(ctx: DaemonContext, id: string) {
@@ -250,7 +255,10 @@ export const routes: AnyRoute[] = [
     auth: 'token',
     query: RunQuery,
     response: Page(Run),
-    handler: async ({ ctx, query }) => ctx.store.listRuns(query),
+    handler: async ({ ctx, query }) => {
+      const page = await ctx.store.listRuns(query);
+      return { ...page, items: page.items.map(publicRun) };
+    },
   }),
   route({
     method: 'POST',
@@ -271,10 +279,10 @@ export const routes: AnyRoute[] = [
         } catch (err) {
           const message = err instanceof Error ? err.message : String(err);
           ctx.log('run failed to start', { run_id: run.id, error: message });
-          return ctx.store.updateRun(run.id, { status: 'failed', error: message });
+          return publicRun(await ctx.store.updateRun(run.id, { status: 'failed', error: message }));
         }
       }
-      return (await ctx.store.getRun(run.id)) ?? run;
+      return publicRun((await ctx.store.getRun(run.id)) ?? run);
     },
   }),
   route({
@@ -284,7 +292,7 @@ export const routes: AnyRoute[] = [
     auth: 'token',
     params: IdParams,
     response: Run,
-    handler: async ({ ctx, params }) => mustRun(ctx, params.id),
+    handler: async ({ ctx, params }) => publicRun(await mustRun(ctx, params.id)),
   }),
   route({
     method: 'POST',
@@ -299,12 +307,12 @@ export const routes: AnyRoute[] = [
       if (run.status === 'finished' || run.status === 'failed') {
         throw new ApiError(409, 'conflict', `run ${run.id} is already ${run.status}`, 'id');
       }
-      if (run.status === 'stopped') return run;
+      if (run.status === 'stopped') return publicRun(run);
       if (ctx.runs) await ctx.runs.stop(run.id);
       const after = await mustRun(ctx, run.id);
       if (after.status === 'stopped' || after.status === 'finished' || after.status === 'failed')
-        return after;
-      return ctx.store.updateRun(run.id, { status: 'stopped' });
+        return publicRun(after);
+      return publicRun(await ctx.store.updateRun(run.id, { status: 'stopped' }));
     },
   }),
   route({

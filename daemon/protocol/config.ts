@@ -208,3 +208,14 @@ export type ConfigFile = z.infer<typeof ConfigFile>;
 export type MergeMode = z.infer<typeof MergeMode>;
 export type AdvantageEstimator = z.infer<typeof AdvantageEstimator>;
 export type LossAggregation = z.infer<typeof LossAggregation>;
+
+/** A stored run config as the API shows it: node tokens replaced (the daemon keeps them to reconnect). */
+export function withoutSecrets(config: unknown): unknown {
+  if (config === null || typeof config !== 'object') return config;
+  const c = config as Record<string, unknown>;
+  const hide = (part: unknown) =>
+    part !== null && typeof part === 'object' && typeof (part as { token?: unknown }).token === 'string'
+      ? { ...(part as object), token: '(hidden)' }
+      : part;
+  return { ...c, inference: hide(c.inference), trainer: hide(c.trainer) };
+}

@@ -253,6 +253,32 @@ describe('a run on node agents', () => {
     });
   }
 
+  it('node tokens stay out of what the API shows of a run (REST and live events)', async () => {
+    const node = await inferenceNode('inf-secret');
+    try {
+      const ticket = (await daemon.api<{ ticket: string }>('POST', '/api/events/ticket', {})).body.ticket;
+      const events: string[] = [];
+      const ws = new WebSocket(`${daemon.url.replace('http', 'ws')}/api/events?ticket=${ticket}`);
+      ws.on('message', (d: Buffer) => events.push(d.toString('utf8')));
+      await new Promise((r) => ws.on('open', r));
+      const run = await createRun(daemon, config([node.url], 'reference', 1));
+      const shown = [
+        JSON.stringify(run),
+        JSON.stringify((await daemon.api('GET', `/api/runs/${run.id}`)).body),
+        JSON.stringify((await daemon.api('GET', '/api/runs')).body),
+      ];
+      await work(daemon, run.id);
+      ws.close();
+      expect(events.some((e) => e.includes(run.id))).toBe(true);
+      for (const text of [...shown, ...events]) expect(text).not.toContain(token);
+      expect(shown[1]).toContain('(hidden)');
+      // The daemon itself still has it (it reconnects with it after a restart).
+      expect(JSON.stringify((await daemon.ctx.store.getRun(run.id))?.config)).toContain(token);
+    } finally {
+      await node.close();
+    }
+  });
+
   it('refuses a node with the wrong token and fails the run with that reason', async () => {
     const role = new InferenceRole({ dataDir: join(dir, 'inf-wrong'), engine: 'reference', log: quiet });
     const node = await startNodeAgent({
