@@ -296,22 +296,20 @@ export class BackendPool implements Backends {
     return [...new Set(live.flatMap((b) => b.models ?? []))];
   }
 
-  refreshModels(b: Backend): Promise<void> {
-    b.modelsLoading ??= this.fetchModels(b).finally(() => {
+  /** Asks `b` for its served names (one request at a time; `timeoutMs` default: 10 s at most). */
+  refreshModels(b: Backend, timeoutMs = Math.min(this.timeoutMs, 10_000)): Promise<void> {
+    b.modelsLoading ??= this.fetchModels(b, timeoutMs).finally(() => {
       b.modelsLoading = null;
     });
     return b.modelsLoading;
   }
 
   /** A backend that answers without a list of models lists none ([]: asked once, not per call). */
-  private async fetchModels(b: Backend): Promise<void> {
+  private async fetchModels(b: Backend, timeoutMs: number): Promise<void> {
     let text: string;
     let status: number | undefined;
     try {
-      const res = await send(`${b.root}/v1/models`, {
-        method: 'GET',
-        timeoutMs: Math.min(this.timeoutMs, 10_000),
-      });
+      const res = await send(`${b.root}/v1/models`, { method: 'GET', timeoutMs });
       text = await readText(res);
       status = res.statusCode;
     } catch {

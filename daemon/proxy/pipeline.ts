@@ -377,10 +377,13 @@ export async function dispatch(
       );
     }
     let sent = body;
-    // Served names not known yet (the backend was down when it joined, e.g. a node whose vLLM was
-    // still starting): ask now, so a name it does not serve (a LoRA adapter before the first step's
-    // weights are loaded) is rewritten instead of answered with 404.
-    if (b.models === null) await pool.refreshModels(b);
+    // Served names not known yet (the backend was down when it joined, e.g. a node whose vLLM is
+    // still starting): ask now, as long as the call may wait, so a name it does not serve (a LoRA
+    // adapter before the first step's weights are loaded) is rewritten instead of answered with 404.
+    if (b.models === null) {
+      if (b.modelsLoading) await b.modelsLoading;
+      if (b.models === null) await pool.refreshModels(b, Math.max(1, Math.round(timeoutMs - call.elapsed())));
+    }
     const models = b.models;
     if (models && models.length > 0 && typeof body.model === 'string' && !models.includes(body.model)) {
       sent = { ...body, model: runModel && models.includes(runModel) ? runModel : models[0] };

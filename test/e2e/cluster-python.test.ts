@@ -322,7 +322,9 @@ describe('a LoRA run on the Python trainer and the CPU vLLM stand-in', () => {
         role: new InferenceRole({
           dataDir: join(dir, 'inf-b'),
           vllmUrl: `http://127.0.0.1:${port}`,
-          vllmCmd: `${PYTHON} ${serveArgs(port).join(' ')}`,
+          // Started late on purpose: the run's first calls reach the node before the server listens,
+          // and the node holds them until it is up (and the proxy learns its served names then).
+          vllmCmd: `sh -c 'sleep 4; exec ${PYTHON} ${serveArgs(port).join(' ')}'`,
           log: quiet,
         }),
       });

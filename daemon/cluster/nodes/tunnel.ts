@@ -81,12 +81,14 @@ export class NodeTunnel implements Transport {
               response.complete = true;
               response.push(null);
             }
-          } else if (h.t === 'http_error') {
+          } else if (h.t === 'http_error' || h.t === 'error') {
+            // `error`: the node refused the request itself (e.g. a frame it could not validate).
+            const kind = h.t === 'error' ? 'other' : h.kind;
             unlisten();
             if (!settled) {
               settled = true;
-              reject(new SendError(h.kind, `node ${node.url}: ${h.message}`));
-            } else response?.cut(h.kind === 'timeout');
+              reject(new SendError(kind, `node ${node.url}: ${h.message}`));
+            } else response?.cut(kind === 'timeout');
           }
         },
         onClose: (err) => {
