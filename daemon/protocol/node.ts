@@ -93,6 +93,14 @@ export const PackedSamples = z.object({
   lengths: z.array(z.number().int().positive()),
 });
 
+/** `NodeInfo.detail` of a node agent in the store (GET /api/nodes, the Nodes view). */
+export const NodeDetail = z.object({
+  connected: z.boolean().nullable(),
+  run_ids: z.array(z.string()).describe('runs using the node now'),
+  health: NodeHealth.nullable().describe('its last health report'),
+  error: z.string().nullable().describe('why it is not connected, or its last error'),
+});
+
 /** Every frame header, daemon ⇄ node agent. `t` names the message. */
 export const NodeMessage = z.discriminatedUnion('t', [
   // Handshake: the daemon speaks first; the node answers hello or refused.
@@ -186,6 +194,7 @@ export type TrainerStepResult = z.infer<typeof TrainerStepResult>;
 export type OpenRun = z.infer<typeof OpenRun>;
 export type LastStep = z.infer<typeof LastStep>;
 export type NodeHealth = z.infer<typeof NodeHealth>;
+export type NodeDetail = z.infer<typeof NodeDetail>;
 export type NodeMessage = z.infer<typeof NodeMessage>;
 export type PackedSamples = z.infer<typeof PackedSamples>;
 export type NodeMessageOf<T extends NodeMessage['t']> = Extract<NodeMessage, { t: T }>;

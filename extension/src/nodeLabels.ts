@@ -1,19 +1,9 @@
 // What the Nodes view shows for each node agent: its row (icon, colour, description), its GPU rows and
 // its hover. No vscode import: unit tested (nodeLabels.test.ts); nodesTree.ts turns these into items.
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { NodeInfo } from '../../daemon/protocol/entities';
-import { NodeHealth } from '../../daemon/protocol/node';
+import { NodeDetail, type NodeHealth } from '../../daemon/protocol/node';
 
-/**
- * `NodeInfo.detail` as daemon/cluster/nodes/registry.ts writes it. Each part is read on its own, so
- * a detail this version does not know still shows what it can.
- */
-export interface NodeDetail {
-  connected: boolean | null;
-  run_ids: string[];
-  health: NodeHealth | null;
-  error: string | null;
-}
 type Gpu = NodeHealth['gpus'][number];
 
 const part = <T>(schema: z.ZodType<T>, value: unknown, fallback: T): T => {
@@ -21,16 +11,20 @@ const part = <T>(schema: z.ZodType<T>, value: unknown, fallback: T): T => {
   return r.success ? r.data : fallback;
 };
 
+/**
+ * `NodeInfo.detail` (the protocol's NodeDetail). Each part is read on its own, so a detail from
+ * another version still shows what it can.
+ */
 export function nodeDetail(node: Pick<NodeInfo, 'detail'>): NodeDetail {
   const d = (typeof node.detail === 'object' && node.detail !== null ? node.detail : {}) as Record<
     string,
     unknown
   >;
   return {
-    connected: part(z.boolean().nullable(), d.connected, null),
-    run_ids: part(z.array(z.string()), d.run_ids, []),
-    health: part(NodeHealth.nullable(), d.health, null),
-    error: part(z.string().nullable(), d.error, null),
+    connected: part(NodeDetail.shape.connected, d.connected, null),
+    run_ids: part(NodeDetail.shape.run_ids, d.run_ids, []),
+    health: part(NodeDetail.shape.health, d.health, null),
+    error: part(NodeDetail.shape.error, d.error, null),
   };
 }
 

@@ -4,7 +4,7 @@
 // which GET /api/nodes, the live events and the extension's Nodes view show.
 import { readFileSync } from 'node:fs';
 import type { NodeInfo } from '../../protocol/entities';
-import type { NodeRole } from '../../protocol/node';
+import type { NodeDetail, NodeRole } from '../../protocol/node';
 import { registerTransport, rootUrl } from '../../proxy/backends';
 import type { Store } from '../../store/store';
 import { NodeConnection } from './connection';
@@ -126,7 +126,7 @@ export class NodeRegistry {
         run_ids: [...e.runIds],
         health: h,
         error: c.refused?.message ?? (c.open ? (h?.last_error ?? null) : c.lastError),
-      },
+      } satisfies NodeDetail,
       last_seen_at: new Date(c.healthAt ?? Date.now()).toISOString(),
     };
   }
