@@ -37,7 +37,9 @@ const N = 2;
 let dir: string;
 let modelDir: string;
 let daemon: TestDaemon;
+/** Started here; whatever a failed or timed-out test left running is stopped in afterAll. */
 const children: ChildProcess[] = [];
+const agents: NodeAgent[] = [];
 
 beforeAll(async () => {
   if (!existsSync(PYTHON))
@@ -62,7 +64,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const a of agents.splice(0)) await a.close().catch(() => {});
+  await Promise.all(children.map(stopProcess)); // SIGTERM first: a node agent stops its trainer process
   await daemon?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -311,7 +314,6 @@ describe('a LoRA run on the Python trainer and the CPU vLLM stand-in', () => {
 
   it('with the server behind an inference node agent (--vllm-cmd) and the trainer behind a trainer node agent', async () => {
     const port = await freePort();
-    const agents: NodeAgent[] = [];
     try {
       const inference = await startNodeAgent({
         host: '127.0.0.1',
@@ -344,7 +346,7 @@ describe('a LoRA run on the Python trainer and the CPU vLLM stand-in', () => {
       agents.push(trainer);
       await trainAndCheck(inference.url, trainer.url, `node ${inference.url}`);
     } finally {
-      for (const a of agents) await a.close();
+      for (const a of agents.splice(0)) await a.close();
     }
   }, 180_000);
 });
