@@ -304,7 +304,10 @@ export class BackendPool implements Backends {
     return b.modelsLoading;
   }
 
-  /** A backend that answers without a list of models lists none ([]: asked once, not per call). */
+  /**
+   * A backend that answers without a list of models (404, 401, not JSON) lists none ([]: asked once,
+   * not per call); one that is unreachable or answers 5xx (still starting) is asked again next call.
+   */
   private async fetchModels(b: Backend, timeoutMs: number): Promise<void> {
     let text: string;
     let status: number | undefined;
@@ -313,8 +316,9 @@ export class BackendPool implements Backends {
       text = await readText(res);
       status = res.statusCode;
     } catch {
-      return; // Unreachable: unknown for now; asked again by the next call.
+      return;
     }
+    if (status === undefined || status >= 500) return;
     let data: unknown;
     try {
       data = status === 200 ? (JSON.parse(text) as { data?: unknown }).data : undefined;
