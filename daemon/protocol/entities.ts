@@ -21,7 +21,7 @@ export const AttemptStatus = z.enum([
 ]);
 export const LlmCallStatus = z.enum(['ok', 'error', 'cancelled']);
 /** The API the harness spoke to the proxy. */
-export const WireApi = z.enum(['chat', 'completions', 'responses', 'messages']);
+export const WireApi = z.enum(['chat', 'completions', 'responses', 'messages', 'gemini']);
 /** Where the stored token ids came from: the backend, the token-in-token-out bridge, or none (text only). */
 export const TokenSource = z.enum(['backend', 'bridge', 'text']);
 export const RolloutKind = z.enum(['run', 'standalone', 'recording']);

@@ -23,6 +23,7 @@ import { Recorder } from './recorder';
 import { ChatBody, CompletionBody } from './requests';
 import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
+import { geminiTranslator } from './translate/gemini';
 import type { ChatRequest } from './translate/types';
 
 export interface ProxyHandle {
@@ -180,105 +181,121 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     });
   };
 
-  /** Responses and Messages: translated to chat for the backends, or relayed to a native upstream. */
-  const translated = (wire: 'responses' | 'messages') => async (req: FastifyRequest, reply: FastifyReply) => {
-    const t0 = performance.now();
-    const call = newCall(req, reply, wire, t0);
-    try {
-      call.scope = await scopeOf(req);
-    } catch (e) {
-      return call.fail(asProxyError(e));
-    }
-    const scope = call.scope;
-    const body = req.body as Json;
-    call.tags.push(...sideTags(scope, body));
-    const u = scope.upstream;
-    try {
-      if (wire === 'messages' && u?.kind === 'anthropic') {
-        if (!body || typeof body !== 'object')
-          throw new ProxyError(400, 'the request body must be a JSON object');
-        return passthrough(call, {
-          url: `${rootUrl(u.base_url ?? 'https://api.anthropic.com')}/v1/messages`,
-          headers: await anthropicHeaders(req),
-          body,
-          stream: body.stream === true,
-          shape: 'messages',
-          backendName: u.base_url ?? 'anthropic',
-          record: true,
-        });
+  /** Responses, Messages and Gemini: translated to chat for the backends, or relayed to a native upstream. */
+  const translated =
+    (wire: 'responses' | 'messages' | 'gemini') => async (req: FastifyRequest, reply: FastifyReply) => {
+      const t0 = performance.now();
+      const call = newCall(req, reply, wire, t0);
+      // Gemini errors in Google's shape from the start (the others' errorWire covers them).
+      const early = wire === 'gemini' ? translatedOutput(geminiTranslator, null) : undefined;
+      let body = req.body as Json;
+      if (wire === 'gemini') {
+        const target = geminiTarget(req);
+        if (!target)
+          return call.fail(
+            new ProxyError(404, `no Gemini method ${req.url.split('?')[0]}`, null, 'unknown_route'),
+            {},
+            early,
+          );
+        call.stream = target.stream;
+        // Google clients may send the key as `?key=` instead of x-goog-api-key
+        const key = (req.query as { key?: unknown } | undefined)?.key;
+        if (typeof key === 'string' && !keyOf(req.headers)) req.headers['x-goog-api-key'] = key;
+        body = body && typeof body === 'object' && !Array.isArray(body) ? { ...body, ...target } : body;
       }
-      if (wire === 'responses' && u?.kind === 'openai') {
-        if (!body || typeof body !== 'object')
-          throw new ProxyError(400, 'the request body must be a JSON object');
-        const target = await fixedTarget(scope);
-        return passthrough(call, {
-          url: `${target?.root}/v1/responses`,
-          headers: target?.headers ?? {},
-          body,
-          stream: body.stream === true,
-          shape: 'responses',
-          backendName: target?.name ?? 'openai',
-          record: true,
-        });
+      try {
+        call.scope = await scopeOf(req);
+      } catch (e) {
+        return call.fail(asProxyError(e), {}, early);
       }
-      if (wire === 'responses' && u?.kind === 'anthropic')
-        throw new ProxyError(
-          400,
-          'this recording forwards to Anthropic: use the Anthropic Messages API (…/v1/messages)',
+      const scope = call.scope;
+      call.tags.push(...sideTags(scope, body));
+      const u = scope.upstream;
+      try {
+        if (wire === 'messages' && u?.kind === 'anthropic') {
+          if (!body || typeof body !== 'object')
+            throw new ProxyError(400, 'the request body must be a JSON object');
+          return passthrough(call, {
+            url: `${rootUrl(u.base_url ?? 'https://api.anthropic.com')}/v1/messages`,
+            headers: await anthropicHeaders(req),
+            body,
+            stream: body.stream === true,
+            shape: 'messages',
+            backendName: u.base_url ?? 'anthropic',
+            record: true,
+          });
+        }
+        if (wire === 'responses' && u?.kind === 'openai') {
+          if (!body || typeof body !== 'object')
+            throw new ProxyError(400, 'the request body must be a JSON object');
+          const target = await fixedTarget(scope);
+          return passthrough(call, {
+            url: `${target?.root}/v1/responses`,
+            headers: target?.headers ?? {},
+            body,
+            stream: body.stream === true,
+            shape: 'responses',
+            backendName: target?.name ?? 'openai',
+            record: true,
+          });
+        }
+        if (wire === 'responses' && u?.kind === 'anthropic')
+          throw new ProxyError(
+            400,
+            'this recording forwards to Anthropic: use the Anthropic Messages API (…/v1/messages)',
+          );
+        if (wire === 'gemini' && u && u.kind !== 'vllm')
+          throw new ProxyError(
+            400,
+            `this recording forwards to ${u.kind}: the Gemini API is translated for vLLM backends only`,
+          );
+      } catch (e) {
+        return call.fail(asProxyError(e), {}, early);
+      }
+      const t = translators[wire];
+      if (!t) return call.fail(new ProxyError(501, `the ${wire} API is not available yet`), {}, early);
+      let parsedReq: unknown;
+      let chat: ChatRequest;
+      let stream: boolean;
+      let output: Output;
+      try {
+        parsedReq = t.parse(body);
+        stream = t.isStream(parsedReq);
+        chat = t.toChat(parsedReq);
+        output = translatedOutput(t, parsedReq);
+      } catch (e) {
+        if (e instanceof z.ZodError) return call.fail(invalidBody(e), {}, early);
+        return call.fail(new ProxyError(400, e instanceof Error ? e.message : String(e)), {}, early);
+      }
+      // Hosted tools (web_search …) the backend cannot run: left out and noted, or refused by the run.
+      const leftOut = t.leftOut?.(parsedReq) ?? [];
+      if (leftOut.length > 0 && scope.runConfig?.inference?.unsupported_tools === 'reject')
+        return call.fail(
+          new ProxyError(
+            400,
+            `${leftOut.map((l) => `${l.path} (${l.tool}) is a ${l.reason}`).join('; ')} (this run sets inference.unsupported_tools: reject)`,
+            leftOut[0].path,
+            'unsupported_tool',
+          ),
+          {},
+          output,
         );
-    } catch (e) {
-      return call.fail(asProxyError(e));
-    }
-    const t = translators[wire];
-    if (!t)
-      return call.fail(
-        new ProxyError(
-          501,
-          `the ${wire === 'messages' ? 'Anthropic Messages' : 'OpenAI Responses'} API is not available yet`,
-        ),
-      );
-    let parsedReq: unknown;
-    let chat: ChatRequest;
-    let stream: boolean;
-    let output: Output;
-    try {
-      parsedReq = t.parse(body);
-      stream = t.isStream(parsedReq);
-      chat = t.toChat(parsedReq);
-      output = translatedOutput(t, parsedReq);
-    } catch (e) {
-      if (e instanceof z.ZodError) return call.fail(invalidBody(e), {}, undefined);
-      return call.fail(new ProxyError(400, e instanceof Error ? e.message : String(e)));
-    }
-    // Hosted tools (web_search …) the backend cannot run: left out and noted, or refused by the run.
-    const leftOut = t.leftOut?.(parsedReq) ?? [];
-    if (leftOut.length > 0 && scope.runConfig?.inference?.unsupported_tools === 'reject')
-      return call.fail(
-        new ProxyError(
-          400,
-          `${leftOut.map((l) => `${l.path} (${l.tool}) is a ${l.reason}`).join('; ')} (this run sets inference.unsupported_tools: reject)`,
-          leftOut[0].path,
-          'unsupported_tool',
-        ),
-        {},
+      for (const l of leftOut) call.tags.push(`tool-left-out:${l.tool} (${l.reason})`);
+      let target: FixedTarget | null;
+      try {
+        target = await fixedTarget(scope);
+      } catch (e) {
+        return call.fail(asProxyError(e), {}, output);
+      }
+      await runCall(call, pool, {
+        kind: 'chat',
+        body: backendBody(chat as Json, 'chat', target?.extras ?? true),
+        stream,
         output,
-      );
-    for (const l of leftOut) call.tags.push(`tool-left-out:${l.tool} (${l.reason})`);
-    let target: FixedTarget | null;
-    try {
-      target = await fixedTarget(scope);
-    } catch (e) {
-      return call.fail(asProxyError(e), {}, output);
-    }
-    await runCall(call, pool, {
-      kind: 'chat',
-      body: backendBody(chat as Json, 'chat', target?.extras ?? true),
-      stream,
-      output,
-      target,
-      tito: titoOf(scope),
-    });
-  };
+        target,
+        tito: titoOf(scope),
+      });
+    };
 
   /** Anthropic count_tokens: the upstream's own, or the backend's tokenizer over the translated chat. */
   const countTokensRoute = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -447,6 +464,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       proxy.post(`${prefix}/v1/responses`, opts, translated('responses'));
       proxy.post(`${prefix}/v1/messages`, opts, translated('messages'));
       proxy.post(`${prefix}/v1/messages/count_tokens`, opts, countTokensRoute);
+      proxy.post(`${prefix}/v1beta/models/*`, opts, translated('gemini'));
       proxy.get(`${prefix}/v1/models`, models);
       proxy.all(`${prefix}/v1/*`, unknownRoute);
     }
@@ -464,7 +482,15 @@ function truncate(raw: string): string {
     : `${raw.slice(0, RAW_KEEP)}… (${raw.length - RAW_KEEP} more characters)`;
 }
 
+/** `…/v1beta/models/<model>:generateContent` or `:streamGenerateContent`: the model and whether to stream. */
+function geminiTarget(req: FastifyRequest): { model: string; stream: boolean } | null {
+  const m = /\/v1beta\/models\/([^/?:]+):(generateContent|streamGenerateContent)(?:\?|$)/.exec(req.url);
+  if (!m) return null;
+  return { model: decodeURIComponent(m[1]), stream: m[2] === 'streamGenerateContent' };
+}
+
 function wireApiOfUrl(url: string): WireApi {
+  if (url.includes('/v1beta/models/')) return 'gemini';
   if (url.includes('/v1/messages')) return 'messages';
   if (url.includes('/v1/responses')) return 'responses';
   if (url.includes('/v1/completions') && !url.includes('/chat/')) return 'completions';

@@ -43,6 +43,8 @@ export function keyOf(headers: Record<string, string | string[] | undefined>): s
   }
   const x = headers['x-api-key'];
   if (typeof x === 'string' && x.trim()) return x.trim();
+  const g = headers['x-goog-api-key']; // Gemini
+  if (typeof g === 'string' && g.trim()) return g.trim();
   return null;
 }
 

@@ -1021,7 +1021,7 @@ export class SqlStore implements Store {
     const rows: Param[][] = [];
     const out: LlmCall[] = calls.map((c, i) => {
       if (!c || typeof c !== 'object') invalid(`calls[${i}]`, 'a call must be an object');
-      oneOf('wire_api', c.wire_api, ['chat', 'completions', 'responses', 'messages']);
+      oneOf('wire_api', c.wire_api, ['chat', 'completions', 'responses', 'messages', 'gemini']);
       oneOf('token_source', c.token_source, ['backend', 'bridge', 'text']);
       oneOf('status', c.status, ['ok', 'error', 'cancelled']);
       return {

@@ -6,6 +6,8 @@ const PATHS: Record<LlmCall['wire_api'], string> = {
   completions: '/completions',
   responses: '/responses',
   messages: '/messages',
+  // Gemini names the model in the path (…/v1beta/models/<model>:generateContent)
+  gemini: '/models/{model}:generateContent',
 };
 
 function shellQuote(s: string): string {

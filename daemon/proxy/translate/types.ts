@@ -27,7 +27,7 @@ export interface LeftOutTool {
 }
 
 export interface WireTranslator<Req = unknown> {
-  wire: 'responses' | 'messages';
+  wire: 'responses' | 'messages' | 'gemini';
   /** Validate the harness's request body; throws a ZodError naming the field. */
   parse(body: unknown): Req;
   isStream(req: Req): boolean;
