@@ -78,6 +78,41 @@ describe('Anthropic Messages through the proxy', () => {
   });
 });
 
+describe("Claude Code's requests through the proxy", () => {
+  it('a server tool (WebSearch) is left out of the backend request and the call says so', async () => {
+    const { id, anthropic: client } = await anthropic();
+    const msg = await client.messages.create({
+      model: 'toy',
+      max_tokens: 100,
+      tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 8 }, searchTool],
+      messages: [{ role: 'user', content: 'hello there' }],
+    });
+    expect(msg.content).toEqual([{ type: 'text', text: 'echo: hello there' }]);
+    expect(lastProduced().request.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual([
+      'search',
+    ]);
+    const [call] = await env.proxy.calls(id);
+    expect(call.tags).toEqual([expect.stringMatching(/^tool-left-out:web_search_20250305 \(server tool/)]);
+  });
+
+  it('its first request, with the environment as a system message after the task, reaches the backend with one leading system message', async () => {
+    const { anthropic: client } = await anthropic();
+    await client.messages.create({
+      model: 'toy',
+      max_tokens: 100,
+      system: [{ type: 'text', text: 'You are Claude Code.' }],
+      messages: [
+        { role: 'user', content: 'hello there' },
+        { role: 'system', content: 'Working directory: /tmp/x' } as never,
+      ],
+    });
+    expect(lastProduced().request.messages).toEqual([
+      { role: 'system', content: 'You are Claude Code.\n\nWorking directory: /tmp/x' },
+      { role: 'user', content: 'hello there' },
+    ]);
+  });
+});
+
 describe('OpenAI Responses through the proxy', () => {
   it('responses.create and responses.stream give the same output and both are recorded token-exactly', async () => {
     const { id, baseURL, key } = await env.proxy.rollout();

@@ -159,14 +159,21 @@ describe('Anthropic Messages → chat request', () => {
     expect(e.issues[0].message).toMatch(/image content is not supported/);
   });
 
-  it('refuses a server tool, naming the field', () => {
-    const e = parseError({
+  it("leaves a server tool (Claude Code's WebSearch) out of the backend request, saying why", () => {
+    const req = t.parse({
       ...base,
-      messages: [],
-      tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }],
+      messages: [{ role: 'user', content: 'search for x' }],
+      tools: [
+        { type: 'web_search_20250305', name: 'web_search', max_uses: 3 },
+        { name: 'Bash', input_schema: { type: 'object' } },
+      ],
     });
-    expect(e.issues[0].path).toEqual(['tools', 0, 'type']);
-    expect(e.issues[0].message).toMatch(/only custom \(client-side\) tools/);
+    expect((t.toChat(req).tools ?? []).map((x: any) => x.function.name)).toEqual(['Bash']);
+    expect(t.leftOut?.(req)).toEqual([
+      { path: 'tools[0]', tool: 'web_search_20250305', reason: expect.stringMatching(/server tool/) },
+    ]);
+    const e = parseError({ ...base, messages: [], tools: [{ name: 'Bash' }] });
+    expect(e.issues[0].path).toEqual(['tools', 0, 'input_schema']);
   });
 
   it('requires max_tokens, naming the field', () => {

@@ -1,7 +1,7 @@
 // Anthropic Messages (`/v1/messages`) ⇄ Chat Completions (vLLM flavour).
 import { z } from 'zod';
 import { newId, parseArguments, reasoningOf, sseFrame, usageOf } from './common';
-import type { ChatChunk, ChatRequest, ChatResponse, WireStream, WireTranslator } from './types';
+import type { ChatChunk, ChatRequest, ChatResponse, LeftOutTool, WireStream, WireTranslator } from './types';
 
 // ---------- request schema ----------
 
@@ -66,17 +66,35 @@ const MessageParam = z.object({
   content: blocks(ContentBlock),
 });
 
-const Tool = z.object({
-  type: z
-    .literal('custom', {
-      error: 'only custom (client-side) tools are supported by this proxy, not server tools',
-    })
-    .optional(),
+const CustomTool = z.object({
+  type: z.literal('custom'),
   name: z.string().min(1),
   description: z.string().optional(),
   input_schema: z.record(z.string(), z.unknown()),
   cache_control: cacheControl,
 });
+/** A server tool (web_search_20250305, code_execution …), kept whole: it is left out of the backend request. */
+const ServerTool = z.object({ type: z.literal('server'), tool: z.record(z.string(), z.unknown()) });
+const Tool = z.preprocess(
+  (v) => {
+    if (!v || typeof v !== 'object') return v;
+    const type = (v as { type?: unknown }).type;
+    if (type === undefined) return { ...v, type: 'custom' };
+    return typeof type === 'string' && type !== 'custom' ? { type: 'server', tool: v } : v;
+  },
+  z.discriminatedUnion('type', [ServerTool, CustomTool]),
+) as unknown as z.ZodDiscriminatedUnion<[typeof ServerTool, typeof CustomTool]>;
+
+const SERVER = "server tool: it runs on Anthropic's side, and the inference backend cannot run it";
+
+/** The server tools of a request, which the backend does not get. */
+export function messagesLeftOut(req: CountTokensRequest): LeftOutTool[] {
+  const out: LeftOutTool[] = [];
+  (req.tools ?? []).forEach((t, i) => {
+    if (t.type === 'server') out.push({ path: `tools[${i}]`, tool: String(t.tool.type), reason: SERVER });
+  });
+  return out;
+}
 
 const ToolChoice = z.discriminatedUnion('type', [
   z.object({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }),
@@ -194,8 +212,9 @@ function toChatMessages(req: CountTokensRequest): ChatMessage[] {
 export function messagesToChat(req: CountTokensRequest): ChatRequest {
   const chat: Record<string, unknown> = { model: req.model, messages: toChatMessages(req) };
   if (req.max_tokens !== undefined) chat.max_tokens = req.max_tokens;
-  if (req.tools?.length)
-    chat.tools = req.tools.map((t) => ({
+  const tools = (req.tools ?? []).filter((t) => t.type !== 'server') as z.infer<typeof CustomTool>[];
+  if (tools.length)
+    chat.tools = tools.map((t) => ({
       type: 'function',
       function: {
         name: t.name,
@@ -503,6 +522,7 @@ export const messagesTranslator: WireTranslator<MessagesRequest> = {
   isStream: (req) => req.stream === true,
   model: (req) => req.model,
   toChat: messagesToChat,
+  leftOut: messagesLeftOut,
   fromChat: messagesFromChat,
   stream: (req) => new MessagesStream(req),
   errorBody: messagesErrorBody,
