@@ -23,7 +23,7 @@ import { Recorder } from './recorder';
 import { ChatBody, CompletionBody } from './requests';
 import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
-import { geminiTranslator } from './translate/gemini';
+import { geminiCountTokens, geminiTranslator } from './translate/gemini';
 import type { ChatRequest } from './translate/types';
 
 export interface ProxyHandle {
@@ -190,17 +190,16 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       const early = wire === 'gemini' ? translatedOutput(geminiTranslator, null) : undefined;
       let body = req.body as Json;
       if (wire === 'gemini') {
-        const target = geminiTarget(req);
-        if (!target)
+        const found = geminiTarget(req);
+        if (!found || found.method === 'countTokens')
           return call.fail(
             new ProxyError(404, `no Gemini method ${req.url.split('?')[0]}`, null, 'unknown_route'),
             {},
             early,
           );
+        const target = { model: found.model, stream: found.method === 'streamGenerateContent' };
         call.stream = target.stream;
-        // Google clients may send the key as `?key=` instead of x-goog-api-key
-        const key = (req.query as { key?: unknown } | undefined)?.key;
-        if (typeof key === 'string' && !keyOf(req.headers)) req.headers['x-goog-api-key'] = key;
+        geminiKey(req);
         body = body && typeof body === 'object' && !Array.isArray(body) ? { ...body, ...target } : body;
       }
       try {
@@ -298,55 +297,63 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     };
 
   /** Anthropic count_tokens: the upstream's own, or the backend's tokenizer over the translated chat. */
-  const countTokensRoute = async (req: FastifyRequest, reply: FastifyReply) => {
-    const t0 = performance.now();
-    const call = newCall(req, reply, 'messages', t0);
-    try {
-      call.scope = await scopeOf(req);
-    } catch (e) {
-      return call.fail(asProxyError(e));
-    }
-    const scope = call.scope;
-    call.tags.push(...sideTags(scope, req.body, true));
-    const recordIt = scope.recording !== null;
-    if (!recordIt) call.recorded = true; // count_tokens of run rollouts is not an LLM call worth a record
-    const u = scope.upstream;
-    try {
-      if (u?.kind === 'anthropic') {
-        return passthrough(call, {
-          url: `${rootUrl(u.base_url ?? 'https://api.anthropic.com')}/v1/messages/count_tokens`,
-          headers: await anthropicHeaders(req),
-          body: req.body as Json,
-          stream: false,
-          shape: 'json',
-          backendName: u.base_url ?? 'anthropic',
-          record: recordIt,
-        });
+  const countTokensRoute =
+    (wire: 'messages' | 'gemini') => async (req: FastifyRequest, reply: FastifyReply) => {
+      const t0 = performance.now();
+      const call = newCall(req, reply, wire, t0);
+      const early = wire === 'gemini' ? translatedOutput(geminiTranslator, null) : undefined;
+      const model = wire === 'gemini' ? (geminiTarget(req)?.model ?? '') : '';
+      if (wire === 'gemini') geminiKey(req);
+      try {
+        call.scope = await scopeOf(req);
+      } catch (e) {
+        return call.fail(asProxyError(e), {}, early);
       }
-      const target = await fixedTarget(scope);
-      const result = await countTokens(req.body, async (chat) => {
-        const b = target ? null : pool.pick(scope.rolloutId, undefined, scope.rollout.run_id);
-        const root = target?.root ?? b?.root;
-        if (!root) throw new ProxyError(503, 'no healthy inference backend to count tokens with');
-        const res = await send(`${root}/tokenize`, {
-          body: JSON.stringify({ model: chat.model, messages: chat.messages, tools: chat.tools }),
-          headers: target?.headers,
-          timeoutMs: ctx.config.backend_timeout_ms,
-        });
-        const text = await readText(res);
-        if (res.statusCode !== 200) throw new ProxyError(502, `tokenize failed: ${text.slice(0, 300)}`);
-        const count = (JSON.parse(text) as { count?: unknown }).count;
-        if (typeof count !== 'number') throw new ProxyError(502, 'tokenize returned no count');
-        return count;
-      });
-      call.settled = true;
-      await call.record({ response: result, http_status: 200, total_ms: call.elapsed() });
-      return reply.code(200).send(result);
-    } catch (e) {
-      if (e instanceof z.ZodError) return call.fail(invalidBody(e));
-      return call.fail(asProxyError(e));
-    }
-  };
+      const scope = call.scope;
+      call.tags.push(...sideTags(scope, req.body, true));
+      const recordIt = scope.recording !== null;
+      if (!recordIt) call.recorded = true; // count_tokens of run rollouts is not an LLM call worth a record
+      const u = scope.upstream;
+      try {
+        if (u?.kind === 'anthropic' && wire === 'messages') {
+          return passthrough(call, {
+            url: `${rootUrl(u.base_url ?? 'https://api.anthropic.com')}/v1/messages/count_tokens`,
+            headers: await anthropicHeaders(req),
+            body: req.body as Json,
+            stream: false,
+            shape: 'json',
+            backendName: u.base_url ?? 'anthropic',
+            record: recordIt,
+          });
+        }
+        const target = await fixedTarget(scope);
+        const tokenize = async (chat: ChatRequest) => {
+          const b = target ? null : pool.pick(scope.rolloutId, undefined, scope.rollout.run_id);
+          const root = target?.root ?? b?.root;
+          if (!root) throw new ProxyError(503, 'no healthy inference backend to count tokens with');
+          const res = await send(`${root}/tokenize`, {
+            body: JSON.stringify({ model: chat.model, messages: chat.messages, tools: chat.tools }),
+            headers: target?.headers,
+            timeoutMs: ctx.config.backend_timeout_ms,
+          });
+          const text = await readText(res);
+          if (res.statusCode !== 200) throw new ProxyError(502, `tokenize failed: ${text.slice(0, 300)}`);
+          const count = (JSON.parse(text) as { count?: unknown }).count;
+          if (typeof count !== 'number') throw new ProxyError(502, 'tokenize returned no count');
+          return count;
+        };
+        const result =
+          wire === 'gemini'
+            ? await geminiCountTokens(model, req.body, tokenize)
+            : await countTokens(req.body, tokenize);
+        call.settled = true;
+        await call.record({ response: result, http_status: 200, total_ms: call.elapsed() });
+        return reply.code(200).send(result);
+      } catch (e) {
+        if (e instanceof z.ZodError) return call.fail(invalidBody(e), {}, early);
+        return call.fail(asProxyError(e), {}, early);
+      }
+    };
 
   const models = async (req: FastifyRequest, reply: FastifyReply) => {
     const anthropic = req.headers['anthropic-version'] !== undefined;
@@ -463,8 +470,12 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       proxy.post(`${prefix}/v1/completions`, opts, native('completions'));
       proxy.post(`${prefix}/v1/responses`, opts, translated('responses'));
       proxy.post(`${prefix}/v1/messages`, opts, translated('messages'));
-      proxy.post(`${prefix}/v1/messages/count_tokens`, opts, countTokensRoute);
-      proxy.post(`${prefix}/v1beta/models/*`, opts, translated('gemini'));
+      proxy.post(`${prefix}/v1/messages/count_tokens`, opts, countTokensRoute('messages'));
+      proxy.post(`${prefix}/v1beta/models/*`, opts, (req, reply) =>
+        geminiTarget(req)?.method === 'countTokens'
+          ? countTokensRoute('gemini')(req, reply)
+          : translated('gemini')(req, reply),
+      );
       proxy.get(`${prefix}/v1/models`, models);
       proxy.all(`${prefix}/v1/*`, unknownRoute);
     }
@@ -483,10 +494,20 @@ function truncate(raw: string): string {
 }
 
 /** `…/v1beta/models/<model>:generateContent` or `:streamGenerateContent`: the model and whether to stream. */
-function geminiTarget(req: FastifyRequest): { model: string; stream: boolean } | null {
-  const m = /\/v1beta\/models\/([^/?:]+):(generateContent|streamGenerateContent)(?:\?|$)/.exec(req.url);
+function geminiTarget(
+  req: FastifyRequest,
+): { model: string; method: 'generateContent' | 'streamGenerateContent' | 'countTokens' } | null {
+  const m = /\/v1beta\/models\/([^/?:]+):(generateContent|streamGenerateContent|countTokens)(?:\?|$)/.exec(
+    req.url,
+  );
   if (!m) return null;
-  return { model: decodeURIComponent(m[1]), stream: m[2] === 'streamGenerateContent' };
+  return { model: decodeURIComponent(m[1]), method: m[2] as 'generateContent' };
+}
+
+/** Google clients may send the key as `?key=` instead of x-goog-api-key: read it as that header. */
+function geminiKey(req: FastifyRequest): void {
+  const key = (req.query as { key?: unknown } | undefined)?.key;
+  if (typeof key === 'string' && !keyOf(req.headers)) req.headers['x-goog-api-key'] = key;
 }
 
 function wireApiOfUrl(url: string): WireApi {

@@ -126,6 +126,22 @@ describe('Gemini generateContent through the proxy', () => {
     expect(call).toMatchObject({ wire_api: 'gemini', stream: true, status: 'error', http_status: 400 });
   });
 
+  it(':countTokens counts the translated request with the backend tokenizer (not recorded on a run rollout)', async () => {
+    const body = {
+      systemInstruction: { parts: [{ text: 'Be brief.' }] },
+      contents: [{ role: 'user', parts: [{ text: 'hello there' }] }],
+    };
+    const { rollout, res, text } = await gemini('countTokens', body);
+    expect(res.status).toBe(200);
+    const { totalTokens } = JSON.parse(text);
+    await gemini('generateContent', body);
+    expect(totalTokens).toBe(lastProduced().prompt_ids.length);
+    // the generateContentRequest form counts the same
+    const wrapped = await gemini('countTokens', { generateContentRequest: { model: 'models/toy', ...body } });
+    expect(JSON.parse(wrapped.text)).toEqual({ totalTokens });
+    expect(await env.proxy.calls(rollout.id)).toEqual([]);
+  });
+
   it('an unknown Gemini method is a 404 in Google error format', async () => {
     const { res, text } = await gemini('embedContent', { content: { parts: [{ text: 'x' }] } });
     expect(res.status).toBe(404);

@@ -418,6 +418,22 @@ export function geminiErrorBody(status: number, message: string, field?: string 
   };
 }
 
+/**
+ * `:countTokens`: the body is `{contents, systemInstruction?, tools?}` or `{generateContentRequest}`;
+ * counted as the backend's tokenizer renders the translated chat request. Throws a ZodError naming the field.
+ */
+export async function geminiCountTokens(
+  model: string,
+  body: unknown,
+  tokenize: (chatRequest: ChatRequest) => Promise<number>,
+): Promise<{ totalTokens: number }> {
+  const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  const inner =
+    b.generateContentRequest && typeof b.generateContentRequest === 'object' ? b.generateContentRequest : b;
+  const req = GeminiRequest.parse({ ...(inner as object), model, stream: false });
+  return { totalTokens: await tokenize(geminiToChat(req)) };
+}
+
 export const geminiTranslator: WireTranslator<GeminiRequest> = {
   wire: 'gemini',
   parse: (body) => GeminiRequest.parse(body),
