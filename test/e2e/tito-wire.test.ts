@@ -5,6 +5,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { LlmCall } from '../../daemon/protocol/entities';
+import { parseSse } from '../../daemon/proxy/translate/test-kit';
 import { proxyOnFakeVllm } from './proxy-setup';
 
 const env = proxyOnFakeVllm();
@@ -69,6 +70,41 @@ describe('bridging translated wire APIs', () => {
     expect(calls.map((c) => [c.wire_api, c.token_source])).toEqual([
       ['responses', 'backend'],
       ['responses', 'bridge'],
+    ]);
+    expectOneSequence(calls);
+  });
+
+  it('a Gemini conversation that resends the streamed parts as it got them is bridged after the first call', async () => {
+    const r = await runRollout();
+    const url = (method: string) => `${env.proxy.url}/r/${r.id}/v1beta/models/toy:${method}`;
+    const post = (method: string, body: unknown) =>
+      fetch(url(method), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-goog-api-key': r.key },
+        body: JSON.stringify(body),
+      });
+    const tools = [{ functionDeclarations: [{ name: 'lookup', parametersJsonSchema: { type: 'object' } }] }];
+    const contents: unknown[] = [{ role: 'user', parts: [{ text: 'call the tool on owls' }] }];
+    const first = parseSse(await (await post('streamGenerateContent?alt=sse', { contents, tools })).text());
+    // the history keeps every streamed part, in order (as Gemini CLI does)
+    const parts = first.flatMap((e) => e.data.candidates[0].content.parts);
+    const fc = parts.find((p) => p.functionCall)?.functionCall;
+    expect(fc?.name).toBe('lookup');
+    contents.push({ role: 'model', parts });
+    contents.push({
+      role: 'user',
+      parts: [{ functionResponse: { id: fc.id, name: 'lookup', response: { output: 'owls hoot' } } }],
+    });
+    const second = parseSse(await (await post('streamGenerateContent?alt=sse', { contents, tools })).text());
+    contents.push({ role: 'model', parts: second.flatMap((e) => e.data.candidates[0].content.parts) });
+    contents.push({ role: 'user', parts: [{ text: 'thanks' }] });
+    expect((await post('generateContent', { contents, tools })).status).toBe(200);
+
+    const calls = await env.proxy.calls(r.id);
+    expect(calls.map((c) => [c.wire_api, c.token_source])).toEqual([
+      ['gemini', 'backend'],
+      ['gemini', 'bridge'],
+      ['gemini', 'bridge'],
     ]);
     expectOneSequence(calls);
   });
