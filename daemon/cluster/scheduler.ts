@@ -6,6 +6,7 @@
 import type { DaemonContext, RunController } from '../context';
 import { RunConfig } from '../protocol/config';
 import type { Group, Rollout, Run, Task } from '../protocol/entities';
+import type { TrainerStepResult } from '../protocol/node';
 import type { Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
 import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
@@ -149,28 +150,9 @@ class RunLoop {
     // The trainer node applied this step before the daemon went down: record it, don't train it again.
     const applied = opened.last?.key === `${runId}:${step}` ? opened.last.result : null;
     if (applied) {
+      await this.recordApplied(step, applied);
       version = applied.model_version;
-      this.ctx.log('the trainer had applied the step already; recording it', {
-        run_id: runId,
-        step,
-        version,
-      });
-      await store.addModelVersion({
-        run_id: runId,
-        version,
-        path: applied.checkpoint ?? applied.weights?.path ?? null,
-        metrics: { step, recovered: 1 },
-      });
-      await store.addRunMetrics(runId, step, {
-        loss: applied.loss,
-        kl: applied.kl,
-        entropy: applied.entropy,
-        clip_fraction: applied.clip_fraction,
-        ...applied.metrics,
-        recovered: 1,
-      });
       step++;
-      await store.updateRun(runId, { step, model_version: version });
     }
     if (version !== run.model_version && !applied) {
       this.ctx.log('the trainer resumed at another version than the run', {
@@ -215,6 +197,28 @@ class RunLoop {
       await store.updateRun(runId, { step: done, model_version: version });
       step = done;
     }
+  }
+
+  /** Records a step the trainer had applied when the daemon went down (its result came back on open). */
+  private async recordApplied(step: number, applied: TrainerStepResult): Promise<void> {
+    const { store, runId } = this;
+    const version = applied.model_version;
+    this.ctx.log('the trainer had applied the step already; recording it', { run_id: runId, step, version });
+    await store.addModelVersion({
+      run_id: runId,
+      version,
+      path: applied.checkpoint ?? applied.weights?.path ?? null,
+      metrics: { step, recovered: 1 },
+    });
+    await store.addRunMetrics(runId, step, {
+      loss: applied.loss,
+      kl: applied.kl,
+      entropy: applied.entropy,
+      clip_fraction: applied.clip_fraction,
+      ...applied.metrics,
+      recovered: 1,
+    });
+    await store.updateRun(runId, { step: step + 1, model_version: version });
   }
 
   private async mustRun(): Promise<Run> {
