@@ -1,5 +1,5 @@
 // `harness-rl node` as a process: the token file, usage errors, and --vllm-cmd — the agent starts the
-// backend, tunnels requests to it, and restarts it when it dies.
+// backend, tunnels requests to it, and restarts it when it dies; and the daemon's tunnel to a silent node.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeConnection } from '../../daemon/cluster/nodes/connection';
 import { NodeTunnel } from '../../daemon/cluster/nodes/tunnel';
-import { readText } from '../../daemon/proxy/backends';
+import { startNodeAgent } from '../../daemon/node/agent';
+import { InferenceRole } from '../../daemon/node/inference';
+import { readText, SendError } from '../../daemon/proxy/backends';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let dir: string;
@@ -157,6 +159,36 @@ describe('harness-rl node', () => {
       connection.close();
       agent.child.kill('SIGTERM');
       expect(await agent.exited).toBe(0);
+    }
+  });
+});
+
+describe('the tunnel to a node', () => {
+  it('gives up on a node that goes silent past the request deadline (a timeout, the request cancelled)', async () => {
+    const dataDir = join(dir, 'silent');
+    const role = new InferenceRole({ dataDir, engine: 'reference', log: () => {} });
+    const seen: string[] = [];
+    const handle = role.handle.bind(role);
+    // The node takes requests and never answers them; it does see the cancel.
+    role.handle = (frame, peer) => {
+      seen.push(frame.header.t);
+      if (frame.header.t !== 'http') handle(frame, peer);
+    };
+    const node = await startNodeAgent({ host: '127.0.0.1', port: 0, token: 't', role, log: () => {} });
+    const connection = new NodeConnection({ url: node.url, token: 't', role: 'inference', log: () => {} });
+    try {
+      await connection.ready();
+      const tunnel = new NodeTunnel(connection, 300);
+      const started = Date.now();
+      const err = await tunnel.send('/v1/models', { method: 'GET', timeoutMs: 200 }).catch((e) => e);
+      expect(err).toBeInstanceOf(SendError);
+      expect(err).toMatchObject({ kind: 'timeout' });
+      expect(err.message).toMatch(/sent nothing for 500 ms/);
+      expect(Date.now() - started).toBeLessThan(3000);
+      await waitFor('the cancel to reach the node', () => seen.includes('cancel'));
+    } finally {
+      connection.close();
+      await node.close();
     }
   });
 });

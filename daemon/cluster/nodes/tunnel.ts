@@ -45,7 +45,11 @@ class TunnelResponse extends Readable implements BackendResponse {
 }
 
 export class NodeTunnel implements Transport {
-  constructor(private readonly node: NodeConnection) {}
+  constructor(
+    private readonly node: NodeConnection,
+    /** Beyond the request's own deadline (which the node enforces), how long a silent node gets. */
+    private readonly idleGraceMs = 5_000,
+  ) {}
 
   send(path: string, opts: SendOptions): Promise<BackendResponse> {
     const node = this.node;
@@ -62,12 +66,33 @@ export class NodeTunnel implements Transport {
     return new Promise((resolve, reject) => {
       let response: TunnelResponse | null = null;
       let settled = false;
+      let idle: NodeJS.Timeout | null = null;
       const cancel = () => {
+        if (idle) clearTimeout(idle);
         unlisten();
         node.send({ t: 'cancel', id }).catch(() => {});
       };
+      const stop = () => {
+        if (idle) clearTimeout(idle);
+        unlisten();
+      };
+      // The node enforces deadline_ms against its backend; this bounds a node that itself goes silent.
+      const touch = () => {
+        if (idle) clearTimeout(idle);
+        idle = setTimeout(() => {
+          cancel();
+          const message = `node ${node.url} sent nothing for ${opts.timeoutMs + this.idleGraceMs} ms`;
+          if (!settled) {
+            settled = true;
+            reject(new SendError('timeout', message));
+          } else response?.cut(true);
+        }, opts.timeoutMs + this.idleGraceMs);
+        idle.unref();
+      };
+      touch();
       const unlisten = node.listen(id, {
         onFrame: ({ header: h, payload }) => {
+          touch();
           if (h.t === 'http_head') {
             settled = true;
             response = new TunnelResponse(h.status, h.headers, cancel);
@@ -76,7 +101,7 @@ export class NodeTunnel implements Transport {
             // The payload is a view of the WebSocket message: the consumer may keep it.
             response?.push(payload);
           } else if (h.t === 'http_end') {
-            unlisten();
+            stop();
             if (response) {
               response.complete = true;
               response.push(null);
@@ -84,7 +109,7 @@ export class NodeTunnel implements Transport {
           } else if (h.t === 'http_error' || h.t === 'error') {
             // `error`: the node refused the request itself (e.g. a frame it could not validate).
             const kind = h.t === 'error' ? 'other' : h.kind;
-            unlisten();
+            stop();
             if (!settled) {
               settled = true;
               reject(new SendError(kind, `node ${node.url}: ${h.message}`));
@@ -92,6 +117,7 @@ export class NodeTunnel implements Transport {
           }
         },
         onClose: (err) => {
+          if (idle) clearTimeout(idle);
           if (!settled) {
             settled = true;
             reject(
@@ -105,6 +131,7 @@ export class NodeTunnel implements Transport {
           settled = true;
           reject(new SendError('aborted', 'request aborted'));
         }
+        if (idle) clearTimeout(idle);
         if (response) response.destroy();
         else cancel();
       });
@@ -127,7 +154,7 @@ export class NodeTunnel implements Transport {
           body,
         )
         .catch((err: Error) => {
-          unlisten();
+          stop();
           if (!settled) {
             settled = true;
             reject(new SendError('connect', err.message));
