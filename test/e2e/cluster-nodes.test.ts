@@ -12,15 +12,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
 import { startReferenceEngine } from '../../daemon/engine';
-import { type NodeAgent, type Peer, startNodeAgent } from '../../daemon/node/agent';
+import { type NodeAgent, type Peer, type Role, startNodeAgent } from '../../daemon/node/agent';
 import { InferenceRole } from '../../daemon/node/inference';
 import { TrainerRole } from '../../daemon/node/trainer';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { NodeInfo, Run } from '../../daemon/protocol/entities';
-import { decodeFrame, encodeFrame } from '../../daemon/protocol/frames';
+import { decodeFrame, encodeFrame, type Frame } from '../../daemon/protocol/frames';
 import type { NodeHealth } from '../../daemon/protocol/node';
-import { NODE_PROTOCOL_VERSION } from '../../daemon/protocol/node';
+import { NODE_PROTOCOL_VERSION, type NodeMessage } from '../../daemon/protocol/node';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { waitFor } from '../helpers/wait';
 
 let dir: string;
 const token = `node_${randomBytes(8).toString('hex')}`;
@@ -54,6 +55,28 @@ async function trainerNode(
     log: quiet,
     healthIntervalMs: 200,
   });
+}
+
+/**
+ * The role, with `outgoing` in front of every frame it sends to the daemon (it sends it on with
+ * `send`, or drops it), and `incoming` shown every frame it gets.
+ */
+function intercept<R extends Role>(
+  role: R,
+  outgoing: (header: NodeMessage, payload: Uint8Array | undefined, send: Peer['send']) => Promise<void>,
+  incoming?: (frame: Frame) => void,
+): R {
+  const handle = role.handle.bind(role);
+  role.handle = (frame, peer) => {
+    incoming?.(frame);
+    handle(frame, {
+      get closed() {
+        return peer.closed;
+      },
+      send: (header, payload) => outgoing(header, payload, (h, p) => peer.send(h, p)),
+    });
+  };
+  return role;
 }
 
 function config(
@@ -95,20 +118,6 @@ async function createRun(daemon: TestDaemon, cfg: RunConfigInput): Promise<Run> 
 
 const work = (daemon: TestDaemon, runId: string) =>
   runWorker({ daemonUrl: daemon.url, token: daemon.token, runId, concurrency: 4, rollout: chatHarness });
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | null | undefined | false>,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('a run on node agents', () => {
   let daemon: TestDaemon;
@@ -308,27 +317,18 @@ describe('a run on node agents', () => {
     let trainer: NodeAgent | null = null;
     // The first `trained` reply is lost: the node dies right after applying step 0; a new node
     // process starts on the same port with the same data folder.
-    const dropFirstReply = (role: TrainerRole): TrainerRole => {
-      const handle = role.handle.bind(role);
-      role.handle = (frame, peer: Peer) =>
-        handle(frame, {
-          get closed() {
-            return peer.closed;
-          },
-          send: async (header, payload) => {
-            if (header.t === 'trained' && !dropped) {
-              dropped = true;
-              replacement = (async () => {
-                await trainer?.close();
-                return trainerNode('train-b', port);
-              })();
-              return;
-            }
-            return peer.send(header, payload);
-          },
-        });
-      return role;
-    };
+    const dropFirstReply = (role: TrainerRole) =>
+      intercept(role, async (header, payload, send) => {
+        if (header.t === 'trained' && !dropped) {
+          dropped = true;
+          replacement = (async () => {
+            await trainer?.close();
+            return trainerNode('train-b', port);
+          })();
+          return;
+        }
+        await send(header, payload);
+      });
     trainer = await trainerNode('train-b', 0, dropFirstReply);
     port = trainer.port;
     try {
@@ -352,23 +352,18 @@ describe('a run on node agents', () => {
     // Node a goes down right after streaming the first bytes of its first answer.
     let a: NodeAgent | null = null;
     let died: Promise<void> | null = null;
-    const role = new InferenceRole({ dataDir: join(dir, 'inf-c'), engine: 'reference', log: quiet });
-    const handle = role.handle.bind(role);
     const generations = new Set<string>();
-    role.handle = (frame, peer: Peer) => {
-      if (frame.header.t === 'http' && frame.header.path.endsWith('/chat/completions'))
-        generations.add(frame.header.id);
-      handle(frame, {
-        get closed() {
-          return peer.closed;
-        },
-        send: async (header, payload) => {
-          if (died) return;
-          await peer.send(header, payload);
-          if (header.t === 'http_data' && generations.has(header.id)) died = a?.close() ?? null;
-        },
-      });
-    };
+    const role = intercept(
+      new InferenceRole({ dataDir: join(dir, 'inf-c'), engine: 'reference', log: quiet }),
+      async (header, payload, send) => {
+        if (died) return;
+        await send(header, payload);
+        if (header.t === 'http_data' && generations.has(header.id)) died = a?.close() ?? null;
+      },
+      ({ header }) => {
+        if (header.t === 'http' && header.path.endsWith('/chat/completions')) generations.add(header.id);
+      },
+    );
     a = await startNodeAgent({ host: '127.0.0.1', port: 0, token, role, log: quiet, healthIntervalMs: 200 });
     const aUrl = a.url;
     const b = await inferenceNode('inf-d');
@@ -540,23 +535,15 @@ describe('a daemon killed during a step', () => {
     let killed: Promise<void> | null = null;
     const inference = await inferenceNode('inf-restart');
     // The trainer applies step 0; before its reply arrives, the daemon goes down.
-    const trainer = await trainerNode('train-restart', 0, (role) => {
-      const handle = role.handle.bind(role);
-      role.handle = (frame, peer: Peer) =>
-        handle(frame, {
-          get closed() {
-            return peer.closed;
-          },
-          send: async (header, payload) => {
-            if (header.t === 'trained' && !killed) {
-              killed = first?.close() ?? null;
-              return;
-            }
-            return peer.send(header, payload);
-          },
-        });
-      return role;
-    });
+    const trainer = await trainerNode('train-restart', 0, (role) =>
+      intercept(role, async (header, payload, send) => {
+        if (header.t === 'trained' && !killed) {
+          killed = first?.close() ?? null;
+          return;
+        }
+        await send(header, payload);
+      }),
+    );
     let second: TestDaemon | null = null;
     try {
       const run = await createRun(first, config([inference.url], trainer.url, 2));

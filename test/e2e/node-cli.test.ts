@@ -12,6 +12,7 @@ import { NodeTunnel } from '../../daemon/cluster/nodes/tunnel';
 import { startNodeAgent } from '../../daemon/node/agent';
 import { InferenceRole } from '../../daemon/node/inference';
 import { readText, SendError } from '../../daemon/proxy/backends';
+import { waitFor } from '../helpers/wait';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let dir: string;
@@ -53,20 +54,6 @@ function nodeCli(args: string[]) {
   });
   url.catch(() => {});
   return { child, url, exited, stderr: () => stderr };
-}
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | null | false> | T | null | false,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('harness-rl node', () => {
