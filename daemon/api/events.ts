@@ -95,6 +95,8 @@ function runOf(
       return byRollout(event.reward.rollout_id);
     case 'model_version':
       return event.run_id;
+    case 'workers':
+      return event.workers.run_id;
     default:
       return null;
   }

@@ -1,6 +1,9 @@
 // The REST API as one table: each route declares its method, path, schemas and handler. The server
 // validates requests with these schemas and the OpenAPI document is generated from the same table.
+
+import { resolve } from 'node:path';
 import { z } from 'zod';
+import { readAttemptOutput, workerCommand } from '../cluster/workers';
 import { VERSION } from '../config/version';
 import type { DaemonContext } from '../context';
 import {
@@ -24,8 +27,9 @@ import {
   RolloutQuery,
   RunQuery,
 } from '../protocol/api';
-import { RunConfig, withoutSecrets } from '../protocol/config';
+import { RunConfig, withoutSecrets, workersMode } from '../protocol/config';
 import {
+  AttemptOutput,
   Group,
   Id,
   LlmCall,
@@ -37,6 +41,7 @@ import {
   Rollout,
   Run,
   RunMetrics,
+  RunWorkers,
 } from '../protocol/entities';
 import { ApiError } from './errors';
 import { eventTickets, TICKET_TTL_MS } from './events';
@@ -271,7 +276,11 @@ export const routes: AnyRoute[] = [
     handler: async ({ ctx, body }) => {
       // Everything that can reject the request is checked before anything is written.
       const tasks = await readTasks(body.config, body.base_dir);
-      const run = await ctx.store.createRun({ name: body.config.name, config: body.config });
+      const run = await ctx.store.createRun({
+        name: body.config.name,
+        config: body.config,
+        ...(body.base_dir === undefined ? {} : { base_dir: resolve(body.base_dir) }),
+      });
       await ctx.store.createTasks(run.id, tasks);
       if (ctx.runs) {
         try {
@@ -313,6 +322,42 @@ export const routes: AnyRoute[] = [
       if (after.status === 'stopped' || after.status === 'finished' || after.status === 'failed')
         return publicRun(after);
       return publicRun(await ctx.store.updateRun(run.id, { status: 'stopped' }));
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/runs/:id/workers',
+    summary:
+      "who runs the run's rollouts: the workers seen lately (the daemon's own among them), and the command that attaches one",
+    auth: 'token',
+    params: IdParams,
+    response: RunWorkers,
+    handler: async ({ ctx, params }) => {
+      const run = await mustRun(ctx, params.id);
+      const known = await ctx.runs?.runWorkers?.(run.id);
+      if (known) return known;
+      const config = RunConfig.safeParse(run.config);
+      return {
+        run_id: run.id,
+        mode: config.success ? workersMode(config.data.harness) : 'external',
+        workers: [],
+        last_seen_at: null,
+        command: workerCommand(run, ctx.baseUrl(), ctx.dataDir),
+        error: null,
+      };
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/attempts/:id/output',
+    summary: "the tail of an attempt's stdout and stderr (attempts the daemon's own workers ran)",
+    auth: 'token',
+    params: IdParams,
+    response: AttemptOutput,
+    handler: async ({ ctx, params }) => {
+      const output = readAttemptOutput(ctx.dataDir, params.id);
+      if (!output) throw notFound('attempt output', params.id);
+      return output;
     },
   }),
   route({

@@ -5,6 +5,7 @@ import type { DaemonContext, RunController } from '../context';
 import type { ProxyHandle } from '../proxy';
 import { registerWorkerRoutes } from './routes';
 import { Scheduler, type SchedulerOptions } from './scheduler';
+import { Workers } from './workers';
 
 export interface ClusterOptions extends Partial<SchedulerOptions> {
   /** Seconds between worker heartbeats (default 5). */
@@ -20,11 +21,18 @@ export async function registerCluster(
   options: ClusterOptions = {},
 ): Promise<RunController> {
   const heartbeatSeconds = options.heartbeatSeconds ?? 5;
-  const scheduler = new Scheduler(ctx, proxy, {
-    sweepIntervalMs: options.sweepIntervalMs ?? 2000,
-    heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? heartbeatSeconds * 6 * 1000,
-  });
-  await registerWorkerRoutes(app, ctx, { heartbeatSeconds });
+  // A worker that waits for a claim is seen every second; one running a rollout every heartbeat.
+  const workers = new Workers(ctx, { goneAfterMs: Math.max(3000, heartbeatSeconds * 3 * 1000) });
+  const scheduler = new Scheduler(
+    ctx,
+    proxy,
+    {
+      sweepIntervalMs: options.sweepIntervalMs ?? 2000,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? heartbeatSeconds * 6 * 1000,
+    },
+    workers,
+  );
+  await registerWorkerRoutes(app, ctx, { heartbeatSeconds, workers });
   if (options.resume ?? true) {
     // After the daemon finished starting (the caller sets ctx.runs once we return).
     setImmediate(() => {

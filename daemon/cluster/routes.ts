@@ -9,10 +9,13 @@ import { RunConfig } from '../protocol/config';
 import type { Attempt, Rollout } from '../protocol/entities';
 import { nextEvent, rolloutOf } from './events';
 import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from './wire';
+import type { Workers } from './workers';
 
 export interface RouteOptions {
   /** Seconds between worker heartbeats (told to the worker with each claim). */
   heartbeatSeconds: number;
+  /** Told of every claim and heartbeat (who is attached to which run). */
+  workers?: Pick<Workers, 'saw'>;
 }
 
 const TERMINAL_RUN = new Set(['finished', 'stopped', 'failed']);
@@ -77,6 +80,7 @@ export async function registerWorkerRoutes(
           throw new ApiError(410, 'gone', `run ${runId} is ${run.status}`, 'id');
         // The worker hung up while waiting: take nothing for it.
         if (request.socket.destroyed) return reply;
+        options.workers?.saw(runId, body.worker ?? 'unnamed worker');
         const claimed =
           run.status === 'running' ? await store.claimRollout({ run_id: runId, worker: body.worker }) : null;
         if (claimed) {
@@ -111,6 +115,8 @@ export async function registerWorkerRoutes(
       const body = parse(HeartbeatBody, request.body);
       const found = await findAttempt(request.params.id, body.rollout_id);
       let status = found.attempt.status;
+      if (found.rollout.run_id)
+        options.workers?.saw(found.rollout.run_id, found.attempt.worker ?? 'unnamed worker');
       if (status === 'running') {
         await store.heartbeat(found.attempt.id);
         status = (await findAttempt(found.attempt.id, found.rollout.id)).attempt.status;

@@ -16,6 +16,7 @@ import { NodeRegistry } from './nodes/registry';
 import { tasksForStep } from './order';
 import { checkEndpoints, RunBackends } from './run-backends';
 import { StandbyEngine } from './standby';
+import type { Workers } from './workers';
 
 export interface SchedulerOptions {
   /** How often the unresponsive sweeper runs (ms). */
@@ -80,7 +81,7 @@ class RunLoop {
     private readonly config: RunConfig,
   ) {}
 
-  begin(released: () => void): void {
+  begin(released: () => Promise<void>): void {
     this.done = this.execute(released);
   }
 
@@ -106,10 +107,10 @@ class RunLoop {
   }
 
   /**
-   * Run the loop; then release the engine and call `released` before the final status is stored, so
-   * whoever sees the run finished can start the next one at once.
+   * Run the loop; then release the engine and call `released` (which stops the run's own workers)
+   * before the final status is stored, so whoever sees the run finished can start the next one at once.
    */
-  private async execute(released: () => void): Promise<void> {
+  private async execute(released: () => Promise<void>): Promise<void> {
     let patch: Partial<Pick<Run, 'status' | 'error'>> | null = null;
     try {
       await this.body();
@@ -128,7 +129,7 @@ class RunLoop {
       this.proxy.backends.setMinModelVersion(null, this.runId);
       this.backends = null;
     }
-    released();
+    await released().catch((err) => this.ctx.log('releasing a run failed', { error: errorText(err) }));
     if (patch) await this.store.updateRun(this.runId, patch).catch(() => {});
   }
 
@@ -423,6 +424,8 @@ export class Scheduler implements RunController {
     private readonly ctx: DaemonContext,
     private readonly proxy: ProxyHandle,
     private readonly options: SchedulerOptions,
+    /** Presence of workers and the daemon's own workers (started and stopped with each run). */
+    readonly workers: Workers,
   ) {
     this.sweeper = setInterval(() => void this.sweep(), options.sweepIntervalMs);
     this.sweeper.unref();
@@ -444,10 +447,17 @@ export class Scheduler implements RunController {
     this.loops.set(runId, loop);
     // The run's rollouts must only reach the run's own engine.
     await this.standby.reconcile();
-    loop.begin(() => {
+    loop.begin(async () => {
       if (this.loops.get(runId) === loop) this.loops.delete(runId);
       void this.standby.reconcile();
+      await this.workers.stop(runId);
     });
+    this.workers.start(run, config);
+  }
+
+  /** Who runs the run's rollouts now (null: no such run). */
+  runWorkers(runId: string) {
+    return this.workers.info(runId);
   }
 
   async stop(runId: string): Promise<void> {
@@ -512,6 +522,7 @@ export class Scheduler implements RunController {
     clearInterval(this.sweeper);
     await Promise.all([...this.loops.values()].map((loop) => loop.halt()));
     this.loops.clear();
+    await this.workers.close();
     await this.standby.close();
     await this.nodes.close();
   }

@@ -70,7 +70,15 @@ export const HarnessConfig = z
       .array(z.string())
       .min(1)
       .optional()
-      .describe('argv run by `harness-rl worker` per rollout; gets HARNESS_RL_* and OPENAI_BASE_URL env'),
+      .describe(
+        "argv run per rollout (in the run config's folder) by the daemon's own workers, or by `harness-rl worker`; gets HARNESS_RL_* and OPENAI_BASE_URL env",
+      ),
+    workers: z
+      .enum(['daemon', 'external'])
+      .optional()
+      .describe(
+        'daemon (the default when a command is given): the daemon runs `command` itself, `concurrency` rollouts at a time, for as long as the run runs; external: `harness-rl worker` processes or SDK workers elsewhere claim rollouts',
+      ),
     concurrency: z.number().int().positive().default(8),
     timeout_s: z.number().positive().default(600),
     max_attempts: z.number().int().positive().default(2),
@@ -102,6 +110,11 @@ export const HarnessConfig = z
       });
     }
   });
+
+/** Who runs a run's rollouts: the daemon's own workers (a command is given and workers is not external) or others. */
+export function workersMode(harness: Pick<HarnessConfig, 'command' | 'workers'>): 'daemon' | 'external' {
+  return harness.command?.length && harness.workers !== 'external' ? 'daemon' : 'external';
+}
 
 export const MergeMode = z.enum(['exact', 'none']);
 export const AdvantageEstimator = z.enum(['grpo', 'drgrpo', 'rloo', 'reinforce']);

@@ -53,6 +53,11 @@ export const Run = z.object({
   error: z.string().nullable(),
   created_at: Timestamp,
   updated_at: Timestamp,
+  base_dir: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("the run config's folder: relative paths and the harness command resolve against it"),
 });
 
 export const Task = z.object({
@@ -197,6 +202,35 @@ export const RunMetrics = z.object({
 
 export const Page = <T extends z.ZodTypeAny>(item: T) =>
   z.object({ items: z.array(item), next_cursor: z.string().nullable() });
+
+/** Who runs a run's rollouts right now (GET /api/runs/:id/workers and the `workers` event). */
+export const RunWorkers = z.object({
+  run_id: Id,
+  mode: z
+    .enum(['daemon', 'external'])
+    .describe("daemon: the daemon runs harness.command itself; external: others' workers claim rollouts"),
+  workers: z
+    .array(
+      z.object({
+        name: z.string(),
+        daemon: z.boolean().describe('one of the daemon’s own workers'),
+        last_seen: Timestamp,
+      }),
+    )
+    .describe('the workers that claimed or sent a heartbeat lately'),
+  last_seen_at: Timestamp.nullable().describe('when any worker was last seen (null: never)'),
+  command: z.string().describe('the shell command that attaches a worker to this run'),
+  error: z.string().nullable().describe("why the daemon's own workers are not running (they restart)"),
+});
+export type RunWorkers = z.infer<typeof RunWorkers>;
+
+/** The kept output (stdout and stderr, interleaved, its tail) of an attempt a daemon worker ran. */
+export const AttemptOutput = z.object({
+  attempt_id: Id,
+  output: z.string(),
+  truncated: z.boolean().describe('earlier output was dropped (only the tail is kept)'),
+});
+export type AttemptOutput = z.infer<typeof AttemptOutput>;
 
 export type Run = z.infer<typeof Run>;
 export type RunStatus = z.infer<typeof RunStatus>;

@@ -1,6 +1,6 @@
 // Live events streamed on GET /api/events (WebSocket, one JSON object per message).
 import { z } from 'zod';
-import { Id, LlmCall, NodeInfo, Recording, Reward, Rollout, Run, RunMetrics } from './entities';
+import { Id, LlmCall, NodeInfo, Recording, Reward, Rollout, Run, RunMetrics, RunWorkers } from './entities';
 
 /** An llm call as announced live: everything but the bulky request/response bodies and token arrays. */
 export const LlmCallSummary = LlmCall.omit({
@@ -21,6 +21,7 @@ export const DaemonEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('recording'), recording: Recording }),
   z.object({ type: z.literal('node'), node: NodeInfo }),
   z.object({ type: z.literal('model_version'), run_id: Id.nullable(), version: z.number().int() }),
+  z.object({ type: z.literal('workers'), workers: RunWorkers }),
 ]);
 
 export type LlmCallSummary = z.infer<typeof LlmCallSummary>;

@@ -228,6 +228,12 @@ UPDATE recordings SET key_sha256 = encode(sha256(convert_to(key_sha256, 'UTF8'))
       },
     },
   },
+  {
+    // The daemon runs a run's harness command itself, in the run config's folder, also after a restart.
+    version: 5,
+    name: "runs keep their config's folder (base_dir)",
+    up: 'ALTER TABLE runs ADD COLUMN base_dir TEXT',
+  },
 ];
 
 export function migrations(

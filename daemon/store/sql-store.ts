@@ -51,7 +51,7 @@ const NODE_STATUSES = NodeInfo.shape.status.options;
 
 // ---- row mapping -------------------------------------------------------------------------------
 
-const RUN_COLS = 'id, name, status, config, step, model_version, error, created_at, updated_at';
+const RUN_COLS = 'id, name, status, config, step, model_version, error, created_at, updated_at, base_dir';
 function toRun(r: Row): Run {
   return {
     id: String(r.id),
@@ -63,6 +63,7 @@ function toRun(r: Row): Run {
     error: str(r.error),
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
+    ...(r.base_dir === null || r.base_dir === undefined ? {} : { base_dir: String(r.base_dir) }),
   };
 }
 
@@ -324,6 +325,11 @@ export class SqlStore implements Store {
     };
   }
 
+  /** Publish an event that changes nothing stored (who is attached to a run …). */
+  announce(event: DaemonEvent): void {
+    if (!this.closed) this.publish([event]);
+  }
+
   private publish(events: DaemonEvent[]): void {
     if (events.length === 0 || this.listeners.size === 0) return;
     for (const event of events) {
@@ -367,8 +373,10 @@ export class SqlStore implements Store {
 
   // ---- runs ------------------------------------------------------------------------------------
 
-  async createRun(input: { name: string; config: unknown }): Promise<Run> {
+  async createRun(input: { name: string; config: unknown; base_dir?: string }): Promise<Run> {
     if (typeof input.name !== 'string') invalid('name', 'name must be a string');
+    if (input.base_dir !== undefined && typeof input.base_dir !== 'string')
+      invalid('base_dir', 'base_dir must be a string');
     const t = now();
     const run: Run = {
       id: newId('run'),
@@ -380,9 +388,10 @@ export class SqlStore implements Store {
       error: null,
       created_at: t,
       updated_at: t,
+      ...(input.base_dir === undefined ? {} : { base_dir: input.base_dir }),
     };
     return this.tx(async (q, emit) => {
-      await q.run(`INSERT INTO runs (${RUN_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+      await q.run(`INSERT INTO runs (${RUN_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
         run.id,
         run.name,
         run.status,
@@ -392,6 +401,7 @@ export class SqlStore implements Store {
         run.error,
         run.created_at,
         run.updated_at,
+        run.base_dir ?? null,
       ]);
       emit({ type: 'run', run });
       return run;

@@ -50,9 +50,11 @@ export interface Store {
   readonly kind: string;
   close(): Promise<void>;
   subscribe(listener: (event: DaemonEvent) => void): () => void;
+  /** Publish an event that changes nothing stored (e.g. the workers attached to a run). */
+  announce(event: DaemonEvent): void;
 
   // runs
-  createRun(input: { name: string; config: unknown }): Promise<Run>;
+  createRun(input: { name: string; config: unknown; base_dir?: string }): Promise<Run>;
   getRun(id: string): Promise<Run | null>;
   listRuns(page?: { cursor?: string; limit?: number }): Promise<Page<Run>>;
   updateRun(

@@ -22,7 +22,7 @@ describe('harness-rl worker', () => {
     const config = {
       name,
       tasks: { file: 'examples/math-agent/tasks.jsonl', limit: 2 },
-      harness: { concurrency: 2, timeout_s: 120, max_attempts: 1, ...harness },
+      harness: { workers: 'external', concurrency: 2, timeout_s: 120, max_attempts: 1, ...harness },
       algorithm: { n: 2 },
       schedule: { steps: 1, groups_per_step: 1 },
     };

@@ -87,7 +87,14 @@ describe('harness-rl worker with reward: verifier', () => {
     const config = {
       name,
       tasks: { file: 'tasks.jsonl', limit: 1 },
-      harness: { concurrency: 2, timeout_s: 120, max_attempts: 1, reward: 'verifier', ...harness },
+      harness: {
+        workers: 'external',
+        concurrency: 2,
+        timeout_s: 120,
+        max_attempts: 1,
+        reward: 'verifier',
+        ...harness,
+      },
       algorithm: { n: 2 },
       schedule: { steps: 1, groups_per_step: 1 },
     };

@@ -534,25 +534,7 @@ async function checks() {
         30_000,
       );
       ctx.run = runs;
-      // a worker runs the harness command for each rollout (what a person starts in a terminal)
-      const worker = spawn(
-        'node',
-        [
-          join(root, 'bin', 'harness-rl.js'),
-          'worker',
-          '--run',
-          runs.id,
-          '--url',
-          `http://127.0.0.1:${ctx.daemonPort}`,
-          '--data',
-          ctx.data,
-        ],
-        { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-      );
-      children.push(worker);
-      const wout = [];
-      worker.stdout.on('data', (d) => wout.push(String(d)));
-      worker.stderr.on('data', (d) => wout.push(String(d)));
+      // no worker is started by hand: the daemon runs the run's harness command itself
       const frame = webview();
       await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
       const done = await waitFor(
@@ -563,8 +545,9 @@ async function checks() {
         },
         180_000,
         1000,
-      ).catch((e) => {
-        throw new Error(`${e.message}\nworker output:\n${wout.join('').slice(-3000)}`);
+      ).catch(async (e) => {
+        const workers = await api('GET', `/api/runs/${runs.id}/workers`).catch(() => null);
+        throw new Error(`${e.message}\nworkers: ${JSON.stringify(workers)}`);
       });
       ctx.rollout = done;
       await waitFor(

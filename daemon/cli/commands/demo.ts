@@ -69,6 +69,8 @@ export async function demoConfig(options: DemoOptions): Promise<RunConfig> {
   }
   if (options.steps !== undefined) config.schedule.steps = options.steps;
   config.schedule.seed = options.seed ?? DEMO_SEED;
+  // The demo runs the harness in-process with seeded sampling (its own worker below), not the daemon's.
+  config.harness.workers = 'external';
   if (options.frozen) {
     config.algorithm.learning_rate = 1e-12;
     config.name = `${config.name} (frozen)`;

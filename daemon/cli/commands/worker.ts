@@ -17,7 +17,10 @@ const USAGE = `usage: harness-rl worker --run ID [--url URL] [--token TOKEN] [--
   CMD            the harness; default the run's harness.command. It gets OPENAI_BASE_URL, OPENAI_API_KEY,
                  ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, HARNESS_RL_URL, HARNESS_RL_ROLLOUT_ID, HARNESS_RL_KEY,
                  HARNESS_RL_TASK (JSON) and HARNESS_RL_MODEL; its last stdout line may be {"reward": x}.
-  --cwd          the folder the harness and the verifier run in (default the current one)
+  --cwd          the folder the harness and the verifier run in (default the run config's folder, else
+                 the current one)
+  A run whose config has harness.command runs it with the daemon's own workers unless it sets
+  harness.workers: external; workers started here join them.
   With harness.reward: verifier, harness.verifier runs after each harness that exits 0 (timeout
   harness.timeout_s). It gets {run_id, rollout_id, attempt_id, task, output, stdout, harness_reward} as
   JSON on stdin and in the file $HARNESS_RL_VERIFY_INPUT, and HARNESS_RL_TASK, HARNESS_RL_ROLLOUT_ID,
@@ -63,7 +66,8 @@ export async function run(argv: string[]): Promise<number> {
     );
     return 1;
   }
-  const config = RunConfig.parse(((await response.json()) as { config: unknown }).config);
+  const stored = (await response.json()) as { config: unknown; base_dir?: string | null };
+  const config = RunConfig.parse(stored.config);
   if (command.length === 0) command = config.harness.command ?? [];
   if (command.length === 0) {
     process.stderr.write(`the run has no harness.command: give one after --\n${USAGE}`);
@@ -82,7 +86,7 @@ export async function run(argv: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const log = (line: string) => process.stderr.write(`worker: ${line}\n`);
-  const cwd = resolve(values.cwd ?? '.');
+  const cwd = resolve(values.cwd ?? stored.base_dir ?? '.');
   const verifier = config.harness.reward === 'verifier' ? config.harness.verifier : undefined;
   log(
     `run ${values.run} at ${url}: ${concurrency} at a time, ${command.join(' ')}${

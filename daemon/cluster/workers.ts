@@ -1,0 +1,261 @@
+// Who runs a run's rollouts. The daemon's own workers: for a run whose config names a harness command
+// (and not `harness.workers: external`), the same loop as `harness-rl worker` (runWorker with the
+// command harness, and the verifier) runs in the daemon, `harness.concurrency` rollouts at a time, from
+// the run's start to its end, restarted when it dies. Each rollout's harness is a child process of its
+// own (command.ts), so a crashing harness fails its attempt, not the daemon; the tail of its stdout and
+// stderr is kept per attempt under DATA/attempts/. And presence: the workers that claimed or sent a
+// heartbeat lately, per run, announced as a `workers` event whenever that set changes.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { DaemonContext } from '../context';
+import { RunConfig, workersMode } from '../protocol/config';
+import type { AttemptOutput, Run, RunWorkers } from '../protocol/entities';
+import { commandRollout } from './command';
+import { type RolloutContext, runWorker } from './worker';
+
+/** How much of an attempt's output is kept (its tail). */
+export const OUTPUT_TAIL = 64 * 1024;
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/** A word for a shell: quoted when it has anything but safe characters. */
+export function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The command that attaches a worker to a run from a shell. */
+export function workerCommand(run: Pick<Run, 'id' | 'config'>, url: string, dataDir: string): string {
+  const parsed = RunConfig.safeParse(run.config);
+  const words = ['harness-rl', 'worker', '--run', run.id, '--url', url, '--data', dataDir];
+  const command = parsed.success ? parsed.data.harness.command : undefined;
+  return `${words.map(shellWord).join(' ')}${command?.length ? '' : ' -- <your harness command>'}`;
+}
+
+/** The tail of one attempt's output, written to DATA/attempts/<id>.log while it runs and when it ends. */
+class OutputTail {
+  private text = '';
+  private truncated = false;
+  private dirty = false;
+  private readonly timer: NodeJS.Timeout;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly file: string) {
+    this.timer = setInterval(() => this.flush(), 1000);
+    this.timer.unref();
+  }
+
+  append(chunk: string): void {
+    this.text += chunk;
+    if (this.text.length > OUTPUT_TAIL) {
+      this.text = this.text.slice(-OUTPUT_TAIL);
+      this.truncated = true;
+    }
+    this.dirty = true;
+  }
+
+  private flush(): Promise<void> {
+    if (!this.dirty) return this.writing;
+    this.dirty = false;
+    const body = `${this.truncated ? '1' : '0'}\n${this.text}`;
+    this.writing = this.writing.then(() => writeFile(this.file, body).catch(() => {}));
+    return this.writing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.dirty = true;
+    await this.flush();
+  }
+}
+
+/** The kept output of an attempt a daemon worker ran (null: none kept here). */
+export function readAttemptOutput(dataDir: string, attemptId: string): AttemptOutput | null {
+  if (!/^[\w-]+$/.test(attemptId)) return null;
+  let body: string;
+  try {
+    body = readFileSync(join(dataDir, 'attempts', `${attemptId}.log`), 'utf8');
+  } catch {
+    return null;
+  }
+  const newline = body.indexOf('\n');
+  return { attempt_id: attemptId, truncated: body.startsWith('1'), output: body.slice(newline + 1) };
+}
+
+interface OwnWorkers {
+  name: string;
+  controller: AbortController;
+  done: Promise<void>;
+  error: string | null;
+}
+
+export interface WorkersOptions {
+  /** A worker not seen (claim or heartbeat) for this long is gone (ms). */
+  goneAfterMs: number;
+  /** Replaces runWorker (tests of the restart). */
+  runWorker?: typeof runWorker;
+}
+
+export class Workers {
+  /** run id → worker name → when it was last seen (ms). */
+  private readonly seen = new Map<string, Map<string, number>>();
+  private readonly lastSeen = new Map<string, number>();
+  private readonly own = new Map<string, OwnWorkers>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    private readonly ctx: DaemonContext,
+    private readonly options: WorkersOptions,
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), Math.min(1000, options.goneAfterMs / 2));
+    this.sweeper.unref();
+  }
+
+  /** A worker claimed (or waits to claim) a rollout of the run, or sent a heartbeat for one. */
+  saw(runId: string, worker: string): void {
+    let workers = this.seen.get(runId);
+    if (!workers) {
+      workers = new Map();
+      this.seen.set(runId, workers);
+    }
+    const now = Date.now();
+    const known = workers.has(worker);
+    workers.set(worker, now);
+    this.lastSeen.set(runId, now);
+    if (!known) this.announce(runId);
+  }
+
+  private sweep(): void {
+    const before = Date.now() - this.options.goneAfterMs;
+    for (const [runId, workers] of this.seen) {
+      let changed = false;
+      for (const [name, at] of workers) {
+        if (at < before) {
+          workers.delete(name);
+          changed = true;
+        }
+      }
+      if (workers.size === 0) this.seen.delete(runId);
+      if (changed) this.announce(runId);
+    }
+  }
+
+  private announce(runId: string): void {
+    this.info(runId)
+      .then((workers) => {
+        if (workers) this.ctx.store.announce({ type: 'workers', workers });
+      })
+      .catch(() => {});
+  }
+
+  /** Who runs the run's rollouts now (null: no such run). */
+  async info(runId: string): Promise<RunWorkers | null> {
+    const run = await this.ctx.store.getRun(runId);
+    if (!run) return null;
+    const parsed = RunConfig.safeParse(run.config);
+    const own = this.own.get(runId);
+    const last = this.lastSeen.get(runId);
+    return {
+      run_id: runId,
+      mode: parsed.success ? workersMode(parsed.data.harness) : 'external',
+      workers: [...(this.seen.get(runId) ?? new Map<string, number>())]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([name, at]) => ({ name, daemon: own?.name === name, last_seen: new Date(at).toISOString() })),
+      last_seen_at: last === undefined ? null : new Date(last).toISOString(),
+      command: workerCommand(run, this.ctx.baseUrl(), this.ctx.dataDir),
+      error: own?.error ?? null,
+    };
+  }
+
+  /** Start the daemon's own workers for a run that runs its harness command here (else nothing). */
+  start(run: Run, config: RunConfig): void {
+    if (this.own.has(run.id) || workersMode(config.harness) !== 'daemon') return;
+    const controller = new AbortController();
+    const own: OwnWorkers = {
+      name: `daemon:${process.pid}`,
+      controller,
+      done: Promise.resolve(),
+      error: null,
+    };
+    this.own.set(run.id, own);
+    own.done = this.supervise(run, config, own).catch((err) =>
+      this.ctx.log('daemon worker ended', { run_id: run.id, error: errorText(err) }),
+    );
+  }
+
+  /** Stop a run's own workers: their harness processes are killed before this settles. */
+  async stop(runId: string): Promise<void> {
+    const own = this.own.get(runId);
+    if (!own) return;
+    own.controller.abort();
+    await own.done;
+    if (this.own.get(runId) === own) this.own.delete(runId);
+    this.seen.get(runId)?.delete(own.name);
+    this.announce(runId);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    await Promise.all([...this.own.keys()].map((id) => this.stop(id)));
+  }
+
+  /** runWorker until the run ends or the workers are stopped; started again after it dies. */
+  private async supervise(run: Run, config: RunConfig, own: OwnWorkers): Promise<void> {
+    const { ctx } = this;
+    const signal = own.controller.signal;
+    const argv = config.harness.command ?? [];
+    const cwd = run.base_dir ?? undefined;
+    const outputs = join(ctx.dataDir, 'attempts');
+    mkdirSync(outputs, { recursive: true });
+    // runWorker stops waiting for an aborted rollout at once; its harness process ends a little later.
+    const running = new Set<Promise<unknown>>();
+    const rollout = (rc: RolloutContext) => {
+      const tail = new OutputTail(join(outputs, `${rc.attempt.id}.log`));
+      const result = commandRollout(argv, { cwd, onOutput: (_, chunk) => tail.append(chunk) })(rc).finally(
+        () => tail.close(),
+      );
+      const settled = result.catch(() => {}).finally(() => running.delete(settled));
+      running.add(settled);
+      return result;
+    };
+    // The daemon listens only after the cluster resumed its runs.
+    while (!ctx.baseUrl() && !signal.aborted) await sleep(20, signal);
+    let backoff = 500;
+    while (!signal.aborted) {
+      try {
+        await (this.options.runWorker ?? runWorker)({
+          daemonUrl: ctx.baseUrl(),
+          token: ctx.token,
+          runId: run.id,
+          concurrency: config.harness.concurrency,
+          worker: own.name,
+          rollout,
+          cwd,
+          signal,
+          log: (message) => ctx.log(`worker: ${message}`, { run_id: run.id }),
+        });
+        break; // the run ended (or the workers were stopped)
+      } catch (err) {
+        if (signal.aborted) break;
+        own.error = `the daemon's worker stopped (${errorText(err)}); restarting`;
+        ctx.log('daemon worker died, restarting', { run_id: run.id, error: errorText(err) });
+        this.announce(run.id);
+        await sleep(backoff, signal);
+        backoff = Math.min(backoff * 2, 10_000);
+        own.error = null;
+      }
+    }
+    await Promise.all(running);
+  }
+}
