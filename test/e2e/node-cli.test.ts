@@ -93,7 +93,8 @@ describe('harness-rl node', () => {
     expect((await stat(tokenFile)).mode & 0o777).toBe(0o600);
     expect((await readFile(tokenFile, 'utf8')).trim()).toMatch(/^hrl_/);
     ok.child.kill('SIGTERM');
-    expect(await ok.exited).toBe(0);
+    const code = await ok.exited;
+    expect(code, `${ok.child.signalCode} ${ok.stderr()}`).toBe(0);
   });
 
   it('with --vllm-cmd starts the backend, tunnels calls to it, and restarts it when it dies', async () => {

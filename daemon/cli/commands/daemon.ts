@@ -60,13 +60,6 @@ export async function run(argv: string[]): Promise<number> {
   }
   const dataDir = options.dataDir;
   const daemon = await startDaemon({ ...options, log: (line) => process.stderr.write(`${line}\n`) });
-  process.stdout.write(
-    `harness-rl daemon listening on ${daemon.url} (data ${dataDir}, store ${daemon.ctx.store.kind})\n`,
-  );
-  if (daemon.tokenCreated) {
-    process.stdout.write(`access token (saved to ${tokenPath(dataDir)}, shown once): ${daemon.token}\n`);
-  }
-
   return new Promise<number>((done) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
@@ -95,5 +88,12 @@ export async function run(argv: string[]): Promise<number> {
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    // Printed once the signals are handled: whoever reads the URL may stop the daemon at once.
+    process.stdout.write(
+      `harness-rl daemon listening on ${daemon.url} (data ${dataDir}, store ${daemon.ctx.store.kind})\n`,
+    );
+    if (daemon.tokenCreated) {
+      process.stdout.write(`access token (saved to ${tokenPath(dataDir)}, shown once): ${daemon.token}\n`);
+    }
   });
 }

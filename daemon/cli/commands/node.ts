@@ -103,9 +103,6 @@ export async function run(argv: string[]): Promise<number> {
       ? { cert: readFileSync(values['tls-cert'], 'utf8'), key: readFileSync(values['tls-key'], 'utf8') }
       : undefined;
   const agent = await startNodeAgent({ host, port, token, tls, role, log });
-  process.stdout.write(
-    `${JSON.stringify({ node: { url: agent.url, role: values.role, node_id: agent.nodeId } })}\n`,
-  );
   await new Promise<void>((done) => {
     let stopping = false;
     const stop = () => {
@@ -121,6 +118,10 @@ export async function run(argv: string[]): Promise<number> {
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    // Printed once the signals are handled: whoever reads the URL may stop the agent at once.
+    process.stdout.write(
+      `${JSON.stringify({ node: { url: agent.url, role: values.role, node_id: agent.nodeId } })}\n`,
+    );
   });
   return 0;
 }
