@@ -14,7 +14,16 @@ import {
   RolloutDetail,
   type RolloutQuery,
 } from '../../daemon/protocol/api';
-import { Group, NodeInfo, Recording, Rollout, Run, RunMetrics } from '../../daemon/protocol/entities';
+import {
+  AttemptOutput,
+  Group,
+  NodeInfo,
+  Recording,
+  Rollout,
+  Run,
+  RunMetrics,
+  RunWorkers,
+} from '../../daemon/protocol/entities';
 import { DaemonEvent } from '../../daemon/protocol/events';
 
 export class ApiError extends Error {
@@ -120,6 +129,14 @@ export class DaemonClient {
   }
   stopRun(id: string): Promise<unknown> {
     return this.request('POST', `/api/runs/${enc(id)}/stop`, z.unknown(), {});
+  }
+  /** Who runs the run's rollouts: attached workers, and the command that attaches one. */
+  runWorkers(id: string): Promise<RunWorkers> {
+    return this.request('GET', `/api/runs/${enc(id)}/workers`, RunWorkers);
+  }
+  /** The tail of an attempt's stdout/stderr (attempts the daemon's own workers ran). */
+  attemptOutput(id: string): Promise<AttemptOutput> {
+    return this.request('GET', `/api/attempts/${enc(id)}/output`, AttemptOutput);
   }
   runMetrics(id: string): Promise<RunMetrics[]> {
     return this.request('GET', `/api/runs/${enc(id)}/metrics`, listOf(RunMetrics));

@@ -2,7 +2,9 @@
 // tree views, diagnostics and the active recording.
 import * as vscode from 'vscode';
 import type { CreatedRecording } from '../../daemon/protocol/api';
+import type { RunWorkers } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
+import { describeWorkers } from '../../webview/src/workers';
 import type { DaemonClient, EventStream } from './client';
 import { DaemonManager, daemonUrl } from './daemon';
 import { NodesTree } from './nodesTree';
@@ -23,7 +25,10 @@ export class Ctx implements vscode.Disposable {
   /** The recording this window started (its key lives only here and in the terminals' env). */
   recording: CreatedRecording | undefined;
   /** The running runs, the most recently updated last (for the status bar). */
-  private readonly training = new Map<string, { name: string; step: number; steps?: number }>();
+  private readonly training = new Map<
+    string,
+    { name: string; step: number; steps?: number; workers?: RunWorkers }
+  >();
 
   constructor(
     readonly extension: vscode.ExtensionContext,
@@ -142,10 +147,20 @@ export class Ctx implements vscode.Disposable {
     this.nodesTree.onEvent(e);
     if (e.type === 'run') {
       const steps = (e.run.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
+      const before = this.training.get(e.run.id);
       this.training.delete(e.run.id);
-      if (e.run.status === 'running')
-        this.training.set(e.run.id, { name: e.run.name, step: e.run.step, steps });
+      if (e.run.status === 'running') {
+        this.training.set(e.run.id, { name: e.run.name, step: e.run.step, steps, workers: before?.workers });
+        if (!before) void this.fetchWorkers(e.run.id);
+      }
       this.updateStatus();
+    }
+    if (e.type === 'workers') {
+      const entry = this.training.get(e.workers.run_id);
+      if (entry) {
+        entry.workers = e.workers;
+        this.updateStatus();
+      }
     }
     if (e.type === 'recording' && this.recording?.id === e.recording.id && e.recording.status === 'stopped') {
       this.clearRecording();
@@ -187,6 +202,7 @@ export class Ctx implements vscode.Disposable {
               steps: latest.steps,
               url,
               others: this.training.size - 1,
+              workers: describeWorkers(latest.workers),
             });
           else this.status.set({ kind: 'idle', url });
         }
@@ -202,10 +218,25 @@ export class Ctx implements vscode.Disposable {
       for (const run of runs.items.filter((r) => r.status === 'running').reverse()) {
         const steps = (run.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
         this.training.set(run.id, { name: run.name, step: run.step, steps });
+        void this.fetchWorkers(run.id);
       }
       this.updateStatus();
     } catch {
       // the tree shows errors
+    }
+  }
+
+  /** Who runs a running run's rollouts (later changes come as `workers` events). */
+  private async fetchWorkers(runId: string) {
+    try {
+      const workers = await this.client?.runWorkers(runId);
+      const entry = this.training.get(runId);
+      if (workers && entry && !entry.workers) {
+        entry.workers = workers;
+        this.updateStatus();
+      }
+    } catch {
+      // an older daemon without the route: no note
     }
   }
 

@@ -1,5 +1,6 @@
 // Small pure formatting helpers for tree items (unit tested).
 import type { LlmCall, Rollout } from '../../daemon/protocol/entities';
+import type { WorkersNote } from '../../webview/src/workers';
 
 export function statusIcon(status: string): string {
   switch (status) {
@@ -79,7 +80,16 @@ export type StatusView =
   | { kind: 'starting' }
   | { kind: 'failed' }
   | { kind: 'idle'; url: string }
-  | { kind: 'training'; run: string; step: number; steps?: number; url: string; others?: number }
+  | {
+      kind: 'training';
+      run: string;
+      step: number;
+      steps?: number;
+      url: string;
+      others?: number;
+      /** What the run's workers need (describeWorkers), when anything. */
+      workers?: WorkersNote | null;
+    }
   | { kind: 'recording'; name: string; url: string };
 
 /** The status bar's text and tooltip line for each daemon state. */
@@ -96,6 +106,13 @@ export function describeStatus(s: StatusView): { text: string; detail: string } 
     case 'training': {
       const more = s.others ? ` (+${s.others})` : '';
       const moreRuns = s.others ? `, and ${s.others} more run${s.others > 1 ? 's' : ''}` : '';
+      if (s.workers?.waiting) {
+        // Nothing runs: no spinner, say why and what to do.
+        return {
+          text: `$(warning) ${s.run} step ${s.step}${s.steps ? `/${s.steps}` : ''} · ${s.workers.short}${more}`,
+          detail: `Run **${s.run}** at step ${s.step}${s.steps ? ` of ${s.steps}` : ''}${moreRuns}: ${s.workers.detail}`,
+        };
+      }
       return {
         text: `$(sync~spin) ${s.run} step ${s.step}${s.steps ? `/${s.steps}` : ''}${more}`,
         detail: `Training run **${s.run}**, step ${s.step}${s.steps ? ` of ${s.steps}` : ''}${moreRuns} (${s.url})`,

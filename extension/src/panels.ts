@@ -262,6 +262,8 @@ export class DashboardPanel extends Panel {
         if (e.type === 'run_metrics' && e.metrics.run_id === this.runId)
           this.post({ type: 'metrics', metrics: e.metrics });
         if (e.type === 'run' && e.run.id === this.runId) this.post({ type: 'run', run: e.run });
+        if (e.type === 'workers' && e.workers.run_id === this.runId)
+          this.post({ type: 'workers', workers: e.workers });
       }),
     );
   }
@@ -283,6 +285,9 @@ export class DashboardPanel extends Panel {
       const [run, metrics] = await Promise.all([client.getRun(this.runId), client.runMetrics(this.runId)]);
       this.panel.title = `Run ${run.name}`;
       this.post({ type: 'dashboard', run, metrics });
+      // Who runs the rollouts (an older daemon has no such route: no note then).
+      const workers = await client.runWorkers(this.runId).catch(() => null);
+      if (workers) this.post({ type: 'workers', workers });
     } catch (err) {
       this.post({ type: 'error', message: `Could not load run ${this.runId}: ${errorText(err)}` });
     }

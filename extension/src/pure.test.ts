@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { describeWorkers } from '../../webview/src/workers';
 import { callLabel, describeStatus, formatReward, rolloutDescription, statusIcon } from './labels';
 import { parseRange, verifierReward } from './parse';
 import { recordingEnv, recordingSnippets } from './snippets';
@@ -80,5 +81,30 @@ describe('the status bar', () => {
     expect(three.text).toBe('$(sync~spin) math step 3/10 (+2)');
     expect(three.detail).toContain('and 2 more runs');
     expect(describeStatus({ kind: 'recording', name: 's', url: 'u' }).text).toBe('$(record) Recording s');
+  });
+
+  it('stops spinning and says what to run while a run waits for a worker', () => {
+    const workers = describeWorkers({
+      run_id: 'run_1',
+      mode: 'external',
+      workers: [],
+      last_seen_at: '2025-01-01T00:00:00.000Z',
+      command: 'harness-rl worker --run run_1 --url u --data /d',
+      error: null,
+    });
+    const s = describeStatus({ kind: 'training', run: 'math', step: 0, steps: 30, url: 'u', workers });
+    expect(s.text).toBe('$(warning) math step 0/30 · no worker');
+    expect(s.detail).toContain(
+      'The last worker went away. Waiting for a worker: run `harness-rl worker --run run_1',
+    );
+    const attached = describeStatus({
+      kind: 'training',
+      run: 'math',
+      step: 2,
+      steps: 30,
+      url: 'u',
+      workers: null,
+    });
+    expect(attached.text).toBe('$(sync~spin) math step 2/30');
   });
 });

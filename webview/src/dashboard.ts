@@ -2,10 +2,11 @@
 import 'uplot/dist/uPlot.min.css';
 import './dashboard.css';
 import uPlot from 'uplot';
-import type { Run, RunMetrics } from '../../daemon/protocol/entities';
+import type { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
 import { clear, h } from './dom';
 import { chartSpecs, seriesOf, upsertMetrics } from './metrics';
 import { type DashboardState, ToDashboard, type VsCodeApi } from './protocol';
+import { describeWorkers } from './workers';
 
 declare function acquireVsCodeApi(): VsCodeApi<DashboardState>;
 const vscode = acquireVsCodeApi();
@@ -14,6 +15,7 @@ document.body.append(root);
 
 let run: Run | null = null;
 let rows: RunMetrics[] = [];
+let workers: RunWorkers | undefined;
 const plots = new Map<string, uPlot>();
 
 window.addEventListener('message', (ev: MessageEvent) => {
@@ -22,6 +24,7 @@ window.addEventListener('message', (ev: MessageEvent) => {
   const msg = parsed.data;
   switch (msg.type) {
     case 'dashboard':
+      if (run?.id !== msg.run.id) workers = undefined;
       run = msg.run;
       rows = msg.metrics;
       vscode.setState({ run_id: msg.run.id });
@@ -30,6 +33,12 @@ window.addEventListener('message', (ev: MessageEvent) => {
     case 'run':
       if (run && msg.run.id === run.id) {
         run = msg.run;
+        renderHeader();
+      }
+      break;
+    case 'workers':
+      if (run && msg.workers.run_id === run.id) {
+        workers = msg.workers;
         renderHeader();
       }
       break;
@@ -81,6 +90,32 @@ function renderHeader() {
     h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Refresh'),
   ];
   header.append(...parts.filter((p): p is Node => p !== null));
+  renderWorkers(r);
+}
+
+/** Below the header: nothing runs the rollouts (waiting for a worker, the last one went away). */
+function renderWorkers(r: Run) {
+  document.getElementById('run-workers')?.remove();
+  const note = r.status === 'running' ? describeWorkers(workers) : null;
+  if (!note?.waiting) return;
+  const [before, command] = note.command ? note.detail.split(/`([^`]*)`/) : [note.detail, null];
+  document
+    .getElementById('header')
+    ?.after(
+      h(
+        'div',
+        { id: 'run-workers', class: 'notice', role: 'status' },
+        h('span', {}, before ?? ''),
+        command ? h('code', {}, command) : null,
+        command
+          ? h(
+              'button',
+              { onclick: () => vscode.postMessage({ type: 'copy', what: 'worker command', text: command }) },
+              'Copy',
+            )
+          : null,
+      ),
+    );
 }
 
 function render() {

@@ -2,7 +2,7 @@
 // validate with these schemas (the host before acting, the webview before rendering).
 import { z } from 'zod';
 import { RolloutDetail } from '../../daemon/protocol/api';
-import { Run, RunMetrics } from '../../daemon/protocol/entities';
+import { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
 import { SampleJson } from '../../daemon/protocol/samples';
 
 /** Host → trajectory webview. */
@@ -28,6 +28,7 @@ export const ToDashboard = z.discriminatedUnion('type', [
   z.object({ type: z.literal('dashboard'), run: Run, metrics: z.array(RunMetrics) }),
   z.object({ type: z.literal('metrics'), metrics: RunMetrics }),
   z.object({ type: z.literal('run'), run: Run }),
+  z.object({ type: z.literal('workers'), workers: RunWorkers }),
   z.object({ type: z.literal('error'), message: z.string() }),
 ]);
 
