@@ -47,6 +47,19 @@ if [ ! -f node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund >&2
 fi
 
+# --- the coding-agent CLIs (test/e2e/agents-cli.test.ts) ---------------------------------------
+# Claude Code, Codex, opencode, Qwen Code and Gemini CLI, pinned in test/agents-cli/package.json and
+# installed there (not by the root npm ci: they are ~1.4 GB, ~40 s); again only when its lock changed.
+# `npm install --no-save`, not `npm ci`: npm 11 leaves other platforms' optional binaries
+# (opencode-darwin-arm64 …) out of the lock and then refuses it in `npm ci`; the lock is still used.
+agents=test/agents-cli
+agents_sum=$(sha256sum "$agents/package-lock.json" | cut -d' ' -f1)
+if [ "$(cat "$agents/node_modules/.lock-sha256" 2>/dev/null)" != "$agents_sum" ]; then
+  log "installing the agent CLIs (npm install in $agents)"
+  (cd "$agents" && npm install --no-save --no-audit --no-fund >&2 && echo "$agents_sum" >node_modules/.lock-sha256)
+fi
+# --- end of the agent CLIs --------------------------------------------------------------------
+
 # --- PostgreSQL -------------------------------------------------------------------------------
 if [ -n "${HARNESS_RL_TEST_PG:-}" ]; then
   log "using HARNESS_RL_TEST_PG as set"

@@ -1,0 +1,244 @@
+// The coding-agent CLIs people use (Claude Code, Codex, opencode, Qwen Code, Gemini CLI), the real
+// programs from npm (pinned in test/agents-cli/package.json, installed there by
+// scripts/setup-test-env.sh), run non-interactively against a real daemon whose backend is the fake
+// vLLM with a script: the agent's first main call is answered with a call of its own file or shell
+// tool that writes hello.txt in a throw-away folder, the next (after the tool result) with a final
+// text. Each CLI runs on a rollout URL and on a recording, with a throw-away HOME, telemetry and
+// update checks off, every URL it is given on 127.0.0.1. The settings come from test/agents-cli/agents.ts,
+// the table docs/agents.md is written from.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LlmCall } from '../../daemon/protocol/entities';
+import {
+  AGENTS,
+  AGENTS_BIN,
+  type AgentSpec,
+  FINAL_TEXT,
+  TASK_MARKER,
+  taskPrompt,
+} from '../agents-cli/agents';
+import { type FakeVllm, type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+
+const installed = existsSync(AGENTS_BIN);
+if (!installed) {
+  const why = `the agent CLIs are not installed in ${AGENTS_BIN} (scripts/setup-test-env.sh does it)`;
+  if (process.env.CI) throw new Error(why);
+  process.stderr.write(`\n  SKIPPING the agent CLI tests: ${why}\n`);
+}
+
+const MODEL = 'toy';
+let fake: FakeVllm;
+let daemon: TestDaemon;
+let root: string;
+/** The scripts of the CLIs running now, by the folder their task names. */
+const scripts = new Map<string, AgentSpec>();
+
+function text(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('');
+  return '';
+}
+
+/**
+ * The backend's answers: a request whose user turn carries a task (by its folder) is the agent's main
+ * call: the tool call that writes the file, then after its result the final text; anything else
+ * (titles, topic checks, summaries) a short text.
+ */
+function script(request: Record<string, any>): ScriptedReply {
+  const messages: { role: string; content?: unknown }[] = request.messages ?? [];
+  const users = messages.filter((m) => m.role === 'user').map((m) => text(m.content));
+  const dir = users.map((u) => new RegExp(`${TASK_MARKER} (\\S+)`).exec(u)?.[1]).find(Boolean);
+  const agent = dir ? scripts.get(dir) : undefined;
+  const tools: { name: string }[] = (request.tools ?? []).map((t: any) => t.function);
+  if (!agent || !dir || tools.length === 0) return { text: 'Hello file' };
+  if (messages.some((m) => m.role === 'tool')) return { text: FINAL_TEXT };
+  const tool = tools.find((t) => t.name === agent.tool.name);
+  if (!tool) return { text: `no ${agent.tool.name} among ${tools.map((t) => t.name).join(', ')}` };
+  return { tool: { name: tool.name, arguments: JSON.stringify(agent.tool.arguments(dir)) } };
+}
+
+beforeAll(async () => {
+  if (!installed) return;
+  root = await mkdtemp(join(tmpdir(), 'harness-rl-agents-'));
+  fake = await startFakeVllm({ model: MODEL, script, maxModelLen: 1_000_000 });
+  daemon = await startTestDaemon({ backends: [fake.url] });
+});
+afterAll(async () => {
+  await daemon?.close();
+  await fake?.close();
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+function runCli(cmd: string, args: string[], env: Record<string, string>, cwd: string, timeoutMs: number) {
+  return new Promise<Ran>((done) => {
+    const t0 = Date.now();
+    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    const timer = setTimeout(() => {
+      stderr += `\n[killed after ${timeoutMs} ms]`;
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr, ms: Date.now() - t0 });
+    });
+  });
+}
+
+type Mode = 'rollout' | 'recording';
+
+interface Endpoints {
+  key: string;
+  openai_base_url: string;
+  anthropic_base_url: string;
+  calls(): Promise<LlmCall[]>;
+  stop?(): Promise<unknown>;
+}
+
+async function endpoints(mode: Mode, name: string): Promise<Endpoints> {
+  if (mode === 'rollout') {
+    const r = await daemon.api('POST', '/api/rollouts', {});
+    expect(r.status).toBe(201);
+    return {
+      ...r.body,
+      calls: async () => (await daemon.api('GET', `/api/rollouts/${r.body.id}`)).body.llm_calls,
+    };
+  }
+  const r = await daemon.api('POST', '/api/recordings', {
+    name,
+    upstream: { kind: 'vllm', base_url: fake.url },
+  });
+  expect(r.status).toBe(201);
+  return {
+    ...r.body,
+    calls: async () => (await daemon.api('GET', `/api/recordings/${r.body.id}`)).body.calls,
+    stop: () => daemon.api('POST', `/api/recordings/${r.body.id}/stop`, {}),
+  };
+}
+
+/** Whether `value` holds `args`: as an object (Messages, Gemini) or as a JSON string (Chat, Responses). */
+function holdsArguments(value: unknown, args: Record<string, unknown>): boolean {
+  if (typeof value === 'string') {
+    if (!value.startsWith('{')) return false;
+    try {
+      return holdsArguments(JSON.parse(value), args) || isDeepStrictEqual(JSON.parse(value), args);
+    } catch {
+      return false;
+    }
+  }
+  if (value && typeof value === 'object') {
+    if (isDeepStrictEqual(value, args)) return true;
+    return Object.values(value).some((v) => holdsArguments(v, args));
+  }
+  return false;
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
+  for (const agent of AGENTS)
+    for (const mode of ['rollout', 'recording'] as Mode[])
+      it(`${agent.name} ${agent.version} on a ${mode}: writes the file with its own tool, exits 0, every call recorded as it was answered`, async () => {
+        const dir = await mkdtemp(join(root, `${agent.id}-${mode}-`));
+        const home = join(dir, 'home');
+        const work = join(dir, 'work');
+        await mkdir(home);
+        await mkdir(work);
+        scripts.set(work, agent);
+        const ep = await endpoints(mode, `${agent.id} ${mode}`);
+        const setup = await agent.setup({
+          home,
+          work,
+          model: MODEL,
+          key: ep.key,
+          openaiBaseUrl: ep.openai_base_url,
+          anthropicBaseUrl: ep.anthropic_base_url,
+        });
+        const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...setup.env };
+        // nothing off this machine: every URL the CLI is given is the daemon's
+        for (const v of Object.values(env)) expect(v).not.toMatch(/https?:\/\/(?!127\.0\.0\.1[:/])/);
+        const ran = await runCli(
+          resolve(AGENTS_BIN, agent.bin),
+          setup.args(taskPrompt(work)),
+          env,
+          work,
+          90_000,
+        );
+        await ep.stop?.();
+        const calls = await ep.calls();
+        if (process.env.HARNESS_RL_AGENTS_DEBUG)
+          console.log(
+            agent.id,
+            mode,
+            ran,
+            JSON.stringify(calls.map((c) => [c.wire_api, c.stream, c.status, c.tags, c.model, c.error])),
+          );
+        expect(ran.code, `${ran.stdout}\n${ran.stderr}`).toBe(0);
+        expect(ran.stdout).toContain(FINAL_TEXT);
+        expect(await readFile(join(work, 'hello.txt'), 'utf8')).toBe(`hello from ${agent.id}\n`);
+
+        for (const c of calls) {
+          expect(c.status, `${c.error}`).toBe('ok');
+          expect(c.wire_api).toBe(agent.wireApi);
+          expect(c.stream).toBe(agent.streams);
+          expect(c.response_logprobs?.length).toBe(c.response_ids?.length);
+          // the tokens are the backend's own
+          const produced = fake.produced.find((p) => isDeepStrictEqual(p.prompt_ids, c.prompt_ids));
+          expect(produced?.choices[0].ids).toEqual(c.response_ids);
+          expect(produced?.choices[0].logprobs).toEqual(c.response_logprobs);
+        }
+        // the main calls: its tool reached the backend and was called, then the final answer; the
+        // stored responses hold what the CLI acted on (the call's arguments, the text it printed)
+        const toolsOf = (c: LlmCall): string[] =>
+          ((c.backend_request as { tools?: { function?: { name?: string } }[] } | null)?.tools ?? []).map(
+            (t) => t.function?.name ?? '',
+          );
+        const main = calls.filter((c) => toolsOf(c).includes(agent.tool.name));
+        expect(main.length).toBe(2);
+        const [first, last] = main;
+        expect(holdsArguments(first.response, agent.tool.arguments(work))).toBe(true);
+        expect(JSON.stringify(last.response)).toContain(FINAL_TEXT);
+        // everything else is a side call (titles, checks): tagged so in a recording (a rollout keeps them untagged)
+        const side = calls.filter((c) => !main.includes(c));
+        if (mode === 'recording') for (const c of side) expect(c.tags).toContain('side');
+        for (const c of main) expect(c.tags.filter((t) => t === 'side')).toEqual([]);
+
+        // one benchmark line: calls, tokens, and the proxy's added time per call (its total minus the backend's)
+        const added = calls.map((c) => {
+          const p = fake.produced.find((x) => isDeepStrictEqual(x.prompt_ids, c.prompt_ids));
+          return (c.total_ms ?? 0) - (p?.ms ?? 0);
+        });
+        console.log(
+          JSON.stringify({
+            bench: 'agents-cli',
+            cli: agent.id,
+            version: agent.version,
+            mode,
+            calls: calls.length,
+            side_calls: side.length,
+            prompt_tokens: sum(calls.map((c) => c.prompt_ids?.length ?? 0)),
+            response_tokens: sum(calls.map((c) => c.response_ids?.length ?? 0)),
+            proxy_added_ms_per_call: Math.round((sum(added) / calls.length) * 10) / 10,
+            cli_wall_ms: ran.ms,
+          }),
+        );
+      });
+});
