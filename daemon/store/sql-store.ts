@@ -51,7 +51,8 @@ const NODE_STATUSES = NodeInfo.shape.status.options;
 
 // ---- row mapping -------------------------------------------------------------------------------
 
-const RUN_COLS = 'id, name, status, config, step, model_version, error, created_at, updated_at, base_dir';
+const RUN_COLS_V1 = 'id, name, status, config, step, model_version, error, created_at, updated_at';
+const RUN_COLS = `${RUN_COLS_V1}, base_dir`;
 function toRun(r: Row): Run {
   return {
     id: String(r.id),
@@ -391,7 +392,7 @@ export class SqlStore implements Store {
       ...(input.base_dir === undefined ? {} : { base_dir: input.base_dir }),
     };
     return this.tx(async (q, emit) => {
-      await q.run(`INSERT INTO runs (${RUN_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+      const values = [
         run.id,
         run.name,
         run.status,
@@ -401,8 +402,16 @@ export class SqlStore implements Store {
         run.error,
         run.created_at,
         run.updated_at,
-        run.base_dir ?? null,
-      ]);
+      ];
+      // base_dir only when given (a store opened at an older schema version has no such column).
+      if (run.base_dir === undefined) {
+        await q.run(`INSERT INTO runs (${RUN_COLS_V1}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, values);
+      } else {
+        await q.run(`INSERT INTO runs (${RUN_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+          ...values,
+          run.base_dir,
+        ]);
+      }
       emit({ type: 'run', run });
       return run;
     });

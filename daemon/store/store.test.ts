@@ -764,7 +764,7 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2, 3, 4]);
+    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5]);
     // Version 4 hashed the keys in place: the old keys still work, and the database holds none.
     expect(await upgraded.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
     expect(await upgraded.getRecordingKeyHash(rec.id)).toBe(keyHash(rec.key));
@@ -785,6 +785,9 @@ describe.each(active)('$name store', (backend) => {
       expect(storage.map((r) => r.attstorage)).toEqual(['e']);
     }
     expect(await upgraded.getRun(run.id)).toMatchObject({ name: 'before upgrade', config: { n: 1 } });
+    // Version 5: runs keep their config's folder.
+    const withDir = await upgraded.createRun({ name: 'after upgrade', config: {}, base_dir: '/work/runs' });
+    expect(await upgraded.getRun(withDir.id)).toMatchObject({ base_dir: '/work/runs' });
     expect((await upgraded.getLlmCall(call.id))?.prompt_ids).toEqual([5, 6, 7]);
     expect(
       (await upgraded.listRollouts({ run_id: run.id, status: 'queued' })).items.map((r) => r.id),
@@ -793,7 +796,7 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2, 3, 4]);
+    expect(await versions(again)).toEqual([1, 2, 3, 4, 5]);
     expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
   });
 

@@ -278,4 +278,48 @@ describe('run dashboard in Chromium', () => {
     expect(sent.find((m) => m.type === 'stopRun')?.run_id).toBe(run.id);
     await p.close();
   });
+
+  it('says the run waits for a worker, with the command and a Copy button, until one attaches', async () => {
+    const p = await open('dashboard');
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'dashboard',
+      run: { ...run, step: 0 },
+      metrics: [],
+    } satisfies ToDashboard);
+    await p.locator('h1', { hasText: 'math-agent' }).waitFor();
+    const command = `harness-rl worker --run ${run.id} --url http://127.0.0.1:4100 --data /home/me/.harness-rl`;
+    const workers = {
+      run_id: run.id,
+      mode: 'external' as const,
+      workers: [],
+      last_seen_at: null,
+      command,
+      error: null,
+    };
+    await p.evaluate((m) => window.postMessage(m, '*'), { type: 'workers', workers } satisfies ToDashboard);
+    await expect.poll(() => p.locator('#run-workers').innerText()).toContain('Waiting for a worker: run');
+    expect(await p.locator('#run-workers code').innerText()).toBe(command);
+    await p.screenshot({ path: join(artifacts, 'webview-dashboard-waiting.png'), fullPage: true });
+    await p.locator('#run-workers button', { hasText: 'Copy' }).click();
+    const sent = await p.evaluate(
+      () => (window as unknown as { __sent: { type: string; text?: string }[] }).__sent,
+    );
+    expect(sent.find((m) => m.type === 'copy')?.text).toBe(command);
+    const seen = '2026-12-02T12:00:01.000Z';
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'workers',
+      workers: {
+        ...workers,
+        workers: [{ name: 'host:1', daemon: false, last_seen: seen }],
+        last_seen_at: seen,
+      },
+    } satisfies ToDashboard);
+    await expect.poll(() => p.locator('#run-workers').count()).toBe(0);
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'workers',
+      workers: { ...workers, last_seen_at: seen },
+    } satisfies ToDashboard);
+    await expect.poll(() => p.locator('#run-workers').innerText()).toContain('The last worker went away.');
+    await p.close();
+  });
 });
