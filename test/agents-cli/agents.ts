@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WireApi } from '../../daemon/protocol/entities';
-import { recordingSnippets } from '../../extension/src/snippets';
+import { recordingEnv, recordingSnippets } from '../../extension/src/snippets';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Where scripts/setup-test-env.sh installs the CLIs (npm ci in this folder). */
@@ -60,12 +60,16 @@ async function writeConfig(path: string, text: string): Promise<void> {
   await writeFile(path, text);
 }
 
+const endpointsOf = (e: AgentEndpoints) => ({
+  name: 'test',
+  key: e.key,
+  openai_base_url: e.openaiBaseUrl,
+  anthropic_base_url: e.anthropicBaseUrl,
+});
+
 /** The ```toml block of the extension's recording snippet for Codex. */
 function codexSnippet(e: AgentEndpoints): string {
-  const md = recordingSnippets(
-    { name: 'test', key: e.key, openai_base_url: e.openaiBaseUrl, anthropic_base_url: e.anthropicBaseUrl },
-    e.model,
-  );
+  const md = recordingSnippets(endpointsOf(e), e.model);
   const m = /## Codex[^\n]*\n```toml\n([\s\S]*?)```/.exec(md);
   if (!m) throw new Error('the recording snippets have no Codex config.toml block');
   return m[1];
@@ -86,9 +90,9 @@ export const AGENTS: AgentSpec[] = [
     async setup(e) {
       return {
         env: {
-          ANTHROPIC_BASE_URL: e.anthropicBaseUrl,
-          // a bearer token: ANTHROPIC_API_KEY would be sent as x-api-key and asks to be approved once
-          ANTHROPIC_AUTH_TOKEN: e.key,
+          // what the extension gives a terminal: ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN (sent as a
+          // bearer token) and ANTHROPIC_API_KEY (x-api-key), OPENAI_BASE_URL, OPENAI_API_KEY
+          ...recordingEnv(endpointsOf(e)),
           ANTHROPIC_MODEL: e.model,
           ANTHROPIC_SMALL_FAST_MODEL: e.model,
           ANTHROPIC_DEFAULT_HAIKU_MODEL: e.model,
@@ -119,7 +123,7 @@ export const AGENTS: AgentSpec[] = [
         `check_for_update_on_startup = false\n${codexSnippet(e)}\n[analytics]\nenabled = false\n\n[otel]\nexporter = "none"\n`,
       );
       return {
-        env: { CODEX_HOME: codexHome, OPENAI_API_KEY: e.key },
+        env: { CODEX_HOME: codexHome, OPENAI_API_KEY: recordingEnv(endpointsOf(e)).OPENAI_API_KEY },
         args: (prompt) => [
           'exec',
           '--skip-git-repo-check',
@@ -193,7 +197,8 @@ export const AGENTS: AgentSpec[] = [
       };
       await writeConfig(join(e.home, '.qwen', 'settings.json'), JSON.stringify(settings, null, 2));
       return {
-        env: { OPENAI_BASE_URL: e.openaiBaseUrl, OPENAI_API_KEY: e.key, OPENAI_MODEL: e.model },
+        // the extension's terminal variables (OPENAI_BASE_URL, OPENAI_API_KEY …) and the model
+        env: { ...recordingEnv(endpointsOf(e)), OPENAI_MODEL: e.model },
         args: (prompt) => ['-p', prompt, '--yolo', '--auth-type', 'openai', '--model', e.model],
       };
     },

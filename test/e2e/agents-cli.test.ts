@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunConfig } from '../../daemon/protocol/config';
 import type { LlmCall } from '../../daemon/protocol/entities';
 import {
   AGENTS,
@@ -46,21 +47,21 @@ function text(content: unknown): string {
 }
 
 /**
- * The backend's answers: a request whose user turn carries a task (by its folder) is the agent's main
- * call: the tool call that writes the file, then after its result the final text; anything else
- * (titles, topic checks, summaries) a short text.
+ * The backend's answers: a request that offers the agent's tool and whose prompt names a task folder is
+ * the agent's main call: the tool call that writes the file, then, once a tool result is in the prompt,
+ * the final text (a bridged call comes as token ids on /v1/completions: the same, by its prompt text);
+ * anything else (titles, topic checks, summaries) gets a short text.
  */
-function script(request: Record<string, any>): ScriptedReply {
-  const messages: { role: string; content?: unknown }[] = request.messages ?? [];
-  const users = messages.filter((m) => m.role === 'user').map((m) => text(m.content));
-  const dir = users.map((u) => new RegExp(`${TASK_MARKER} (\\S+)`).exec(u)?.[1]).find(Boolean);
+function script(request: Record<string, any>, prompt: { text: string }): ScriptedReply {
+  const dir = new RegExp(`${TASK_MARKER} (\\S+)`).exec(prompt.text)?.[1];
   const agent = dir ? scripts.get(dir) : undefined;
-  const tools: { name: string }[] = (request.tools ?? []).map((t: any) => t.function);
-  if (!agent || !dir || tools.length === 0) return { text: 'Hello file' };
-  if (messages.some((m) => m.role === 'tool')) return { text: FINAL_TEXT };
-  const tool = tools.find((t) => t.name === agent.tool.name);
-  if (!tool) return { text: `no ${agent.tool.name} among ${tools.map((t) => t.name).join(', ')}` };
-  return { tool: { name: tool.name, arguments: JSON.stringify(agent.tool.arguments(dir)) } };
+  const toolResult = prompt.text.includes(`<|im_start|>tool\n`);
+  if (!agent || !dir) return { text: 'Hello file' };
+  if (request.prompt !== undefined) return { text: toolResult ? FINAL_TEXT : 'Hello file' };
+  const tools: string[] = (request.tools ?? []).map((t: any) => t.function?.name);
+  if (!tools.includes(agent.tool.name)) return { text: 'Hello file' };
+  if (toolResult) return { text: FINAL_TEXT };
+  return { tool: { name: agent.tool.name, arguments: JSON.stringify(agent.tool.arguments(dir)) } };
 }
 
 beforeAll(async () => {
@@ -103,7 +104,8 @@ function runCli(cmd: string, args: string[], env: Record<string, string>, cwd: s
   });
 }
 
-type Mode = 'rollout' | 'recording';
+/** A standalone rollout, a recording, or a rollout of a run with the token bridge (tito) on. */
+type Mode = 'rollout' | 'recording' | 'bridge';
 
 interface Endpoints {
   key: string;
@@ -114,6 +116,24 @@ interface Endpoints {
 }
 
 async function endpoints(mode: Mode, name: string): Promise<Endpoints> {
+  if (mode === 'bridge') {
+    const store = daemon.ctx.store;
+    const config = RunConfig.parse({
+      name,
+      model: { name: MODEL },
+      tasks: { file: 'x.jsonl' },
+      algorithm: { tito: true },
+    });
+    const run = await store.createRun({ name, config });
+    const r = await store.createRollout({ kind: 'run', run_id: run.id });
+    await store.startAttempt(r.id, 'agents-cli');
+    return {
+      key: r.key,
+      openai_base_url: `${daemon.url}/r/${r.id}/v1`,
+      anthropic_base_url: `${daemon.url}/r/${r.id}`,
+      calls: () => store.listLlmCalls(r.id),
+    };
+  }
   if (mode === 'rollout') {
     const r = await daemon.api('POST', '/api/rollouts', {});
     expect(r.status).toBe(201);
@@ -155,7 +175,7 @@ const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
   for (const agent of AGENTS)
-    for (const mode of ['rollout', 'recording'] as Mode[])
+    for (const mode of ['rollout', 'recording', 'bridge'] as Mode[])
       it(`${agent.name} ${agent.version} on a ${mode}: writes the file with its own tool, exits 0, every call recorded as it was answered`, async () => {
         const dir = await mkdtemp(join(root, `${agent.id}-${mode}-`));
         const home = join(dir, 'home');
@@ -189,7 +209,9 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
             agent.id,
             mode,
             ran,
-            JSON.stringify(calls.map((c) => [c.wire_api, c.stream, c.status, c.tags, c.model, c.error])),
+            JSON.stringify(
+              calls.map((c) => [c.wire_api, c.stream, c.status, c.tags, c.model, c.error, c.token_source]),
+            ),
           );
         expect(ran.code, `${ran.stdout}\n${ran.stderr}`).toBe(0);
         expect(ran.stdout).toContain(FINAL_TEXT);
@@ -199,6 +221,7 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
           expect(c.status, `${c.error}`).toBe('ok');
           expect(c.wire_api).toBe(agent.wireApi);
           expect(c.stream).toBe(agent.streams);
+          expect(c.prompt_ids?.length).toBeGreaterThan(0);
           expect(c.response_logprobs?.length).toBe(c.response_ids?.length);
           // the tokens are the backend's own
           const produced = fake.produced.find((p) => isDeepStrictEqual(p.prompt_ids, c.prompt_ids));
@@ -207,15 +230,18 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
         }
         // the main calls: its tool reached the backend and was called, then the final answer; the
         // stored responses hold what the CLI acted on (the call's arguments, the text it printed)
-        const toolsOf = (c: LlmCall): string[] =>
-          ((c.backend_request as { tools?: { function?: { name?: string } }[] } | null)?.tools ?? []).map(
-            (t) => t.function?.name ?? '',
-          );
-        const main = calls.filter((c) => toolsOf(c).includes(agent.tool.name));
+        const main = calls.filter((c) => JSON.stringify(c.request).includes(`"name":"${agent.tool.name}"`));
         expect(main.length).toBe(2);
         const [first, last] = main;
         expect(holdsArguments(first.response, agent.tool.arguments(work))).toBe(true);
         expect(JSON.stringify(last.response)).toContain(FINAL_TEXT);
+        if (mode === 'bridge') {
+          // the CLI resent what it got: the second call is bridged, its prompt extends the first's prompt + response
+          expect(last.token_source).toBe('bridge');
+          expect(
+            last.prompt_ids?.slice(0, (first.prompt_ids?.length ?? 0) + (first.response_ids?.length ?? 0)),
+          ).toEqual([...(first.prompt_ids ?? []), ...(first.response_ids ?? [])]);
+        }
         // everything else is a side call (titles, checks): tagged so in a recording (a rollout keeps them untagged)
         const side = calls.filter((c) => !main.includes(c));
         if (mode === 'recording') for (const c of side) expect(c.tags).toContain('side');
