@@ -17,6 +17,7 @@ import {
   nativeOutput,
   type Output,
   runCall,
+  servedBody,
   translatedOutput,
 } from './pipeline';
 import { Recorder } from './recorder';
@@ -114,13 +115,33 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     return call;
   };
 
+  /** The names each recording's vLLM upstream serves, asked at most once a minute while it answers. */
+  const upstreamNames = new Map<string, { at: number; names: Promise<string[] | null> }>();
+  const servedNames = (root: string): Promise<string[] | null> => {
+    const known = upstreamNames.get(root);
+    if (known && Date.now() - known.at < 60_000) return known.names;
+    const names = send(`${root}/v1/models`, { method: 'GET', timeoutMs: 10_000 })
+      .then(async (res) => {
+        const text = await readText(res);
+        if (res.statusCode !== 200) return null;
+        const data = (JSON.parse(text) as { data?: { id?: unknown }[] }).data ?? [];
+        return data.map((m) => m.id).filter((id): id is string => typeof id === 'string');
+      })
+      .catch(() => null);
+    upstreamNames.set(root, { at: Date.now(), names });
+    // not known (down, not vLLM-shaped): asked again by the next call
+    names.then((n) => n === null && upstreamNames.get(root)?.names === names && upstreamNames.delete(root));
+    return names;
+  };
+
   /** Secrets-backed target for a recording's OpenAI / vLLM upstream (chat and completions). */
   const fixedTarget = async (scope: Scope): Promise<FixedTarget | null> => {
     const u = scope.upstream;
     if (!u) return null;
     if (u.kind === 'vllm') {
       if (!u.base_url) throw new ProxyError(400, 'the recording upstream "vllm" has no base_url');
-      return { root: rootUrl(u.base_url), name: u.base_url, headers: {}, extras: true };
+      const root = rootUrl(u.base_url);
+      return { root, name: u.base_url, headers: {}, extras: true, served: await servedNames(root) };
     }
     if (u.kind === 'openai') {
       const key = upstreamKey(ctx.dataDir, 'openai');
@@ -332,7 +353,11 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
           const root = target?.root ?? b?.root;
           if (!root) throw new ProxyError(503, 'no healthy inference backend to count tokens with');
           const res = await send(`${root}/tokenize`, {
-            body: JSON.stringify({ model: chat.model, messages: chat.messages, tools: chat.tools }),
+            body: JSON.stringify(
+              target
+                ? servedBody(target, { model: chat.model, messages: chat.messages, tools: chat.tools })
+                : { model: chat.model, messages: chat.messages, tools: chat.tools },
+            ),
             headers: target?.headers,
             timeoutMs: ctx.config.backend_timeout_ms,
           });

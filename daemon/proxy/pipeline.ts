@@ -94,6 +94,18 @@ export interface FixedTarget {
   headers: Record<string, string>;
   /** Add return_token_ids/logprobs (vLLM understands them; OpenAI does not). */
   extras: boolean;
+  /**
+   * The names a vLLM upstream serves (its /v1/models), when known: a model name it does not serve (an
+   * agent's built-in side-call or router model) is sent as the first of them, as the pool does.
+   */
+  served?: string[] | null;
+}
+
+/** `body` with its model name one that `target` serves (unchanged when it serves it or is not known to). */
+export function servedBody(target: FixedTarget, body: Json): Json {
+  const served = target.served;
+  if (!served?.length || typeof body.model !== 'string' || served.includes(body.model)) return body;
+  return { ...body, model: served[0] };
 }
 
 export interface CallInit {
@@ -315,6 +327,7 @@ export async function dispatch(
   const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const timeoutMs = call.ctx.config.backend_timeout_ms;
   if (target) {
+    body = servedBody(target, body);
     const payload = JSON.stringify(body);
     call.snapshot = () => ({
       backend_request: body,

@@ -1,0 +1,65 @@
+// A recording whose upstream is the user's own vLLM: an agent's built-in model names (Claude Code's
+// Haiku side calls, Gemini CLI's flash-lite router and pro model) reach the vLLM as the name it serves,
+// as they do through the pool on a rollout, instead of vLLM's 404 for a name it does not serve.
+import Anthropic from '@anthropic-ai/sdk';
+import { describe, expect, it } from 'vitest';
+import { proxyOnFakeVllm } from './proxy-setup';
+
+const env = proxyOnFakeVllm();
+
+async function vllmRecording() {
+  const rec = await env.proxy.store.createRecording({
+    name: 'own vLLM',
+    upstream: { kind: 'vllm', base_url: env.fake.url },
+  });
+  return rec;
+}
+
+describe('a recording on a vLLM upstream', () => {
+  it("an agent's model names the vLLM does not serve are sent as the one it serves; its own name unchanged", async () => {
+    const rec = await vllmRecording();
+    const anthropic = new Anthropic({ apiKey: rec.key, baseURL: env.proxy.url, maxRetries: 0 });
+    const side = await anthropic.messages.create({
+      model: 'claude-haiku-4-5-20251001',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'a title please' }],
+    });
+    expect(side.content).toEqual([{ type: 'text', text: 'echo: a title please' }]);
+    expect(env.fake.produced.at(-1)?.request.model).toBe('toy');
+
+    const res = await fetch(`${env.proxy.url}/v1beta/models/gemini-3.1-pro-preview:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': rec.key },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello gemini' }] }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(env.fake.produced.at(-1)?.request.model).toBe('toy');
+
+    await anthropic.messages.create({
+      model: 'toy',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(env.fake.produced.at(-1)?.request.model).toBe('toy');
+
+    const calls = await env.proxy.store.listRecordingCalls(rec.id);
+    expect(calls.map((c) => [c.wire_api, c.status, c.model])).toEqual([
+      ['messages', 'ok', 'toy'],
+      ['gemini', 'ok', 'toy'],
+      ['messages', 'ok', 'toy'],
+    ]);
+    // the request as the agent sent it keeps its name, and the Haiku side call is tagged by it
+    expect((calls[0].request as { model: string }).model).toBe('claude-haiku-4-5-20251001');
+    expect(calls[0].tags).toContain('side');
+  });
+
+  it('count_tokens with a name the vLLM does not serve is counted', async () => {
+    const rec = await vllmRecording();
+    const anthropic = new Anthropic({ apiKey: rec.key, baseURL: env.proxy.url, maxRetries: 0 });
+    const counted = await anthropic.messages.countTokens({
+      model: 'claude-haiku-4-5-20251001',
+      messages: [{ role: 'user', content: 'count me' }],
+    });
+    expect(counted.input_tokens).toBeGreaterThan(0);
+  });
+});
