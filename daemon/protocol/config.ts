@@ -202,7 +202,7 @@ export const DaemonConfig = z
       .string()
       .optional()
       .describe(
-        'regular expression (case-insensitive) of model names whose recorded calls are tagged "side" (default: haiku|mini|nano as a name part)',
+        'regular expression (case-insensitive) of model names whose recorded calls are tagged "side" (default: haiku|mini|nano|lite as a name part)',
       ),
   })
   .strict();

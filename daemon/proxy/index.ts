@@ -40,7 +40,8 @@ type Json = Record<string, any>;
 /** The native request schemas (OpenAI's checks; unknown keys pass through). */
 export { ChatBody, CompletionBody } from './requests';
 
-const DEFAULT_SIDE_MODELS = '(^|[-_./])(haiku|mini|nano)([-_./]|$)';
+// Claude's Haiku, OpenAI's mini and nano, Gemini's flash-lite (Gemini CLI's model router)
+const DEFAULT_SIDE_MODELS = '(^|[-_./])(haiku|mini|nano|lite)([-_./]|$)';
 const TITLE_HINT = /\btitle\b|summari[sz]e this (coding )?conversation/i;
 
 function systemText(body: Json): string {

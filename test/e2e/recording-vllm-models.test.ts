@@ -27,13 +27,15 @@ describe('a recording on a vLLM upstream', () => {
     expect(side.content).toEqual([{ type: 'text', text: 'echo: a title please' }]);
     expect(env.fake.produced.at(-1)?.request.model).toBe('toy');
 
-    const res = await fetch(`${env.proxy.url}/v1beta/models/gemini-3.1-pro-preview:generateContent`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-goog-api-key': rec.key },
-      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello gemini' }] }] }),
-    });
-    expect(res.status).toBe(200);
-    expect(env.fake.produced.at(-1)?.request.model).toBe('toy');
+    for (const model of ['gemini-3.5-flash-lite', 'gemini-3.1-pro-preview']) {
+      const res = await fetch(`${env.proxy.url}/v1beta/models/${model}:generateContent`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-goog-api-key': rec.key },
+        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello gemini' }] }] }),
+      });
+      expect(res.status).toBe(200);
+      expect(env.fake.produced.at(-1)?.request.model).toBe('toy');
+    }
 
     await anthropic.messages.create({
       model: 'toy',
@@ -46,11 +48,13 @@ describe('a recording on a vLLM upstream', () => {
     expect(calls.map((c) => [c.wire_api, c.status, c.model])).toEqual([
       ['messages', 'ok', 'toy'],
       ['gemini', 'ok', 'toy'],
+      ['gemini', 'ok', 'toy'],
       ['messages', 'ok', 'toy'],
     ]);
-    // the request as the agent sent it keeps its name, and the Haiku side call is tagged by it
+    // the request as the agent sent it keeps its name, and the side calls are tagged by it: the Haiku
+    // call, and Gemini CLI's router (flash-lite); its main model is not
     expect((calls[0].request as { model: string }).model).toBe('claude-haiku-4-5-20251001');
-    expect(calls[0].tags).toContain('side');
+    expect(calls.map((c) => c.tags.includes('side'))).toEqual([true, true, false, false]);
   });
 
   it('count_tokens with a name the vLLM does not serve is counted', async () => {
