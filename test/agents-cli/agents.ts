@@ -45,7 +45,7 @@ export interface AgentSpec {
   /** The executable in node_modules/.bin. */
   bin: string;
   wireApi: WireApi;
-  /** Whether its calls stream. */
+  /** Whether its main calls stream. */
   streams: boolean;
   /** The agent's own tool that the scripted backend calls, and its arguments for the task in `dir`. */
   tool: { name: string; arguments(dir: string): Record<string, unknown> };
@@ -229,7 +229,8 @@ export const AGENTS: AgentSpec[] = [
           GEMINI_API_KEY: e.key,
           GEMINI_CLI_TRUST_WORKSPACE: 'true',
         },
-        args: (prompt) => ['-p', prompt, '--yolo', '--model', e.model],
+        // no --model: its router's flash-lite side call, then its default model, as a user gets them
+        args: (prompt) => ['-p', prompt, '--yolo'],
       };
     },
   }),

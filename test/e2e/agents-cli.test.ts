@@ -56,6 +56,9 @@ function script(request: Record<string, any>, prompt: { text: string }): Scripte
   const dir = new RegExp(`${TASK_MARKER} (\\S+)`).exec(prompt.text)?.[1];
   const agent = dir ? scripts.get(dir) : undefined;
   const toolResult = prompt.text.includes(`<|im_start|>tool\n`);
+  // Gemini CLI's model router asks a flash-lite model how hard the task is, in JSON
+  if (prompt.text.includes('complexity_score'))
+    return { text: '{"complexity_reasoning": "Single file, specific edit.", "complexity_score": 30}' };
   if (!agent || !dir) return { text: 'Hello file' };
   if (request.prompt !== undefined) return { text: toolResult ? FINAL_TEXT : 'Hello file' };
   const tools: string[] = (request.tools ?? []).map((t: any) => t.function?.name);
@@ -220,7 +223,6 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
         for (const c of calls) {
           expect(c.status, `${c.error}`).toBe('ok');
           expect(c.wire_api).toBe(agent.wireApi);
-          expect(c.stream).toBe(agent.streams);
           expect(c.prompt_ids?.length).toBeGreaterThan(0);
           expect(c.response_logprobs?.length).toBe(c.response_ids?.length);
           // the tokens are the backend's own
@@ -232,6 +234,7 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
         // stored responses hold what the CLI acted on (the call's arguments, the text it printed)
         const main = calls.filter((c) => JSON.stringify(c.request).includes(`"name":"${agent.tool.name}"`));
         expect(main.length).toBe(2);
+        for (const c of main) expect(c.stream).toBe(agent.streams);
         const [first, last] = main;
         expect(holdsArguments(first.response, agent.tool.arguments(work))).toBe(true);
         expect(JSON.stringify(last.response)).toContain(FINAL_TEXT);
