@@ -3,9 +3,10 @@
 // scripts/setup-test-env.sh), run non-interactively against a real daemon whose backend is the fake
 // vLLM with a script: the agent's first main call is answered with a call of its own file or shell
 // tool that writes hello.txt in a throw-away folder, the next (after the tool result) with a final
-// text. Each CLI runs on a rollout URL and on a recording, with a throw-away HOME, telemetry and
-// update checks off, every URL it is given on 127.0.0.1. The settings come from test/agents-cli/agents.ts,
-// the table docs/agents.md is written from.
+// text. Each CLI runs on a rollout URL, on a recording (vLLM upstream) and on a run rollout with the
+// bridge on, with a throw-away HOME, telemetry and update checks off, every URL it is given on
+// 127.0.0.1. The settings come from test/agents-cli/agents.ts, the table docs/agents.md describes.
+// HARNESS_RL_AGENTS_DEBUG=1 prints each run; HARNESS_RL_AGENTS_STRACE=/path/prefix traces its connects.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -198,9 +199,24 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
         const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...setup.env };
         // nothing off this machine: every URL the CLI is given is the daemon's
         for (const v of Object.values(env)) expect(v).not.toMatch(/https?:\/\/(?!127\.0\.0\.1[:/])/);
+        const strace = process.env.HARNESS_RL_AGENTS_STRACE;
+        const bin = resolve(AGENTS_BIN, agent.bin);
         const ran = await runCli(
-          resolve(AGENTS_BIN, agent.bin),
-          setup.args(taskPrompt(work)),
+          strace ? 'strace' : bin,
+          strace
+            ? [
+                '-f',
+                '-qq',
+                '-s',
+                '120',
+                '-e',
+                'trace=connect,sendto,sendmmsg,write',
+                '-o',
+                `${strace}.${agent.id}.${mode}`,
+                bin,
+                ...setup.args(taskPrompt(work)),
+              ]
+            : setup.args(taskPrompt(work)),
           env,
           work,
           90_000,
