@@ -41,19 +41,16 @@ let root: string;
 /** The scripts of the CLIs running now, by the folder their task names. */
 const scripts = new Map<string, AgentSpec>();
 
-function text(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('');
-  return '';
-}
-
 /**
  * The backend's answers: a request that offers the agent's tool and whose prompt names a task folder is
  * the agent's main call: the tool call that writes the file, then, once a tool result is in the prompt,
  * the final text (a bridged call comes as token ids on /v1/completions: the same, by its prompt text);
  * anything else (titles, topic checks, summaries) gets a short text.
  */
-function script(request: Record<string, any>, prompt: { text: string }): ScriptedReply {
+function script(
+  request: { prompt?: unknown; tools?: { function?: { name?: string } }[] },
+  prompt: { text: string },
+): ScriptedReply {
   const dir = new RegExp(`${TASK_MARKER} (\\S+)`).exec(prompt.text)?.[1];
   const agent = dir ? scripts.get(dir) : undefined;
   const toolResult = prompt.text.includes(`<|im_start|>tool\n`);
@@ -62,7 +59,7 @@ function script(request: Record<string, any>, prompt: { text: string }): Scripte
     return { text: '{"complexity_reasoning": "Single file, specific edit.", "complexity_score": 30}' };
   if (!agent || !dir) return { text: 'Hello file' };
   if (request.prompt !== undefined) return { text: toolResult ? FINAL_TEXT : 'Hello file' };
-  const tools: string[] = (request.tools ?? []).map((t: any) => t.function?.name);
+  const tools = (request.tools ?? []).map((t) => t.function?.name);
   if (!tools.includes(agent.tool.name)) return { text: 'Hello file' };
   if (toolResult) return { text: FINAL_TEXT };
   return { tool: { name: agent.tool.name, arguments: JSON.stringify(agent.tool.arguments(dir)) } };
@@ -219,7 +216,7 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
             : setup.args(taskPrompt(work)),
           env,
           work,
-          90_000,
+          120_000,
         );
         await ep.stop?.();
         const calls = await ep.calls();
@@ -285,5 +282,5 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
             cli_wall_ms: ran.ms,
           }),
         );
-      });
+      }, 150_000);
 });
