@@ -109,7 +109,7 @@ export const AGENTS: AgentSpec[] = [
   }),
   spec({
     id: 'codex',
-    name: 'Codex CLI',
+    name: 'OpenAI Codex CLI',
     package: '@openai/codex',
     bin: 'codex',
     wireApi: 'responses',

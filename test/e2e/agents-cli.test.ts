@@ -174,6 +174,29 @@ function holdsArguments(value: unknown, args: Record<string, unknown>): boolean 
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
+describe('docs/agents.md', () => {
+  it('names each CLI tested here with its pinned version and every variable the test sets for it', async () => {
+    const docs = await readFile(resolve(__dirname, '../../docs/agents.md'), 'utf8');
+    const home = await mkdtemp(join(tmpdir(), 'harness-rl-agents-docs-'));
+    try {
+      for (const agent of AGENTS) {
+        expect(docs).toContain(`## ${agent.name} (\`${agent.package}\` ${agent.version})`);
+        const setup = await agent.setup({
+          home,
+          work: home,
+          model: 'm',
+          key: 'k',
+          openaiBaseUrl: 'http://127.0.0.1:1/v1',
+          anthropicBaseUrl: 'http://127.0.0.1:1',
+        });
+        for (const name of Object.keys(setup.env)) expect(docs, `${agent.name}: ${name}`).toContain(name);
+      }
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+});
+
 describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
   for (const agent of AGENTS)
     for (const mode of ['rollout', 'recording', 'bridge'] as Mode[])
