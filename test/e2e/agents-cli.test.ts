@@ -219,6 +219,7 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
         const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...setup.env };
         // nothing off this machine: every URL the CLI is given is the daemon's
         for (const v of Object.values(env)) expect(v).not.toMatch(/https?:\/\/(?!127\.0\.0\.1[:/])/);
+        const producedBefore = fake.produced.length;
         const strace = process.env.HARNESS_RL_AGENTS_STRACE;
         const bin = resolve(AGENTS_BIN, agent.bin);
         const ran = await runCli(
@@ -256,6 +257,8 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
         expect(ran.stdout).toContain(FINAL_TEXT);
         expect(await readFile(join(work, 'hello.txt'), 'utf8')).toBe(`hello from ${agent.id}\n`);
 
+        // every generation the backend made for this CLI is a recorded call
+        expect(fake.produced.length - producedBefore).toBe(calls.length);
         for (const c of calls) {
           expect(c.status, `${c.error}`).toBe('ok');
           expect(c.wire_api).toBe(agent.wireApi);
