@@ -476,7 +476,8 @@ async function checks() {
               name: 'vscode-nodes',
               inference: { endpoints: [url], token },
               tasks: { file: 'tasks.jsonl', limit: 2 },
-              harness: { command: ['true'] },
+              // No worker attaches: the run stays on its first step, connected to the node.
+              harness: { command: ['true'], workers: 'external' },
               algorithm: { n: 2, max_response_tokens: 4 },
               schedule: { groups_per_step: 1, steps: 1 },
             },
