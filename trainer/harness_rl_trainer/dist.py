@@ -90,4 +90,11 @@ def shard(
 
 def shutdown() -> None:
     if dist.is_available() and dist.is_initialized():
+        # Every rank reaches this point before any tears the group down: destroying it while another
+        # rank still has gloo work in flight aborts the process ("terminate called without an active
+        # exception") and torchrun reports the run as failed.
+        try:
+            dist.barrier()
+        except Exception:  # a rank that died already: tear down what is left
+            pass
         dist.destroy_process_group()
