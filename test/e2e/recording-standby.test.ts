@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STANDBY_NAME } from '../../daemon/cluster/standby';
 import type { LlmCall } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { waitFor } from '../helpers/wait';
 
 let daemon: TestDaemon;
 let dir: string;
@@ -22,16 +23,6 @@ afterAll(async () => {
   await daemon?.close();
   await rm(dir, { recursive: true, force: true });
 });
-
-async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** The served model names over the daemon's own token (the proxy's backend pool). */
 async function served(): Promise<string[]> {
@@ -76,23 +67,33 @@ describe('recordings on the reference engine', () => {
       base_dir: dir,
     });
     expect(run.status, JSON.stringify(run.body)).toBe(201);
-    await waitFor('the run engine alone in the pool', async () => {
-      const res = await daemon.api('GET', '/v1/models');
-      return res.status === 200 && res.body.data.length === 1 && (await ask()) && (await calls()).length >= 2;
-    });
+    await waitFor(
+      'the run engine alone in the pool',
+      async () => {
+        const res = await daemon.api('GET', '/v1/models');
+        return (
+          res.status === 200 && res.body.data.length === 1 && (await ask()) && (await calls()).length >= 2
+        );
+      },
+      30_000,
+    );
     expect((await calls()).at(-1)).toMatchObject({ status: 'ok', backend: `reference:${run.body.id}` });
     expect(await backends()).toMatchObject([{ name: `reference:${run.body.id}`, run_id: run.body.id }]);
 
     // The run stops (no worker ever claimed its rollouts): the standby serves again.
     expect((await daemon.api('POST', `/api/runs/${run.body.id}/stop`, {})).status).toBeLessThan(300);
-    await waitFor('the standby back', async () => {
-      await ask().catch(() => null);
-      return (await calls()).at(-1)?.backend === STANDBY_NAME;
-    });
+    await waitFor(
+      'the standby back',
+      async () => {
+        await ask().catch(() => null);
+        return (await calls()).at(-1)?.backend === STANDBY_NAME;
+      },
+      30_000,
+    );
     expect((await calls()).at(-1)?.status).toBe('ok');
 
     await daemon.api('POST', `/api/recordings/${rec.body.id}/stop`, {});
-    await waitFor('the standby gone', async () => (await served()).length === 0);
+    await waitFor('the standby gone', async () => (await served()).length === 0, 30_000);
     expect(await backends()).toEqual([]);
   });
 });

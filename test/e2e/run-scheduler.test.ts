@@ -9,6 +9,7 @@ import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Attempt, Rollout, Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { waitFor } from '../helpers/wait';
 
 let dir: string;
 
@@ -64,20 +65,6 @@ async function createRun(daemon: TestDaemon, config: RunConfigInput): Promise<Ru
   const res = await daemon.api<Run>('POST', '/api/runs', { config, base_dir: dir });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body;
-}
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | null | undefined | false>,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function runRollouts(daemon: TestDaemon, runId: string): Promise<Rollout[]> {
