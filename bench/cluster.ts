@@ -11,10 +11,11 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
+import { chat, post, type Target } from './client';
 import { child, cpuOf, emit, quantile, root, round } from './emit';
 
 // BACKENDS=n fake-vllm servers (model "toy"), each keeping only its last generation.
@@ -57,71 +58,7 @@ process.stdout.write(JSON.stringify({ url: d.url, token: d.token }) + '\\n');
 
 const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
 
-interface Target {
-  base: string;
-  key: string;
-}
-
-/** One POST; resolves with the time to the first content token of an SSE stream (or the whole body) and the token count. */
-function call(t: Target, body: object): Promise<{ firstMs: number; totalMs: number; tokens: number }> {
-  const payload = JSON.stringify(body);
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${t.base}/chat/completions`,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-          authorization: `Bearer ${t.key}`,
-        },
-      },
-      (res) => {
-        let first = -1;
-        let tokens = 0;
-        let carry = '';
-        let text = '';
-        const sse = String(res.headers['content-type'] ?? '').includes('event-stream');
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          if (!sse) {
-            if (res.statusCode !== 200) text += c;
-            return;
-          }
-          carry += c;
-          let at = carry.indexOf('\n\n');
-          while (at >= 0) {
-            const ev = carry.slice(0, at);
-            carry = carry.slice(at + 2);
-            if (ev.includes('"content":"') && !ev.includes('"content":""')) {
-              tokens++;
-              if (first < 0) first = performance.now() - t0;
-            }
-            at = carry.indexOf('\n\n');
-          }
-        });
-        res.on('end', () => {
-          const totalMs = performance.now() - t0;
-          if (res.statusCode !== 200)
-            return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
-          resolve({ firstMs: first >= 0 ? first : totalMs, totalMs, tokens });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-const chat = (content: string, extra: object = {}) => ({
-  model: 'toy',
-  messages: [{ role: 'user', content }],
-  max_tokens: 16,
-  ...extra,
-});
+const call = (t: Target, body: object) => post(agent, `${t.base}/chat/completions`, t.key, body);
 
 /** A daemon REST call with its token. */
 async function api<T>(

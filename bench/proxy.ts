@@ -5,9 +5,10 @@
 //   proxy.stream     streamed tokens/s: proxy / direct (goal >= 0.8)
 // Each also gives a minimal node:http pass-through's figures from the same run (the floor for any
 // Node proxy on this machine).
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
+import { chat, post, type Target } from './client';
 import { child, cpuOf, emit, quantile, root, round } from './emit';
 
 const FAKE = `
@@ -62,71 +63,7 @@ process.stdout.write(JSON.stringify({ url: 'http://127.0.0.1:' + app.server.addr
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
-interface Target {
-  base: string;
-  key: string;
-}
-
-/** One POST; resolves with the time to the first content byte of an SSE stream (or the whole body) and the token count. */
-function call(
-  t: Target,
-  path: string,
-  body: object,
-): Promise<{ firstMs: number; totalMs: number; tokens: number }> {
-  const payload = JSON.stringify(body);
-  const u = new URL(t.base + path);
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = request(
-      u,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-          authorization: `Bearer ${t.key}`,
-        },
-      },
-      (res) => {
-        let first = -1;
-        let tokens = 0;
-        let carry = '';
-        const sse = String(res.headers['content-type'] ?? '').includes('event-stream');
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          if (!sse) return;
-          carry += c;
-          let at = carry.indexOf('\n\n');
-          while (at >= 0) {
-            const ev = carry.slice(0, at);
-            carry = carry.slice(at + 2);
-            if (ev.includes('"content":"') && !ev.includes('"content":""')) {
-              tokens++;
-              if (first < 0) first = performance.now() - t0;
-            }
-            at = carry.indexOf('\n\n');
-          }
-        });
-        res.on('end', () => {
-          const totalMs = performance.now() - t0;
-          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
-          resolve({ firstMs: first >= 0 ? first : totalMs, totalMs, tokens });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-const chat = (content: string, extra: object = {}) => ({
-  model: 'toy',
-  messages: [{ role: 'user', content }],
-  max_tokens: 16,
-  ...extra,
-});
+const call = (t: Target, path: string, body: object) => post(agent, t.base + path, t.key, body);
 
 /** Sequential calls, alternating between the targets so drift (GC, other load) hits all alike. */
 async function latencies(targets: Target[], n: number, body: object, pick: 'first' | 'total') {
