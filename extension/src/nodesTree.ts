@@ -5,6 +5,7 @@ import type { NodeInfo } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { type DaemonClient, errorText } from './client';
 import { compareNodes, type GpuRow, nodeChanged, nodeRow } from './nodeLabels';
+import { Throttle } from './throttle';
 
 export type NodesNode =
   | { kind: 'node'; node: NodeInfo }
@@ -14,7 +15,7 @@ export type NodesNode =
 export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<NodesNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly redraw = new Throttle(() => this.emitter.fire(undefined), 300);
   /** By node id; undefined until the first GET /api/nodes (and after refresh). */
   private nodes: Map<string, NodeInfo> | undefined;
 
@@ -79,15 +80,11 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
     const shown = this.nodes.get(e.node.id);
     if (shown && !nodeChanged(shown, e.node)) return;
     this.nodes.set(e.node.id, e.node);
-    if (this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.emitter.fire(undefined);
-    }, 300);
+    this.redraw.schedule();
   }
 
   dispose(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.redraw.dispose();
     this.emitter.dispose();
   }
 }

@@ -12,6 +12,7 @@ import {
 import { errorText } from './client';
 import type { Ctx } from './ctx';
 import { samplesFor } from './samples';
+import { Throttle } from './throttle';
 
 export const TRAJECTORY_VIEW = 'harnessRl.trajectory';
 export const DASHBOARD_VIEW = 'harnessRl.dashboard';
@@ -62,7 +63,7 @@ export function webviewHtml(
 
 abstract class Panel implements vscode.Disposable {
   protected readonly disposables: vscode.Disposable[] = [];
-  private reloadTimer: NodeJS.Timeout | undefined;
+  private readonly reload = new Throttle(() => void this.load(), 300);
   protected ready = false;
 
   constructor(
@@ -104,17 +105,13 @@ abstract class Panel implements vscode.Disposable {
   }
 
   protected reloadSoon() {
-    if (this.reloadTimer || !this.ready) return;
-    this.reloadTimer = setTimeout(() => {
-      this.reloadTimer = undefined;
-      void this.load();
-    }, 300);
+    if (this.ready) this.reload.schedule();
   }
 
   abstract load(): Promise<void>;
 
   dispose(): void {
-    if (this.reloadTimer) clearTimeout(this.reloadTimer);
+    this.reload.dispose();
     for (const d of this.disposables.splice(0)) d.dispose();
   }
 }

@@ -4,6 +4,7 @@ import type { LlmCall, Recording } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { type DaemonClient, errorText } from './client';
 import { callLabel, statusIcon } from './labels';
+import { Throttle } from './throttle';
 
 export type RecordingsNode =
   | { kind: 'recording'; recording: Recording }
@@ -13,7 +14,7 @@ export type RecordingsNode =
 export class RecordingsTree implements vscode.TreeDataProvider<RecordingsNode>, vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<RecordingsNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly redraw = new Throttle(() => this.emitter.fire(undefined), 300);
   recordings: Recording[] = [];
 
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
@@ -69,15 +70,11 @@ export class RecordingsTree implements vscode.TreeDataProvider<RecordingsNode>, 
 
   onEvent(e: DaemonEvent): void {
     const relevant = e.type === 'recording' || (e.type === 'llm_call' && e.call.recording_id !== null);
-    if (!relevant || this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.emitter.fire(undefined);
-    }, 300);
+    if (relevant) this.redraw.schedule();
   }
 
   dispose(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.redraw.dispose();
     this.emitter.dispose();
   }
 }

@@ -8,6 +8,7 @@ import type { DaemonClient } from './client';
 import { errorText } from './client';
 import { callLabel, rolloutDescription, statusIcon } from './labels';
 import { PagedList } from './paging';
+import { Throttle } from './throttle';
 
 export interface RolloutFilter {
   status?: RolloutStatus;
@@ -40,7 +41,12 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
   private readonly nodes = new Map<string, RunsNode>();
   private filter: RolloutFilter = {};
   private pendingFires = new Set<RunsNode | undefined>();
-  private fireTimer: NodeJS.Timeout | undefined;
+  private readonly fires = new Throttle(() => {
+    const nodes = [...this.pendingFires];
+    this.pendingFires.clear();
+    if (nodes.includes(undefined)) this.emitter.fire(undefined);
+    else for (const n of nodes) this.emitter.fire(n);
+  }, 150);
 
   constructor(
     private readonly getClient: () => DaemonClient | undefined,
@@ -68,14 +74,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
 
   private fireLater(node: RunsNode | undefined) {
     this.pendingFires.add(node);
-    if (this.fireTimer) return;
-    this.fireTimer = setTimeout(() => {
-      this.fireTimer = undefined;
-      const nodes = [...this.pendingFires];
-      this.pendingFires.clear();
-      if (nodes.includes(undefined)) this.emitter.fire(undefined);
-      else for (const n of nodes) this.emitter.fire(n);
-    }, 150);
+    this.fires.schedule();
   }
 
   private runNode(run: Run): RunsNode & { kind: 'run' } {
@@ -329,7 +328,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
   }
 
   dispose(): void {
-    if (this.fireTimer) clearTimeout(this.fireTimer);
+    this.fires.dispose();
     this.emitter.dispose();
   }
 }
