@@ -2,7 +2,9 @@
 import { readdirSync } from 'node:fs';
 
 const available = readdirSync(new URL('.', import.meta.url))
-  .filter((f) => f.endsWith('.ts') && !['run.ts', 'emit.ts', 'client.ts'].includes(f) && !f.endsWith('.test.ts'))
+  .filter(
+    (f) => f.endsWith('.ts') && !['run.ts', 'emit.ts', 'client.ts'].includes(f) && !f.endsWith('.test.ts'),
+  )
   .map((f) => f.slice(0, -3))
   .sort();
 const wanted = process.argv.slice(2).filter((a) => a !== '--');
