@@ -85,6 +85,8 @@ function runOf(
       return event.run.id;
     case 'run_metrics':
       return event.metrics.run_id;
+    case 'group':
+      return event.group.run_id;
     case 'rollout':
       if (runByRollout.size > 100_000) runByRollout.clear();
       runByRollout.set(event.rollout.id, event.rollout.run_id);

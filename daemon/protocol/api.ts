@@ -92,6 +92,9 @@ export const RunQuery = z
 
 export const GroupQuery = z
   .object({
+    status: RolloutStatus.optional().describe('only groups with a rollout of this status'),
+    min_reward: z.coerce.number().optional().describe('only groups with a rollout rewarded at least this'),
+    max_reward: z.coerce.number().optional().describe('only groups with a rollout rewarded at most this'),
     cursor: z.string().optional(),
     limit: z.coerce.number().int().min(1).max(1000).default(100),
   })
@@ -119,6 +122,7 @@ export type ErrorBody = z.infer<typeof ErrorBody>;
 export type CreateRolloutBody = z.infer<typeof CreateRolloutBody>;
 export type CreatedRollout = z.infer<typeof CreatedRollout>;
 export type RolloutQuery = z.infer<typeof RolloutQuery>;
+export type GroupQuery = z.infer<typeof GroupQuery>;
 export type RolloutDetail = z.infer<typeof RolloutDetail>;
 export type RewardBody = z.infer<typeof RewardBody>;
 export type CreateRunBody = z.infer<typeof CreateRunBody>;
@@ -131,7 +135,7 @@ export const ModelVersionQuery = z.object({ run_id: Id.optional() }).strict();
 export const EventsQuery = z
   .object({
     run_id: Id.optional().describe(
-      'only events of this run (runs, metrics, its rollouts, their calls and rewards)',
+      'only events of this run (runs, metrics, its groups and rollouts, their calls and rewards)',
     ),
     ticket: z
       .string()

@@ -77,6 +77,9 @@ export const Group = z.object({
   size: z.number().int().positive(),
   status: GroupStatus,
   created_at: Timestamp,
+  task_input: Json.optional().describe(
+    "the task's input (what the group's rollouts were given), null without a task",
+  ),
 });
 
 export const Rollout = z.object({

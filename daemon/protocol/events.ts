@@ -1,6 +1,17 @@
 // Live events streamed on GET /api/events (WebSocket, one JSON object per message).
 import { z } from 'zod';
-import { Id, LlmCall, NodeInfo, Recording, Reward, Rollout, Run, RunMetrics, RunWorkers } from './entities';
+import {
+  Group,
+  Id,
+  LlmCall,
+  NodeInfo,
+  Recording,
+  Reward,
+  Rollout,
+  Run,
+  RunMetrics,
+  RunWorkers,
+} from './entities';
 
 /** An llm call as announced live: everything but the bulky request/response bodies and token arrays. */
 export const LlmCallSummary = LlmCall.omit({
@@ -15,6 +26,7 @@ export const LlmCallSummary = LlmCall.omit({
 export const DaemonEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('run'), run: Run }),
   z.object({ type: z.literal('run_metrics'), metrics: RunMetrics }),
+  z.object({ type: z.literal('group'), group: Group }),
   z.object({ type: z.literal('rollout'), rollout: Rollout }),
   z.object({ type: z.literal('llm_call'), call: LlmCallSummary }),
   z.object({ type: z.literal('reward'), reward: Reward }),

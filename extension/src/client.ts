@@ -9,6 +9,7 @@ import {
   type CreateRecordingBody,
   type CreateRunBody,
   EventsTicket,
+  type GroupQuery,
   Health,
   type RewardBody,
   RolloutDetail,
@@ -141,8 +142,9 @@ export class DaemonClient {
   runMetrics(id: string): Promise<RunMetrics[]> {
     return this.request('GET', `/api/runs/${enc(id)}/metrics`, listOf(RunMetrics));
   }
-  runGroups(id: string, cursor?: string, limit = 100): Promise<PageResult<Group>> {
-    return this.request('GET', `/api/runs/${enc(id)}/groups${qs({ cursor, limit })}`, pageOf(Group));
+  /** The run's groups, newest first; with a rollout filter only those holding a matching rollout. */
+  runGroups(id: string, query: Partial<GroupQuery> = {}): Promise<PageResult<Group>> {
+    return this.request('GET', `/api/runs/${enc(id)}/groups${qs(query)}`, pageOf(Group));
   }
   getGroup(id: string): Promise<unknown> {
     return this.request('GET', `/api/groups/${enc(id)}`, z.unknown());

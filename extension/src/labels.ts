@@ -1,5 +1,6 @@
 // Small pure formatting helpers for tree items (unit tested).
-import type { LlmCall, Rollout } from '../../daemon/protocol/entities';
+import type { Group, LlmCall, Rollout, Run } from '../../daemon/protocol/entities';
+import { count, formatNumber } from '../../webview/src/format';
 import type { WorkersNote } from '../../webview/src/workers';
 
 export function statusIcon(status: string): string {
@@ -38,14 +39,139 @@ export function statusIcon(status: string): string {
 
 export function formatReward(r: number | null | undefined): string {
   if (r === null || r === undefined) return 'no reward';
-  return `reward ${Number.isInteger(r) ? r : r.toFixed(3)}`;
+  return `reward ${formatNumber(r)}`;
 }
 
-export function rolloutDescription(r: Rollout): string {
-  const parts = [r.status, formatReward(r.reward)];
-  if (r.attempt_count > 1) parts.push(`${r.attempt_count} attempts`);
-  if (r.stats?.prefix_breaks) parts.push(`${r.stats.prefix_breaks} prefix breaks`);
+/**
+ * The theme colour of a reward: green at 1 or more, red at 0 or less, yellow between (rewards are
+ * mostly in [0, 1]); none without a reward.
+ */
+export function rewardColor(
+  r: number | null | undefined,
+): 'charts.green' | 'charts.yellow' | 'charts.red' | undefined {
+  if (r === null || r === undefined) return undefined;
+  return r >= 1 ? 'charts.green' : r <= 0 ? 'charts.red' : 'charts.yellow';
+}
+
+/** What matters first: the reward, then the status, then what went unusual. */
+export function rolloutDescription(
+  r: Pick<Rollout, 'status' | 'reward' | 'attempt_count' | 'stats'>,
+): string {
+  const parts = r.reward === null ? [r.status] : [formatNumber(r.reward), r.status];
+  if (r.attempt_count > 1) parts.push(count(r.attempt_count, 'attempt'));
+  if (r.stats?.prefix_breaks) parts.push(count(r.stats.prefix_breaks, 'prefix break'));
   return parts.join(' · ');
+}
+
+/** Fields that usually hold a task's text, in the order they are tried. */
+const TEXT_FIELDS = [
+  'prompt',
+  'question',
+  'problem',
+  'instruction',
+  'task',
+  'query',
+  'input',
+  'text',
+  'content',
+];
+const NAME_FIELDS = ['title', 'name', 'id'];
+
+/** A task input as one short line: its prompt-like field, its last user message, its name, else its fields. */
+export function taskText(input: unknown, max = 80): string {
+  return oneLine(rawTaskText(input, 0), max);
+}
+
+function rawTaskText(input: unknown, depth: number): string {
+  if (input === null || input === undefined) return '';
+  if (typeof input === 'string') return input;
+  if (typeof input !== 'object') return String(input);
+  if (Array.isArray(input)) {
+    const user = input.filter((m) => isRecord(m) && m.role === 'user').at(-1);
+    return user ? rawTaskText((user as Record<string, unknown>).content, depth + 1) : compact(input);
+  }
+  const o = input as Record<string, unknown>;
+  if (depth < 3) {
+    for (const k of TEXT_FIELDS) {
+      const text = o[k] === undefined ? '' : rawTaskText(o[k], depth + 1);
+      if (text.trim()) return text;
+    }
+    if (Array.isArray(o.messages)) return rawTaskText(o.messages, depth + 1);
+  }
+  for (const k of NAME_FIELDS) if (typeof o[k] === 'string' && o[k]) return o[k] as string;
+  return compact(o);
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null;
+}
+
+/** `a=2 b=3` for flat objects, JSON otherwise. */
+function compact(v: unknown): string {
+  if (!isRecord(v) || Array.isArray(v)) return JSON.stringify(v) ?? '';
+  return Object.entries(v)
+    .map(([k, x]) => `${k}=${typeof x === 'string' ? x : JSON.stringify(x)}`)
+    .join(' ');
+}
+
+/** Whitespace collapsed, cut at `max` characters with an ellipsis. */
+export function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1).trimEnd()}…` : flat;
+}
+
+/**
+ * Run names as rows and pickers show them: the name alone where it is unique, else the name and
+ * when the run started ("math-agent · Dec 3 15:52"), and the id's tail where even that clashes.
+ */
+export function runLabels(
+  runs: readonly Pick<Run, 'id' | 'name' | 'created_at'>[],
+  when: (iso: string) => string = startedAt,
+): Map<string, string> {
+  const byName = groupBy(runs, (r) => r.name);
+  const out = new Map<string, string>();
+  for (const same of byName.values()) {
+    if (same.length === 1) {
+      out.set(same[0]!.id, same[0]!.name);
+      continue;
+    }
+    const byTime = groupBy(same, (r) => `${r.name} · ${when(r.created_at)}`);
+    for (const [label, clash] of byTime) {
+      for (const r of clash) out.set(r.id, clash.length === 1 ? label : `${label} · ${r.id.slice(-6)}`);
+    }
+  }
+  return out;
+}
+
+function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const t of items) {
+    const k = key(t);
+    const list = out.get(k);
+    if (list) list.push(t);
+    else out.set(k, [t]);
+  }
+  return out;
+}
+
+/** "Dec 3 15:52" in the local time zone. */
+export function startedAt(iso: string): string {
+  const d = new Date(iso);
+  const month = d.toLocaleString('en-US', { month: 'short' });
+  const hh = String(d.getHours()).padStart(2, '0');
+  const mm = String(d.getMinutes()).padStart(2, '0');
+  return `${month} ${d.getDate()} ${hh}:${mm}`;
+}
+
+/** A run row's description: where it is first ("step 3/30"), then its status and model version. */
+export function runDescription(r: Pick<Run, 'status' | 'step' | 'model_version' | 'config'>): string {
+  const steps = (r.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
+  return `step ${r.step}${steps ? `/${steps}` : ''} · ${r.status} · v${r.model_version}`;
+}
+
+/** A group row's description: how many of its rollouts, then its status. */
+export function groupDescription(g: Pick<Group, 'status' | 'size'>): string {
+  return `${count(g.size, 'rollout')} · ${g.status}`;
 }
 
 export function callLabel(

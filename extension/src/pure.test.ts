@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { describeWorkers } from '../../webview/src/workers';
-import { callLabel, describeStatus, formatReward, rolloutDescription, statusIcon } from './labels';
+import {
+  callLabel,
+  describeStatus,
+  formatReward,
+  groupDescription,
+  rewardColor,
+  rolloutDescription,
+  runDescription,
+  runLabels,
+  statusIcon,
+  taskText,
+} from './labels';
 import { parseRange, verifierReward } from './parse';
 import { recordingEnv, recordingSnippets } from './snippets';
 
@@ -16,7 +27,7 @@ describe('tree labels', () => {
       attempt_count: 2,
       stats: { samples: 2, prefix_breaks: 1, mask_tokens: 10, truncations: 0 },
     } as never);
-    expect(d).toBe('succeeded · reward 1 · 2 attempts · 1 prefix breaks');
+    expect(d).toBe('1 · succeeded · 2 attempts · 1 prefix break');
     const c = callLabel({
       seq: 3,
       wire_api: 'responses',
@@ -29,6 +40,77 @@ describe('tree labels', () => {
       response_ids: [3],
     });
     expect(c).toEqual({ label: '#3 responses m', description: 'ok · 2+1 tok · 12 ms · v2' });
+  });
+});
+
+describe('telling rows apart', () => {
+  it('rounds rewards and puts them first; counts one thing one way', () => {
+    expect(formatReward(0.6499999999999999)).toBe('reward 0.65');
+    const row = { status: 'succeeded', reward: 0.6499999999999999, attempt_count: 1, stats: null } as const;
+    expect(rolloutDescription(row)).toBe('0.65 · succeeded');
+    expect(rolloutDescription({ ...row, reward: null, status: 'running' })).toBe('running');
+    expect(groupDescription({ size: 1, status: 'complete' })).toBe('1 rollout · complete');
+    expect(groupDescription({ size: 8, status: 'running' })).toBe('8 rollouts · running');
+  });
+
+  it('colours a reward from red (0 or less) through yellow to green (1 or more)', () => {
+    expect(rewardColor(null)).toBeUndefined();
+    expect([-1, 0, 0.3, 0.99, 1, 4].map(rewardColor)).toEqual([
+      'charts.red',
+      'charts.red',
+      'charts.yellow',
+      'charts.yellow',
+      'charts.green',
+      'charts.green',
+    ]);
+  });
+
+  it('shows a task as one line of its text, its last user message, its name or its fields', () => {
+    expect(taskText({ prompt: 'What is\n 2+3?', answer: 5 })).toBe('What is 2+3?');
+    expect(
+      taskText({
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: 'x' },
+          { role: 'user', content: 'sum 1 and 2' },
+        ],
+      }),
+    ).toBe('sum 1 and 2');
+    expect(taskText({ input: { question: 'deep' } })).toBe('deep');
+    expect(taskText({ id: 'add-2-3', a: 2, b: 3 })).toBe('add-2-3');
+    expect(taskText({ a: 2, b: 3, op: '+' })).toBe('a=2 b=3 op=+');
+    expect(taskText('x'.repeat(100), 10)).toBe(`${'x'.repeat(9)}…`);
+    expect(taskText(null)).toBe('');
+  });
+
+  it('names runs by name, adding when they started only where names clash', () => {
+    const runs = [
+      { id: 'run_a1', name: 'math-agent', created_at: '2026-12-03T15:52:00Z' },
+      { id: 'run_b2', name: 'math-agent', created_at: '2026-12-03T16:10:00Z' },
+      { id: 'run_c3', name: 'search', created_at: '2026-12-03T16:10:00Z' },
+      { id: 'run_d4', name: 'twin', created_at: '2026-12-03T16:10:00Z' },
+      { id: 'run_e5', name: 'twin', created_at: '2026-12-03T16:10:30Z' },
+    ];
+    const labels = runLabels(runs, (iso) => iso.slice(11, 16));
+    expect(Object.fromEntries(labels)).toEqual({
+      run_a1: 'math-agent · 15:52',
+      run_b2: 'math-agent · 16:10',
+      run_c3: 'search',
+      run_d4: 'twin · 16:10 · run_d4',
+      run_e5: 'twin · 16:10 · run_e5',
+    });
+    expect(new Set(labels.values()).size).toBe(runs.length);
+  });
+
+  it("a run's description leads with its step out of its steps", () => {
+    const run = {
+      status: 'running',
+      step: 3,
+      model_version: 3,
+      config: { schedule: { steps: 30 } },
+    } as const;
+    expect(runDescription(run)).toBe('step 3/30 · running · v3');
+    expect(runDescription({ ...run, config: null })).toBe('step 3 · running · v3');
   });
 });
 

@@ -1,44 +1,54 @@
-// Runs → groups → rollouts → attempts → llm calls, paged with the daemon's cursors and kept live
-// from /api/events. Nodes are cached by id so a live event refreshes only what changed.
+// Runs → steps → groups → rollouts → attempts → llm calls, paged with the daemon's cursors and kept
+// live from /api/events (group, rollout, run events; redraws throttled). Nodes are cached by id, so
+// an event redraws only what changed and VS Code keeps what was expanded.
 import * as vscode from 'vscode';
 import type { RolloutDetail } from '../../daemon/protocol/api';
-import type { Attempt, Group, LlmCall, Rollout, RolloutStatus, Run } from '../../daemon/protocol/entities';
+import type { Attempt, Group, LlmCall, Rollout, Run } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
+import { count, formatNumber } from '../../webview/src/format';
 import type { DaemonClient } from './client';
 import { errorText } from './client';
-import { callLabel, rolloutDescription, statusIcon } from './labels';
+import {
+  callLabel,
+  formatReward,
+  groupDescription,
+  rewardColor,
+  rolloutDescription,
+  runDescription,
+  runLabels,
+  statusIcon,
+  taskText,
+} from './labels';
 import { PagedList } from './paging';
+import {
+  filterText,
+  groupsByStep,
+  matchesFilter,
+  type RolloutFilter,
+  stepDescription,
+  stepStatus,
+} from './runsModel';
 import { Throttle } from './throttle';
 
-export interface RolloutFilter {
-  status?: RolloutStatus;
-  min_reward?: number;
-  max_reward?: number;
-}
-
 export type RunsNode =
-  | { kind: 'run'; run: Run; groups: PagedList<Group>; filtered: PagedList<Rollout> }
-  | { kind: 'filtered'; run: Run; list: PagedList<Rollout> }
+  | { kind: 'run'; run: Run; groups: PagedList<Group> }
+  | { kind: 'step'; run: Run; step: number; groups: Group[] }
   | { kind: 'group'; group: Group; rollouts: PagedList<Rollout> }
-  | { kind: 'rollout'; rollout: Rollout; detail?: RolloutDetail }
+  | { kind: 'rollout'; rollout: Rollout; detail?: RolloutDetail; position?: number }
   | { kind: 'attempt'; attempt: Attempt; rollout: Rollout; calls: LlmCall[] }
   | { kind: 'call'; call: LlmCall; rollout: Rollout | undefined }
   | { kind: 'more'; list: PagedList<{ id: string }>; parent: RunsNode | undefined }
+  | { kind: 'filter' }
   | { kind: 'message'; text: string; icon?: string };
-
-export function filterText(f: RolloutFilter): string {
-  const parts: string[] = [];
-  if (f.status) parts.push(`status=${f.status}`);
-  if (f.min_reward !== undefined) parts.push(`reward≥${f.min_reward}`);
-  if (f.max_reward !== undefined) parts.push(`reward≤${f.max_reward}`);
-  return parts.join(', ');
-}
 
 export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<RunsNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
   private runs: PagedList<Run> | undefined;
+  /** Run rows' labels: the name, with when it started where names clash. */
+  private labels = new Map<string, string>();
   private readonly nodes = new Map<string, RunsNode>();
+  private readonly filterNode: RunsNode = { kind: 'filter' };
   private filter: RolloutFilter = {};
   private pendingFires = new Set<RunsNode | undefined>();
   private readonly fires = new Throttle(() => {
@@ -57,11 +67,12 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     return this.filter;
   }
 
+  /** Filters the groups (those with a matching rollout) and, inside them, the rollouts. */
   setFilter(f: RolloutFilter): void {
     this.filter = f;
     for (const n of this.nodes.values()) {
       if (n.kind === 'group') n.rollouts.reset();
-      if (n.kind === 'run') n.filtered.reset();
+      if (n.kind === 'run') n.groups.reset();
     }
     this.emitter.fire(undefined);
   }
@@ -77,54 +88,80 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     this.fires.schedule();
   }
 
-  private runNode(run: Run): RunsNode & { kind: 'run' } {
-    const key = `run:${run.id}`;
-    const cached = this.nodes.get(key);
-    if (cached?.kind === 'run') {
-      cached.run = run;
-      return cached;
+  /** The cached node under `key`, updated by `update`, or a new one from `make`. */
+  private cached<K extends RunsNode['kind']>(
+    key: string,
+    kind: K,
+    update: (n: RunsNode & { kind: K }) => void,
+    make: () => RunsNode & { kind: K },
+  ): RunsNode & { kind: K } {
+    const hit = this.nodes.get(key);
+    if (hit?.kind === kind) {
+      update(hit as RunsNode & { kind: K });
+      return hit as RunsNode & { kind: K };
     }
-    const node: RunsNode & { kind: 'run' } = {
-      kind: 'run',
-      run,
-      groups: new PagedList((cursor) => this.client().runGroups(run.id, cursor, this.pageSize())),
-      filtered: new PagedList((cursor) =>
-        this.client().listRollouts({ run_id: run.id, ...this.filter, cursor, limit: this.pageSize() }),
-      ),
-    };
+    const node = make();
     this.nodes.set(key, node);
     return node;
   }
 
-  private groupNode(group: Group): RunsNode & { kind: 'group' } {
-    const key = `group:${group.id}`;
-    const cached = this.nodes.get(key);
-    if (cached?.kind === 'group') {
-      cached.group = group;
-      return cached;
-    }
-    const node: RunsNode & { kind: 'group' } = {
-      kind: 'group',
-      group,
-      rollouts: new PagedList((cursor) =>
-        this.client().listRollouts({ group_id: group.id, ...this.filter, cursor, limit: this.pageSize() }),
-      ),
-    };
-    this.nodes.set(key, node);
-    return node;
+  private runNode(run: Run) {
+    return this.cached(
+      `run:${run.id}`,
+      'run',
+      (n) => {
+        n.run = run;
+      },
+      () => ({
+        kind: 'run',
+        run,
+        groups: new PagedList((cursor) =>
+          this.client().runGroups(run.id, { ...this.filter, cursor, limit: this.pageSize() }),
+        ),
+      }),
+    );
   }
 
-  private rolloutNode(rollout: Rollout): RunsNode & { kind: 'rollout' } {
-    const key = `rollout:${rollout.id}`;
-    const cached = this.nodes.get(key);
-    if (cached?.kind === 'rollout') {
-      if (cached.rollout.updated_at !== rollout.updated_at) cached.detail = undefined;
-      cached.rollout = rollout;
-      return cached;
-    }
-    const node: RunsNode & { kind: 'rollout' } = { kind: 'rollout', rollout };
-    this.nodes.set(key, node);
-    return node;
+  private stepNode(run: Run, step: number, groups: Group[]) {
+    return this.cached(
+      `step:${run.id}:${step}`,
+      'step',
+      (n) => {
+        n.run = run;
+        n.groups = groups;
+      },
+      () => ({ kind: 'step', run, step, groups }),
+    );
+  }
+
+  private groupNode(group: Group) {
+    return this.cached(
+      `group:${group.id}`,
+      'group',
+      (n) => {
+        n.group = group;
+      },
+      () => ({
+        kind: 'group',
+        group,
+        rollouts: new PagedList((cursor) =>
+          this.client().listRollouts({ group_id: group.id, ...this.filter, cursor, limit: this.pageSize() }),
+        ),
+      }),
+    );
+  }
+
+  private rolloutNode(rollout: Rollout, position?: number) {
+    return this.cached(
+      `rollout:${rollout.id}`,
+      'rollout',
+      (n) => {
+        if (n.rollout.updated_at !== rollout.updated_at) n.detail = undefined;
+        n.rollout = rollout;
+        if (position !== undefined) n.position = position;
+      },
+      () => ({ kind: 'rollout', rollout, position }),
+    );
   }
 
   private client(): DaemonClient {
@@ -146,31 +183,33 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     if (!node) {
       this.runs ??= new PagedList((cursor) => this.client().listRuns(cursor, this.pageSize()));
       const runs = await this.runs.ensure();
-      const out: RunsNode[] = runs.map((r) => this.runNode(r));
+      this.labels = runLabels(runs);
+      const out: RunsNode[] = filterText(this.filter) ? [this.filterNode] : [];
+      out.push(...runs.map((r) => this.runNode(r)));
       if (this.runs.hasMore) out.push({ kind: 'more', list: this.runs, parent: undefined });
-      if (out.length === 0)
+      if (runs.length === 0)
         out.push({ kind: 'message', text: 'No runs yet — Start Run… from a config file', icon: 'info' });
       return out;
     }
     switch (node.kind) {
       case 'run': {
-        const out: RunsNode[] = [];
-        if (filterText(this.filter)) out.push({ kind: 'filtered', run: node.run, list: node.filtered });
         const groups = await node.groups.ensure();
-        out.push(...groups.map((g) => this.groupNode(g)));
+        const out: RunsNode[] = groupsByStep(groups).map((s) => this.stepNode(node.run, s.step, s.groups));
         if (node.groups.hasMore) out.push({ kind: 'more', list: node.groups, parent: node });
+        if (out.length === 0)
+          out.push({
+            kind: 'message',
+            text: filterText(this.filter) ? 'No groups match the filter' : 'No groups yet',
+          });
         return out;
       }
-      case 'filtered': {
-        const rollouts = await node.list.ensure();
-        const out: RunsNode[] = rollouts.map((r) => this.rolloutNode(r));
-        if (node.list.hasMore) out.push({ kind: 'more', list: node.list, parent: node });
-        if (out.length === 0) out.push({ kind: 'message', text: 'No rollouts match the filter' });
-        return out;
-      }
+      case 'step':
+        return node.groups.map((g) => this.groupNode(g));
       case 'group': {
         const rollouts = await node.rollouts.ensure();
-        const out: RunsNode[] = rollouts.map((r) => this.rolloutNode(r));
+        // numbered in the order they were made (ids sort by creation), whatever order the page has
+        const order = rollouts.map((r) => r.id).sort();
+        const out: RunsNode[] = rollouts.map((r) => this.rolloutNode(r, order.indexOf(r.id) + 1));
         if (node.rollouts.hasMore) out.push({ kind: 'more', list: node.rollouts, parent: node });
         return out;
       }
@@ -208,41 +247,62 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     switch (node.kind) {
       case 'run': {
         const r = node.run;
-        const item = new vscode.TreeItem(r.name, C.Collapsed);
+        const label = this.labels.get(r.id) ?? r.name;
+        const item = new vscode.TreeItem(label, C.Collapsed);
         item.id = `run:${r.id}`;
-        item.description = `${r.status} · step ${r.step} · v${r.model_version}`;
+        item.description = runDescription(r);
         item.tooltip = new vscode.MarkdownString(
-          `**${r.name}** \`${r.id}\`\n\nstatus ${r.status}, step ${r.step}, model version ${r.model_version}${r.error ? `\n\nerror: ${r.error}` : ''}`,
+          `**${label}** \`${r.id}\`\n\n${r.status}, step ${r.step}, model version ${r.model_version}, started ${new Date(r.created_at).toLocaleString()}${r.error ? `\n\nerror: ${r.error}` : ''}`,
         );
         item.iconPath = new vscode.ThemeIcon(statusIcon(r.status));
         item.contextValue = `run.${r.status}`;
         item.command = { command: 'harnessRl.openDashboard', title: 'Open Run Dashboard', arguments: [node] };
         return item;
       }
-      case 'filtered': {
-        const item = new vscode.TreeItem(`Rollouts (${filterText(this.filter)})`, C.Expanded);
-        item.id = `filtered:${node.run.id}:${filterText(this.filter)}`;
+      case 'step': {
+        const item = new vscode.TreeItem(`step ${node.step}`, C.Collapsed);
+        item.id = `step:${node.run.id}:${node.step}`;
+        item.description = stepDescription(node.groups);
+        item.iconPath = new vscode.ThemeIcon(statusIcon(stepStatus(node.groups)));
+        item.contextValue = 'step';
+        return item;
+      }
+      case 'filter': {
+        const item = new vscode.TreeItem(`Filter: ${filterText(this.filter)}`, C.None);
+        item.id = 'filter';
+        item.tooltip =
+          'Only groups with a matching rollout, and in them only the matching rollouts. Click to change.';
         item.iconPath = new vscode.ThemeIcon('filter');
+        item.command = { command: 'harnessRl.filterRollouts', title: 'Filter Rollouts…' };
         return item;
       }
       case 'group': {
         const g = node.group;
-        const item = new vscode.TreeItem(`group ${g.id.slice(-8)}`, C.Collapsed);
+        const task = taskText(g.task_input);
+        const item = new vscode.TreeItem(task || `group ${g.id.slice(-8)}`, C.Collapsed);
         item.id = `group:${g.id}`;
-        item.description = `${g.status} · step ${g.step} · ${g.size} rollouts`;
+        item.description = groupDescription(g);
+        item.tooltip = new vscode.MarkdownString().appendText(
+          `${taskText(g.task_input, 500) || 'no task'}\n\ngroup ${g.id}, step ${g.step}, ${g.status}`,
+        );
         item.iconPath = new vscode.ThemeIcon(statusIcon(g.status));
         item.contextValue = 'group';
         return item;
       }
       case 'rollout': {
         const r = node.rollout;
-        const item = new vscode.TreeItem(`rollout ${r.id.slice(-8)}`, C.Collapsed);
+        const label = node.position ? `#${node.position}` : taskText(r.input) || `rollout ${r.id.slice(-8)}`;
+        const item = new vscode.TreeItem(label, C.Collapsed);
         item.id = `rollout:${r.id}`;
         item.description = rolloutDescription(r);
-        item.tooltip = new vscode.MarkdownString(
-          `rollout \`${r.id}\`\n\nstatus ${r.status}, reward ${r.reward ?? '—'}, attempts ${r.attempt_count}/${r.max_attempts}${r.error ? `\n\nerror: ${r.error}` : ''}`,
+        item.tooltip = new vscode.MarkdownString().appendText(
+          `${taskText(r.input, 500) || 'no task'}\n\nrollout ${r.id}: ${r.status}, ${formatReward(r.reward)}, attempt ${formatNumber(r.attempt_count)} of ${formatNumber(r.max_attempts)}${r.error ? `\n\nerror: ${r.error}` : ''}`,
         );
-        item.iconPath = new vscode.ThemeIcon(statusIcon(r.status));
+        const color = rewardColor(r.reward);
+        item.iconPath = new vscode.ThemeIcon(
+          statusIcon(r.status),
+          color ? new vscode.ThemeColor(color) : undefined,
+        );
         item.contextValue = `rollout.${r.status}`;
         item.command = { command: 'harnessRl.openTrajectory', title: 'Open Trajectory', arguments: [node] };
         return item;
@@ -251,7 +311,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
         const a = node.attempt;
         const item = new vscode.TreeItem(`attempt ${a.index}`, node.calls.length ? C.Collapsed : C.None);
         item.id = `attempt:${a.id}`;
-        item.description = `${a.status} · ${node.calls.length} calls${a.worker ? ` · ${a.worker}` : ''}`;
+        item.description = `${a.status} · ${count(node.calls.length, 'call')}${a.worker ? ` · ${a.worker}` : ''}`;
         item.tooltip = a.error ?? undefined;
         item.iconPath = new vscode.ThemeIcon(statusIcon(a.status));
         item.contextValue = 'attempt';
@@ -297,7 +357,19 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
         if (!this.runs) return;
         const existed = this.nodes.has(`run:${e.run.id}`);
         const node = this.runNode(e.run);
+        // a new run may make names clash: relabel every row
         if (this.runs.upsert(e.run)) this.fireLater(existed ? node : undefined);
+        return;
+      }
+      case 'group': {
+        const g = e.group;
+        const run = this.nodes.get(`run:${g.run_id}`);
+        if (run?.kind !== 'run' || !run.groups.loaded) return;
+        const known = run.groups.items.some((x) => x.id === g.id);
+        // a filtered list only takes groups the daemon listed (a new group has no matching rollout yet)
+        if (!known && filterText(this.filter)) return;
+        this.groupNode(g);
+        if (run.groups.upsert(g)) this.fireLater(run);
         return;
       }
       case 'rollout': {
@@ -306,7 +378,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
         if (existing?.kind === 'rollout') {
           this.rolloutNode(r);
           this.fireLater(existing);
-        } else if (r.group_id) {
+        } else if (r.group_id && matchesFilter(r, this.filter)) {
           const g = this.nodes.get(`group:${r.group_id}`);
           if (g?.kind === 'group' && g.rollouts.upsert(r, 'back')) this.fireLater(g);
         }

@@ -18,44 +18,84 @@ import { viewSamples } from './samples';
 declare const window: any;
 // biome-ignore lint/suspicious/noExplicitAny: browser globals inside page.evaluate
 declare const document: any;
+// biome-ignore lint/suspicious/noExplicitAny: browser globals inside page.evaluate
+declare const getComputedStyle: any;
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const artifacts = join(root, 'test', 'artifacts');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-// VS Code's dark theme variables the styles use (the real webview host injects these).
-const THEME = `:root{--vscode-font-family:sans-serif;--vscode-font-size:13px;--vscode-editor-font-family:monospace;
---vscode-editor-font-size:13px;--vscode-foreground:#ccc;--vscode-editor-background:#1e1e1e;--vscode-descriptionForeground:#999;
---vscode-charts-red:#f14c4c;--vscode-charts-green:#89d185;--vscode-charts-blue:#3794ff;--vscode-charts-orange:#d18616;
+// VS Code's Dark+ and Light+ theme variables the styles use (the real webview host injects these).
+const COMMON = `--vscode-font-family:sans-serif;--vscode-font-size:13px;--vscode-editor-font-family:monospace;
+--vscode-editor-font-size:13px;--vscode-charts-orange:#d18616;`;
+const THEMES = {
+  dark: `:root{${COMMON}--vscode-foreground:#ccc;--vscode-editor-foreground:#d4d4d4;--vscode-editor-background:#1e1e1e;
+--vscode-descriptionForeground:#999;--vscode-charts-red:#f14c4c;--vscode-charts-green:#89d185;--vscode-charts-blue:#3794ff;
 --vscode-charts-purple:#b180d7;--vscode-charts-yellow:#cca700;--vscode-panel-border:#444;--vscode-badge-background:#4d4d4d;
 --vscode-badge-foreground:#fff;--vscode-button-background:#0e639c;--vscode-button-foreground:#fff;
 --vscode-button-secondaryBackground:#3a3d41;--vscode-button-secondaryForeground:#ccc;--vscode-errorForeground:#f48771;
---vscode-editor-findMatchHighlightBackground:#ea5c0055;--vscode-editor-findMatchBackground:#515c6a;--vscode-textCodeBlock-background:#0a0a0a55}`;
+--vscode-focusBorder:#007fd4;--vscode-input-background:#3c3c3c;--vscode-input-foreground:#ccc;
+--vscode-editor-findMatchHighlightBackground:#ea5c0055;--vscode-editor-findMatchBackground:#515c6a;--vscode-textCodeBlock-background:#0a0a0a55}`,
+  light: `:root{${COMMON}--vscode-foreground:#616161;--vscode-editor-foreground:#000;--vscode-editor-background:#fff;
+--vscode-descriptionForeground:#717171;--vscode-charts-red:#e51400;--vscode-charts-green:#388a34;--vscode-charts-blue:#1a85ff;
+--vscode-charts-purple:#652d90;--vscode-charts-yellow:#bf8803;--vscode-panel-border:#80808059;--vscode-badge-background:#c4c4c4;
+--vscode-badge-foreground:#333;--vscode-button-background:#007acc;--vscode-button-foreground:#fff;
+--vscode-button-secondaryBackground:#5f6a79;--vscode-button-secondaryForeground:#fff;--vscode-errorForeground:#a1260d;
+--vscode-focusBorder:#0090f1;--vscode-input-background:#fff;--vscode-input-foreground:#616161;--vscode-input-border:#cecece;
+--vscode-editor-findMatchHighlightBackground:#ea5c0055;--vscode-editor-findMatchBackground:#a8ac94;--vscode-textCodeBlock-background:#dcdcdc66}`,
+};
+type Theme = keyof typeof THEMES;
 
 let browser: Browser;
 let dir: string;
 
-function page(bundle: 'trajectory' | 'dashboard'): string {
-  const file = join(dir, `${bundle}.html`);
+type Bundle = 'trajectory' | 'dashboard' | 'snippets';
+
+function page(bundle: Bundle, theme: Theme): string {
+  const file = join(dir, `${bundle}-${theme}.html`);
   writeFileSync(
     file,
-    `<!DOCTYPE html><html><head><meta charset="utf-8"><style>${THEME}</style><link rel="stylesheet" href="${bundle}.css"></head><body>
+    `<!DOCTYPE html><html><head><meta charset="utf-8"><style>${THEMES[theme]}</style><link rel="stylesheet" href="${bundle}.css"></head><body>
 <script>window.__sent=[];window.__state=undefined;window.acquireVsCodeApi=()=>({postMessage:(m)=>window.__sent.push(m),getState:()=>window.__state,setState:(s)=>{window.__state=s}});</script>
 <script src="${bundle}.js"></script></body></html>`,
   );
   return `file://${file}`;
 }
 
-async function open(bundle: 'trajectory' | 'dashboard'): Promise<Page> {
+async function open(bundle: Bundle, theme: Theme = 'dark'): Promise<Page> {
   const p = await browser.newPage({ viewport: { width: 1200, height: 900 } });
   const errors: string[] = [];
   p.on('pageerror', (e) => errors.push(e.message));
-  await p.goto(page(bundle));
+  await p.goto(page(bundle, theme));
   await p.waitForFunction(() =>
     (window as unknown as { __sent: { type: string }[] }).__sent.some((m) => m.type === 'ready'),
   );
   expect(errors).toEqual([]);
   return p;
+}
+
+/** A computed CSS colour (rgb(), rgba() or color(srgb …)) as 0–1 channels and alpha. */
+function channels(css: string): [number, number, number, number] {
+  const srgb = css.match(/^color\(srgb ([\d.e-]+) ([\d.e-]+) ([\d.e-]+)(?: \/ ([\d.e-]+))?\)$/);
+  if (srgb) return [Number(srgb[1]), Number(srgb[2]), Number(srgb[3]), Number(srgb[4] ?? 1)];
+  const rgb = css.match(/^rgba?\(([\d.]+), ([\d.]+), ([\d.]+)(?:, ([\d.]+))?\)$/);
+  if (!rgb) throw new Error(`unparsed colour ${css}`);
+  return [Number(rgb[1]) / 255, Number(rgb[2]) / 255, Number(rgb[3]) / 255, Number(rgb[4] ?? 1)];
+}
+
+/** WCAG 2 contrast ratio of text `fg` on `bg` drawn over the opaque page background `page`. */
+function contrast(fg: string, bg: string, page: string): number {
+  const under = channels(page);
+  const over = (top: number[], below: number[]) =>
+    top.slice(0, 3).map((c, i) => c * top[3] + below[i] * (1 - top[3]));
+  const back = over(channels(bg), under);
+  const text = over(channels(fg), back);
+  const lum = (c: number[]) => {
+    const [r, g, b] = c.map((v) => (v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [hi, lo] = [lum(text), lum(back)].sort((a, b) => b - a);
+  return (hi + 0.05) / (lo + 0.05);
 }
 
 beforeAll(async () => {
@@ -138,10 +178,39 @@ describe.each(cases)('trajectory webview in Chromium: $name', ({ name, rollout, 
       });
     }
     expect(await p.locator('.entry.assistant.response').count()).toBe(rollout.llm_calls.length);
-    await p.screenshot({ path: join(artifacts, `webview-conversation-${slug}.png`), fullPage: true });
+    await p.screenshot({ path: join(artifacts, `webview-conversation-${slug}-dark.png`), fullPage: true });
     // state for the serializer
     const state = await p.evaluate(() => (window as unknown as { __state: { rollout_id: string } }).__state);
     expect(state.rollout_id).toBe(rollout.id);
+    await p.close();
+    const light = await open('trajectory', 'light');
+    await light.evaluate((m) => window.postMessage(m, '*'), message);
+    await light.locator('section.call').first().waitFor();
+    await light.screenshot({
+      path: join(artifacts, `webview-conversation-${slug}-light.png`),
+      fullPage: true,
+    });
+    await light.close();
+  });
+
+  it('rounds the reward, pluralises counts and counts trained tokens the same way in the header and the Training tab', async () => {
+    const p = await open('trajectory');
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      ...message,
+      rollout: {
+        ...message.rollout,
+        reward: 0.6499999999999999,
+        attempts: message.rollout.attempts.slice(0, 1),
+      },
+    });
+    await p.locator('section.call').first().waitFor();
+    expect(await p.locator('#reward').innerText()).toBe('reward 0.65');
+    const summary = await p.locator('.summary').innerText();
+    expect(summary).toMatch(/\b1 attempt\b/);
+    const trained = (await p.locator('#sample-counts').innerText()).match(/(\d+) trained tokens?/)?.[1];
+    await p.locator('button[data-tab="training"]').click();
+    await p.locator('.tokens').first().waitFor();
+    expect(Number(trained)).toBe(await p.locator('.tokens .tok.m1').count());
     await p.close();
   });
 
@@ -175,12 +244,76 @@ describe.each(cases)('trajectory webview in Chromium: $name', ({ name, rollout, 
     // token boundaries: reference tokens show their text
     const first = await p.locator('.tokens .tok').first().innerText();
     expect(first).toBe(token_texts?.[0]?.[0] ?? String(samples?.[0]?.input_ids[0]));
-    const title = await p.locator('.tokens .tok.m1').first().getAttribute('title');
-    expect(title).toMatch(/logprob -?\d/);
-    expect(title).toMatch(/advantage -?\d/);
-    await p.screenshot({ path: join(artifacts, `webview-training-${slug}.png`), fullPage: true });
+    // token details: pointing at a trained token shows its logprob and signed advantage in the panel
+    await p.locator('.tokens .tok.m1').first().hover();
+    const details = await p.locator('#token-details').innerText();
+    expect(details).toMatch(/logprob\s+−?\d/);
+    if (adv !== 0) expect(details).toMatch(adv > 0 ? /advantage\s+\+[\d.]+ \(positive\)/ : /\(negative\)/);
     await p.close();
   });
+
+  it('reaches the token details from the keyboard: Tab to a sample, arrow keys move the cursor token', async () => {
+    const p = await open('trajectory');
+    await p.evaluate((m) => window.postMessage(m, '*'), message);
+    await p.locator('button[data-tab="training"]').click();
+    await p.locator('.tokens').first().waitFor();
+    // Tab from the search box (the last header control before the body is Refresh)
+    await p.locator('#search').focus();
+    for (let i = 0; i < 10; i++) {
+      await p.keyboard.press('Tab');
+      if (await p.evaluate(() => document.activeElement?.classList.contains('tokens'))) break;
+    }
+    expect(await p.evaluate(() => document.activeElement?.classList.contains('tokens'))).toBe(true);
+    expect(await p.locator('#token-details').innerText()).toMatch(/token\s+#0 of sample 0/);
+    await p.keyboard.press('ArrowRight');
+    await p.keyboard.press('ArrowRight');
+    expect(await p.locator('#token-details').innerText()).toMatch(/token\s+#2 of sample 0/);
+    await p.keyboard.press('End');
+    const last = (samples?.[0]?.input_ids.length ?? 1) - 1;
+    expect(await p.locator('#token-details').innerText()).toMatch(
+      new RegExp(`token\\s+#${last} of sample 0`),
+    );
+    expect(await p.locator('#token-details').getAttribute('aria-live')).toBe('polite');
+    expect(await p.locator('.tokens').first().locator('.tok.cursor').count()).toBe(1);
+    await p.close();
+  });
+
+  it.each(['dark', 'light'] as const)(
+    'every token meets WCAG AA contrast (≥ 4.5) in the %s theme, heat map included',
+    async (theme) => {
+      const p = await open('trajectory', theme);
+      await p.evaluate((m) => window.postMessage(m, '*'), message);
+      await p.locator('button[data-tab="training"]').click();
+      await p.locator('.tokens').first().waitFor();
+      const colours: { fg: string; bg: string; page: string; text: string; heat: string | null }[] =
+        await p.evaluate(() => {
+          const page = getComputedStyle(document.body).backgroundColor;
+          return Array.from(document.querySelectorAll('.tokens .tok')).map((el: unknown) => {
+            const e = el as { textContent: string; dataset: { heat?: string } };
+            const cs = getComputedStyle(e);
+            return {
+              fg: cs.color,
+              bg: cs.backgroundColor,
+              page,
+              text: e.textContent,
+              heat: e.dataset.heat ?? null,
+            };
+          });
+        });
+      expect(colours.length).toBe((samples ?? []).reduce((n, s) => n + s.input_ids.length, 0));
+      // the heat map must actually paint: some tokens with a visible red background
+      expect(colours.filter((c) => c.heat !== null && channels(c.bg)[3] > 0).length).toBeGreaterThan(0);
+      const worst = colours
+        .map((c) => ({ ...c, ratio: contrast(c.fg, c.bg, c.page) }))
+        .sort((a, b) => a.ratio - b.ratio)[0];
+      expect(
+        worst.ratio,
+        `"${worst.text}" ${worst.fg} on ${worst.bg} (heat ${worst.heat})`,
+      ).toBeGreaterThanOrEqual(4.5);
+      await p.screenshot({ path: join(artifacts, `webview-training-${slug}-${theme}.png`), fullPage: true });
+      await p.close();
+    },
+  );
 
   it('finds text within the trajectory and copies a call as curl', async () => {
     const p = await open('trajectory');

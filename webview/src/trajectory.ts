@@ -6,8 +6,10 @@ import type { LlmCall } from '../../daemon/protocol/entities';
 import { type Entry, newRequestEntries, responseEntries } from './conversation';
 import { callAsCurl, callAsJson } from './curl';
 import { clear, h, highlight } from './dom';
+import { count, formatNumber, signed } from './format';
 import { ToTrajectory, type TrajectoryData, type TrajectoryState, type VsCodeApi } from './protocol';
-import { breakDiagnosis, heat, type SampleView, summarize, tokenLabel, tokenView } from './tokens';
+import { showTokenDetails, tokenLine } from './tokenLine';
+import { breakDiagnosis, type SampleView, summarize, tokenView } from './tokens';
 
 declare function acquireVsCodeApi(): VsCodeApi<TrajectoryState & { tab?: Tab }>;
 type Tab = 'conversation' | 'training';
@@ -58,10 +60,10 @@ function render() {
     id: 'search',
     'aria-label': 'Search trajectory',
   });
-  const count = h('span', { class: 'muted', id: 'search-count' });
-  search.addEventListener('input', () => runSearch(search.value, count));
+  const hits = h('span', { class: 'muted', id: 'search-count' });
+  search.addEventListener('input', () => runSearch(search.value, hits));
   search.addEventListener('keydown', (e) => {
-    if ((e as KeyboardEvent).key === 'Enter') step((e as KeyboardEvent).shiftKey ? -1 : 1, count);
+    if ((e as KeyboardEvent).key === 'Enter') step((e as KeyboardEvent).shiftKey ? -1 : 1, hits);
   });
   const tabButton = (t: Tab, label: string) =>
     h('button', { class: tab === t ? 'active' : '', 'data-tab': t, onclick: () => switchTab(t) }, label);
@@ -77,7 +79,7 @@ function render() {
         tabButton('training', 'Training'),
       ),
       search,
-      count,
+      hits,
       h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Refresh'),
     ),
   );
@@ -86,22 +88,25 @@ function render() {
     h(
       'span',
       { class: 'reward', title: w.detail == null ? undefined : JSON.stringify(w.detail, null, 2) },
-      `${i > 0 ? ', ' : ''}${w.value} (${w.source})`,
+      `${i > 0 ? ', ' : ''}${formatNumber(w.value)} (${w.source})`,
     ),
   );
+  // the header and the Training tab count trained tokens from the same merged samples
+  const views = trainingViews(d);
+  const s = summarize(views);
   root.append(
     h(
       'div',
       { class: 'summary' },
       h('span', {}, h('span', { class: 'badge' }, r.status), ` ${r.kind}`),
-      h('span', { id: 'reward' }, `reward ${r.reward ?? '—'}`),
+      h('span', { id: 'reward' }, `reward ${formatNumber(r.reward)}`),
       rewards.length > 0 && h('span', { class: 'muted' }, 'rewards: ', rewards),
-      h('span', {}, `${r.attempts.length} attempts · ${r.llm_calls.length} llm calls`),
-      r.stats &&
+      h('span', {}, `${count(r.attempts.length, 'attempt')} · ${count(r.llm_calls.length, 'llm call')}`),
+      views.length > 0 &&
         h(
           'span',
-          {},
-          `${r.stats.samples} samples · ${r.stats.prefix_breaks} prefix breaks · ${r.stats.mask_tokens} trained tokens`,
+          { id: 'sample-counts' },
+          `${count(s.samples, 'sample')} · ${count(s.breaks, 'prefix break')} · ${count(s.maskTokens, 'trained token')}`,
         ),
       r.error && h('span', { class: 'error' }, r.error),
     ),
@@ -109,8 +114,8 @@ function render() {
   const body = h('div', { id: 'body' });
   root.append(body);
   if (tab === 'conversation') renderConversation(body, d);
-  else renderTraining(body, d);
-  if (search.value) runSearch(search.value, count);
+  else renderTraining(body, d, views);
+  if (search.value) runSearch(search.value, hits);
   if (d.focus_call_id && tab === 'conversation') {
     document.getElementById(`call-${d.focus_call_id}`)?.scrollIntoView({ block: 'start' });
   }
@@ -199,25 +204,24 @@ function renderConversation(body: HTMLElement, d: TrajectoryData) {
   });
 }
 
-function renderTraining(body: HTMLElement, d: TrajectoryData) {
+function trainingViews(d: TrajectoryData): SampleView[] {
   const calls = [...d.rollout.llm_calls].sort((a, b) => a.seq - b.seq);
-  const views = tokenView(
+  return tokenView(
     calls,
     d.rollout.prefix_breaks,
     d.samples?.filter((s) => s.rollout_id === d.rollout.id) ?? null,
     d.token_texts,
   );
+}
+
+function renderTraining(body: HTMLElement, d: TrajectoryData, views: SampleView[]) {
   const s = summarize(views);
   body.append(
     h(
       'div',
       { class: 'legend', id: 'token-legend' },
-      h(
-        'span',
-        {},
-        `${s.samples} samples · ${s.tokens} tokens · ${s.maskTokens} trained (mask 1) · ${s.breaks} prefix breaks`,
-      ),
-      s.meanLogprob !== null && h('span', {}, `mean logprob ${s.meanLogprob.toFixed(3)}`),
+      views.length > 0 && h('span', {}, count(s.tokens, 'token')),
+      s.meanLogprob !== null && h('span', {}, `mean logprob ${formatNumber(s.meanLogprob)}`),
       h(
         'span',
         {},
@@ -231,16 +235,25 @@ function renderTraining(body: HTMLElement, d: TrajectoryData) {
         'span',
         {},
         h('span', { class: 'tok adv-pos' }, '+A'),
-        ' / ',
+        ' solid underline / ',
         h('span', { class: 'tok adv-neg' }, '−A'),
-        ' advantage',
+        ' dashed underline: advantage',
       ),
       d.samples ? null : h('span', { class: 'muted' }, 'advantages appear once the group is complete'),
     ),
   );
   if (views.length === 0)
-    body.append(h('p', { class: 'muted' }, 'No token ids recorded for this rollout (text-only calls).'));
+    body.append(
+      h(
+        'p',
+        { class: 'muted', id: 'no-tokens' },
+        d.rollout.llm_calls.length === 0
+          ? 'No calls yet: the tokens appear here once the agent makes an llm call.'
+          : 'No token ids recorded for this rollout (text-only calls).',
+      ),
+    );
   for (const v of views) body.append(sampleEl(v));
+  if (views.length > 0) body.append(showTokenDetails());
 }
 
 function sampleEl(v: SampleView): HTMLElement {
@@ -272,49 +285,28 @@ function sampleEl(v: SampleView): HTMLElement {
       h(
         'span',
         { class: 'muted' },
-        ` — calls ${v.calls.join(', ')} · ${v.tokens.length} tokens${adv !== undefined && adv !== null ? ` · advantage ${adv.toFixed(3)}` : ''}`,
+        ` — ${v.calls.length === 1 ? 'call' : 'calls'} ${v.calls.join(', ')} · ${count(v.tokens.length, 'token')}${adv !== undefined && adv !== null ? ` · advantage ${signed(adv)}` : ''}`,
       ),
     ),
   );
-  const line = h('div', { class: 'tokens' });
-  const frag = document.createDocumentFragment();
-  let prevCall = -1;
-  v.tokens.forEach((t, i) => {
-    const cls = ['tok', `m${t.mask}`];
-    if (t.call !== prevCall) cls.push('callstart');
-    prevCall = t.call;
-    if (t.advantage !== null && t.advantage > 0) cls.push('adv-pos');
-    if (t.advantage !== null && t.advantage < 0) cls.push('adv-neg');
-    const span = document.createElement('span');
-    span.className = cls.join(' ');
-    span.textContent = tokenLabel(t);
-    const hv = heat(t.logprob);
-    if (t.mask && hv !== null) {
-      span.style.background = `color-mix(in srgb, var(--vscode-charts-red) ${hv}%, transparent)`;
-      span.dataset.heat = String(hv);
-    }
-    span.title = `#${i} id ${t.id} · call ${t.call} · mask ${t.mask}${t.logprob !== null ? ` · logprob ${t.logprob.toFixed(4)}` : ''}${t.advantage !== null ? ` · advantage ${t.advantage.toFixed(3)}` : ''}`;
-    frag.append(span);
-  });
-  line.append(frag);
-  wrap.append(line);
+  wrap.append(tokenLine(v));
   return wrap;
 }
 
-function runSearch(q: string, count: HTMLElement) {
+function runSearch(q: string, hits: HTMLElement) {
   const body = document.getElementById('body');
   if (!body) return;
   marks = highlight(body, q);
   current = -1;
-  if (marks.length) step(1, count);
-  else count.textContent = q ? 'no matches' : '';
+  if (marks.length) step(1, hits);
+  else hits.textContent = q ? 'no matches' : '';
 }
 
-function step(dir: number, count: HTMLElement) {
+function step(dir: number, hits: HTMLElement) {
   if (!marks.length) return;
   marks[current]?.classList.remove('current');
   current = (current + dir + marks.length) % marks.length;
   marks[current].classList.add('current');
   marks[current].scrollIntoView({ block: 'center' });
-  count.textContent = `${current + 1} of ${marks.length}`;
+  hits.textContent = `${current + 1} of ${marks.length}`;
 }

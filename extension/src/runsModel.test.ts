@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import type { Group } from '../../daemon/protocol/entities';
+import { filterText, groupsByStep, matchesFilter, stepDescription, stepStatus } from './runsModel';
+
+const group = (id: string, step: number, status: Group['status'] = 'complete'): Group => ({
+  id,
+  run_id: 'run_1',
+  task_id: null,
+  step,
+  size: 2,
+  status,
+  created_at: '2026-01-01T00:00:00Z',
+});
+
+describe('a run by steps', () => {
+  it('120 groups of 30 steps open as 30 step rows, newest step first, none lost', () => {
+    const groups = Array.from({ length: 120 }, (_, i) =>
+      group(`g${String(i).padStart(3, '0')}`, Math.floor(i / 4)),
+    );
+    const steps = groupsByStep([...groups].reverse());
+    expect(steps).toHaveLength(30);
+    expect(steps.map((s) => s.step)).toEqual(Array.from({ length: 30 }, (_, i) => 29 - i));
+    expect(steps.every((s) => s.groups.length === 4 && s.groups.every((g) => g.step === s.step))).toBe(true);
+    expect(steps.flatMap((s) => s.groups.map((g) => g.id)).sort()).toEqual(groups.map((g) => g.id));
+  });
+
+  it('a step runs while any group is open, and says how many', () => {
+    const open = [group('a', 1, 'running'), group('b', 1), group('c', 1, 'failed')];
+    expect(stepStatus(open)).toBe('running');
+    expect(stepDescription(open)).toBe('3 groups · 1 running · 1 failed');
+    expect(stepStatus([group('a', 1)])).toBe('complete');
+    expect(stepDescription([group('a', 1)])).toBe('1 group · complete');
+    expect(stepStatus([group('a', 1, 'failed')])).toBe('failed');
+  });
+});
+
+describe('the rollout filter', () => {
+  it('matches status and reward bounds as the daemon does; no reward fails a bound', () => {
+    const f = { status: 'succeeded' as const, min_reward: 0.5 };
+    expect(filterText(f)).toBe('status=succeeded, reward≥0.5');
+    expect(matchesFilter({ status: 'succeeded', reward: 0.5 }, f)).toBe(true);
+    expect(matchesFilter({ status: 'succeeded', reward: 0.4 }, f)).toBe(false);
+    expect(matchesFilter({ status: 'failed', reward: 1 }, f)).toBe(false);
+    expect(matchesFilter({ status: 'succeeded', reward: null }, f)).toBe(false);
+    expect(matchesFilter({ status: 'running', reward: null }, {})).toBe(true);
+    expect(matchesFilter({ status: 'running', reward: 2 }, { max_reward: 1 })).toBe(false);
+  });
+});

@@ -1,0 +1,60 @@
+// What the Runs view shows, as pure functions: the rollout filter, and a run's loaded groups by
+// step (a run of 30 steps × 4 groups opens as 30 step rows, not 120 group rows).
+import type { Group, Rollout, RolloutStatus } from '../../daemon/protocol/entities';
+import { count } from '../../webview/src/format';
+
+export interface RolloutFilter {
+  status?: RolloutStatus;
+  min_reward?: number;
+  max_reward?: number;
+}
+
+export function filterText(f: RolloutFilter): string {
+  const parts: string[] = [];
+  if (f.status) parts.push(`status=${f.status}`);
+  if (f.min_reward !== undefined) parts.push(`reward≥${f.min_reward}`);
+  if (f.max_reward !== undefined) parts.push(`reward≤${f.max_reward}`);
+  return parts.join(', ');
+}
+
+/** Whether a rollout passes the filter (as the daemon's rollout and group queries decide it). */
+export function matchesFilter(r: Pick<Rollout, 'status' | 'reward'>, f: RolloutFilter): boolean {
+  if (f.status && r.status !== f.status) return false;
+  if (f.min_reward !== undefined && (r.reward === null || r.reward < f.min_reward)) return false;
+  if (f.max_reward !== undefined && (r.reward === null || r.reward > f.max_reward)) return false;
+  return true;
+}
+
+export interface StepRow {
+  step: number;
+  groups: Group[];
+}
+
+/** The loaded groups by step, newest step first, each step's groups in the order they were listed. */
+export function groupsByStep(groups: readonly Group[]): StepRow[] {
+  const byStep = new Map<number, Group[]>();
+  for (const g of groups) {
+    const list = byStep.get(g.step);
+    if (list) list.push(g);
+    else byStep.set(g.step, [g]);
+  }
+  return [...byStep.entries()].sort((a, b) => b[0] - a[0]).map(([step, gs]) => ({ step, groups: gs }));
+}
+
+/** A step row's description: its groups, and how many are still open or failed. */
+export function stepDescription(groups: readonly Pick<Group, 'status'>[]): string {
+  const open = groups.filter((g) => g.status === 'pending' || g.status === 'running').length;
+  const failed = groups.filter((g) => g.status === 'failed').length;
+  const parts = [count(groups.length, 'group')];
+  if (open) parts.push(`${open} running`);
+  if (failed) parts.push(`${failed} failed`);
+  if (!open && !failed) parts.push('complete');
+  return parts.join(' · ');
+}
+
+/** The icon status of a step: running while any group is open, failed when all failed. */
+export function stepStatus(groups: readonly Pick<Group, 'status'>[]): string {
+  if (groups.some((g) => g.status === 'pending' || g.status === 'running')) return 'running';
+  if (groups.length > 0 && groups.every((g) => g.status === 'failed')) return 'failed';
+  return 'complete';
+}
