@@ -33,6 +33,37 @@ export const RolloutStats = z.object({
   truncations: z.number().int().nonnegative(),
 });
 
+/** How a request's history differs from the previous call's messages and the response it got. */
+export const HistoryChangeKind = z.enum([
+  'message_removed',
+  'role_changed',
+  'whitespace',
+  'content_edited',
+  'tool_calls_edited',
+  'tool_call_id_changed',
+  'tools_changed',
+  'template_options_changed',
+]);
+export const HistoryChange = z.object({
+  index: z
+    .number()
+    .int()
+    .nonnegative()
+    .nullable()
+    .describe('the message of the new request that changed (null: the tools or the template options)'),
+  role: z.string().nullable().describe('its role (for message_removed: the role of the missing message)'),
+  change: HistoryChangeKind,
+  detail: z.string().describe('what changed, in words'),
+});
+
+/** The token-in-token-out bridge's decision for a call (LlmCall.bridge). */
+export const BridgeRecord = z.object({
+  reused_tokens: z.number().int().nonnegative().optional().describe('tokens taken from the previous call'),
+  prompt_tokens: z.number().int().nonnegative().optional(),
+  fallback: z.string().optional().describe('why the bridge rendered the request as text instead'),
+  change: HistoryChange.optional().describe('the history change that made it fall back'),
+});
+
 export const PrefixBreak = z.object({
   call_index: z.number().int().nonnegative().describe('index of the call whose prompt broke the prefix'),
   position: z.number().int().nonnegative().describe('first differing token position'),
@@ -41,6 +72,14 @@ export const PrefixBreak = z.object({
   expected_text: z.string().nullable(),
   actual_text: z.string().nullable(),
   class: z.enum(['template', 'retokenized', 'other']),
+  bridge_fallback: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("why the bridge did not reuse the previous call's tokens for this call (null: it was off)"),
+  change: HistoryChange.nullable()
+    .optional()
+    .describe('which message of the call changed, and how, compared with the previous call and its response'),
 });
 
 export const Run = z.object({
@@ -96,6 +135,13 @@ export const Rollout = z.object({
   reward: z.number().nullable().describe('the latest reward value, null until one is given'),
   error: z.string().nullable(),
   stats: RolloutStats.nullable(),
+  tito: z
+    .boolean()
+    .nullable()
+    .optional()
+    .describe(
+      'token-in-token-out bridge for a standalone rollout (null: on where the backend returns token ids; runs use algorithm.tito)',
+    ),
   created_at: Timestamp,
   updated_at: Timestamp,
   started_at: Timestamp.nullable(),
@@ -135,7 +181,7 @@ export const LlmCall = z.object({
   response_logprobs: Logprobs.nullable(),
   token_source: TokenSource,
   bridge: Json.nullable().describe(
-    'token-in-token-out bridge decision: reused prefix length or fallback reason',
+    'token-in-token-out bridge decision (BridgeRecord): reused prefix length or fallback reason',
   ),
   finish_reason: z.string().nullable(),
   usage: Usage.nullable(),
@@ -245,6 +291,8 @@ export type RolloutStatus = z.infer<typeof RolloutStatus>;
 export type RolloutKind = z.infer<typeof RolloutKind>;
 export type RolloutStats = z.infer<typeof RolloutStats>;
 export type PrefixBreak = z.infer<typeof PrefixBreak>;
+export type HistoryChange = z.infer<typeof HistoryChange>;
+export type BridgeRecord = z.infer<typeof BridgeRecord>;
 export type Attempt = z.infer<typeof Attempt>;
 export type AttemptStatus = z.infer<typeof AttemptStatus>;
 export type LlmCall = z.infer<typeof LlmCall>;

@@ -1,10 +1,13 @@
 // Wiring of the token-in-token-out bridge (daemon/proxy/tito) into the proxy: per rollout, the last
 // chat call's messages and sampled tokens are remembered; when the next request resends that history
 // as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
+import type { HistoryChange } from '../protocol/entities';
 import {
   backendTokenizer,
+  type ChatMessageLike,
   type ChatTokenizer,
   completionRequestFor,
+  messageChange,
   type PreviousCall,
   planBridge,
 } from './tito';
@@ -24,10 +27,29 @@ export type BridgeDecision =
       /** The generation prompt opened a think block itself (the output starts inside it). */
       thinking: boolean;
     }
-  | { ok: false; reason: string };
+  | { ok: false; reason: string; change?: HistoryChange };
+
+/** Calls remembered per rollout: a main conversation's last call survives a few side calls between its turns. */
+const KEPT_PER_ROLLOUT = 4;
+
+/**
+ * Of a rollout's remembered calls (oldest first), the one `messages` continues: the newest whose
+ * history the request starts with, else the newest with the same first message (the same conversation,
+ * edited), else the newest.
+ */
+function previousFor(kept: Remembered[], messages: ChatMessageLike[]): Remembered {
+  const newestFirst = [...kept].reverse();
+  const starts = (r: Remembered, upTo: number) =>
+    messages.length > upTo && r.messages.slice(0, upTo).every((m, i) => !messageChange(m, messages[i]));
+  return (
+    newestFirst.find((r) => starts(r, r.messages.length)) ??
+    newestFirst.find((r) => r.messages.length > 0 && starts(r, 1)) ??
+    newestFirst[0]
+  );
+}
 
 export class BridgeMemory {
-  private readonly last = new Map<string, Remembered>();
+  private readonly last = new Map<string, Remembered[]>();
   private readonly tokenizers = new Map<string, ChatTokenizer>();
 
   constructor(private readonly max = 2_000) {}
@@ -39,8 +61,11 @@ export class BridgeMemory {
     const sampled = c0?.token_ids;
     if (!Array.isArray(chat.messages) || !c0?.message || !Array.isArray(prompt) || !Array.isArray(sampled))
       return;
+    const kept = (this.last.get(rolloutId) ?? []).filter((r) => r.attemptId === attemptId);
     this.last.delete(rolloutId);
-    this.last.set(rolloutId, {
+    this.last.set(rolloutId, kept);
+    if (kept.length >= KEPT_PER_ROLLOUT) kept.shift();
+    kept.push({
       attemptId,
       messages: chat.messages,
       tools: chat.tools ?? null,
@@ -73,10 +98,11 @@ export class BridgeMemory {
     root: string,
     maxModelLen: number | null,
   ): Promise<BridgeDecision> {
-    const previous = this.last.get(rolloutId);
-    if (!previous || previous.attemptId !== attemptId) return { ok: false, reason: 'no previous call' };
+    const kept = this.last.get(rolloutId)?.filter((r) => r.attemptId === attemptId);
+    if (!kept?.length) return { ok: false, reason: 'no previous call' };
     if (typeof chat.n === 'number' && chat.n > 1) return { ok: false, reason: 'n > 1' };
     if (!Array.isArray(chat.messages)) return { ok: false, reason: 'no messages' };
+    const previous = previousFor(kept, chat.messages);
     let plan: Awaited<ReturnType<typeof planBridge>>;
     try {
       plan = await planBridge({

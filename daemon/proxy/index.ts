@@ -71,9 +71,18 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   const rawBodies = new WeakMap<FastifyRequest, string>();
   const memory = new BridgeMemory();
   const recorder = new Recorder(ctx.store);
-  /** The bridge for rollouts of runs with `algorithm.tito` (the default) and chat-shaped calls. */
-  const titoOf = (scope: Scope) =>
-    scope.runConfig && scope.runConfig.algorithm?.tito !== false ? memory : undefined;
+  /**
+   * The token-in-token-out bridge wherever the backend returns token ids: rollouts of runs with
+   * `algorithm.tito` (the default), standalone rollouts unless created with `tito: false`, recordings on
+   * a vLLM or reference upstream. Not for provider pass-through (text only) or side calls, which are no
+   * turns of the trajectory (bridging them would also replace what the next main call extends).
+   */
+  const titoOf = (scope: Scope, tags: readonly string[]) => {
+    if (tags.includes('side')) return undefined;
+    if (scope.upstream && scope.upstream.kind !== 'vllm') return undefined;
+    const on = scope.runConfig ? scope.runConfig.algorithm?.tito !== false : scope.rollout.tito !== false;
+    return on ? memory : undefined;
+  };
 
   /** The scope of a request from its path and key (throws ProxyError 401/403/404/409). */
   const scopeOf = (req: FastifyRequest): Promise<Scope> => {
@@ -199,7 +208,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       stream,
       output: nativeOutput(body),
       target,
-      tito: kind === 'chat' ? titoOf(call.scope) : undefined,
+      tito: kind === 'chat' ? titoOf(call.scope, call.tags) : undefined,
     });
   };
 
@@ -314,7 +323,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
         stream,
         output,
         target,
-        tito: titoOf(scope),
+        tito: titoOf(scope, call.tags),
       });
     };
 

@@ -4,7 +4,7 @@
 import type { FastifyReply } from 'fastify';
 import { parseBoundedJson } from '../api/body';
 import type { DaemonContext } from '../context';
-import type { NewLlmCall, WireApi } from '../protocol/entities';
+import type { BridgeRecord, NewLlmCall, WireApi } from '../protocol/entities';
 import {
   askedOf,
   type BackendKind,
@@ -293,14 +293,14 @@ export function backendBody(body: Json, kind: BackendKind, extras: boolean): Jso
 }
 
 /** Decides, once the backend is known, whether to send a bridged token prompt instead of `sent`. */
-export type BridgeFn = (b: Backend, sent: Json) => Promise<BridgeDecision>;
+export type BridgeFn = (b: Pick<Backend, 'root' | 'maxModelLen'>, sent: Json) => Promise<BridgeDecision>;
 
 export interface Dispatched {
   res: BackendResponse;
   /** Set when the token-in-token-out bridge sent a token prompt to /v1/completions. */
   bridged: { prompt_ids: number[]; reused_tokens: number; thinking: boolean } | null;
-  /** Why the bridge was not used (null when it was, or was not asked for). */
-  fallback: string | null;
+  /** Why the bridge was not used, as recorded (null when it was, or was not asked for). */
+  fallback: BridgeRecord | null;
   /** The chat body (what the bridge was asked about), even when a completions body was sent. */
   chatBody: Json;
   backend: Backend | null;
@@ -310,6 +310,21 @@ export interface Dispatched {
   payload: string;
   release(): void;
   queueMs: number;
+}
+
+/** The token prompt the bridge decided to send, if it did. */
+function bridgedOf(decision: BridgeDecision | null): Dispatched['bridged'] {
+  return decision?.ok
+    ? { prompt_ids: decision.prompt_ids, reused_tokens: decision.reused_tokens, thinking: decision.thinking }
+    : null;
+}
+
+/** Why the bridge did not send a token prompt, as the call records it. */
+function fallbackOf(decision: BridgeDecision | null): BridgeRecord | null {
+  if (!decision || decision.ok) return null;
+  return decision.change
+    ? { fallback: decision.reason, change: decision.change }
+    : { fallback: decision.reason };
 }
 
 /**
@@ -327,16 +342,19 @@ export async function dispatch(
   const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const timeoutMs = call.ctx.config.backend_timeout_ms;
   if (target) {
-    body = servedBody(target, body);
-    const payload = JSON.stringify(body);
+    const sent = servedBody(target, body);
+    const decision = bridge ? await bridge({ root: target.root, maxModelLen: null }, sent) : null;
+    if (call.settled) throw new ProxyError(499, 'the client closed the request');
+    const sendBody = decision?.ok ? decision.body : sent;
+    const payload = JSON.stringify(sendBody);
     call.snapshot = () => ({
-      backend_request: body,
+      backend_request: sendBody,
       backend: target.name,
-      model: typeof body.model === 'string' ? body.model : null,
+      model: typeof sent.model === 'string' ? sent.model : null,
     });
     const queueMs = call.elapsed();
     try {
-      const res = await send(target.root + path, {
+      const res = await send(target.root + (decision?.ok ? '/v1/completions' : path), {
         body: payload,
         headers: target.headers,
         timeoutMs,
@@ -344,13 +362,13 @@ export async function dispatch(
       });
       return {
         res,
-        bridged: null,
-        fallback: null,
-        chatBody: body,
+        bridged: bridgedOf(decision),
+        fallback: fallbackOf(decision),
+        chatBody: sent,
         backend: null,
         backendName: target.name,
         modelVersion: null,
-        body,
+        body: sendBody,
         payload,
         release: () => {},
         queueMs,
@@ -402,20 +420,16 @@ export async function dispatch(
       sent = { ...body, model: runModel && models.includes(runModel) ? runModel : models[0] };
     }
     let bridged: Dispatched['bridged'] = null;
-    let fallback: string | null = null;
+    let fallback: BridgeRecord | null = null;
     let sendBody = sent;
     let sendPath = path;
     if (bridge) {
       const decision = await bridge(b, sent);
       if (decision.ok) {
-        bridged = {
-          prompt_ids: decision.prompt_ids,
-          reused_tokens: decision.reused_tokens,
-          thinking: decision.thinking,
-        };
+        bridged = bridgedOf(decision);
         sendBody = decision.body;
         sendPath = '/v1/completions';
-      } else fallback = decision.reason;
+      } else fallback = fallbackOf(decision);
       if (call.settled) throw new ProxyError(499, 'the client closed the request');
     }
     const payload = JSON.stringify(sendBody);
@@ -570,7 +584,7 @@ export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Pro
   const scope = call.scope;
   const memory = o.tito;
   const bridge: BridgeFn | undefined =
-    memory && scope && o.kind === 'chat' && !o.target
+    memory && scope && o.kind === 'chat'
       ? (b, sent) => memory.decide(scope.rolloutId, scope.attemptId, sent, b.root, b.maxModelLen)
       : undefined;
   let d: Dispatched;
@@ -594,9 +608,7 @@ export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Pro
     queue_ms: d.queueMs,
     bridge: d.bridged
       ? { reused_tokens: d.bridged.reused_tokens, prompt_tokens: d.bridged.prompt_ids.length }
-      : d.fallback !== null
-        ? { fallback: d.fallback }
-        : null,
+      : d.fallback,
     ...o.extra,
   };
   const remember = (json: Json) => {

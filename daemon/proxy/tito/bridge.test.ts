@@ -223,7 +223,11 @@ describe('bridge fallbacks give a reason', () => {
 
   it('tools changed', async () => {
     const plan = await planBridge({ previous: await base(), request: next({ tools: [] }), tokenizer: tok });
-    expect(plan).toEqual({ ok: false, reason: 'tools changed' });
+    expect(plan).toEqual({
+      ok: false,
+      reason: 'tools changed',
+      change: { index: null, role: null, change: 'tools_changed', detail: 'tools changed' },
+    });
   });
 
   it('history edited', async () => {
@@ -231,6 +235,33 @@ describe('bridge fallbacks give a reason', () => {
     req.messages[1] = { role: 'user', content: 'What does b.txt say?' };
     const plan = await planBridge({ previous: await base(), request: req, tokenizer: tok });
     expect(plan).toMatchObject({ ok: false, reason: expect.stringMatching(/^history edited: message 1/) });
+  });
+
+  it('the fallback names the message that changed and how', async () => {
+    const previous = await base();
+    const edit = async (i: number, m: ChatMessageLike | null) => {
+      const req = next();
+      if (m) req.messages[i] = m;
+      else req.messages.splice(i);
+      const plan = await planBridge({ previous, request: req, tokenizer: tok });
+      return plan.ok ? null : plan.change;
+    };
+    const user = history[1];
+    expect(await edit(1, { ...user, content: ` ${user.content}\n` })).toMatchObject({
+      index: 1,
+      role: 'user',
+      change: 'whitespace',
+    });
+    expect(await edit(1, { role: 'user', content: 'What does b.txt say?' })).toMatchObject({
+      index: 1,
+      role: 'user',
+      change: 'content_edited',
+      detail: expect.stringContaining('"What does b.txt say?"'),
+    });
+    expect(await edit(2, null)).toMatchObject({ index: 2, role: 'assistant', change: 'message_removed' });
+    expect(await edit(1, { role: 'assistant', content: user.content })).toMatchObject({
+      change: 'role_changed',
+    });
   });
 
   it('the resent assistant message is not what the call returned', async () => {

@@ -15,6 +15,7 @@
 // Before that, the request must be previous.messages + (the message that call returned) + new
 // messages, compared semantically, with the same tools and template options. Anything else falls
 // back (`ok: false`) with a reason; the caller then renders the request normally.
+import type { HistoryChange } from '../../protocol/entities';
 import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from './tokenizer';
 import { contentText } from './tokenizer';
 
@@ -45,7 +46,7 @@ export type BridgePlan =
       /** The generation prompt opens a think block (the output starts inside it): pass to completionToChat. */
       thinking: boolean;
     }
-  | { ok: false; reason: string };
+  | { ok: false; reason: string; change?: HistoryChange };
 
 /** JSON with object keys sorted: equal iff the values are deeply equal. */
 function canonical(v: unknown): string {
@@ -87,20 +88,70 @@ function toolCallsKey(m: ChatMessageLike): string {
   );
 }
 
+type Change = Pick<HistoryChange, 'change' | 'detail'>;
+
+/** Where two texts first differ, shown as a short excerpt of each. */
+function editedAt(a: string, b: string): string {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  const excerpt = (s: string) => JSON.stringify(s.slice(Math.max(0, i - 12), i + 28));
+  return `content edited at character ${i}: ${excerpt(b)} where it was ${excerpt(a)}`;
+}
+
 /**
- * Do two messages mean the same thing to the model? Content text, tool calls (names and parsed
- * arguments), tool_call_id and name. Reasoning is ignored: the tokens we reuse are the sampled ones,
- * and harnesses commonly drop reasoning when they resend history.
+ * How message `b` differs from `a` in what it means to the model, or null: content text, tool calls
+ * (names and parsed arguments), tool_call_id and name. Reasoning is ignored: the tokens we reuse are the
+ * sampled ones, and harnesses commonly drop reasoning when they resend history; so is the formatting of
+ * tool-call JSON.
  */
-export function sameMessage(a: ChatMessageLike, b: ChatMessageLike, assistantLoose = false): string | null {
-  if (a.role !== b.role) return `role ${a.role} ≠ ${b.role}`;
+export function messageChange(a: ChatMessageLike, b: ChatMessageLike, assistantLoose = false): Change | null {
+  if (a.role !== b.role) return { change: 'role_changed', detail: `role ${a.role} ≠ ${b.role}` };
   const ca = assistantLoose ? visibleText(a.content) : contentText(a.content);
   const cb = assistantLoose ? visibleText(b.content) : contentText(b.content);
-  if (ca !== cb) return 'content differs';
-  if (toolCallsKey(a) !== toolCallsKey(b)) return 'tool calls differ';
+  if (ca !== cb)
+    return ca.replace(/\s+/g, '') === cb.replace(/\s+/g, '')
+      ? { change: 'whitespace', detail: `content differs in whitespace only (${editedAt(ca, cb).slice(15)})` }
+      : { change: 'content_edited', detail: editedAt(ca, cb) };
+  if (toolCallsKey(a) !== toolCallsKey(b))
+    return { change: 'tool_calls_edited', detail: 'tool calls differ (names or parsed arguments)' };
   if ((a.tool_call_id ?? null) !== (b.tool_call_id ?? null) && a.role === 'tool')
-    return 'tool_call_id differs';
-  if ((a.name ?? null) !== (b.name ?? null)) return 'name differs';
+    return { change: 'tool_call_id_changed', detail: 'tool_call_id differs' };
+  if ((a.name ?? null) !== (b.name ?? null)) return { change: 'content_edited', detail: 'name differs' };
+  return null;
+}
+
+/**
+ * The first place where `request` stops being previous.messages + the previous response + new messages:
+ * the tools, the template options, or a message (its index and role in the request), or null.
+ */
+export function historyChange(previous: PreviousCall, request: BridgeRequest): HistoryChange | null {
+  const whole = (change: HistoryChange['change'], detail: string): HistoryChange => ({
+    index: null,
+    role: null,
+    change,
+    detail,
+  });
+  if (canonical(previous.tools ?? []) !== canonical(request.tools ?? []))
+    return whole('tools_changed', 'tools changed');
+  if (canonical(previous.chat_template_kwargs ?? {}) !== canonical(request.chat_template_kwargs ?? {}))
+    return whole('template_options_changed', 'chat_template_kwargs changed');
+  const expected = [...previous.messages, previous.assistant_message];
+  const n = previous.messages.length;
+  const msgs = request.messages;
+  for (let i = 0; i < expected.length; i++) {
+    if (i >= msgs.length)
+      return {
+        index: i,
+        role: expected[i].role,
+        change: 'message_removed',
+        detail:
+          i === n
+            ? 'the previous response is not in the request'
+            : `the request has ${msgs.length} messages, the previous call had ${n}`,
+      };
+    const c = messageChange(expected[i], msgs[i], i === n);
+    if (c) return { index: i, role: msgs[i].role, ...c };
+  }
   return null;
 }
 
@@ -147,21 +198,16 @@ export async function planBridge(args: {
   if (!previous) return { ok: false, reason: 'no previous call' };
   if (!previous.prompt_ids.length || !previous.response_ids.length)
     return { ok: false, reason: 'previous call has no recorded token ids' };
-  if (canonical(previous.tools ?? []) !== canonical(request.tools ?? []))
-    return { ok: false, reason: 'tools changed' };
-  if (canonical(previous.chat_template_kwargs ?? {}) !== canonical(request.chat_template_kwargs ?? {}))
-    return { ok: false, reason: 'chat_template_kwargs changed' };
-
   const n = previous.messages.length;
   const msgs = request.messages;
-  if (msgs.length <= n)
-    return { ok: false, reason: 'history edited: request is not longer than the previous call' };
-  for (let i = 0; i < n; i++) {
-    const why = sameMessage(previous.messages[i], msgs[i]);
-    if (why) return { ok: false, reason: `history edited: message ${i} (${why})` };
+  const change = historyChange(previous, request);
+  if (change) {
+    const what =
+      change.index === null
+        ? change.detail
+        : `history edited: message ${change.index} (${change.role})${change.index === n ? ' is not the previous response' : ''}: ${change.detail}`;
+    return { ok: false, reason: what, change };
   }
-  const why = sameMessage(previous.assistant_message, msgs[n], true);
-  if (why) return { ok: false, reason: `history edited: message ${n} is not the previous response (${why})` };
   if (msgs.length === n + 1) return { ok: false, reason: 'no new messages after the previous response' };
   if (msgs[msgs.length - 1].role === 'assistant')
     return { ok: false, reason: 'request ends with an assistant message (prefill)' };

@@ -1,5 +1,12 @@
 // Token-in-token-out: reuse sampled tokens when a harness resends history as text.
-export { type BridgePlan, type BridgeRequest, type PreviousCall, planBridge, sameMessage } from './bridge';
+export {
+  type BridgePlan,
+  type BridgeRequest,
+  historyChange,
+  messageChange,
+  type PreviousCall,
+  planBridge,
+} from './bridge';
 export {
   AssistantTextParser,
   type CompletionToChatOptions,
