@@ -32,6 +32,15 @@ export function lastLine(stdout: string): string | undefined {
     .at(-1);
 }
 
+/**
+ * Why a command's stdout holds no reward: `its last stdout line must be <form>, not "…"` (or `and it
+ * printed nothing`).
+ */
+export function noRewardLine(stdout: string, form: string): string {
+  const last = lastLine(stdout);
+  return `its last stdout line must be ${form}, ${last ? `not ${JSON.stringify(last.slice(0, 200))}` : 'and it printed nothing'}`;
+}
+
 /** The reward in the last non-empty stdout line, when it is `{"reward": number}`. */
 export function rewardFromStdout(stdout: string): number | undefined {
   const last = lastLine(stdout);

@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LlmCall } from '../protocol/entities';
-import { exitText, lastLine, runProcess } from './command';
+import { exitText, lastLine, noRewardLine, runProcess } from './command';
 
 /** Any JSON value. */
 type Json = unknown;
@@ -139,14 +139,8 @@ export function commandVerifier(
       if (signal.aborted) throw signal.reason;
       if (result.code !== 0) throw new Error(exitText(result));
       const verdict = parseVerdict(result.stdout);
-      if (!verdict) {
-        const last = lastLine(result.stdout);
-        throw new Error(
-          `printed no reward: its last stdout line must be {"reward": x} or a number x, ${
-            last ? `not ${JSON.stringify(last.slice(0, 200))}` : 'and it printed nothing'
-          }`,
-        );
-      }
+      if (!verdict)
+        throw new Error(`printed no reward: ${noRewardLine(result.stdout, '{"reward": x} or a number x')}`);
       return verdict;
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -4,6 +4,7 @@
 import { hostname } from 'node:os';
 import { readReply, restFetch } from '../api/rest-call';
 import { type RolloutDetail, RolloutDetail as RolloutDetailSchema } from '../protocol/api';
+import { noRewardLine } from './command';
 import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
 import {
   type Claimed,
@@ -99,6 +100,13 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', done, { once: true });
   });
 
+/** Why a harness that finished gave no reward. */
+function noRewardText(result: RolloutOutcome | undefined): string {
+  return result?.stdout === undefined
+    ? 'harness gave no reward: it returned none and posted none'
+    : `harness printed no reward and posted none: ${noRewardLine(result.stdout, '{"reward": x} with x a finite number')}`;
+}
+
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -110,19 +118,22 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const log = options.log ?? (() => {});
   let over = false;
 
+  const readRollout = async (claim: Claimed, signal: AbortSignal): Promise<RolloutDetail> => {
+    try {
+      const { json } = await call(options, 'GET', `/api/rollouts/${claim.rollout.id}`, undefined, signal);
+      return RolloutDetailSchema.parse(json);
+    } catch (err) {
+      throw new Error(`could not read rollout ${claim.rollout.id} back: ${errorText(err)}`);
+    }
+  };
+
   /** What the verifier of a claimed rollout is given (its llm calls read back from the daemon). */
   const verifierInput = async (
     claim: Claimed,
     result: RolloutOutcome | undefined,
     signal: AbortSignal,
   ): Promise<VerifierInput> => {
-    let detail: RolloutDetail;
-    try {
-      const { json } = await call(options, 'GET', `/api/rollouts/${claim.rollout.id}`, undefined, signal);
-      detail = RolloutDetailSchema.parse(json);
-    } catch (err) {
-      throw new Error(`could not read rollout ${claim.rollout.id} back: ${errorText(err)}`);
-    }
+    const detail = await readRollout(claim, signal);
     return {
       run_id: claim.rollout.run_id,
       rollout_id: claim.rollout.id,
@@ -187,6 +198,10 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       ]);
       if (outcome) throw controller.signal.reason;
       reward = result?.reward ?? undefined;
+      // A harness may post its reward itself; one that neither gave nor posted one fails its attempt
+      // (a missing reward is never taken as 0).
+      if (!verify && reward === undefined && (await readRollout(claim, controller.signal)).reward === null)
+        throw new Error(noRewardText(result ?? undefined));
       if (verify) {
         // The verifier gets a timeout of its own (harness.timeout_s), after the harness's.
         phase = 'verifier';
