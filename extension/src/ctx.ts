@@ -6,7 +6,7 @@ import type { RunWorkers } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { describeWorkers } from '../../webview/src/workers';
 import type { DaemonClient, EventStream } from './client';
-import { DaemonManager, daemonUrl } from './daemon';
+import { DaemonManager, daemonUrl, dataFolder } from './daemon';
 import { NodesTree } from './nodesTree';
 import { RecordingsTree } from './recordingsTree';
 import { RunsTree } from './runsTree';
@@ -87,6 +87,10 @@ export class Ctx implements vscode.Disposable {
     }
     const connected = await this.daemon.connect();
     if (connected) return connected;
+    if (this.daemon.state === 'found') {
+      await this.offerToken();
+      return this.client;
+    }
     const pick = await vscode.window.showErrorMessage(
       `Harness RL: the daemon is not running (${daemonUrl()}).`,
       'Start Daemon',
@@ -95,19 +99,49 @@ export class Ctx implements vscode.Disposable {
     return this.startDaemon();
   }
 
+  /**
+   * Start Daemon: connects when a daemon already answers at harnessRl.daemonUrl (and says so),
+   * else starts one; a start that fails says why at once, with Open Settings for harnessRl.cliPath.
+   */
   async startDaemon(): Promise<DaemonClient | undefined> {
+    if (this.client) return this.client;
+    const url = daemonUrl();
+    const elsewhere = await this.daemon.probe();
     const client = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'Harness RL: starting the daemon…' },
-      () => this.daemon.start(),
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: elsewhere
+          ? `Harness RL: connecting to the daemon at ${url}…`
+          : 'Harness RL: starting the daemon…',
+      },
+      () => (elsewhere ? this.daemon.connect() : this.daemon.start()),
     );
-    if (!client) {
+    if (client && elsewhere) {
+      void vscode.window.showInformationMessage(
+        `Harness RL: connected to the daemon already running at ${url}.`,
+      );
+    } else if (!client && elsewhere) {
+      await this.offerToken();
+    } else if (!client) {
       const pick = await vscode.window.showErrorMessage(
-        'Harness RL: the daemon did not start. See the logs for why (is harness-rl installed? set harnessRl.cliPath).',
+        `Harness RL: the daemon did not start: ${this.daemon.lastError ?? 'see the logs'}. Is harness-rl installed? Set its path in harnessRl.cliPath.`,
+        'Open Settings',
         'Show Logs',
       );
+      if (pick === 'Open Settings')
+        void vscode.commands.executeCommand('workbench.action.openSettings', 'harnessRl.cliPath');
       if (pick === 'Show Logs') this.log.show();
     }
     return client;
+  }
+
+  /** A daemon answers but takes none of the known tokens: offer to enter its token. */
+  private async offerToken(): Promise<void> {
+    const pick = await vscode.window.showErrorMessage(
+      `Harness RL: a daemon runs at ${daemonUrl()} but does not accept the known tokens (${dataFolder()}/token, or the one stored in VS Code).`,
+      'Set Daemon Token…',
+    );
+    if (pick) await vscode.commands.executeCommand('harnessRl.setDaemonToken');
   }
 
   private onDaemonState() {
@@ -189,6 +223,9 @@ export class Ctx implements vscode.Disposable {
         return;
       case 'failed':
         this.status.set({ kind: 'failed' });
+        return;
+      case 'found':
+        this.status.set({ kind: 'found', url });
         return;
       case 'running':
         if (this.recording) this.status.set({ kind: 'recording', name: this.recording.name, url });

@@ -1,16 +1,21 @@
 // Finds a running daemon (harnessRl.daemonUrl + token in SecretStorage or <dataFolder>/token) or
 // starts one as a child process, restarting it after a crash up to harnessRl.maxRestarts times.
+// While none is connected it looks for one every few seconds, so a daemon started outside VS Code
+// (a terminal's `harness-rl daemon`) is picked up without a click.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { DAEMON_NODE_FLAGS } from '../../daemon/cli/node-flags';
 import { DaemonClient, errorText } from './client';
 
-export type DaemonState = 'stopped' | 'starting' | 'running' | 'failed';
+/** `found`: a daemon answers at the URL but takes none of the tokens this window knows. */
+export type DaemonState = 'stopped' | 'starting' | 'running' | 'failed' | 'found';
 
 const TOKEN_KEY = 'harnessRl.token';
+/** How often a window with no daemon looks for one. */
+const LOOK_EVERY_MS = 2_000;
 
 export function dataFolder(): string {
   const configured = vscode.workspace.getConfiguration('harnessRl').get<string>('dataFolder', '');
@@ -48,6 +53,13 @@ export class DaemonManager implements vscode.Disposable {
   private child: ChildProcess | undefined;
   private restarts = 0;
   private stopping = false;
+  /** Set when the person disconnected: stop looking until they start or connect again. */
+  private disconnected = false;
+  /** The tokens (and token file) a found daemon refused; looked at again only when they change. */
+  private refusedTokens: string | undefined;
+  private readonly finder = setInterval(() => void this.lookForDaemon(), LOOK_EVERY_MS);
+  /** Why the last start failed, in words (`spawn harness-rl ENOENT`, the daemon's last error line). */
+  lastError: string | undefined;
   private _state: DaemonState = 'stopped';
   private _client: DaemonClient | undefined;
   private readonly stateEmitter = new vscode.EventEmitter<DaemonState>();
@@ -75,6 +87,39 @@ export class DaemonManager implements vscode.Disposable {
     this.stateEmitter.fire(s);
   }
 
+  /** Whether anything answers GET /api/health at harnessRl.daemonUrl (no token needed). */
+  async probe(): Promise<boolean> {
+    try {
+      await new DaemonClient(daemonUrl(), '', 1_000).health();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Connects to a daemon that appeared at the URL (started elsewhere), once per set of known tokens. */
+  private async lookForDaemon(): Promise<void> {
+    const idle = () =>
+      (this._state === 'stopped' || this._state === 'failed' || this._state === 'found') &&
+      !this.disconnected &&
+      !this.child;
+    if (!idle() || !(await this.probe()) || !idle()) return;
+    const tokens = await this.tokens();
+    const key = `${tokens.join('\n')}\n${this.tokenFileTime()}`;
+    if (key === this.refusedTokens) return;
+    if (await this.connect()) return;
+    this.refusedTokens = key;
+    if (idle()) this.setState('found');
+  }
+
+  private tokenFileTime(): number {
+    try {
+      return statSync(path.join(dataFolder(), 'token')).mtimeMs;
+    } catch {
+      return 0;
+    }
+  }
+
   /** Tokens worth trying, in order: secret storage, then the data folder's token file. */
   private async tokens(): Promise<string[]> {
     const out: string[] = [];
@@ -92,6 +137,7 @@ export class DaemonManager implements vscode.Disposable {
 
   /** Stores the token of a daemon started elsewhere (e.g. a remote one) and connects with it. */
   async setToken(token: string): Promise<DaemonClient | undefined> {
+    this.disconnected = false;
     await this.secrets.store(TOKEN_KEY, token.trim());
     return this.connect();
   }
@@ -106,6 +152,8 @@ export class DaemonManager implements vscode.Disposable {
         // health may be open; check an authenticated route too
         await c.listRuns(undefined, 1);
         this._client = c;
+        this.refusedTokens = undefined;
+        this.disconnected = false;
         await this.secrets.store(TOKEN_KEY, token);
         this.setState('running');
         this.log.appendLine(`connected to daemon at ${url}`);
@@ -121,6 +169,8 @@ export class DaemonManager implements vscode.Disposable {
   async start(): Promise<DaemonClient | undefined> {
     if (this._state === 'running' && this._client) return this._client;
     if (this._state === 'starting') return this.waitRunning();
+    this.disconnected = false;
+    this.lastError = undefined;
     this.setState('starting');
     const existing = await this.connect();
     if (existing) return existing;
@@ -153,14 +203,23 @@ export class DaemonManager implements vscode.Disposable {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
+    let stderrTail = '';
     child.stdout?.on('data', (d) => this.log.append(String(d)));
-    child.stderr?.on('data', (d) => this.log.append(String(d)));
+    child.stderr?.on('data', (d) => {
+      this.log.append(String(d));
+      stderrTail = (stderrTail + String(d)).slice(-2_000);
+    });
     let exited = false;
+    // a command that cannot be spawned (ENOENT, EACCES) fails here at once, often with no 'exit'
     child.on('error', (err) => {
+      exited = true;
+      if (this.child === child) this.child = undefined;
+      this.lastError = err.message;
       this.log.appendLine(`daemon failed to start: ${err.message}`);
     });
     child.on('exit', (code, signal) => {
       exited = true;
+      this.lastError ??= lastLine(stderrTail) ?? `the daemon exited (code ${code}, signal ${signal})`;
       if (this.child === child) this.child = undefined;
       this.log.appendLine(`daemon exited (code ${code}, signal ${signal})`);
       if (this.stopping) {
@@ -187,6 +246,7 @@ export class DaemonManager implements vscode.Disposable {
     }
     if (!exited) {
       this.log.appendLine('daemon did not answer within 30 s; stopping it');
+      this.lastError = `no answer at ${daemonUrl()} within 30 s`;
       this.stopping = true;
       child.kill('SIGTERM');
     }
@@ -220,6 +280,7 @@ export class DaemonManager implements vscode.Disposable {
   /** Stops the daemon this window started; a daemon started elsewhere is only disconnected. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.disconnected = true;
     const child = this.child;
     this._client = undefined;
     if (!child) {
@@ -250,8 +311,18 @@ export class DaemonManager implements vscode.Disposable {
   }
 
   dispose(): void {
+    clearInterval(this.finder);
     this.stopping = true;
     this.child?.kill('SIGTERM');
     this.stateEmitter.dispose();
   }
+}
+
+/** The last non-empty line of a process's output, if any. */
+function lastLine(text: string): string | undefined {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .at(-1);
 }

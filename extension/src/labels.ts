@@ -205,6 +205,7 @@ export type StatusView =
   | { kind: 'stopped' }
   | { kind: 'starting' }
   | { kind: 'failed' }
+  | { kind: 'found'; url: string }
   | { kind: 'idle'; url: string }
   | {
       kind: 'training';
@@ -227,6 +228,11 @@ export function describeStatus(s: StatusView): { text: string; detail: string } 
       return { text: '$(loading~spin) Harness RL', detail: 'Daemon starting…' };
     case 'failed':
       return { text: '$(error) Harness RL', detail: 'Daemon failed — see the logs' };
+    case 'found':
+      return {
+        text: '$(key) Harness RL',
+        detail: `A daemon runs at ${s.url} but does not accept the known tokens`,
+      };
     case 'idle':
       return { text: '$(pulse) Harness RL', detail: `Daemon idle at ${s.url}` };
     case 'training': {

@@ -165,6 +165,13 @@ describe('the status bar', () => {
     expect(describeStatus({ kind: 'recording', name: 's', url: 'u' }).text).toBe('$(record) Recording s');
   });
 
+  it('a daemon that answers but refuses the known tokens is told apart from no daemon', () => {
+    const found = describeStatus({ kind: 'found', url: 'http://127.0.0.1:4100' });
+    expect(found.text).toBe('$(key) Harness RL');
+    expect(found.detail).toContain('does not accept the known tokens');
+    expect(describeStatus({ kind: 'stopped' }).detail).toBe('Daemon stopped');
+  });
+
   it('stops spinning and says what to run while a run waits for a worker', () => {
     const workers = describeWorkers({
       run_id: 'run_1',

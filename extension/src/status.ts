@@ -23,6 +23,7 @@ export class StatusBar implements vscode.Disposable {
     md.isTrusted = {
       enabledCommands: [
         'harnessRl.startDaemon',
+        'harnessRl.setDaemonToken',
         'harnessRl.stopDaemon',
         'harnessRl.restartDaemon',
         'harnessRl.showLogs',
@@ -34,10 +35,12 @@ export class StatusBar implements vscode.Disposable {
     const links =
       s.kind === 'stopped' || s.kind === 'failed'
         ? ['[$(play) Start](command:harnessRl.startDaemon)']
-        : [
-            '[$(debug-stop) Stop](command:harnessRl.stopDaemon)',
-            '[$(debug-restart) Restart](command:harnessRl.restartDaemon)',
-          ];
+        : s.kind === 'found'
+          ? ['[$(key) Set Token…](command:harnessRl.setDaemonToken)']
+          : [
+              '[$(debug-stop) Stop](command:harnessRl.stopDaemon)',
+              '[$(debug-restart) Restart](command:harnessRl.restartDaemon)',
+            ];
     if (s.kind === 'recording') links.push('[$(debug-stop) Stop recording](command:harnessRl.stopRecording)');
     links.push('[$(output) Logs](command:harnessRl.showLogs)');
     md.appendMarkdown(links.join(' · '));
