@@ -93,7 +93,7 @@ abstract class Panel implements vscode.Disposable {
         break;
       case 'copy':
         await vscode.env.clipboard.writeText(m.text);
-        void vscode.window.showInformationMessage(`Copied the call as ${m.what}.`);
+        void vscode.window.showInformationMessage(`Copied ${m.what}.`);
         break;
       case 'stopRun':
         await vscode.commands.executeCommand('harnessRl.stopRun', { kind: 'runId', id: m.run_id });
@@ -101,8 +101,14 @@ abstract class Panel implements vscode.Disposable {
       case 'openRollout':
         await TrajectoryPanel.show(this.ctx, m.rollout_id);
         break;
+      case 'compareRuns':
+        await this.compareRuns(m.run_ids);
+        break;
     }
   }
+
+  /** Only the dashboard overlays other runs. */
+  protected async compareRuns(_runIds: string[]): Promise<void> {}
 
   protected reloadSoon() {
     if (this.ready) this.reload.schedule();
@@ -215,6 +221,8 @@ export class TrajectoryPanel extends Panel {
 
 export class DashboardPanel extends Panel {
   private static readonly open = new Map<string, DashboardPanel>();
+  /** Runs the webview overlays on its charts; their live metrics are forwarded too. */
+  private compared: string[] = [];
 
   static show(ctx: Ctx, runId: string, runName = runId): DashboardPanel {
     const existing = DashboardPanel.open.get(runId);
@@ -256,7 +264,10 @@ export class DashboardPanel extends Panel {
     this.disposables.push(
       ctx.onEvent((e) => {
         if (!this.ready) return;
-        if (e.type === 'run_metrics' && e.metrics.run_id === this.runId)
+        if (
+          e.type === 'run_metrics' &&
+          (e.metrics.run_id === this.runId || this.compared.includes(e.metrics.run_id))
+        )
           this.post({ type: 'metrics', metrics: e.metrics });
         if (e.type === 'run' && e.run.id === this.runId) this.post({ type: 'run', run: e.run });
         if (e.type === 'workers' && e.workers.run_id === this.runId)
@@ -285,9 +296,36 @@ export class DashboardPanel extends Panel {
       // Who runs the rollouts (an older daemon has no such route: no note then).
       const workers = await client.runWorkers(this.runId).catch(() => null);
       if (workers) this.post({ type: 'workers', workers });
+      const others = await client.listRuns().catch(() => null);
+      if (others)
+        this.post({
+          type: 'runs',
+          runs: others.items
+            .filter((r) => r.id !== this.runId)
+            .map(({ id, name, status }) => ({ id, name, status })),
+        });
+      if (this.compared.length > 0) await this.compareRuns(this.compared);
     } catch (err) {
       this.post({ type: 'error', message: `Could not load run ${this.runId}: ${errorText(err)}` });
     }
+  }
+
+  protected override async compareRuns(runIds: string[]): Promise<void> {
+    const client = this.ctx.client;
+    if (!client) return;
+    this.compared = runIds.filter((id) => id !== this.runId);
+    const runs = await Promise.all(
+      this.compared.map(async (id) => {
+        try {
+          const [run, metrics] = await Promise.all([client.getRun(id), client.runMetrics(id)]);
+          return { run, metrics };
+        } catch (err) {
+          this.ctx.log.appendLine(`dashboard: could not load run ${id} to compare: ${errorText(err)}`);
+          return null;
+        }
+      }),
+    );
+    this.post({ type: 'compare', runs: runs.filter((r) => r !== null) });
   }
 
   override dispose(): void {

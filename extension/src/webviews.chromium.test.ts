@@ -330,7 +330,7 @@ describe.each(cases)('trajectory webview in Chromium: $name', ({ name, rollout, 
       () => (window as unknown as { __sent: { type: string; what?: string; text?: string }[] }).__sent,
     );
     const copy = sent.find((m) => m.type === 'copy');
-    expect(copy?.what).toBe('curl');
+    expect(copy?.what).toBe('the call as curl');
     expect(copy?.text).toContain("curl 'http://127.0.0.1:4100/v1/chat/completions'");
     expect(copy?.text).toContain(needle);
     await p.close();
@@ -402,14 +402,65 @@ describe('run dashboard in Chromium', () => {
       () => document.querySelectorAll('.chart[data-key="reward_mean"] .u-legend').length,
     );
     expect(points).toBe(1);
-    expect(await p.locator('#config').innerText()).toContain('"steps": 10');
-    await p.screenshot({ path: join(artifacts, 'webview-dashboard.png'), fullPage: true });
+    // the config as a form: one section per part, each setting on its row
+    const schedule = p.locator('#config .config-section', { has: p.locator('h3', { hasText: 'Schedule' }) });
+    expect(await schedule.locator('tr', { hasText: 'steps' }).locator('td').innerText()).toBe('10');
     await p.locator('button', { hasText: 'Stop run' }).click();
     const sent = await p.evaluate(
       () => (window as unknown as { __sent: { type: string; run_id?: string }[] }).__sent,
     );
     expect(sent.find((m) => m.type === 'stopRun')?.run_id).toBe(run.id);
     await p.close();
+  });
+
+  it('keeps flat charts on a small axis, smooths on request and overlays another run with its own colour', async () => {
+    const other = { ...run, id: 'run_other', name: 'baseline', status: 'finished' as const };
+    const flat = (step: number, runId = run.id): RunMetrics => ({
+      ...row(step),
+      run_id: runId,
+      metrics: { ...row(step).metrics, kl: 0, reward_mean: ((step * 7919) % 10) / 10 },
+    });
+    for (const theme of ['dark', 'light'] as const) {
+      const p = await open('dashboard', theme);
+      await p.evaluate((m) => window.postMessage(m, '*'), {
+        type: 'dashboard',
+        run,
+        metrics: Array.from({ length: 30 }, (_, i) => flat(i)),
+      } satisfies ToDashboard);
+      await p.locator('.chart canvas').first().waitFor();
+      // KL is 0 at every step: a 0–1 axis, not uPlot's 0–100; titles never show the raw key
+      expect(await p.locator('.chart[data-key="kl"]').getAttribute('data-y-range')).toBe('0,1');
+      expect(await p.locator('.chart h3').allInnerTexts()).not.toContain('kl');
+      expect((await p.locator('.chart h3').allInnerTexts()).join(' ')).not.toMatch(/\(\w+_\w+\)/);
+      // smoothing from the keyboard: raw lines stay, faint, beside the smoothed ones
+      await p.locator('#smoothing').focus();
+      for (let i = 0; i < 60; i++) await p.keyboard.press('ArrowRight');
+      await expect.poll(() => p.locator('#smoothing-value').innerText()).toBe('0.6');
+      const legend = p.locator('.chart[data-key="reward_mean"] .u-legend');
+      expect(await legend.locator('.u-series.raw').count()).toBe(1);
+      expect(await legend.innerText()).not.toContain('(raw)');
+      const saved = await p.evaluate(() => (window as unknown as { __state: { smoothing: number } }).__state);
+      expect(saved.smoothing).toBe(0.6);
+      // comparing: pick a run, the host answers with its metrics, both runs share every chart
+      await p.evaluate((m) => window.postMessage(m, '*'), {
+        type: 'runs',
+        runs: [run, other].map(({ id, name, status }) => ({ id, name, status })),
+      } satisfies ToDashboard);
+      await p.locator('#compare summary').click();
+      await p.locator('#compare label', { hasText: 'baseline' }).locator('input').check();
+      const sent = await p.evaluate(
+        () => (window as unknown as { __sent: { type: string; run_ids?: string[] }[] }).__sent,
+      );
+      expect(sent.filter((m) => m.type === 'compareRuns').at(-1)?.run_ids).toEqual([other.id]);
+      await p.evaluate((m) => window.postMessage(m, '*'), {
+        type: 'compare',
+        runs: [{ run: other, metrics: Array.from({ length: 20 }, (_, i) => flat(i, other.id)) }],
+      } satisfies ToDashboard);
+      await expect.poll(() => legend.innerText()).toContain('baseline');
+      expect(await p.locator('#compare summary').innerText()).toContain('(1)');
+      await p.screenshot({ path: join(artifacts, `webview-dashboard-${theme}.png`), fullPage: true });
+      await p.close();
+    }
   });
 
   it('says the run waits for a worker, with the command and a Copy button, until one attaches', async () => {

@@ -1,11 +1,14 @@
-// Run dashboard: live uPlot charts of a run's per-step metrics and its config.
+// Run dashboard: live uPlot charts of a run's per-step metrics (smoothed on request, other runs
+// overlaid for comparison) and its config as a form.
 import 'uplot/dist/uPlot.min.css';
 import './dashboard.css';
 import uPlot from 'uplot';
 import type { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
+import { configSections } from './configView';
 import { clear, h } from './dom';
-import { chartSpecs, seriesOf, upsertMetrics } from './metrics';
-import { type DashboardState, ToDashboard, type VsCodeApi } from './protocol';
+import { formatNumber } from './format';
+import { alignSeries, chartSpecs, flatRange, seriesOf, smooth, upsertMetrics } from './metrics';
+import { type DashboardState, MAX_COMPARED, ToDashboard, type VsCodeApi } from './protocol';
 import { describeWorkers } from './workers';
 
 declare function acquireVsCodeApi(): VsCodeApi<DashboardState>;
@@ -16,7 +19,21 @@ document.body.append(root);
 let run: Run | null = null;
 let rows: RunMetrics[] = [];
 let workers: RunWorkers | undefined;
+/** Other runs drawn on the same charts, in the order picked. */
+let compared: { run: Run; rows: RunMetrics[] }[] = [];
+let otherRuns: Pick<Run, 'id' | 'name' | 'status'>[] = [];
+let smoothing = vscode.getState()?.smoothing ?? 0;
+let compareIds = vscode.getState()?.compare ?? [];
 const plots = new Map<string, uPlot>();
+// one colour per run across every chart (the run itself first)
+const PALETTE = [
+  '--vscode-charts-blue',
+  '--vscode-charts-orange',
+  '--vscode-charts-green',
+  '--vscode-charts-purple',
+  '--vscode-charts-red',
+  '--vscode-charts-yellow',
+];
 
 window.addEventListener('message', (ev: MessageEvent) => {
   const parsed = ToDashboard.safeParse(ev.data);
@@ -27,7 +44,17 @@ window.addEventListener('message', (ev: MessageEvent) => {
       if (run?.id !== msg.run.id) workers = undefined;
       run = msg.run;
       rows = msg.metrics;
-      vscode.setState({ run_id: msg.run.id });
+      saveState();
+      render();
+      if (compareIds.length > 0 && compared.length === 0)
+        vscode.postMessage({ type: 'compareRuns', run_ids: compareIds });
+      break;
+    case 'runs':
+      otherRuns = msg.runs.filter((r) => r.id !== run?.id);
+      renderToolbar();
+      break;
+    case 'compare':
+      compared = msg.runs.map((c) => ({ run: c.run, rows: c.metrics }));
       render();
       break;
     case 'run':
@@ -42,14 +69,17 @@ window.addEventListener('message', (ev: MessageEvent) => {
         renderHeader();
       }
       break;
-    case 'metrics':
-      if (run && msg.metrics.run_id === run.id) {
-        rows = upsertMetrics(rows, msg.metrics);
-        // a chart that just got its first point (or a new metric key) needs a new plot
-        if (chartSpecs(rows).some((s) => !plots.has(s.key) && seriesOf(rows, s.key)[0].length > 0)) render();
-        else updatePlots();
-      }
+    case 'metrics': {
+      const other = compared.find((c) => c.run.id === msg.metrics.run_id);
+      if (other) other.rows = upsertMetrics(other.rows, msg.metrics);
+      else if (run && msg.metrics.run_id === run.id) rows = upsertMetrics(rows, msg.metrics);
+      else break;
+      // a chart that just got its first point (or a new metric key) needs a new plot
+      if (chartSpecs(allRows()).some((s) => !plots.has(s.key) && seriesOf(allRows(), s.key)[0].length > 0))
+        render();
+      else updatePlots();
       break;
+    }
     case 'error':
       clear(root);
       root.append(
@@ -66,6 +96,43 @@ window.addEventListener('resize', () => {
 
 function color(name: string, fallback: string): string {
   return getComputedStyle(document.body).getPropertyValue(name).trim() || fallback;
+}
+
+function saveState() {
+  if (run) vscode.setState({ run_id: run.id, smoothing, compare: compareIds });
+}
+
+function allRows(): RunMetrics[] {
+  return [...rows, ...compared.flatMap((c) => c.rows)];
+}
+
+/** The runs on the charts, each with its rows and colour. */
+function drawn(): { name: string; rows: RunMetrics[]; stroke: string }[] {
+  if (!run) return [];
+  return [{ run, rows }, ...compared].map((c, i) => ({
+    name: c.run.name,
+    rows: c.rows,
+    stroke: color(PALETTE[i % PALETTE.length], '#3794ff'),
+  }));
+}
+
+/** A chart's uPlot data: per run its raw values, and its smoothed values when smoothing is on. */
+function chartData(key: string): uPlot.AlignedData {
+  const series = drawn().flatMap((d) => {
+    const [steps, values] = seriesOf(d.rows, key);
+    return smoothing > 0
+      ? [
+          [steps, values] as [number[], (number | null)[]],
+          [steps, smooth(values, smoothing)] as [number[], (number | null)[]],
+        ]
+      : [[steps, values] as [number[], (number | null)[]]];
+  });
+  return alignSeries(series) as uPlot.AlignedData;
+}
+
+/** The raw line under a smoothed one: the run's colour, faint. */
+function faint(c: string): string {
+  return /^#[0-9a-f]{6}$/i.test(c) ? `${c}4d` : c;
 }
 
 function size(el: HTMLElement | null): { width: number; height: number } {
@@ -99,85 +166,208 @@ function renderWorkers(r: Run) {
   const note = r.status === 'running' ? describeWorkers(workers) : null;
   if (!note?.waiting) return;
   const [before, command] = note.command ? note.detail.split(/`([^`]*)`/) : [note.detail, null];
-  document
-    .getElementById('header')
-    ?.after(
-      h(
-        'div',
-        { id: 'run-workers', class: 'notice', role: 'status' },
-        h('span', {}, before ?? ''),
-        command ? h('code', {}, command) : null,
-        command
-          ? h(
-              'button',
-              { onclick: () => vscode.postMessage({ type: 'copy', what: 'worker command', text: command }) },
-              'Copy',
-            )
-          : null,
-      ),
-    );
+  document.getElementById('header')?.after(
+    h(
+      'div',
+      { id: 'run-workers', class: 'notice', role: 'status' },
+      h('span', {}, before ?? ''),
+      command ? h('code', {}, command) : null,
+      command
+        ? h(
+            'button',
+            {
+              onclick: () => vscode.postMessage({ type: 'copy', what: 'the worker command', text: command }),
+            },
+            'Copy',
+          )
+        : null,
+    ),
+  );
+}
+
+/** Smoothing slider and the runs to compare with, above the charts. */
+function renderToolbar() {
+  const bar = document.getElementById('toolbar');
+  if (!bar) return;
+  clear(bar);
+  const slider = h('input', {
+    type: 'range',
+    id: 'smoothing',
+    min: 0,
+    max: 0.99,
+    step: 0.01,
+    value: smoothing,
+    'aria-describedby': 'smoothing-value',
+  });
+  const shown = h('output', { id: 'smoothing-value', for: 'smoothing' }, smoothingText());
+  slider.addEventListener('input', () => {
+    const was = smoothing;
+    smoothing = Number(slider.value);
+    shown.textContent = smoothingText();
+    saveState();
+    // the faint raw lines come and go with smoothing on/off: new plots then, new data otherwise
+    if (was > 0 !== smoothing > 0) renderCharts();
+    else updatePlots();
+  });
+  const picks = otherRuns.map((r) => {
+    const box = h('input', {
+      type: 'checkbox',
+      value: r.id,
+      checked: compareIds.includes(r.id),
+      disabled: !compareIds.includes(r.id) && compareIds.length >= MAX_COMPARED,
+    });
+    box.addEventListener('change', () => {
+      compareIds = box.checked ? [...compareIds, r.id] : compareIds.filter((id) => id !== r.id);
+      saveState();
+      if (compareIds.length === 0) {
+        compared = [];
+        render();
+      } else vscode.postMessage({ type: 'compareRuns', run_ids: compareIds });
+    });
+    return h('label', { class: 'pick' }, box, ` ${r.name} `, h('span', { class: 'muted' }, r.status));
+  });
+  bar.append(
+    h('label', { for: 'smoothing' }, 'Smoothing '),
+    slider,
+    shown,
+    h(
+      'details',
+      { id: 'compare' },
+      h('summary', {}, `Compare with other runs${compareIds.length ? ` (${compareIds.length})` : ''}`),
+      picks.length > 0 ? picks : h('span', { class: 'muted' }, 'No other runs yet.'),
+      picks.length > MAX_COMPARED ? h('div', { class: 'muted' }, `Up to ${MAX_COMPARED} at a time.`) : null,
+    ),
+  );
+  const open = document.getElementById('compare') as HTMLDetailsElement | null;
+  if (open && compareIds.length > 0) open.open = true;
+}
+
+function smoothingText(): string {
+  return smoothing > 0 ? formatNumber(smoothing, 2) : 'off';
 }
 
 function render() {
   if (!run) return;
-  for (const p of plots.values()) p.destroy();
-  plots.clear();
   clear(root);
   root.append(h('header', { class: 'bar', id: 'header' }));
   renderHeader();
-  const grid = h('div', { class: 'charts', id: 'charts' });
-  root.append(grid);
-  const palette = [
-    '--vscode-charts-blue',
-    '--vscode-charts-green',
-    '--vscode-charts-orange',
-    '--vscode-charts-purple',
-    '--vscode-charts-red',
-    '--vscode-charts-yellow',
-  ];
+  root.append(h('div', { class: 'toolbar', id: 'toolbar' }));
+  renderToolbar();
+  root.append(h('div', { class: 'charts', id: 'charts' }));
+  renderCharts();
+  root.append(configForm(run.config));
+}
+
+function renderCharts() {
+  const grid = document.getElementById('charts');
+  if (!grid) return;
+  for (const p of plots.values()) p.destroy();
+  plots.clear();
+  clear(grid);
   const fg = color('--vscode-foreground', '#ccc');
   const gridColor = color('--vscode-panel-border', '#8883');
-  chartSpecs(rows).forEach((spec, i) => {
-    const box = h(
-      'div',
-      { class: 'chart', 'data-key': spec.key },
-      h('h3', {}, spec.title, h('span', { class: 'muted' }, ` (${spec.key})`)),
-    );
+  const runs = drawn();
+  const all = allRows();
+  for (const spec of chartSpecs(all)) {
+    const box = h('div', { class: 'chart', 'data-key': spec.key }, h('h3', {}, spec.title));
     grid.append(box);
-    const data = seriesOf(rows, spec.key);
-    if (data[0].length === 0) {
+    if (seriesOf(all, spec.key)[0].length === 0) {
       box.append(h('div', { class: 'empty muted' }, 'no data yet'));
-      return;
+      continue;
     }
-    const stroke = color(palette[i % palette.length], '#3794ff');
     const axis = {
       stroke: fg,
       grid: { stroke: gridColor, width: 1 },
       ticks: { stroke: gridColor, width: 1 },
     };
+    const data = chartData(spec.key);
+    const points = { show: data[0].length < 50 };
+    const series: uPlot.Series[] = [{ label: 'step' }];
+    for (const r of runs) {
+      if (smoothing > 0) {
+        series.push({ label: `${r.name} (raw)`, stroke: faint(r.stroke), width: 1, spanGaps: true });
+        series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points: { show: false } });
+      } else series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points });
+    }
     const plot = new uPlot(
       {
         ...size(box),
-        scales: { x: { time: false } },
+        scales: {
+          x: { time: false },
+          // all-equal values (a KL of 0 so far) get a small band, not uPlot's 0–100
+          y: {
+            range: (_u, min, max) =>
+              min === null || max === null
+                ? [0, 1]
+                : min === max
+                  ? flatRange(min)
+                  : uPlot.rangeNum(min, max, 0.1, true),
+          },
+        },
         // steps are integers: no fractional ticks on x
         axes: [
           { ...axis, label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] },
-          axis,
+          { ...axis, values: (_u, ticks) => ticks.map((t) => formatNumber(t)) },
         ],
-        series: [
-          { label: 'step' },
-          { label: spec.key, stroke, width: 2, points: { show: data[0].length < 50 } },
-        ],
+        series,
         legend: { show: true },
+        hooks: {
+          // the y range on the element, for whoever checks the axis without reading pixels
+          setScale: [
+            (u, key) => {
+              if (key === 'y') box.dataset.yRange = `${u.scales.y.min},${u.scales.y.max}`;
+            },
+          ],
+        },
       },
-      data as uPlot.AlignedData,
+      data,
       box,
     );
+    // the legend lists each run once: the faint raw lines stay out of it
+    const legendRows = plot.root.querySelectorAll('.u-legend .u-series');
+    series.forEach((ser, i) => {
+      if (ser.width === 1) legendRows[i]?.classList.add('raw');
+    });
     plots.set(spec.key, plot);
-  });
-  root.append(h('h2', {}, 'Run config'), h('pre', { id: 'config' }, JSON.stringify(run.config, null, 2)));
+  }
+}
+
+function configForm(config: unknown): HTMLElement {
+  return h(
+    'section',
+    { id: 'config' },
+    h(
+      'h2',
+      {},
+      'Run config ',
+      h(
+        'button',
+        {
+          onclick: () =>
+            vscode.postMessage({
+              type: 'copy',
+              what: 'the run config as JSON',
+              text: JSON.stringify(config, null, 2),
+            }),
+        },
+        'Copy as JSON',
+      ),
+    ),
+    configSections(config).map((sec) =>
+      h(
+        'div',
+        { class: 'config-section' },
+        h('h3', {}, sec.title),
+        h(
+          'table',
+          { class: 'kv' },
+          sec.rows.map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', {}, v))),
+        ),
+      ),
+    ),
+  );
 }
 
 function updatePlots() {
-  for (const [key, plot] of plots) plot.setData(seriesOf(rows, key) as uPlot.AlignedData);
+  for (const [key, plot] of plots) plot.setData(chartData(key));
 }

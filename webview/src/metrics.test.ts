@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RunMetrics } from '../../daemon/protocol/entities';
 import { callAsCurl } from './curl';
-import { chartSpecs, seriesOf, upsertMetrics } from './metrics';
+import { alignSeries, chartSpecs, flatRange, metricTitle, seriesOf, smooth, upsertMetrics } from './metrics';
 import { FromWebview, ToDashboard } from './protocol';
 
 const row = (step: number, metrics: Record<string, number | null>): RunMetrics => ({
@@ -24,7 +24,7 @@ describe('dashboard metrics', () => {
       'Prefix breaks per step',
     ]);
     expect(specs[0].key).toBe('mean_reward');
-    expect(specs.at(-1)).toEqual({ title: 'groups', key: 'groups' });
+    expect(specs.at(-1)).toEqual({ title: 'Groups', key: 'groups' });
   });
 
   it('series are sorted by step, one point per step, live rows replace their step', () => {
@@ -57,5 +57,55 @@ describe('webview message protocol', () => {
     expect(curl).toContain("curl 'http://h/v1/chat/completions'");
     expect(curl).toContain(`'{"messages":[{"role":"user","content":"it'\\''s"}]}'`);
     expect(callAsCurl({ wire_api: 'messages', request: {} }, 'http://h/v1')).toContain('x-api-key');
+  });
+});
+
+describe('dashboard smoothing, comparing runs and flat charts', () => {
+  it('smooths like TensorBoard: weight 0 is the raw series, the first point is not pulled towards 0', () => {
+    expect(smooth([1, 2, 3], 0)).toEqual([1, 2, 3]);
+    const s = smooth([1, 1, 1, 1], 0.9);
+    for (const v of s) expect(v).toBeCloseTo(1, 10);
+    // by hand: m1 = 0.5·0 + 0.5·0 = 0 → 0; m2 = 0.5·0 + 0.5·4 = 2, debias 1 − 0.25 → 2.667
+    const [a, b] = smooth([0, 4], 0.5) as number[];
+    expect(a).toBe(0);
+    expect(b).toBeCloseTo(2 / 0.75, 10);
+  });
+
+  it('keeps gaps as gaps and a noisy series gets less noisy', () => {
+    expect(smooth([1, null, 3], 0.5)[1]).toBeNull();
+    const noisy = Array.from({ length: 200 }, (_, i) => (i % 2 ? 1 : -1));
+    const sm = smooth(noisy, 0.9) as number[];
+    const spread = (xs: number[]) => Math.max(...xs.slice(100)) - Math.min(...xs.slice(100));
+    expect(spread(sm)).toBeLessThan(spread(noisy) / 5);
+  });
+
+  it('puts runs with different steps on one axis with gaps where a run has no point', () => {
+    expect(
+      alignSeries([
+        [
+          [0, 1, 2],
+          [1, 2, 3],
+        ],
+        [
+          [1, 3],
+          [5, 6],
+        ],
+      ]),
+    ).toEqual([
+      [0, 1, 2, 3],
+      [1, 2, 3, null],
+      [null, 5, null, 6],
+    ]);
+  });
+
+  it('gives all-zero charts a 0–1 axis and titles unknown keys in words', () => {
+    expect(flatRange(0)).toEqual([0, 1]);
+    expect(flatRange(5)).toEqual([4.5, 5.5]);
+    expect(flatRange(-2)).toEqual([-2.2, -1.8]);
+    expect(metricTitle('dropped_groups')).toBe('Dropped groups');
+    expect(chartSpecs([row(0, { dropped_groups: 1 })]).at(-1)).toEqual({
+      title: 'Dropped groups',
+      key: 'dropped_groups',
+    });
   });
 });

@@ -1,4 +1,5 @@
-// Which charts the run dashboard draws and how metric rows become uPlot series. Pure.
+// Which charts the run dashboard draws and how metric rows become uPlot series: smoothing,
+// several runs on one step axis, a y axis for flat lines. Pure.
 import type { RunMetrics } from '../../daemon/protocol/entities';
 
 export interface ChartSpec {
@@ -27,8 +28,48 @@ export function chartSpecs(rows: RunMetrics[]): ChartSpec[] {
     for (const k of c.keys) used.add(k);
     return { title: c.title, key };
   });
-  for (const k of [...present].sort()) if (!used.has(k)) specs.push({ title: k, key: k });
+  for (const k of [...present].sort()) if (!used.has(k)) specs.push({ title: metricTitle(k), key: k });
   return specs;
+}
+
+/** A metric key as a chart title: "dropped_groups" → "Dropped groups". */
+export function metricTitle(key: string): string {
+  const words = key.replace(/[_.-]+/g, ' ').trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/**
+ * TensorBoard's smoothing: an exponential moving average with weight w in [0, 1), debiased so the
+ * first points are not pulled towards 0: s_t = m_t / (1 − w^n), m_t = w·m_{t−1} + (1 − w)·y_t,
+ * n = finite points so far. Missing or non-finite values stay as they are and do not move the average.
+ */
+export function smooth(values: (number | null)[], weight: number): (number | null)[] {
+  if (weight <= 0) return values.slice();
+  let m = 0;
+  let n = 0;
+  return values.map((y) => {
+    if (y === null || !Number.isFinite(y)) return y;
+    m = weight * m + (1 - weight) * y;
+    n++;
+    return m / (1 - weight ** n);
+  });
+}
+
+/** Several [steps, values] series on one step axis (the union of their steps), null where a series has no point. */
+export function alignSeries(series: [number[], (number | null)[]][]): [number[], ...(number | null)[][]] {
+  const steps = [...new Set(series.flatMap(([xs]) => xs))].sort((a, b) => a - b);
+  const columns = series.map(([xs, ys]) => {
+    const at = new Map(xs.map((x, i) => [x, ys[i]]));
+    return steps.map((s) => at.get(s) ?? null);
+  });
+  return [steps, ...columns];
+}
+
+/** The y range for a chart whose values are all equal (uPlot would draw 0 on a 0–100 axis): a small band around the value. */
+export function flatRange(value: number): [number, number] {
+  if (value === 0) return [0, 1];
+  const pad = Math.abs(value) * 0.1;
+  return [value - pad, value + pad];
 }
 
 /** uPlot's columnar data for one key: [steps, values], sorted by step, one row per step. */

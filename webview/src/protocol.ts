@@ -29,25 +29,56 @@ export const ToDashboard = z.discriminatedUnion('type', [
   z.object({ type: z.literal('metrics'), metrics: RunMetrics }),
   z.object({ type: z.literal('run'), run: Run }),
   z.object({ type: z.literal('workers'), workers: RunWorkers }),
+  /** The other runs the dashboard can overlay. */
+  z.object({ type: z.literal('runs'), runs: z.array(Run.pick({ id: true, name: true, status: true })) }),
+  /** The runs picked for comparison with their metrics (their live rows then come as 'metrics'). */
+  z.object({
+    type: z.literal('compare'),
+    runs: z.array(z.object({ run: Run, metrics: z.array(RunMetrics) })),
+  }),
   z.object({ type: z.literal('error'), message: z.string() }),
 ]);
 
-/** Webview → host (both webviews). */
+/** Host → recording snippets webview. */
+export const ToSnippets = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('snippets'),
+    recording: z.string(),
+    /** The snippets in Markdown (headings, fenced code, paragraphs). */
+    markdown: z.string(),
+    /** The recording key: shown masked until the person reveals it. */
+    key: z.string(),
+  }),
+  z.object({ type: z.literal('error'), message: z.string() }),
+]);
+
+/** How many other runs the dashboard overlays at most (the palette has that many more colours). */
+export const MAX_COMPARED = 5;
+
+/** Webview → host (every webview). */
 export const FromWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
   z.object({ type: z.literal('copy'), what: z.string().max(100), text: z.string() }),
   z.object({ type: z.literal('refresh') }),
   z.object({ type: z.literal('stopRun'), run_id: z.string() }),
   z.object({ type: z.literal('openRollout'), rollout_id: z.string() }),
+  z.object({ type: z.literal('compareRuns'), run_ids: z.array(z.string()).max(MAX_COMPARED) }),
 ]);
 
 /** What each webview keeps in getState()/setState() and the serializer restores from. */
 export const TrajectoryState = z.object({ rollout_id: z.string(), focus_call_id: z.string().nullish() });
-export const DashboardState = z.object({ run_id: z.string() });
+export const DashboardState = z.object({
+  run_id: z.string(),
+  /** EMA smoothing weight of the charts (0 = raw). */
+  smoothing: z.number().min(0).max(0.99).optional(),
+  /** Runs overlaid for comparison. */
+  compare: z.array(z.string()).max(MAX_COMPARED).optional(),
+});
 
 export type TrajectoryData = z.infer<typeof TrajectoryData>;
 export type ToTrajectory = z.input<typeof ToTrajectory>;
 export type ToDashboard = z.infer<typeof ToDashboard>;
+export type ToSnippets = z.infer<typeof ToSnippets>;
 export type FromWebview = z.infer<typeof FromWebview>;
 export type TrajectoryState = z.infer<typeof TrajectoryState>;
 export type DashboardState = z.infer<typeof DashboardState>;

@@ -172,7 +172,8 @@ function callHead(c: LlmCall, proxyBase: string): HTMLElement {
       'button',
       {
         title: 'Copy as curl',
-        onclick: () => vscode.postMessage({ type: 'copy', what: 'curl', text: callAsCurl(c, proxyBase) }),
+        onclick: () =>
+          vscode.postMessage({ type: 'copy', what: 'the call as curl', text: callAsCurl(c, proxyBase) }),
       },
       'curl',
     ),
@@ -180,7 +181,7 @@ function callHead(c: LlmCall, proxyBase: string): HTMLElement {
       'button',
       {
         title: 'Copy as JSON',
-        onclick: () => vscode.postMessage({ type: 'copy', what: 'JSON', text: callAsJson(c) }),
+        onclick: () => vscode.postMessage({ type: 'copy', what: 'the call as JSON', text: callAsJson(c) }),
       },
       'JSON',
     ),
