@@ -4,10 +4,12 @@ import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Recording, Run } from '../../daemon/protocol/entities';
+import { count } from '../../webview/src/format';
 import { type DaemonClient, errorText } from './client';
 import { checkRunConfig } from './configDiagnostics';
 import type { Ctx } from './ctx';
 import { exportSamples } from './export';
+import { rolloutDescription, runDescription, runLabels, startedAt, taskText } from './labels';
 import { DashboardPanel, TrajectoryPanel } from './panels';
 import { parseRange } from './parse';
 import {
@@ -41,8 +43,14 @@ async function runArg(
     void vscode.window.showInformationMessage('Harness RL: no matching runs.');
     return undefined;
   }
+  const labels = runLabels(runs);
   const pick = await vscode.window.showQuickPick(
-    runs.map((r) => ({ label: r.name, description: `${r.status} · step ${r.step}`, detail: r.id, r })),
+    runs.map((r) => ({
+      label: labels.get(r.id) ?? r.name,
+      description: runDescription(r),
+      detail: `started ${startedAt(r.created_at)}`,
+      r,
+    })),
     { title: 'Run' },
   );
   return pick?.r;
@@ -64,8 +72,9 @@ async function rolloutArg(
   quick.title = 'Open trajectory: pick a rollout or type its id';
   quick.placeholder = 'rollout id';
   quick.items = recent.items.map((r) => ({
-    label: r.id,
-    description: `${r.kind} · ${r.status} · reward ${r.reward ?? '—'}`,
+    label: taskText(r.input) || `${r.kind} rollout ${r.id.slice(-8)}`,
+    description: `${rolloutDescription(r)} · ${r.kind}`,
+    detail: `started ${startedAt(r.created_at)}`,
     id: r.id,
   }));
   return new Promise((resolve) => {
@@ -296,7 +305,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
             );
             writeFileSync(target.fsPath, result.text);
             void vscode.window.showInformationMessage(
-              `Harness RL: wrote ${result.lines} samples to ${target.fsPath}.`,
+              `Harness RL: wrote ${count(result.lines, 'sample')} to ${target.fsPath}.`,
             );
           } catch (err) {
             void vscode.window.showErrorMessage(`Harness RL: export failed: ${errorText(err)}`);

@@ -33,6 +33,7 @@ export class RecordingsTree implements vscode.TreeDataProvider<RecordingsNode>, 
       }
       if (node.kind === 'recording') {
         const d = await client.getRollout(node.recording.rollout_id);
+        if (d.llm_calls.length === 0) return [{ kind: 'message', text: 'No calls recorded yet' }];
         return d.llm_calls.map((call) => ({ kind: 'call' as const, call }));
       }
     } catch (err) {
@@ -65,6 +66,8 @@ export class RecordingsTree implements vscode.TreeDataProvider<RecordingsNode>, 
     item.description = `${r.status}${upstream?.kind ? ` · ${upstream.kind}` : ''} · ${new Date(r.created_at).toLocaleString()}`;
     item.iconPath = new vscode.ThemeIcon(statusIcon(r.status));
     item.contextValue = `recording.${r.status}`;
+    // a click opens the conversation; the twistie still lists the calls
+    item.command = { command: 'harnessRl.openTrajectory', title: 'Open Trajectory', arguments: [node] };
     return item;
   }
 
