@@ -4,7 +4,7 @@
 // size (zeroed by the allocator) and fills the non-zero parts with TypedArray.set / fill. No per-token
 // objects, no concatenation.
 import type { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/config';
-import type { PrefixBreak, RolloutStats } from '../protocol/entities';
+import type { BridgeRecord, PrefixBreak, RolloutStats } from '../protocol/entities';
 import type { SamplesSummary } from '../protocol/samples';
 import type { Sample } from '../protocol/training';
 import { advantageEstimators, isZeroVariance } from './advantages';
@@ -16,6 +16,8 @@ export interface TrajectoryCallArrays {
   prompt_ids: ArrayLike<number>;
   response_ids: ArrayLike<number>;
   response_logprobs: ArrayLike<number> | null;
+  /** The proxy's bridge decision for the call: a prefix break there names its fallback and history change. */
+  bridge?: BridgeRecord | null;
 }
 
 export interface TrajectoryArrays {
@@ -161,7 +163,11 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
       plan(first, k);
       first = k;
       if (options.merge === 'exact') {
-        breaks.push(diagnosePrefixBreak(k, prev.prompt_ids, prev.response_ids, calls[k].prompt_ids, diag));
+        const cause = calls[k].bridge;
+        breaks.push({
+          ...diagnosePrefixBreak(k, prev.prompt_ids, prev.response_ids, calls[k].prompt_ids, diag),
+          ...(cause ? { bridge_fallback: cause.fallback ?? null, change: cause.change ?? null } : {}),
+        });
       }
     }
     if (calls.length > 0) plan(first, calls.length);

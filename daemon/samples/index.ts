@@ -1,7 +1,7 @@
 // The samples stage: the one entry point the scheduler, the CLI (`samples`, `export`) and the trajectory
 // view use to turn rollouts into training samples (shared/spec/samples.md).
 import { AlgorithmConfig } from '../protocol/config';
-import type { LlmCall, PrefixBreak, RolloutStats } from '../protocol/entities';
+import { BridgeRecord, type LlmCall, type PrefixBreak, type RolloutStats } from '../protocol/entities';
 import { type Store, StoreError } from '../store/store';
 import { type BuildOptions, buildSamples, type TrajectoryArrays } from './build';
 
@@ -30,6 +30,7 @@ export { BREAK_WINDOW, classifyBreak, diagnosePrefixBreak } from './prefix';
 
 type CallLike = Pick<LlmCall, 'prompt_ids' | 'response_ids' | 'response_logprobs' | 'status'> & {
   tags?: readonly string[];
+  bridge?: unknown;
 };
 
 /**
@@ -46,10 +47,12 @@ export function trajectoryFromCalls(
   for (const c of calls) {
     if (c.status !== 'ok' || !c.prompt_ids || !c.response_ids) continue;
     if (c.tags?.some((tag) => tag === 'side' || (tag.startsWith('choice:') && tag !== 'choice:0'))) continue;
+    const bridge = BridgeRecord.safeParse(c.bridge);
     out.push({
       prompt_ids: c.prompt_ids,
       response_ids: c.response_ids,
       response_logprobs: c.response_logprobs,
+      bridge: bridge.success ? bridge.data : null,
     });
   }
   return {

@@ -62,6 +62,31 @@ describe('token view model', () => {
     expect(breakDiagnosis(daemonBreak)).toMatch(/template/);
   });
 
+  it('a break the bridge explained names the message that changed and how', () => {
+    const b = {
+      call_index: 2,
+      position: 40,
+      expected: [1],
+      actual: [2],
+      expected_text: null,
+      actual_text: null,
+      class: 'other' as const,
+      bridge_fallback: 'history edited: message 3 (user): content edited at character 5',
+      change: {
+        index: 3,
+        role: 'user',
+        change: 'content_edited' as const,
+        detail: 'content edited at character 5: "hello" where it was "hi"',
+      },
+    };
+    expect(breakDiagnosis(b)).toBe(
+      'Message 3 (user) was edited: content edited at character 5: "hello" where it was "hi".',
+    );
+    expect(breakDiagnosis({ ...b, change: null, bridge_fallback: 'tools changed' })).toMatch(
+      /Bridge: tools changed\.$/,
+    );
+  });
+
   it('skips calls without token ids (text-only calls)', () => {
     expect(
       tokenView([{ prompt_ids: null, response_ids: null, response_logprobs: null, status: 'ok' }], []),

@@ -1,7 +1,7 @@
 // The training view's model: a rollout's llm calls merged token by token the way the samples
 // stage merges them (spec/samples.md, merge exact), with each token's call, loss mask,
 // logprob and advantage, and the prefix breaks that split samples. Pure (unit tested).
-import type { LlmCall, PrefixBreak } from '../../daemon/protocol/entities';
+import type { HistoryChange, LlmCall, PrefixBreak } from '../../daemon/protocol/entities';
 import type { SampleJson } from '../../daemon/protocol/samples';
 
 export interface TokenCell {
@@ -115,8 +115,24 @@ const DIAGNOSIS: Record<PrefixBreak['class'], string> = {
     'The new prompt is not a continuation of the previous prompt and response (the harness rewrote or truncated history).',
 };
 
+const CHANGE: Record<HistoryChange['change'], string> = {
+  message_removed: 'is missing',
+  role_changed: 'has another role',
+  whitespace: 'was resent with different whitespace',
+  content_edited: 'was edited',
+  tool_calls_edited: 'has other tool calls',
+  tool_call_id_changed: 'answers another tool call',
+  tools_changed: 'The tools offered changed',
+  template_options_changed: 'The chat template options changed',
+};
+
+/** Why a prefix break happened: the history change the bridge found (which message, how), else the token class. */
 export function breakDiagnosis(b: PrefixBreak): string {
-  return DIAGNOSIS[b.class];
+  const c = b.change;
+  if (!c)
+    return b.bridge_fallback ? `${DIAGNOSIS[b.class]} Bridge: ${b.bridge_fallback}.` : DIAGNOSIS[b.class];
+  const what = c.index === null ? CHANGE[c.change] : `Message ${c.index} (${c.role}) ${CHANGE[c.change]}`;
+  return `${what}: ${c.detail}.`;
 }
 
 /** Heat map: probability exp(logprob) → share (0–100) of the "unlikely" colour; null when unknown. */

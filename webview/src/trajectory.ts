@@ -102,6 +102,10 @@ function render() {
       h('span', { id: 'reward' }, `reward ${formatNumber(r.reward)}`),
       rewards.length > 0 && h('span', { class: 'muted' }, 'rewards: ', rewards),
       h('span', {}, `${count(r.attempts.length, 'attempt')} · ${count(r.llm_calls.length, 'llm call')}`),
+      r.kind === 'recording' &&
+        r.llm_calls.some((c) => c.status === 'ok') &&
+        r.llm_calls.every((c) => c.status !== 'ok' || c.token_source === 'text') &&
+        h('span', { class: 'muted', id: 'text-only' }, 'text only: provider pass-through (no token ids)'),
       views.length > 0 &&
         h(
           'span',
