@@ -326,11 +326,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   'harnessRl.refresh': {
     needsDaemon: false,
-    run: (ctx) => {
-      ctx.runsTree.refresh();
-      ctx.recordingsTree.refresh();
-      ctx.nodesTree.refresh();
-    },
+    run: (ctx) => ctx.refreshViews(),
   },
   'harnessRl.filterRollouts': {
     needsDaemon: false,

@@ -151,17 +151,25 @@ export class Ctx implements vscode.Disposable {
     this.events = undefined;
     const client = this.client;
     if (client) {
+      let dropped = false;
       this.events = client.events(
         (e) => this.eventEmitter.fire(e),
         (connected) => {
           if (!connected) void this.checkAlive();
+          // events missed while the socket was down: reload what the views show
+          if (connected && dropped) this.refreshViews();
+          dropped = !connected;
         },
       );
     }
+    this.refreshViews();
+    this.updateStatus();
+  }
+
+  refreshViews() {
     this.runsTree.refresh();
     this.recordingsTree.refresh();
     this.nodesTree.refresh();
-    this.updateStatus();
   }
 
   /** The event socket closed: the daemon may be gone (not one we own; those report their exit). */
