@@ -37,6 +37,7 @@ const targets = [
     entryPoints: {
       'webview/trajectory': 'webview/src/trajectory.ts',
       'webview/dashboard': 'webview/src/dashboard.ts',
+      'webview/snippets': 'webview/src/snippets.ts',
     },
     platform: 'browser',
     format: 'iife',

@@ -1,21 +1,24 @@
-// The trajectory and dashboard webview panels: strict CSP, typed messages (webview/src/protocol.ts),
-// state restored after a reload through registerWebviewPanelSerializer.
+// The trajectory, dashboard and recording snippets webview panels: strict CSP, typed messages
+// (webview/src/protocol.ts), state restored after a reload through registerWebviewPanelSerializer.
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import {
   DashboardState,
   FromWebview,
   type ToDashboard,
+  type ToSnippets,
   type ToTrajectory,
   TrajectoryState,
 } from '../../webview/src/protocol';
 import { errorText } from './client';
 import type { Ctx } from './ctx';
 import { samplesFor } from './samples';
+import { recordingSnippets } from './snippets';
 import { Throttle } from './throttle';
 
 export const TRAJECTORY_VIEW = 'harnessRl.trajectory';
 export const DASHBOARD_VIEW = 'harnessRl.dashboard';
+export const SNIPPETS_VIEW = 'harnessRl.snippets';
 
 export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewPanelOptions & vscode.WebviewOptions {
   return {
@@ -32,7 +35,7 @@ export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewPanelOpt
 export function webviewHtml(
   webview: vscode.Webview,
   extensionUri: vscode.Uri,
-  bundle: 'trajectory' | 'dashboard',
+  bundle: 'trajectory' | 'dashboard' | 'snippets',
   title: string,
 ): string {
   const nonce = randomBytes(16).toString('base64');
@@ -330,6 +333,56 @@ export class DashboardPanel extends Panel {
 
   override dispose(): void {
     if (DashboardPanel.open.get(this.runId) === this) DashboardPanel.open.delete(this.runId);
+    super.dispose();
+  }
+}
+
+/** The active recording's snippets, read-only with Copy buttons (not an Untitled file holding the key). */
+export class SnippetsPanel extends Panel {
+  private static current: SnippetsPanel | undefined;
+
+  static show(ctx: Ctx): SnippetsPanel {
+    const existing = SnippetsPanel.current;
+    if (existing) {
+      existing.panel.reveal();
+      void existing.load();
+      return existing;
+    }
+    const panel = vscode.window.createWebviewPanel(
+      SNIPPETS_VIEW,
+      'Recording Snippets',
+      vscode.ViewColumn.Active,
+      webviewOptions(ctx.extensionUri),
+    );
+    return new SnippetsPanel(ctx, panel);
+  }
+
+  private constructor(ctx: Ctx, panel: vscode.WebviewPanel) {
+    super(ctx, panel);
+    SnippetsPanel.current = this;
+    panel.webview.html = webviewHtml(panel.webview, ctx.extensionUri, 'snippets', panel.title);
+    // a recording that stops or starts in this window changes what there is to show
+    this.disposables.push(ctx.onEvent((e) => e.type === 'recording' && this.reloadSoon()));
+  }
+
+  async load(): Promise<void> {
+    if (!this.ready) return;
+    const rec = this.ctx.recording;
+    const post = (m: ToSnippets) => void this.panel.webview.postMessage(m);
+    if (!rec) {
+      post({
+        type: 'error',
+        message: 'No recording is active in this window. Start one from the Recordings view.',
+      });
+      return;
+    }
+    const upstream = rec.upstream as { kind?: string } | null;
+    const model = upstream?.kind === 'reference' ? 'reference' : 'your-model';
+    post({ type: 'snippets', recording: rec.name, markdown: recordingSnippets(rec, model), key: rec.key });
+  }
+
+  override dispose(): void {
+    if (SnippetsPanel.current === this) SnippetsPanel.current = undefined;
     super.dispose();
   }
 }

@@ -9,9 +9,10 @@ import type { Recording } from '../../daemon/protocol/entities';
 import { errorText } from './client';
 import type { Ctx } from './ctx';
 import { dataFolder } from './daemon';
+import { SnippetsPanel } from './panels';
 import { verifierReward } from './parse';
 import { recordingSamples, recordingTask } from './recordingExport';
-import { recordingEnv, recordingSnippets } from './snippets';
+import { recordingEnv } from './snippets';
 
 type UpstreamKind = 'reference' | 'openai' | 'anthropic' | 'vllm';
 const keySecret = (kind: string) => `harnessRl.upstreamKey.${kind}`;
@@ -94,13 +95,7 @@ export async function showSnippets(ctx: Ctx): Promise<void> {
     void vscode.window.showInformationMessage('Harness RL: no recording is active in this window.');
     return;
   }
-  const upstream = rec.upstream as { kind?: string } | null;
-  const model = upstream?.kind === 'reference' ? 'reference' : 'your-model';
-  const doc = await vscode.workspace.openTextDocument({
-    language: 'markdown',
-    content: recordingSnippets(rec, model),
-  });
-  await vscode.window.showTextDocument(doc, { preview: true });
+  SnippetsPanel.show(ctx);
 }
 
 export async function stopRecording(

@@ -9,9 +9,10 @@ import * as esbuild from 'esbuild';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMetrics } from '../../daemon/protocol/entities';
-import type { ToDashboard, ToTrajectory } from '../../webview/src/protocol';
+import type { ToDashboard, ToSnippets, ToTrajectory } from '../../webview/src/protocol';
 import { capturedRollout, syntheticRollout } from './fixture';
 import { viewSamples } from './samples';
+import { recordingSnippets } from './snippets';
 
 // page.evaluate callbacks run in the page; this project has no DOM lib
 // biome-ignore lint/suspicious/noExplicitAny: browser globals inside page.evaluate
@@ -105,6 +106,7 @@ beforeAll(async () => {
     entryPoints: {
       trajectory: join(root, 'webview/src/trajectory.ts'),
       dashboard: join(root, 'webview/src/dashboard.ts'),
+      snippets: join(root, 'webview/src/snippets.ts'),
     },
     bundle: true,
     platform: 'browser',
@@ -506,4 +508,44 @@ describe('run dashboard in Chromium', () => {
     await expect.poll(() => p.locator('#run-workers').innerText()).toContain('The last worker went away.');
     await p.close();
   });
+});
+
+describe('recording snippets in Chromium', () => {
+  const rec = {
+    name: 'session 2026-12-03',
+    key: 'hrl_rec_0123456789abcdef',
+    openai_base_url: 'http://127.0.0.1:4100/r/rec_1/v1',
+    anthropic_base_url: 'http://127.0.0.1:4100/r/rec_1',
+  };
+  const markdown = recordingSnippets(rec, 'reference');
+  const message: ToSnippets = { type: 'snippets', recording: rec.name, markdown, key: rec.key };
+
+  it.each(['dark', 'light'] as const)(
+    'shows the snippets read-only in the %s theme, the key masked until shown, a Copy button per code block',
+    async (theme) => {
+      const p = await open('snippets', theme);
+      await p.evaluate((m) => window.postMessage(m, '*'), message);
+      await p.locator('.snippet').first().waitFor();
+      expect(await p.locator('h1').innerText()).toContain(rec.name);
+      expect(await p.locator('.snippet').count()).toBe((markdown.match(/^```/gm) ?? []).length / 2);
+      expect(await p.locator('.snippet button.copy').count()).toBe(await p.locator('.snippet').count());
+      expect(await p.locator('body').innerText()).not.toContain(rec.key);
+      expect(await p.locator('h2', { hasText: 'Codex' }).count()).toBe(1);
+      await p.screenshot({ path: join(artifacts, `webview-snippets-${theme}.png`), fullPage: true });
+      // a copy holds the real key and the real URLs, masked or not
+      await p.locator('.snippet', { hasText: 'model_provider' }).locator('button.copy').click();
+      await p.locator('.snippet').first().locator('button.copy').click();
+      const sent = await p.evaluate(
+        () => (window as unknown as { __sent: { type: string; what?: string; text?: string }[] }).__sent,
+      );
+      const copies = sent.filter((m) => m.type === 'copy');
+      expect(copies[0].text).toContain(`base_url = "${rec.openai_base_url}"`);
+      expect(copies[0].what).toContain('Codex');
+      expect(copies[1].text).toContain(`export OPENAI_API_KEY=${rec.key}`);
+      await p.locator('#reveal').click();
+      expect(await p.locator('#reveal').getAttribute('aria-pressed')).toBe('true');
+      expect(await p.locator('body').innerText()).toContain(rec.key);
+      await p.close();
+    },
+  );
 });
