@@ -1,5 +1,5 @@
-// The small SQL seam both backends implement: the store's logic (sql-store.ts) is written once
-// against it. SQL uses `?` placeholders (converted to $n for PostgreSQL; never put `?` in literals).
+// The small SQL seam both backends implement: the store's logic (sql/, one file per entity) is
+// written once against it. SQL uses `?` placeholders (converted to $n for PostgreSQL; never put `?` in literals).
 export type Param = string | number | null | Buffer;
 export type Row = Record<string, unknown>;
 

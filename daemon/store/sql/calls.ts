@@ -1,0 +1,250 @@
+// LLM calls, recorded token-exactly (ids and logprobs as packed blobs, see ../codec.ts).
+import type { LlmCall, NewLlmCall } from '../../protocol/entities';
+import type { LlmCallSummary } from '../../protocol/events';
+import { decodeIds, decodeLogprobs, encodeIds, encodeLogprobs } from '../codec';
+import type { Param, Row } from '../driver';
+import { newId } from '../ids';
+import type { SqlContext } from './context';
+import { invalid, iso, json, notFound, now, num, numOrNull, oneOf, parse, str } from './values';
+
+const CALL_COLUMNS = [
+  'id',
+  'rollout_id',
+  'attempt_id',
+  'recording_id',
+  'seq',
+  'wire_api',
+  'stream',
+  'request',
+  'backend_request',
+  'response',
+  'prompt_ids',
+  'response_ids',
+  'response_logprobs',
+  'token_source',
+  'bridge',
+  'finish_reason',
+  'usage',
+  'model',
+  'model_version',
+  'backend',
+  'status',
+  'error',
+  'http_status',
+  'tags',
+  'queue_ms',
+  'ttft_ms',
+  'total_ms',
+  'created_at',
+] as const;
+const CALL_COLS = CALL_COLUMNS.join(', ');
+
+function toCall(r: Row): LlmCall {
+  return {
+    id: String(r.id),
+    rollout_id: str(r.rollout_id),
+    attempt_id: str(r.attempt_id),
+    recording_id: str(r.recording_id),
+    seq: num(r.seq),
+    wire_api: r.wire_api as LlmCall['wire_api'],
+    stream: Boolean(num(r.stream)),
+    request: parse(r.request),
+    backend_request: parse(r.backend_request),
+    response: parse(r.response),
+    prompt_ids: r.prompt_ids == null ? null : decodeIds(r.prompt_ids as Uint8Array),
+    response_ids: r.response_ids == null ? null : decodeIds(r.response_ids as Uint8Array),
+    response_logprobs: r.response_logprobs == null ? null : decodeLogprobs(r.response_logprobs as Uint8Array),
+    token_source: r.token_source as LlmCall['token_source'],
+    bridge: parse(r.bridge),
+    finish_reason: str(r.finish_reason),
+    usage: parse(r.usage) as LlmCall['usage'],
+    model: str(r.model),
+    model_version: numOrNull(r.model_version),
+    backend: str(r.backend),
+    status: r.status as LlmCall['status'],
+    error: str(r.error),
+    http_status: numOrNull(r.http_status),
+    tags: (parse(r.tags) as string[] | null) ?? [],
+    queue_ms: numOrNull(r.queue_ms),
+    ttft_ms: numOrNull(r.ttft_ms),
+    total_ms: numOrNull(r.total_ms),
+    created_at: iso(r.created_at),
+  };
+}
+
+/** The live-event form of a call: no bodies or token arrays, only their lengths. */
+export function summarizeCall(call: LlmCall): LlmCallSummary {
+  const {
+    request: _request,
+    backend_request: _backendRequest,
+    response: _response,
+    prompt_ids,
+    response_ids,
+    response_logprobs: _logprobs,
+    ...rest
+  } = call;
+  return {
+    ...rest,
+    prompt_tokens: prompt_ids?.length ?? null,
+    response_tokens: response_ids?.length ?? null,
+  };
+}
+
+export async function recordLlmCall(c: SqlContext, call: NewLlmCall): Promise<LlmCall> {
+  return (await recordLlmCalls(c, [call]))[0];
+}
+
+/**
+ * Calls get consecutive `seq` numbers within their rollout (concurrent writers of one rollout are
+ * serialized by its row lock), or 0 without one. A call with only a recording_id joins the
+ * recording's rollout.
+ */
+export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promise<LlmCall[]> {
+  if (calls.length === 0) return [];
+  const t = now();
+  const rows: Param[][] = [];
+  const out: LlmCall[] = calls.map((c, i) => {
+    if (!c || typeof c !== 'object') invalid(`calls[${i}]`, 'a call must be an object');
+    oneOf('wire_api', c.wire_api, ['chat', 'completions', 'responses', 'messages', 'gemini']);
+    oneOf('token_source', c.token_source, ['backend', 'bridge', 'text']);
+    oneOf('status', c.status, ['ok', 'error', 'cancelled']);
+    return {
+      id: newId('call'),
+      rollout_id: c.rollout_id ?? null,
+      attempt_id: c.attempt_id ?? null,
+      recording_id: c.recording_id ?? null,
+      seq: 0,
+      wire_api: c.wire_api,
+      stream: Boolean(c.stream),
+      request: c.request ?? null,
+      backend_request: c.backend_request ?? null,
+      response: c.response ?? null,
+      prompt_ids: c.prompt_ids ?? null,
+      response_ids: c.response_ids ?? null,
+      response_logprobs: c.response_logprobs ?? null,
+      token_source: c.token_source,
+      bridge: c.bridge ?? null,
+      finish_reason: c.finish_reason ?? null,
+      usage: c.usage ?? null,
+      model: c.model ?? null,
+      model_version: c.model_version ?? null,
+      backend: c.backend ?? null,
+      status: c.status,
+      error: c.error ?? null,
+      http_status: c.http_status ?? null,
+      tags: c.tags ?? [],
+      queue_ms: c.queue_ms ?? null,
+      ttft_ms: c.ttft_ms ?? null,
+      total_ms: c.total_ms ?? null,
+      created_at: t,
+    };
+  });
+  // Encode outside the transaction (it is the bulk of the CPU work).
+  const blobs = out.map((c, i): (Buffer | null)[] => {
+    try {
+      return [
+        c.prompt_ids ? encodeIds(c.prompt_ids) : null,
+        c.response_ids ? encodeIds(c.response_ids) : null,
+        c.response_logprobs ? encodeLogprobs(c.response_logprobs) : null,
+      ];
+    } catch (err) {
+      return invalid(`calls[${i}]`, (err as Error).message);
+    }
+  });
+  return c.tx(async (q, emit) => {
+    // Recording-only calls join their recording's rollout.
+    for (const c of out) {
+      if (c.rollout_id === null && c.recording_id !== null) {
+        const rec = await q.get<{ rollout_id: string }>('SELECT rollout_id FROM recordings WHERE id = ?', [
+          c.recording_id,
+        ]);
+        if (!rec) notFound('recording_id', 'recording', c.recording_id);
+        c.rollout_id = String(rec.rollout_id);
+      }
+    }
+    const perRollout = new Map<string, LlmCall[]>();
+    for (const c of out) {
+      if (c.rollout_id === null) continue;
+      const list = perRollout.get(c.rollout_id);
+      if (list) list.push(c);
+      else perRollout.set(c.rollout_id, [c]);
+    }
+    for (const [rolloutId, list] of perRollout) {
+      // The row lock (PostgreSQL) serializes writers of one rollout; SQLite write transactions are
+      // exclusive anyway. The last seq comes from the (rollout_id, seq) index; no page is written.
+      const locked = await q.get(`SELECT id FROM rollouts WHERE id = ?${c.db.forUpdate}`, [rolloutId]);
+      if (!locked) notFound('rollout_id', 'rollout', rolloutId);
+      // ORDER BY … LIMIT 1 is one index seek in both databases (SQLite's MAX() here scans the range).
+      const last = await q.get<{ seq: number }>(
+        'SELECT seq FROM llm_calls WHERE rollout_id = ? ORDER BY seq DESC LIMIT 1',
+        [rolloutId],
+      );
+      const first = last === undefined ? 0 : Number(last.seq) + 1;
+      list.forEach((c, i) => {
+        c.seq = first + i;
+      });
+    }
+    out.forEach((c, i) => {
+      const [promptIds, responseIds, logprobs] = blobs[i];
+      rows.push([
+        c.id,
+        c.rollout_id,
+        c.attempt_id,
+        c.recording_id,
+        c.seq,
+        c.wire_api,
+        c.stream ? 1 : 0,
+        JSON.stringify(c.request),
+        json(c.backend_request),
+        json(c.response),
+        promptIds,
+        responseIds,
+        logprobs,
+        c.token_source,
+        json(c.bridge),
+        c.finish_reason,
+        json(c.usage),
+        c.model,
+        c.model_version,
+        c.backend,
+        c.status,
+        c.error,
+        c.http_status,
+        JSON.stringify(c.tags),
+        c.queue_ms,
+        c.ttft_ms,
+        c.total_ms,
+        c.created_at,
+      ]);
+    });
+    await q.insertMany('llm_calls', CALL_COLUMNS, rows);
+    if (c.listening) for (const c of out) emit({ type: 'llm_call', call: summarizeCall(c) });
+    return out;
+  });
+}
+
+export async function getLlmCall(c: SqlContext, id: string): Promise<LlmCall | null> {
+  const row = await c.read(() => c.db.get(`SELECT ${CALL_COLS} FROM llm_calls WHERE id = ?`, [id]));
+  return row ? toCall(row) : null;
+}
+
+export async function listLlmCalls(c: SqlContext, rolloutId: string): Promise<LlmCall[]> {
+  return c.read(async () => {
+    await c.mustExist(c.db, 'rollouts', rolloutId, 'rollout_id', 'rollout');
+    const rows = await c.db.all(`SELECT ${CALL_COLS} FROM llm_calls WHERE rollout_id = ? ORDER BY seq, id`, [
+      rolloutId,
+    ]);
+    return rows.map(toCall);
+  });
+}
+
+export async function listRecordingCalls(c: SqlContext, recordingId: string): Promise<LlmCall[]> {
+  return c.read(async () => {
+    await c.mustExist(c.db, 'recordings', recordingId, 'recording_id', 'recording');
+    const rows = await c.db.all(
+      `SELECT ${CALL_COLS} FROM llm_calls WHERE recording_id = ? ORDER BY seq, id`,
+      [recordingId],
+    );
+    return rows.map(toCall);
+  });
+}

@@ -1,0 +1,150 @@
+// Recording sessions: at most one active; each collects its calls in a rollout of kind "recording".
+import type { Recording, Rollout } from '../../protocol/entities';
+import type { Queryable, Row } from '../driver';
+import { keyHash, newId, newKey } from '../ids';
+import { StoreError } from '../store';
+import type { Emit, SqlContext } from './context';
+import { endRunningAttempts, lockRollout, saveRollout } from './rollouts';
+import { invalid, iso, isoOrNull, json, notFound, now, parse } from './values';
+
+const RECORDING_COLS = 'id, name, status, upstream, rollout_id, created_at, stopped_at';
+function toRecording(r: Row): Recording {
+  return {
+    id: String(r.id),
+    name: String(r.name),
+    status: r.status as Recording['status'],
+    upstream: parse(r.upstream),
+    rollout_id: String(r.rollout_id),
+    created_at: iso(r.created_at),
+    stopped_at: isoOrNull(r.stopped_at),
+  };
+}
+
+async function stopRecordingIn(c: SqlContext, q: Queryable, rec: Recording, emit: Emit): Promise<Recording> {
+  const t = now();
+  const stopped: Recording = { ...rec, status: 'stopped', stopped_at: t };
+  await q.run("UPDATE recordings SET status = 'stopped', stopped_at = ? WHERE id = ?", [t, rec.id]);
+  const rollout = await lockRollout(c, q, rec.rollout_id);
+  if (rollout.status === 'running' || rollout.status === 'queued') {
+    await endRunningAttempts(q, rollout.id, 'succeeded', null);
+    const next: Rollout = { ...rollout, status: 'succeeded', updated_at: t, finished_at: t };
+    await saveRollout(q, next);
+    emit({ type: 'rollout', rollout: next });
+  }
+  emit({ type: 'recording', recording: stopped });
+  return stopped;
+}
+
+/**
+ * Starts a recording session and the rollout (kind "recording", running) that collects its calls.
+ * Only one recording is active: an active one is stopped first.
+ */
+export async function createRecording(
+  c: SqlContext,
+  input: { name: string; upstream: unknown },
+): Promise<Recording & { key: string }> {
+  if (typeof input.name !== 'string') invalid('name', 'name must be a string');
+  return c.tx(async (q, emit) => {
+    // Two daemons sharing a PostgreSQL store must not both start "the" active recording.
+    if (c.db.dialect === 'postgres') await q.get('SELECT pg_advisory_xact_lock(727275)');
+    const active = await q.all(
+      `SELECT ${RECORDING_COLS} FROM recordings WHERE status = 'active'${c.db.forUpdate}`,
+    );
+    for (const row of active) await stopRecordingIn(c, q, toRecording(row), emit);
+    const t = now();
+    const recording: Recording = {
+      id: newId('rec'),
+      name: input.name,
+      status: 'active',
+      upstream: input.upstream ?? null,
+      rollout_id: newId('ro'),
+      created_at: t,
+      stopped_at: null,
+    };
+    const key = newKey();
+    await q.run(`INSERT INTO recordings (${RECORDING_COLS}, key_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [
+      recording.id,
+      recording.name,
+      recording.status,
+      json(recording.upstream),
+      recording.rollout_id,
+      recording.created_at,
+      recording.stopped_at,
+      keyHash(key),
+    ]);
+    const rollout: Rollout = {
+      id: recording.rollout_id,
+      kind: 'recording',
+      run_id: null,
+      group_id: null,
+      task_id: null,
+      recording_id: recording.id,
+      input: { recording: recording.name },
+      status: 'running',
+      attempt_count: 0,
+      max_attempts: 1,
+      reward: null,
+      error: null,
+      stats: null,
+      created_at: t,
+      updated_at: t,
+      started_at: t,
+      finished_at: null,
+    };
+    await q.run(
+      'INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      [
+        rollout.id,
+        rollout.kind,
+        recording.id,
+        json(rollout.input),
+        rollout.status,
+        0,
+        1,
+        keyHash(newKey()),
+        t,
+        t,
+        t,
+      ],
+    );
+    emit({ type: 'recording', recording });
+    emit({ type: 'rollout', rollout });
+    return { ...recording, key };
+  });
+}
+
+export async function getRecording(c: SqlContext, id: string): Promise<Recording | null> {
+  const row = await c.read(() => c.db.get(`SELECT ${RECORDING_COLS} FROM recordings WHERE id = ?`, [id]));
+  return row ? toRecording(row) : null;
+}
+
+export async function getRecordingKeyHash(c: SqlContext, id: string): Promise<string | null> {
+  const row = await c.read(() =>
+    c.db.get<{ key_sha256: string }>('SELECT key_sha256 FROM recordings WHERE id = ?', [id]),
+  );
+  return row ? String(row.key_sha256) : null;
+}
+
+export async function activeRecording(c: SqlContext): Promise<Recording | null> {
+  const row = await c.read(() =>
+    c.db.get(`SELECT ${RECORDING_COLS} FROM recordings WHERE status = 'active' ORDER BY id DESC LIMIT 1`),
+  );
+  return row ? toRecording(row) : null;
+}
+
+/** Newest first. */
+export async function listRecordings(c: SqlContext): Promise<Recording[]> {
+  const rows = await c.read(() => c.db.all(`SELECT ${RECORDING_COLS} FROM recordings ORDER BY id DESC`));
+  return rows.map(toRecording);
+}
+
+export async function stopRecording(c: SqlContext, id: string): Promise<Recording> {
+  return c.tx(async (q, emit) => {
+    const row = await q.get(`SELECT ${RECORDING_COLS} FROM recordings WHERE id = ?${c.db.forUpdate}`, [id]);
+    if (!row) notFound('recording_id', 'recording', id);
+    const rec = toRecording(row);
+    if (rec.status !== 'active')
+      throw new StoreError('conflict', `recording ${id} is already stopped`, 'status');
+    return stopRecordingIn(c, q, rec, emit);
+  });
+}

@@ -1,0 +1,193 @@
+// Runs and their per-step metrics.
+import { type Page, type Run, type RunMetrics, RunStatus } from '../../protocol/entities';
+import type { Row } from '../driver';
+import { newId } from '../ids';
+import type { SqlContext } from './context';
+import {
+  invalid,
+  iso,
+  nonNegativeInt,
+  notFound,
+  now,
+  num,
+  oneOf,
+  page,
+  pageLimit,
+  parse,
+  str,
+} from './values';
+
+const RUN_STATUSES = RunStatus.options;
+
+const RUN_COLS_V1 = 'id, name, status, config, step, model_version, error, created_at, updated_at';
+const RUN_COLS = `${RUN_COLS_V1}, base_dir`;
+function toRun(r: Row): Run {
+  return {
+    id: String(r.id),
+    name: String(r.name),
+    status: r.status as Run['status'],
+    config: parse(r.config),
+    step: num(r.step),
+    model_version: num(r.model_version),
+    error: str(r.error),
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+    ...(r.base_dir === null || r.base_dir === undefined ? {} : { base_dir: String(r.base_dir) }),
+  };
+}
+
+export async function createRun(
+  c: SqlContext,
+  input: { name: string; config: unknown; base_dir?: string },
+): Promise<Run> {
+  if (typeof input.name !== 'string') invalid('name', 'name must be a string');
+  if (input.base_dir !== undefined && typeof input.base_dir !== 'string')
+    invalid('base_dir', 'base_dir must be a string');
+  const t = now();
+  const run: Run = {
+    id: newId('run'),
+    name: input.name,
+    status: 'created',
+    config: input.config ?? null,
+    step: 0,
+    model_version: 0,
+    error: null,
+    created_at: t,
+    updated_at: t,
+    ...(input.base_dir === undefined ? {} : { base_dir: input.base_dir }),
+  };
+  return c.tx(async (q, emit) => {
+    const values = [
+      run.id,
+      run.name,
+      run.status,
+      JSON.stringify(run.config),
+      run.step,
+      run.model_version,
+      run.error,
+      run.created_at,
+      run.updated_at,
+    ];
+    // base_dir only when given (a store opened at an older schema version has no such column).
+    if (run.base_dir === undefined) {
+      await q.run(`INSERT INTO runs (${RUN_COLS_V1}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, values);
+    } else {
+      await q.run(`INSERT INTO runs (${RUN_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+        ...values,
+        run.base_dir,
+      ]);
+    }
+    emit({ type: 'run', run });
+    return run;
+  });
+}
+
+export async function getRun(c: SqlContext, id: string): Promise<Run | null> {
+  const row = await c.read(() => c.db.get(`SELECT ${RUN_COLS} FROM runs WHERE id = ?`, [id]));
+  return row ? toRun(row) : null;
+}
+
+/** Newest first. */
+export async function listRuns(
+  c: SqlContext,
+  p: { cursor?: string; limit?: number } = {},
+): Promise<Page<Run>> {
+  const limit = pageLimit(p.limit);
+  const rows = await c.read(() =>
+    p.cursor
+      ? c.db.all(`SELECT ${RUN_COLS} FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?`, [p.cursor!, limit + 1])
+      : c.db.all(`SELECT ${RUN_COLS} FROM runs ORDER BY id DESC LIMIT ?`, [limit + 1]),
+  );
+  return page(rows.map(toRun), limit);
+}
+
+export async function updateRun(
+  c: SqlContext,
+  id: string,
+  patch: Partial<Pick<Run, 'status' | 'step' | 'model_version' | 'error'>>,
+): Promise<Run> {
+  if (patch.status !== undefined) oneOf('status', patch.status, RUN_STATUSES);
+  if (patch.step !== undefined) nonNegativeInt('step', patch.step);
+  if (patch.model_version !== undefined) nonNegativeInt('model_version', patch.model_version);
+  return c.tx(async (q, emit) => {
+    const row = await q.get(`SELECT ${RUN_COLS} FROM runs WHERE id = ?${c.db.forUpdate}`, [id]);
+    if (!row) notFound('run_id', 'run', id);
+    const run = toRun(row);
+    const next: Run = {
+      ...run,
+      status: patch.status ?? run.status,
+      step: patch.step ?? run.step,
+      model_version: patch.model_version ?? run.model_version,
+      error: patch.error !== undefined ? patch.error : run.error,
+      updated_at: now(),
+    };
+    await q.run(
+      'UPDATE runs SET status = ?, step = ?, model_version = ?, error = ?, updated_at = ? WHERE id = ?',
+      [next.status, next.step, next.model_version, next.error, next.updated_at, id],
+    );
+    emit({ type: 'run', run: next });
+    return next;
+  });
+}
+
+/** Metrics of one step merge with what the step already has (training, then validation …). */
+export async function addRunMetrics(
+  c: SqlContext,
+  runId: string,
+  step: number,
+  metrics: Record<string, number | null>,
+): Promise<RunMetrics> {
+  nonNegativeInt('step', step);
+  if (metrics === null || typeof metrics !== 'object') invalid('metrics', 'metrics must be an object');
+  for (const [k, v] of Object.entries(metrics)) {
+    if (v !== null && typeof v !== 'number') invalid(`metrics.${k}`, `metric ${k} must be a number or null`);
+  }
+  return c.tx(async (q, emit) => {
+    // The run's row lock serializes writers of its metrics (read, merge, write).
+    const run = await q.get(`SELECT id FROM runs WHERE id = ?${c.db.forUpdate}`, [runId]);
+    if (!run) notFound('run_id', 'run', runId);
+    const old = await q.get(
+      `SELECT metrics, created_at FROM run_metrics WHERE run_id = ? AND step = ?${c.db.forUpdate}`,
+      [runId, step],
+    );
+    const merged = { ...((parse(old?.metrics) as Record<string, number | null>) ?? {}), ...metrics };
+    const row: RunMetrics = {
+      run_id: runId,
+      step,
+      metrics: merged,
+      created_at: old ? iso(old.created_at) : now(),
+    };
+    if (old) {
+      await q.run('UPDATE run_metrics SET metrics = ? WHERE run_id = ? AND step = ?', [
+        JSON.stringify(merged),
+        runId,
+        step,
+      ]);
+    } else {
+      await q.run('INSERT INTO run_metrics (run_id, step, metrics, created_at) VALUES (?, ?, ?, ?)', [
+        runId,
+        step,
+        JSON.stringify(merged),
+        row.created_at,
+      ]);
+    }
+    emit({ type: 'run_metrics', metrics: row });
+    return row;
+  });
+}
+
+export async function listRunMetrics(c: SqlContext, runId: string): Promise<RunMetrics[]> {
+  return c.read(async () => {
+    await c.mustExist(c.db, 'runs', runId, 'run_id', 'run');
+    const rows = await c.db.all(
+      'SELECT run_id, step, metrics, created_at FROM run_metrics WHERE run_id = ? ORDER BY step',
+      [runId],
+    );
+    return rows.map((r) => ({
+      run_id: String(r.run_id),
+      step: num(r.step),
+      metrics: parse(r.metrics) as Record<string, number | null>,
+      created_at: iso(r.created_at),
+    }));
+  });
+}
