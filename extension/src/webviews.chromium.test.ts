@@ -347,6 +347,24 @@ describe.each(cases)('trajectory webview in Chromium: $name', ({ name, rollout, 
   });
 });
 
+it('an empty recording says no calls yet on its Training tab', async () => {
+  const rollout = syntheticRollout();
+  const p = await open('trajectory');
+  await p.evaluate((m) => window.postMessage(m, '*'), {
+    type: 'trajectory',
+    rollout: { ...rollout, kind: 'recording', llm_calls: [], prefix_breaks: [], reward: null, stats: null },
+    samples: null,
+    token_texts: null,
+    proxy_base_url: 'http://127.0.0.1:4100/v1',
+    focus_call_id: null,
+  } satisfies ToTrajectory);
+  await p.locator('button[data-tab="training"]').click();
+  expect(await p.locator('#no-tokens').innerText()).toMatch(/^No calls yet/);
+  expect(await p.locator('#reward').innerText()).toBe('reward —');
+  expect(await p.locator('.summary').innerText()).toContain('0 llm calls');
+  await p.close();
+});
+
 describe('run dashboard in Chromium', () => {
   const run = {
     id: 'run_fixture',
