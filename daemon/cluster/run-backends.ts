@@ -94,6 +94,9 @@ export class RunBackends {
         this.targets.push(target);
         // A node that comes back (or comes up late) gets the current weights before it serves.
         this.unlisten.push(node.onOpen(() => void this.syncOne(target, this.version)));
+        // Its vLLM starting or restarting: the other backends take the calls meanwhile.
+        this.unlisten.push(node.onHealth((h) => this.pool.setReady(url, h.ready)));
+        if (node.health) this.pool.setReady(url, node.health.ready);
       } else {
         this.pool.add(endpoint, { name: endpoint, modelVersion: null, runId });
         this.targets.push({ kind: 'http', url: endpoint });

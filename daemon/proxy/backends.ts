@@ -45,6 +45,11 @@ export interface Backends {
   setMinModelVersion(min: number | null, runId?: string | null): void;
   /** While true the backend takes no new calls (weights are loading); calls that find none wait. */
   setLoading(url: string, loading: boolean): void;
+  /**
+   * False while what serves behind the URL is not up (a node's vLLM starting or restarting): no new
+   * calls, as while loading, so the other backends take them.
+   */
+  setReady(url: string, ready: boolean): void;
 }
 
 export interface Backend {
@@ -66,7 +71,12 @@ export interface Backend {
   modelsLoading: Promise<void> | null;
   /** New weights are loading: no new calls until they are in. */
   loading: boolean;
+  /** What serves behind the URL is up (see Backends.setReady). */
+  ready: boolean;
 }
+
+/** Takes no new calls for now: loading weights or not up yet; calls that find only such wait. */
+const held = (b: Backend): boolean => b.loading || !b.ready;
 
 export class BackendPool implements Backends {
   private readonly backends = new Map<string, Backend>();
@@ -112,6 +122,7 @@ export class BackendPool implements Backends {
       maxModelLen: null,
       modelsLoading: null,
       loading: false,
+      ready: true,
     };
     this.backends.set(url, b);
     this.regroup();
@@ -161,9 +172,16 @@ export class BackendPool implements Backends {
     this.notify();
   }
 
-  /** Whether some backend a call of `runId` could use is loading weights. */
+  setReady(url: string, ready: boolean): void {
+    const b = this.backends.get(url);
+    if (!b || b.ready === ready) return;
+    b.ready = ready;
+    this.notify();
+  }
+
+  /** Whether some backend a call of `runId` could use is loading weights or coming up. */
   loading(runId: string | null): boolean {
-    return this.candidates(runId).some((b) => b.loading);
+    return this.candidates(runId).some(held);
   }
 
   private waiters: (() => void)[] = [];
@@ -199,7 +217,7 @@ export class BackendPool implements Backends {
       model_version: b.modelVersion,
       outstanding: b.outstanding,
       total: b.total,
-      healthy: b.unhealthyUntil <= now,
+      healthy: b.unhealthyUntil <= now && b.ready,
       last_error: b.lastError,
       models: b.models,
     }));
@@ -224,7 +242,7 @@ export class BackendPool implements Backends {
   }
 
   private eligible(b: Backend, now: number): boolean {
-    return b.unhealthyUntil <= now && !b.loading && this.versionOk(b);
+    return b.unhealthyUntil <= now && !held(b) && this.versionOk(b);
   }
 
   /**
@@ -251,7 +269,7 @@ export class BackendPool implements Backends {
       if (exclude?.has(b)) continue;
       if (!this.eligible(b, now)) {
         // All unhealthy: still try the one whose failure is oldest rather than refuse outright.
-        if (this.versionOk(b) && !b.loading && (!fallback || b.unhealthyUntil < fallback.unhealthyUntil))
+        if (this.versionOk(b) && !held(b) && (!fallback || b.unhealthyUntil < fallback.unhealthyUntil))
           fallback = b;
         continue;
       }

@@ -487,6 +487,28 @@ describe('a run on node agents', () => {
       await server.close();
     }
   });
+  it('a node whose backend is not up takes no calls (its health says so); the other node serves them', async () => {
+    // Node "starting" reports ready: false, as one whose vLLM is still starting or restarting would.
+    const role = new InferenceRole({ dataDir: join(dir, 'inf-starting'), engine: 'reference', log: quiet });
+    const health = role.health.bind(role);
+    role.health = () => ({ ...health(), ready: false });
+    const starting = await startNodeAgent({ host: '127.0.0.1', port: 0, token, role, log: quiet });
+    const up = await inferenceNode('inf-up');
+    const trainer = await trainerNode('train-starting');
+    try {
+      const run = await createRun(daemon, config([starting.url, up.url], trainer.url, 2));
+      expect((await work(daemon, run.id)).succeeded).toBe(8);
+      const backends = new Set<string | null>();
+      for (const r of (await daemon.ctx.store.listRollouts({ run_id: run.id, limit: 100 })).items)
+        for (const c of await daemon.ctx.store.listLlmCalls(r.id)) backends.add(c.backend);
+      expect([...backends]).toEqual([`node ${up.url}`]);
+    } finally {
+      await starting.close();
+      await up.close();
+      await trainer.close();
+    }
+  });
+
   it('a slow node does not stall the others: calls go to the fast one while the slow one is busy', async () => {
     // Node "slow" answers every generation 1.5 s late and loads weights 8 s late.
     const role = new InferenceRole({ dataDir: join(dir, 'inf-slow'), engine: 'reference', log: quiet });

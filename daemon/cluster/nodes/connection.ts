@@ -32,6 +32,7 @@ export class NodeConnection {
   private readonly handlers = new Map<string, Handler>();
   private readonly openListeners = new Set<() => void>();
   private readonly closeListeners = new Set<() => void>();
+  private readonly healthListeners = new Set<(health: NodeHealth) => void>();
   private welcomed = false;
   private closed = false;
   private attempt = 0;
@@ -96,6 +97,12 @@ export class NodeConnection {
   onOpen(listener: () => void): () => void {
     this.openListeners.add(listener);
     return () => this.openListeners.delete(listener);
+  }
+
+  /** Each health report (the first comes with the welcome, then every few seconds). */
+  onHealth(listener: (health: NodeHealth) => void): () => void {
+    this.healthListeners.add(listener);
+    return () => this.healthListeners.delete(listener);
   }
 
   onClose(listener: () => void): () => void {
@@ -270,8 +277,7 @@ export class NodeConnection {
           return;
         }
         this.nodeId = h.node_id;
-        this.health = h.health;
-        this.healthAt = Date.now();
+        this.setHealth(h.health);
         this.welcomed = true;
         this.attempt = 0;
         this.lastError = null;
@@ -286,8 +292,7 @@ export class NodeConnection {
         this.ws?.close();
         return;
       case 'health':
-        this.health = h.health;
-        this.healthAt = Date.now();
+        this.setHealth(h.health);
         return;
       default: {
         const id = 'id' in h ? h.id : null;
@@ -295,6 +300,12 @@ export class NodeConnection {
         handler?.onFrame(frame);
       }
     }
+  }
+
+  private setHealth(health: NodeHealth): void {
+    this.health = health;
+    this.healthAt = Date.now();
+    for (const l of this.healthListeners) l(health);
   }
 
   private failPending(err: Error): void {
