@@ -30,7 +30,7 @@ import * as rewards from './sql/rewards';
 import * as rollouts from './sql/rollouts';
 import * as runs from './sql/runs';
 import * as tasks from './sql/tasks';
-import type { NewRollout, RolloutFilter, Store } from './store';
+import type { GroupFilter, NewRollout, RolloutFilter, Store } from './store';
 
 export { summarizeCall } from './sql/calls';
 
@@ -100,7 +100,7 @@ export class SqlStore implements Store {
   getGroup(id: string): Promise<Group | null> {
     return tasks.getGroup(this.c, id);
   }
-  listGroups(runId: string, p?: { cursor?: string; limit?: number }): Promise<Page<Group>> {
+  listGroups(runId: string, p?: GroupFilter): Promise<Page<Group>> {
     return tasks.listGroups(this.c, runId, p);
   }
   setGroupStatus(id: string, status: GroupStatus): Promise<void> {

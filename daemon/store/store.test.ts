@@ -179,6 +179,51 @@ describe.each(active)('$name store', (backend) => {
     expect(await storeError(store.listGroups('run_nope'))).toMatchObject({ code: 'not_found' });
   });
 
+  it("a group carries its task's input, is announced when made and when its status changes, and a rollout filter keeps the groups holding a match", async () => {
+    const { store, events } = await fresh();
+    const { run, task, group } = await runWithGroup(store);
+    const other = await store.createGroup({ run_id: run.id, task_id: null, step: 1, size: 1 });
+    expect(Group.parse(await store.getGroup(group.id)).task_input).toEqual({ question: '1+1' });
+    expect((await store.getGroup(other.id))?.task_input).toBeNull();
+    await store.setGroupStatus(group.id, 'running');
+    const announced = events.flatMap((e) =>
+      e.type === 'group' ? [[e.group.id, e.group.status, e.group.task_input]] : [],
+    );
+    expect(announced).toEqual([
+      [group.id, 'pending', { question: '1+1' }],
+      [other.id, 'pending', null],
+      [group.id, 'running', { question: '1+1' }],
+    ]);
+    // group: one rollout rewarded 0.75, one failed; other: one queued
+    const [good, bad] = await store.createRollouts([
+      { kind: 'run', run_id: run.id, group_id: group.id, task_id: task.id },
+      { kind: 'run', run_id: run.id, group_id: group.id, task_id: task.id },
+    ]);
+    await store.createRollouts([{ kind: 'run', run_id: run.id, group_id: other.id }]);
+    await store.addReward(good.id, { value: 0.75, source: 'test' });
+    await store.completeRollout(good.id);
+    await store.failRollout(bad.id, 'broke');
+    const ids = async (f: Parameters<Store['listGroups']>[1]) =>
+      (await store.listGroups(run.id, f)).items.map((g) => g.id);
+    expect(await ids({})).toEqual([other.id, group.id]);
+    expect(await ids({ status: 'failed' })).toEqual([group.id]);
+    expect(await ids({ status: 'queued' })).toEqual([other.id]);
+    expect(await ids({ min_reward: 0.5 })).toEqual([group.id]);
+    expect(await ids({ min_reward: 0.8 })).toEqual([]);
+    // every bound on the same rollout: the failed one has no reward
+    expect(await ids({ status: 'failed', min_reward: 0.5 })).toEqual([]);
+    expect(await ids({ status: 'succeeded', min_reward: 0.5, max_reward: 0.75 })).toEqual([group.id]);
+    const paged = await store.listGroups(run.id, { status: 'queued', limit: 1 });
+    expect(paged.next_cursor).toBeNull();
+    expect((await store.listGroups(run.id, { min_reward: 0 })).items[0].task_input).toEqual({
+      question: '1+1',
+    });
+    expect(await storeError(store.listGroups(run.id, { status: 'bogus' as never }))).toMatchObject({
+      code: 'invalid',
+      field: 'status',
+    });
+  });
+
   it('gives each rollout a secret hrk_ key and rejects references to unknown rows', async () => {
     const { store, events } = await fresh();
     const { run, group } = await runWithGroup(store);

@@ -35,6 +35,9 @@ export interface RolloutFilter {
   limit?: number;
 }
 
+/** Groups of a run, paged; with a rollout filter only the groups holding a rollout that passes it. */
+export type GroupFilter = Pick<RolloutFilter, 'status' | 'min_reward' | 'max_reward' | 'cursor' | 'limit'>;
+
 export interface NewRollout {
   kind: RolloutKind;
   run_id?: string | null;
@@ -69,7 +72,7 @@ export interface Store {
   listTasks(runId: string, split?: Task['split']): Promise<Task[]>;
   createGroup(input: { run_id: string; task_id: string | null; step: number; size: number }): Promise<Group>;
   getGroup(id: string): Promise<Group | null>;
-  listGroups(runId: string, page?: { cursor?: string; limit?: number }): Promise<Page<Group>>;
+  listGroups(runId: string, filter?: GroupFilter): Promise<Page<Group>>;
   setGroupStatus(id: string, status: GroupStatus): Promise<void>;
 
   // rollouts and their life cycle: queued → running → succeeded | failed | cancelled

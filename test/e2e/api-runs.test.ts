@@ -141,6 +141,13 @@ describe('runs', () => {
     } while (cursor);
     expect(seen.sort()).toEqual(groups.map((g) => g.id).sort());
 
+    // the rollout filter on groups: only the group whose rollouts are queued; a bad status is a 400
+    const queued = (await daemon.api<Page<Group>>('GET', `/api/runs/${run.id}/groups?status=queued`)).body;
+    expect(queued.items.map((g) => g.id)).toEqual([groups[0]!.id]);
+    const rewarded = await daemon.api<Page<Group>>('GET', `/api/runs/${run.id}/groups?min_reward=0`);
+    expect(rewarded.body.items).toEqual([]);
+    expect((await daemon.api('GET', `/api/runs/${run.id}/groups?status=bogus`)).status).toBe(400);
+
     const group = await daemon.api<GroupDetail>('GET', `/api/groups/${groups[0]!.id}`);
     expect(group.body.rollouts.map((r) => r.input).sort()).toEqual(['a', 'b']);
     expect((await daemon.api('GET', '/api/runs/run_nope/metrics')).status).toBe(404);
