@@ -16,7 +16,7 @@ log() { echo "setup-test-env: $*" >&2; }
 # postgresql: the shared store's tests; chromium: webview and VS Code (code-server) tests;
 # the -dev libraries and ripgrep: code-server's native modules; python3-venv: the trainer's venv;
 # openssl: the self-signed certificate of the wss:// node test.
-PACKAGES=(postgresql chromium libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev ripgrep python3-venv openssl)
+PACKAGES=(postgresql chromium libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev ripgrep python3-venv openssl bubblewrap)
 missing=()
 if ! command -v dpkg-query >/dev/null 2>&1; then
   log "not a Debian system: install ${PACKAGES[*]} (or your system's equivalents) yourself"
