@@ -31,6 +31,8 @@ interface Entry {
   keyHash: string | null;
   scope: Scope;
   at: number;
+  /** The last key that matched, and its scope: the hot path hashes a rollout's key once per entry. */
+  verified: { key: string; scope: Scope } | null;
 }
 
 const TTL_MS = 2_000;
@@ -100,6 +102,7 @@ export class Scopes {
         'missing_key',
       );
     if (same(key, this.ctx.token)) return entry.scope;
+    if (entry.verified && same(key, entry.verified.key)) return entry.verified.scope;
     const hash = keyHash(key);
     // A claim issues a new key: a cached hash may be older than the key presented.
     if (entry.keyHash === null || !same(hash, entry.keyHash)) {
@@ -108,7 +111,8 @@ export class Scopes {
       if (!entry?.keyHash || !same(hash, entry.keyHash))
         throw new ProxyError(403, `this key is not valid for rollout ${rolloutId}`, null, 'wrong_key');
     }
-    return withSecret(entry.scope, key);
+    entry.verified = { key, scope: withSecret(entry.scope, key) };
+    return entry.verified.scope;
   }
 
   /** The scope of unscoped `/v1/…`: the active recording session; throws 409 when none is active. */
@@ -175,6 +179,7 @@ export class Scopes {
     const entry: Entry = {
       keyHash: hash,
       at: now,
+      verified: null,
       scope: {
         rolloutId,
         rollout,
