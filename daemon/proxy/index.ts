@@ -35,6 +35,11 @@ export interface ProxyHandle {
 
 export type { Backends } from './backends';
 
+interface UpstreamModels {
+  names: string[];
+  maxModelLen: number | null;
+}
+
 type Json = Record<string, any>;
 
 /** The native request schemas (OpenAI's checks; unknown keys pass through). */
@@ -125,23 +130,32 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     return call;
   };
 
-  /** The names each recording's vLLM upstream serves, asked at most once a minute while it answers. */
-  const upstreamNames = new Map<string, { at: number; names: Promise<string[] | null> }>();
-  const servedNames = (root: string): Promise<string[] | null> => {
-    const known = upstreamNames.get(root);
-    if (known && Date.now() - known.at < 60_000) return known.names;
-    const names = send(`${root}/v1/models`, { method: 'GET', timeoutMs: 10_000 })
+  /**
+   * The names each recording's vLLM upstream serves and its context length (the bridge's default
+   * max_tokens), asked at most once a minute while it answers.
+   */
+  const upstreamModels = new Map<string, { at: number; served: Promise<UpstreamModels | null> }>();
+  const servedModels = (root: string): Promise<UpstreamModels | null> => {
+    const known = upstreamModels.get(root);
+    if (known && Date.now() - known.at < 60_000) return known.served;
+    const served = send(`${root}/v1/models`, { method: 'GET', timeoutMs: 10_000 })
       .then(async (res) => {
         const text = await readText(res);
         if (res.statusCode !== 200) return null;
-        const data = (JSON.parse(text) as { data?: { id?: unknown }[] }).data ?? [];
-        return data.map((m) => m.id).filter((id): id is string => typeof id === 'string');
+        const data = (JSON.parse(text) as { data?: { id?: unknown; max_model_len?: unknown }[] }).data ?? [];
+        const len = data[0]?.max_model_len;
+        return {
+          names: data.map((m) => m.id).filter((id): id is string => typeof id === 'string'),
+          maxModelLen: typeof len === 'number' ? len : null,
+        };
       })
       .catch(() => null);
-    upstreamNames.set(root, { at: Date.now(), names });
+    upstreamModels.set(root, { at: Date.now(), served });
     // not known (down, not vLLM-shaped): asked again by the next call
-    names.then((n) => n === null && upstreamNames.get(root)?.names === names && upstreamNames.delete(root));
-    return names;
+    served.then(
+      (n) => n === null && upstreamModels.get(root)?.served === served && upstreamModels.delete(root),
+    );
+    return served;
   };
 
   /** Secrets-backed target for a recording's OpenAI / vLLM upstream (chat and completions). */
@@ -151,7 +165,15 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     if (u.kind === 'vllm') {
       if (!u.base_url) throw new ProxyError(400, 'the recording upstream "vllm" has no base_url');
       const root = rootUrl(u.base_url);
-      return { root, name: u.base_url, headers: {}, extras: true, served: await servedNames(root) };
+      const models = await servedModels(root);
+      return {
+        root,
+        name: u.base_url,
+        headers: {},
+        extras: true,
+        served: models?.names ?? null,
+        maxModelLen: models?.maxModelLen ?? null,
+      };
     }
     if (u.kind === 'openai') {
       const key = upstreamKey(ctx.dataDir, 'openai');

@@ -99,6 +99,8 @@ export interface FixedTarget {
    * agent's built-in side-call or router model) is sent as the first of them, as the pool does.
    */
   served?: string[] | null;
+  /** A vLLM upstream's max_model_len, when known (the bridge's default max_tokens). */
+  maxModelLen?: number | null;
 }
 
 /** `body` with its model name one that `target` serves (unchanged when it serves it or is not known to). */
@@ -343,7 +345,9 @@ export async function dispatch(
   const timeoutMs = call.ctx.config.backend_timeout_ms;
   if (target) {
     const sent = servedBody(target, body);
-    const decision = bridge ? await bridge({ root: target.root, maxModelLen: null }, sent) : null;
+    const decision = bridge
+      ? await bridge({ root: target.root, maxModelLen: target.maxModelLen ?? null }, sent)
+      : null;
     if (call.settled) throw new ProxyError(499, 'the client closed the request');
     const sendBody = decision?.ok ? decision.body : sent;
     const payload = JSON.stringify(sendBody);
