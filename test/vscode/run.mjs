@@ -585,6 +585,12 @@ async function checks() {
     if (trained === 0) throw new Error('no trained (mask 1) tokens shown');
     if (heat === 0) throw new Error('no logprob heat map on trained tokens');
     figures.trajectory_trained_tokens = trained;
+    // the token details from the keyboard
+    await frame.locator('.tokens').first().focus();
+    await page.keyboard.press('End');
+    const details = await frame.locator('#token-details').innerText();
+    if (!/token\s+#\d+ of sample 0/.test(details))
+      throw new Error(`no token details from the keyboard: ${details}`);
     await shot('09-trajectory-tokens');
     await palette('View: Close All Editors');
   });
@@ -601,6 +607,18 @@ async function checks() {
       (await api('GET', '/api/recordings')).find((r) => r.name === 'vscode test session'),
     );
     await shot('10-recording');
+    // the snippets: a read-only webview with Copy buttons, the key masked; closing it asks nothing
+    await palette('Harness RL: Show Recording Snippets');
+    const snippets = webview();
+    await snippets.locator('.snippet button.copy').first().waitFor({ timeout: 20_000 });
+    if (!(await snippets.locator('h1').innerText()).includes('vscode test session'))
+      throw new Error('the snippets do not name the recording');
+    if (!(await snippets.locator('.snippet').first().innerText()).includes('OPENAI_API_KEY=••••'))
+      throw new Error('the recording key is not masked in the snippets');
+    await shot('10b-recording-snippets');
+    await palette('View: Close All Editors');
+    if (await page.locator('.monaco-dialog-box').count())
+      throw new Error('closing the snippets asks something');
     await palette('Terminal: Create New Terminal');
     await page.locator('.terminal-wrapper.active, .terminal.xterm').first().waitFor({ timeout: 20_000 });
     await page.waitForTimeout(1500);
