@@ -1,15 +1,23 @@
-// Proxy overhead against fake-vllm, proxied vs direct, recording ON (real SQLite store).
-// fake-vllm and the proxy each run in their own child process; this process is the client.
-//   proxy.overhead  nonstream / stream_ttft: added p50/p99 latency (goal p50 < 1 ms, p99 < 3 ms)
-//   proxy.throughput concurrency 64: proxy_rps / direct_rps (goal >= 0.7)
-//   proxy.stream     streamed tokens/s: proxy / direct (goal >= 0.8)
-// Each also gives a minimal node:http pass-through's figures from the same run (the floor for any
-// Node proxy on this machine).
+// Proxy overhead against fake-vllm, proxied vs direct, recording ON (a real SQLite store, and a
+// PostgreSQL one beside it when HARNESS_RL_TEST_PG answers). fake-vllm, a minimal pass-through and
+// each proxy run in their own child process; this process is the client.
+//   proxy.overhead   nonstream / stream_ttft: added p50/p99 latency, over direct and over the pass-through
+//                    (goal over the pass-through: p50 < 0.5 ms, p99 < 2 ms)
+//   proxy.throughput concurrency 64: proxy_rps / direct_rps and / passthrough_rps (goal >= 0.8 of it)
+//   proxy.stream     streamed tokens/s: proxy / direct and / pass-through (goal >= 0.9 of it)
+//   proxy.profile    with BENCH_PROFILE=dir: the proxy's CPU per call by stage in the throughput and
+//                    stream phases, from a V8 CPU profile (the profiler itself adds to every stage)
+// The pass-through (node:http in and out, nothing parsed or recorded) is the floor for any Node
+// proxy on this machine; it is measured in the same run, alternating with the others.
+import { mkdirSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
+import { dropPgSchema, pgSchemaUrl, postgresProblem } from '../daemon/store/pg-testing';
 import { chat, post, type Target } from './client';
 import { child, cpuOf, emit, quantile, root, round } from './emit';
+import { monotonicUs, newestProfile, stagesPerCall } from './profile';
 
 const FAKE = `
 import { startFakeVllm } from '${root}test/fixtures/fake-vllm.ts';
@@ -49,7 +57,7 @@ import { DaemonConfig } from '${root}daemon/protocol/config.ts';
 import { registerProxy } from '${root}daemon/proxy/index.ts';
 import { openStore } from '${root}daemon/store/open.ts';
 const dataDir = mkdtempSync(join(tmpdir(), 'harness-rl-bench-'));
-const store = await openStore('sqlite', dataDir);
+const store = await openStore(process.env.STORE, dataDir);
 const config = DaemonConfig.parse({ port: 0, backends: [process.env.BACKEND] });
 const ctx = { store, config, token: 'bench-token', dataDir, baseUrl: () => '', log: () => {} };
 const app = Fastify({ logger: false, bodyLimit: config.body_limit_bytes });
@@ -57,7 +65,7 @@ await registerProxy(app, ctx);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const r = await store.createRollout({ kind: 'standalone' });
 await store.startAttempt(r.id, 'bench');
-process.on('SIGINT', () => process.exit(0));
+process.on('SIGINT', () => store.close().finally(() => process.exit(0)));
 process.stdout.write(JSON.stringify({ url: 'http://127.0.0.1:' + app.server.address().port + '/r/' + r.id + '/v1', key: r.key }) + '\\n');
 `;
 
@@ -76,7 +84,13 @@ async function latencies(targets: Target[], n: number, body: object, pick: 'firs
   return out;
 }
 
-async function throughput(t: Target, concurrency: number, ms: number): Promise<number> {
+interface Rate {
+  rate: number;
+  calls: number;
+  tokens: number;
+}
+
+async function throughput(t: Target, concurrency: number, ms: number): Promise<Rate> {
   let done = 0;
   const end = performance.now() + ms;
   await Promise.all(
@@ -87,11 +101,12 @@ async function throughput(t: Target, concurrency: number, ms: number): Promise<n
       }
     }),
   );
-  return done / (ms / 1000);
+  return { rate: done / (ms / 1000), calls: done, tokens: 0 };
 }
 
-async function streamRate(t: Target, concurrency: number, ms: number): Promise<number> {
+async function streamRate(t: Target, concurrency: number, ms: number): Promise<Rate> {
   let tokens = 0;
+  let calls = 0;
   const t0 = performance.now();
   const end = t0 + ms;
   const long = 'x'.repeat(1000);
@@ -100,28 +115,65 @@ async function streamRate(t: Target, concurrency: number, ms: number): Promise<n
       while (performance.now() < end) {
         const r = await call(t, '/chat/completions', chat(long, { max_tokens: 2000, stream: true }));
         tokens += r.tokens;
+        calls++;
       }
     }),
   );
-  return tokens / ((performance.now() - t0) / 1000);
+  return { rate: tokens / ((performance.now() - t0) / 1000), calls, tokens };
+}
+
+/** The pass-through's and each proxy's figure as ratios to direct and to the pass-through. */
+const ratios = (direct: number, pass: number, proxy: number) => ({
+  ratio: round(proxy / direct),
+  passthrough_ratio: round(pass / direct),
+  ratio_to_passthrough: round(proxy / pass),
+});
+
+const PG_SCHEMA = `bench_proxy_${process.pid}`;
+
+interface Proxied {
+  store: 'sqlite' | 'postgres';
+  target: Target;
+  proc: Awaited<ReturnType<typeof child>>['proc'];
+  profileDir: string | null;
+  /** Monotonic µs windows of its measured phases, for proxy.profile. */
+  windows: { phase: string; from: number; to: number; calls: number }[];
 }
 
 export default async function main(): Promise<void> {
   const fake = await child(FAKE);
   const pass = await child(PASSTHROUGH, { BACKEND: fake.info.url });
-  // BENCH_PROFILE=dir writes a CPU profile of the proxy process there.
+  // BENCH_PROFILE=dir writes a CPU profile of each proxy process under dir/<store>.
   const profile = process.env.BENCH_PROFILE;
-  const prox = await child(PROXY, { BACKEND: fake.info.url }, [
-    ...DAEMON_NODE_FLAGS,
-    ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
-  ]);
+  const stores: Proxied['store'][] = ['sqlite'];
+  const pgProblem = await postgresProblem();
+  if (pgProblem === null) stores.push('postgres');
+  else process.stderr.write(`proxy bench: no PostgreSQL figures (${pgProblem})\n`);
+  const proxies: Proxied[] = [];
+  for (const store of stores) {
+    const profileDir = profile ? join(profile, store) : null;
+    if (profileDir) mkdirSync(profileDir, { recursive: true });
+    const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_SCHEMA);
+    const p = await child(PROXY, { BACKEND: fake.info.url, STORE: spec }, [
+      ...DAEMON_NODE_FLAGS,
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+    ]);
+    proxies.push({
+      store,
+      target: { base: p.info.url, key: p.info.key },
+      proc: p.proc,
+      profileDir,
+      windows: [],
+    });
+  }
+  const direct: Target = { base: fake.info.url, key: 'none' };
+  const floor: Target = { base: pass.info.url, key: 'none' };
+  const load = () => ({ loadavg_1m: round(loadavg()[0], 2), cores: cpus().length });
   try {
-    const direct: Target = { base: fake.info.url, key: 'none' };
-    const proxy: Target = { base: prox.info.url, key: prox.info.key };
-    const floor: Target = { base: pass.info.url, key: 'none' };
-    // Warm up both paths (JIT, keep-alive sockets, the proxy's caches).
-    await latencies([direct, floor, proxy], 200, chat('warm up'), 'total');
-    await latencies([direct, floor, proxy], 50, chat('warm up', { stream: true }), 'first');
+    const all = [direct, floor, ...proxies.map((p) => p.target)];
+    // Warm up every path (JIT, keep-alive sockets, the proxy's caches).
+    await latencies(all, 200, chat('warm up'), 'total');
+    await latencies(all, 50, chat('warm up', { stream: true }), 'first');
 
     // BENCH_ONLY=overhead,throughput,stream runs a subset (profiling).
     const only = (process.env.BENCH_ONLY ?? 'overhead,throughput,stream').split(',');
@@ -129,83 +181,101 @@ export default async function main(): Promise<void> {
     for (const mode of only.includes('overhead') ? (['nonstream', 'stream_ttft'] as const) : []) {
       const body =
         mode === 'nonstream' ? chat('how much does the proxy add?') : chat('ttft please', { stream: true });
-      const [d, f, p] = await latencies(
-        [direct, floor, proxy],
-        n,
-        body,
-        mode === 'nonstream' ? 'total' : 'first',
-      );
-      const dp50 = quantile(d, 0.5);
-      const dp99 = quantile(d, 0.99);
-      const pp50 = quantile(p, 0.5);
-      const pp99 = quantile(p, 0.99);
-      emit('proxy.overhead', {
-        mode,
-        direct_p50_ms: round(dp50),
-        direct_p99_ms: round(dp99),
-        proxy_p50_ms: round(pp50),
-        proxy_p99_ms: round(pp99),
-        added_p50_ms: round(pp50 - dp50),
-        added_p99_ms: round(pp99 - dp99),
-        passthrough_added_p50_ms: round(quantile(f, 0.5) - dp50),
-        passthrough_added_p99_ms: round(quantile(f, 0.99) - dp99),
-      });
+      const [d, f, ...ps] = await latencies(all, n, body, mode === 'nonstream' ? 'total' : 'first');
+      const [d50, d99, f50, f99] = [quantile(d, 0.5), quantile(d, 0.99), quantile(f, 0.5), quantile(f, 0.99)];
+      for (const [i, p] of proxies.entries()) {
+        const [p50, p99] = [quantile(ps[i], 0.5), quantile(ps[i], 0.99)];
+        emit('proxy.overhead', {
+          mode,
+          store: p.store,
+          direct_p50_ms: round(d50),
+          direct_p99_ms: round(d99),
+          proxy_p50_ms: round(p50),
+          proxy_p99_ms: round(p99),
+          added_p50_ms: round(p50 - d50),
+          added_p99_ms: round(p99 - d99),
+          passthrough_added_p50_ms: round(f50 - d50),
+          passthrough_added_p99_ms: round(f99 - d99),
+          added_over_passthrough_p50_ms: round(p50 - f50),
+          added_over_passthrough_p99_ms: round(p99 - f99),
+          ...load(),
+        });
+      }
     }
 
     const seconds = Number(process.env.BENCH_SECONDS ?? 4) * 1000;
+    /** Runs `fn` against the target of `proc`, with that process's CPU time over it. */
+    const measured = async (
+      proc: Proxied['proc'],
+      fn: () => Promise<Rate>,
+      window?: Proxied['windows'],
+      phase = '',
+    ) => {
+      const c0 = cpuOf(proc);
+      const from = monotonicUs();
+      const r = await fn();
+      window?.push({ phase, from, to: monotonicUs(), calls: r.calls });
+      return { ...r, cpuUs: cpuOf(proc) - c0 };
+    };
     if (only.includes('throughput')) {
-      const f0 = cpuOf(fake.proc);
       const conc = 64;
-      const directRps = await throughput(direct, conc, seconds);
-      const f1 = cpuOf(fake.proc);
-      const q0 = cpuOf(pass.proc);
-      const passRps = await throughput(floor, conc, seconds);
-      const q1 = cpuOf(pass.proc);
-      const p0 = cpuOf(prox.proc);
-      const proxyRps = await throughput(proxy, conc, seconds);
-      const p1 = cpuOf(prox.proc);
-      const perReq = (us: number, rps: number) => us / (rps * (seconds / 1000));
-      emit('proxy.throughput', {
-        concurrency: conc,
-        direct_rps: round(directRps, 1),
-        proxy_rps: round(proxyRps, 1),
-        ratio: round(proxyRps / directRps),
-        passthrough_rps: round(passRps, 1),
-        passthrough_ratio: round(passRps / directRps),
-        ratio_to_passthrough: round(proxyRps / passRps),
-        backend_cpu_us_per_request: round(perReq(f1 - f0, directRps), 0),
-        passthrough_cpu_us_per_request: round(perReq(q1 - q0, passRps), 0),
-        proxy_cpu_us_per_request: round(perReq(p1 - p0, proxyRps), 0),
-        loadavg_1m: round(loadavg()[0], 2),
-        cores: cpus().length,
-      });
+      const d = await measured(fake.proc, () => throughput(direct, conc, seconds));
+      const f = await measured(pass.proc, () => throughput(floor, conc, seconds));
+      for (const p of proxies) {
+        const x = await measured(p.proc, () => throughput(p.target, conc, seconds), p.windows, 'throughput');
+        emit('proxy.throughput', {
+          store: p.store,
+          concurrency: conc,
+          direct_rps: round(d.rate, 1),
+          passthrough_rps: round(f.rate, 1),
+          proxy_rps: round(x.rate, 1),
+          ...ratios(d.rate, f.rate, x.rate),
+          backend_cpu_us_per_request: round(d.cpuUs / d.calls, 0),
+          passthrough_cpu_us_per_request: round(f.cpuUs / f.calls, 0),
+          proxy_cpu_us_per_request: round(x.cpuUs / x.calls, 0),
+          ...load(),
+        });
+      }
     }
     if (only.includes('stream')) {
-      const f0 = cpuOf(fake.proc);
-      const directTps = await streamRate(direct, 8, seconds);
-      const f1 = cpuOf(fake.proc);
-      const q0 = cpuOf(pass.proc);
-      const passTps = await streamRate(floor, 8, seconds);
-      const q1 = cpuOf(pass.proc);
-      const p0 = cpuOf(prox.proc);
-      const proxyTps = await streamRate(proxy, 8, seconds);
-      const p1 = cpuOf(prox.proc);
-      const perTok = (us: number, tps: number) => us / (tps * (seconds / 1000));
-      emit('proxy.stream', {
-        direct_tokens_per_s: round(directTps, 0),
-        proxy_tokens_per_s: round(proxyTps, 0),
-        ratio: round(proxyTps / directTps),
-        passthrough_tokens_per_s: round(passTps, 0),
-        ratio_to_passthrough: round(proxyTps / passTps),
-        backend_cpu_us_per_token: round(perTok(f1 - f0, directTps), 1),
-        passthrough_cpu_us_per_token: round(perTok(q1 - q0, passTps), 1),
-        proxy_cpu_us_per_token: round(perTok(p1 - p0, proxyTps), 1),
-      });
+      const d = await measured(fake.proc, () => streamRate(direct, 8, seconds));
+      const f = await measured(pass.proc, () => streamRate(floor, 8, seconds));
+      for (const p of proxies) {
+        const x = await measured(p.proc, () => streamRate(p.target, 8, seconds), p.windows, 'stream');
+        emit('proxy.stream', {
+          store: p.store,
+          direct_tokens_per_s: round(d.rate, 0),
+          passthrough_tokens_per_s: round(f.rate, 0),
+          proxy_tokens_per_s: round(x.rate, 0),
+          ...ratios(d.rate, f.rate, x.rate),
+          backend_cpu_us_per_token: round(d.cpuUs / d.tokens, 1),
+          passthrough_cpu_us_per_token: round(f.cpuUs / f.tokens, 1),
+          proxy_cpu_us_per_token: round(x.cpuUs / x.tokens, 1),
+          calls: x.calls,
+          ...load(),
+        });
+      }
     }
   } finally {
-    prox.proc.kill('SIGINT');
+    await Promise.all(
+      proxies.map((p) => {
+        const exited = new Promise((resolve) => p.proc.once('exit', resolve));
+        p.proc.kill('SIGINT');
+        return exited;
+      }),
+    );
     pass.proc.kill();
     fake.proc.kill();
+    if (stores.includes('postgres')) await dropPgSchema(PG_SCHEMA);
     agent.destroy();
   }
+  for (const p of proxies)
+    if (p.profileDir)
+      for (const w of p.windows)
+        emit('proxy.profile', {
+          store: p.store,
+          phase: w.phase,
+          calls: w.calls,
+          ...stagesPerCall(newestProfile(p.profileDir), w.from, w.to, w.calls),
+        });
 }

@@ -3,7 +3,10 @@ import { readdirSync } from 'node:fs';
 
 const available = readdirSync(new URL('.', import.meta.url))
   .filter(
-    (f) => f.endsWith('.ts') && !['run.ts', 'emit.ts', 'client.ts'].includes(f) && !f.endsWith('.test.ts'),
+    (f) =>
+      f.endsWith('.ts') &&
+      !['run.ts', 'emit.ts', 'client.ts', 'profile.ts'].includes(f) &&
+      !f.endsWith('.test.ts'),
   )
   .map((f) => f.slice(0, -3))
   .sort();
