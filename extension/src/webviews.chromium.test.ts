@@ -418,6 +418,8 @@ describe('run dashboard in Chromium', () => {
       run: { ...run, step: 5 },
     } satisfies ToDashboard);
     await expect.poll(() => p.locator('#run-step').innerText()).toBe('step 5 of 10');
+    // the heading says the latest value in words (loss = 1/(step+1)), live
+    expect(await p.locator('.chart[data-key="loss"] .latest').innerText()).toBe('0.25 at step 3');
     const points = await p.evaluate(
       () => document.querySelectorAll('.chart[data-key="reward_mean"] .u-legend').length,
     );

@@ -7,7 +7,7 @@ import type { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities
 import { configSections } from './configView';
 import { clear, h } from './dom';
 import { formatNumber } from './format';
-import { alignSeries, chartSpecs, flatRange, seriesOf, smooth, upsertMetrics } from './metrics';
+import { alignSeries, chartSpecs, flatRange, latest, seriesOf, smooth, upsertMetrics } from './metrics';
 import { type DashboardState, MAX_COMPARED, ToDashboard, type VsCodeApi } from './protocol';
 import { describeWorkers } from './workers';
 
@@ -269,7 +269,12 @@ function renderCharts() {
   const runs = drawn();
   const all = allRows();
   for (const spec of chartSpecs(all)) {
-    const box = h('div', { class: 'chart', 'data-key': spec.key }, h('h3', {}, spec.title));
+    // the latest value in words too: the canvas says nothing to a screen reader
+    const box = h(
+      'div',
+      { class: 'chart', 'data-key': spec.key, role: 'group', 'aria-label': spec.title },
+      h('h3', {}, spec.title, h('span', { class: 'muted latest' }, latestText(spec.key))),
+    );
     grid.append(box);
     if (seriesOf(all, spec.key)[0].length === 0) {
       box.append(h('div', { class: 'empty muted' }, 'no data yet'));
@@ -369,5 +374,14 @@ function configForm(config: unknown): HTMLElement {
 }
 
 function updatePlots() {
-  for (const [key, plot] of plots) plot.setData(chartData(key));
+  for (const [key, plot] of plots) {
+    plot.setData(chartData(key));
+    const label = plot.root.parentElement?.querySelector('.latest');
+    if (label) label.textContent = latestText(key);
+  }
+}
+
+function latestText(key: string): string {
+  const last = latest(rows, key);
+  return last ? `${formatNumber(last.value)} at step ${last.step}` : '';
 }

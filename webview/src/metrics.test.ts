@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { RunMetrics } from '../../daemon/protocol/entities';
 import { callAsCurl } from './curl';
-import { alignSeries, chartSpecs, flatRange, metricTitle, seriesOf, smooth, upsertMetrics } from './metrics';
+import {
+  alignSeries,
+  chartSpecs,
+  flatRange,
+  latest,
+  metricTitle,
+  seriesOf,
+  smooth,
+  upsertMetrics,
+} from './metrics';
 import { FromWebview, ToDashboard } from './protocol';
 
 const row = (step: number, metrics: Record<string, number | null>): RunMetrics => ({
@@ -107,5 +116,13 @@ describe('dashboard smoothing, comparing runs and flat charts', () => {
       title: 'Dropped groups',
       key: 'dropped_groups',
     });
+  });
+});
+
+describe('a chart heading says the latest value', () => {
+  it('is the last step with a finite value', () => {
+    const rows = [row(0, { loss: 1 }), row(2, { loss: null }), row(1, { loss: 0.5 })];
+    expect(latest(rows, 'loss')).toEqual({ step: 1, value: 0.5 });
+    expect(latest(rows, 'kl')).toBeNull();
   });
 });

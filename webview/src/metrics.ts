@@ -80,6 +80,16 @@ export function seriesOf(rows: RunMetrics[], key: string): [number[], (number | 
   return [steps, steps.map((s) => byStep.get(s) ?? null)];
 }
 
+/** The last step with a value for `key`, and that value. */
+export function latest(rows: RunMetrics[], key: string): { step: number; value: number } | null {
+  const [steps, values] = seriesOf(rows, key);
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const v = values[i];
+    if (v !== null && Number.isFinite(v)) return { step: steps[i], value: v };
+  }
+  return null;
+}
+
 /** Adds or replaces the row for the same step. */
 export function upsertMetrics(rows: RunMetrics[], row: RunMetrics): RunMetrics[] {
   const i = rows.findIndex((r) => r.step === row.step);
