@@ -1,6 +1,7 @@
 // The webview bundles in real Chromium: a plain page with a fake acquireVsCodeApi, the real bundles
 // (built here with esbuild, as scripts/build.mjs does) and a rollout as the daemon returns it.
-// Screenshots go to test/artifacts/.
+// Screenshots of each view in VS Code's dark and light themes go to test/artifacts/; the token view's
+// colours are measured against WCAG AA in both.
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
