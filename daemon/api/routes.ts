@@ -136,6 +136,7 @@ export const routes: AnyRoute[] = [
         run_id: body.run_id ?? null,
         input: body.input ?? null,
         max_attempts: body.max_attempts,
+        tito: body.tito,
       });
       if (!body.run_id) await ctx.store.startAttempt(created.id, 'api');
       return { id: created.id, key: created.key, ...baseUrls(ctx, created.id) };
@@ -459,6 +460,7 @@ export const routes: AnyRoute[] = [
       const recording = await ctx.store.createRecording({
         name: body.name ?? `recording ${new Date().toISOString()}`,
         upstream: body.upstream ?? { kind: 'reference' },
+        tito: body.tito,
       });
       // Recording keys work on the unscoped proxy paths, which record into the active recording.
       const base = ctx.baseUrl();

@@ -40,8 +40,18 @@ export const CreateRolloutBody = z
     run_id: Id.optional(),
     input: Json.optional(),
     max_attempts: z.number().int().positive().max(100).optional(),
+    tito: z
+      .boolean()
+      .optional()
+      .describe(
+        "token-in-token-out bridge for a standalone rollout (default: on where the backend returns token ids); a run's rollouts follow its algorithm.tito",
+      ),
   })
-  .strict();
+  .strict()
+  .refine((b) => b.run_id === undefined || b.tito === undefined, {
+    path: ['tito'],
+    message: "a run's rollouts follow the run's algorithm.tito: leave tito out when run_id is given",
+  });
 export const CreatedRollout = z.object({
   id: Id,
   key: z.string().describe('bearer key scoped to this rollout'),
@@ -110,8 +120,19 @@ export const CreateRecordingBody = z
       })
       .strict()
       .optional(),
+    tito: z
+      .boolean()
+      .optional()
+      .describe(
+        'token-in-token-out bridge for the recorded calls (default: on where the upstream returns token ids: vllm, reference)',
+      ),
   })
-  .strict();
+  .strict()
+  .refine((b) => b.tito !== true || ['vllm', 'reference', undefined].includes(b.upstream?.kind), {
+    path: ['tito'],
+    message:
+      'a provider pass-through recording (openai, anthropic) keeps text only: it has no token ids to bridge',
+  });
 export const CreatedRecording = Recording.extend({
   key: z.string(),
   openai_base_url: z.string(),

@@ -234,6 +234,12 @@ UPDATE recordings SET key_sha256 = encode(sha256(convert_to(key_sha256, 'UTF8'))
     name: "runs keep their config's folder (base_dir)",
     up: 'ALTER TABLE runs ADD COLUMN base_dir TEXT',
   },
+  {
+    // A standalone rollout or a recording may turn the token-in-token-out bridge off (null: on).
+    version: 6,
+    name: 'rollouts keep their token bridge choice (tito)',
+    up: 'ALTER TABLE rollouts ADD COLUMN tito {INT}',
+  },
 ];
 
 export function migrations(

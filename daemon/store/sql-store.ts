@@ -30,7 +30,7 @@ import * as rewards from './sql/rewards';
 import * as rollouts from './sql/rollouts';
 import * as runs from './sql/runs';
 import * as tasks from './sql/tasks';
-import type { GroupFilter, NewRollout, RolloutFilter, Store } from './store';
+import type { GroupFilter, NewRecording, NewRollout, RolloutFilter, Store } from './store';
 
 export { summarizeCall } from './sql/calls';
 
@@ -202,7 +202,7 @@ export class SqlStore implements Store {
   listNodes(): Promise<NodeInfo[]> {
     return nodes.listNodes(this.c);
   }
-  createRecording(input: { name: string; upstream: unknown }): Promise<Recording & { key: string }> {
+  createRecording(input: NewRecording): Promise<Recording & { key: string }> {
     return recordings.createRecording(this.c, input);
   }
   getRecording(id: string): Promise<Recording | null> {

@@ -809,7 +809,7 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5]);
+    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6]);
     // Version 4 hashed the keys in place: the old keys still work, and the database holds none.
     expect(await upgraded.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
     expect(await upgraded.getRecordingKeyHash(rec.id)).toBe(keyHash(rec.key));
@@ -833,6 +833,16 @@ describe.each(active)('$name store', (backend) => {
     // Version 5: runs keep their config's folder.
     const withDir = await upgraded.createRun({ name: 'after upgrade', config: {}, base_dir: '/work/runs' });
     expect(await upgraded.getRun(withDir.id)).toMatchObject({ base_dir: '/work/runs' });
+    // Version 6: standalone rollouts and recordings keep their token bridge choice.
+    const off = await upgraded.createRollout({ kind: 'standalone', tito: false });
+    expect(await upgraded.getRollout(off.id)).toMatchObject({ tito: false });
+    expect(await upgraded.getRollout(ro.id)).not.toHaveProperty('tito');
+    const offRec = await upgraded.createRecording({
+      name: 'off',
+      upstream: { kind: 'reference' },
+      tito: false,
+    });
+    expect(await upgraded.getRollout(offRec.rollout_id)).toMatchObject({ kind: 'recording', tito: false });
     expect((await upgraded.getLlmCall(call.id))?.prompt_ids).toEqual([5, 6, 7]);
     expect(
       (await upgraded.listRollouts({ run_id: run.id, status: 'queued' })).items.map((r) => r.id),
@@ -841,7 +851,7 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2, 3, 4, 5]);
+    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
   });
 

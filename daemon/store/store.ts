@@ -46,6 +46,16 @@ export interface NewRollout {
   recording_id?: string | null;
   input?: unknown;
   max_attempts?: number;
+  /** Standalone rollouts: false turns the token bridge off (absent: on where tokens are known). */
+  tito?: boolean;
+}
+
+export interface NewRecording {
+  name: string;
+  /** Where the calls go (Recording.upstream). */
+  upstream: unknown;
+  /** false turns the token bridge off for the recording's calls (absent: on where tokens are known). */
+  tito?: boolean;
 }
 
 export interface Store {
@@ -134,7 +144,7 @@ export interface Store {
   listModelVersions(runId?: string | null): Promise<ModelVersion[]>;
   upsertNode(node: NodeInfo): Promise<NodeInfo>;
   listNodes(): Promise<NodeInfo[]>;
-  createRecording(input: { name: string; upstream: unknown }): Promise<Recording & { key: string }>;
+  createRecording(input: NewRecording): Promise<Recording & { key: string }>;
   getRecording(id: string): Promise<Recording | null>;
   /** SHA-256 (hex) of the recording's key; null for unknown ids. */
   getRecordingKeyHash(id: string): Promise<string | null>;

@@ -148,6 +148,37 @@ describe('rollout life cycle', () => {
   });
 });
 
+describe('the token bridge choice (tito)', () => {
+  it('a standalone rollout and a recording keep tito: false; a run rollout or a pass-through recording cannot take it (400 naming tito)', async () => {
+    const off = await createRollout({ tito: false });
+    expect((await daemon.api<Rollout>('GET', `/api/rollouts/${off.id}`)).body).toMatchObject({ tito: false });
+    const plain = await createRollout();
+    expect((await daemon.api<Rollout>('GET', `/api/rollouts/${plain.id}`)).body).not.toHaveProperty('tito');
+
+    const run = await daemon.ctx.store.createRun({ name: 'tito', config: {} });
+    const forRun = await daemon.api('POST', '/api/rollouts', { run_id: run.id, tito: true });
+    expect(forRun.status).toBe(400);
+    expect(forRun.body.error).toMatchObject({ field: 'tito' });
+    const provider = await daemon.api('POST', '/api/recordings', {
+      upstream: { kind: 'anthropic' },
+      tito: true,
+    });
+    expect(provider.status).toBe(400);
+    expect(provider.body.error).toMatchObject({ field: 'tito' });
+    expect(provider.body.error.message).toMatch(/text only/);
+
+    const rec = await daemon.api<{ id: string; rollout_id: string }>('POST', '/api/recordings', {
+      tito: false,
+    });
+    expect(rec.status).toBe(201);
+    expect((await daemon.api<Rollout>('GET', `/api/rollouts/${rec.body.rollout_id}`)).body).toMatchObject({
+      kind: 'recording',
+      tito: false,
+    });
+    await daemon.api('POST', `/api/recordings/${rec.body.id}/stop`);
+  });
+});
+
 describe('listing rollouts', () => {
   it('pages with cursors cover every rollout once, and filters narrow the list', async () => {
     const fresh = await startTestDaemon();

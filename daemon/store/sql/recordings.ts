@@ -2,7 +2,7 @@
 import type { Recording, Rollout } from '../../protocol/entities';
 import type { Queryable, Row } from '../driver';
 import { keyHash, newId, newKey } from '../ids';
-import { StoreError } from '../store';
+import { type NewRecording, StoreError } from '../store';
 import type { Emit, SqlContext } from './context';
 import { endRunningAttempts, lockRollout, saveRollout } from './rollouts';
 import { invalid, iso, isoOrNull, json, notFound, now, parse } from './values';
@@ -41,9 +41,10 @@ async function stopRecordingIn(c: SqlContext, q: Queryable, rec: Recording, emit
  */
 export async function createRecording(
   c: SqlContext,
-  input: { name: string; upstream: unknown },
+  input: NewRecording,
 ): Promise<Recording & { key: string }> {
   if (typeof input.name !== 'string') invalid('name', 'name must be a string');
+  if (input.tito !== undefined && typeof input.tito !== 'boolean') invalid('tito', 'tito must be a boolean');
   return c.tx(async (q, emit) => {
     // Two daemons sharing a PostgreSQL store must not both start "the" active recording.
     if (c.db.dialect === 'postgres') await q.get('SELECT pg_advisory_xact_lock(727275)');
@@ -90,9 +91,12 @@ export async function createRecording(
       updated_at: t,
       started_at: t,
       finished_at: null,
+      ...(input.tito === undefined ? {} : { tito: input.tito }),
     };
+    // tito only when given (a store opened at an older schema version has no such column)
+    const tito = input.tito === undefined ? [] : [Number(input.tito)];
     await q.run(
-      'INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      `INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at${tito.length ? ', tito' : ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${tito.length ? ', ?' : ''})`,
       [
         rollout.id,
         rollout.kind,
@@ -105,6 +109,7 @@ export async function createRecording(
         t,
         t,
         t,
+        ...tito,
       ],
     );
     emit({ type: 'recording', recording });

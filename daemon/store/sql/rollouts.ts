@@ -35,7 +35,7 @@ const ROLLOUT_STATUSES = RolloutStatus.options;
 const FINISHED_ATTEMPT = AttemptStatus.options.filter((status) => status !== 'running');
 
 const ROLLOUT_COLS =
-  'id, kind, run_id, group_id, task_id, recording_id, input, status, attempt_count, max_attempts, reward, error, stats, created_at, updated_at, started_at, finished_at';
+  'id, kind, run_id, group_id, task_id, recording_id, input, status, attempt_count, max_attempts, reward, error, stats, created_at, updated_at, started_at, finished_at, tito';
 function toRollout(r: Row): Rollout {
   return {
     id: String(r.id),
@@ -55,6 +55,7 @@ function toRollout(r: Row): Rollout {
     updated_at: iso(r.updated_at),
     started_at: isoOrNull(r.started_at),
     finished_at: isoOrNull(r.finished_at),
+    ...(r.tito === null || r.tito === undefined ? {} : { tito: Number(r.tito) === 1 }),
   };
 }
 
@@ -117,10 +118,12 @@ export async function createRollouts(
       updated_at: t,
       started_at: null,
       finished_at: null,
+      ...(input.tito === null || input.tito === undefined ? {} : { tito: input.tito }),
       key: newKey(),
     };
     return rollout;
   });
+  const withTito = created.some((r) => r.tito !== undefined);
   return c.tx(async (q, emit) => {
     // Check each referenced row once (a group's rollouts share them) to name the bad field.
     const refs: [keyof NewRollout, string, string][] = [
@@ -151,6 +154,8 @@ export async function createRollouts(
         'key_sha256',
         'created_at',
         'updated_at',
+        // only when given (a store opened at an older schema version has no such column)
+        ...(withTito ? ['tito'] : []),
       ],
       created.map((r) => [
         r.id,
@@ -166,6 +171,7 @@ export async function createRollouts(
         keyHash(r.key),
         r.created_at,
         r.updated_at,
+        ...(withTito ? [r.tito === undefined ? null : Number(r.tito)] : []),
       ]),
     );
     for (const r of created) {
