@@ -1,4 +1,8 @@
-// Ready-to-paste provider snippets for recording a person's own agent sessions. Pure.
+// Ready-to-paste agent settings for recording a person's own agent sessions: the agents' settings
+// (daemon/agents/settings.ts, the source docs/agents.md is generated from) with the recording's URL,
+// key and model filled in. Pure.
+import { AGENT_SETTINGS, settingsMarkdown, terminalEnv } from '../../daemon/agents/settings';
+
 export interface RecordingEndpoints {
   name: string;
   key: string;
@@ -7,44 +11,32 @@ export interface RecordingEndpoints {
 }
 
 export function recordingSnippets(rec: RecordingEndpoints, model: string): string {
+  const e = {
+    openaiBaseUrl: rec.openai_base_url,
+    anthropicBaseUrl: rec.anthropic_base_url,
+    key: rec.key,
+    model,
+  };
+  const env = Object.entries(recordingEnv(rec))
+    .map(([name, value]) => `export ${name}=${value}`)
+    .join('\n');
+  const agents = AGENT_SETTINGS.filter((a) => a.recordingSnippet)
+    .map((a) => `## ${a.name} — ${a.wire}\n\n${settingsMarkdown(a, e, { command: false })}`)
+    .join('\n\n');
+  const more = AGENT_SETTINGS.filter((a) => !a.recordingSnippet)
+    .map((a) => a.name)
+    .join(', ');
   return `# Harness RL recording "${rec.name}"
 
 New integrated terminals already have these variables (this window only):
 
 \`\`\`sh
-export OPENAI_BASE_URL=${rec.openai_base_url}
-export OPENAI_API_KEY=${rec.key}
-export ANTHROPIC_BASE_URL=${rec.anthropic_base_url}
-export ANTHROPIC_AUTH_TOKEN=${rec.key}
+${env}
 \`\`\`
 
-## Claude Code
-Start \`claude\` in a new terminal of this window; it reads ANTHROPIC_BASE_URL and ANTHROPIC_AUTH_TOKEN.
+${agents}
 
-## Codex (~/.codex/config.toml)
-\`\`\`toml
-model = "${model}"
-model_provider = "harness-rl"
-
-[model_providers.harness-rl]
-name = "Harness RL recording"
-base_url = "${rec.openai_base_url}"
-env_key = "OPENAI_API_KEY"
-wire_api = "responses"
-\`\`\`
-
-## Continue (config.yaml)
-\`\`\`yaml
-models:
-  - name: Harness RL (${model})
-    provider: openai
-    model: ${model}
-    apiBase: ${rec.openai_base_url}
-    apiKey: ${rec.key}
-\`\`\`
-
-## Cline
-API Provider: **OpenAI Compatible** · Base URL: \`${rec.openai_base_url}\` · API Key: \`${rec.key}\` · Model ID: \`${model}\`
+More agents (${more}) and their pitfalls: docs/agents.md.
 
 ## Check it works
 \`\`\`sh
@@ -57,11 +49,9 @@ curl -s "$OPENAI_BASE_URL/chat/completions" -H "Authorization: Bearer $OPENAI_AP
 
 /** The environment variables a recording sets for new terminals. */
 export function recordingEnv(rec: RecordingEndpoints): Record<string, string> {
-  return {
-    OPENAI_BASE_URL: rec.openai_base_url,
-    OPENAI_API_KEY: rec.key,
-    ANTHROPIC_BASE_URL: rec.anthropic_base_url,
-    ANTHROPIC_AUTH_TOKEN: rec.key,
-    ANTHROPIC_API_KEY: rec.key,
-  };
+  return terminalEnv({
+    openaiBaseUrl: rec.openai_base_url,
+    anthropicBaseUrl: rec.anthropic_base_url,
+    key: rec.key,
+  });
 }
