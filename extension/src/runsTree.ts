@@ -206,10 +206,10 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
       case 'step':
         return node.groups.map((g) => this.groupNode(g));
       case 'group': {
-        const rollouts = await node.rollouts.ensure();
-        // numbered in the order they were made (ids sort by creation), whatever order the page has
-        const order = rollouts.map((r) => r.id).sort();
-        const out: RunsNode[] = rollouts.map((r) => this.rolloutNode(r, order.indexOf(r.id) + 1));
+        // numbered and listed in the order they were made (ids sort by creation), whatever order
+        // the pages came in
+        const rollouts = [...(await node.rollouts.ensure())].sort((a, b) => (a.id < b.id ? -1 : 1));
+        const out: RunsNode[] = rollouts.map((r, i) => this.rolloutNode(r, i + 1));
         if (node.rollouts.hasMore) out.push({ kind: 'more', list: node.rollouts, parent: node });
         return out;
       }

@@ -161,6 +161,31 @@ function toast(text) {
   return page.locator('.notifications-toasts .notification-toast', { hasText: text });
 }
 
+/** The sidebar's Runs view. */
+function runsPane() {
+  return page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
+}
+
+/** The row of a tree whose label is exactly `label` (its description aside). */
+function treeRow(pane, label) {
+  const exact = new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  return pane
+    .locator('.monaco-list-row')
+    .filter({ has: page.locator('.label-name', { hasText: exact }) })
+    .first();
+}
+
+/** Expands a tree row with its twistie (a click on the row runs its command); no-op when open. */
+async function expand(row) {
+  await row.waitFor({ timeout: 30_000 });
+  if ((await row.getAttribute('aria-expanded')) !== 'true') await row.locator('.monaco-tl-twistie').click();
+}
+
+/** Collapses an open tree row with its twistie. */
+async function collapse(row) {
+  if ((await row.getAttribute('aria-expanded')) === 'true') await row.locator('.monaco-tl-twistie').click();
+}
+
 /** The webview content of the active editor (two iframes deep). */
 function webview() {
   return page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
@@ -275,7 +300,8 @@ async function setup() {
           'terminal.integrated.defaultProfile.linux': 'bash',
           'harnessRl.daemonUrl': `http://127.0.0.1:${ctx.daemonPort}`,
           'harnessRl.dataFolder': ctx.data,
-          'harnessRl.cliPath': join(root, 'bin', 'harness-rl.js'),
+          // a harness-rl that is not there: the first Start Daemon fails, and the person fixes it
+          'harnessRl.cliPath': join(ctx.tmp, 'no-such-dir', 'harness-rl'),
         },
         null,
         2,
@@ -365,6 +391,65 @@ async function checks() {
     figures.palette_commands_seen = ours.length;
     await page.keyboard.press('Escape');
   });
+
+  await step(
+    'Start Daemon with a harness-rl that is not there fails at once; Open Settings leads to the path, fixed there',
+    async () => {
+      await palette('Harness RL: Start Daemon');
+      const started = Date.now();
+      const error = toast('did not start').first();
+      await error.waitFor({ timeout: 15_000 });
+      figures.bad_cli_fail_ms = Date.now() - started;
+      const text = ((await error.textContent()) ?? '').replace(/\s+/g, ' ');
+      if (!text.includes('ENOENT')) throw new Error(`the error does not say why: ${text}`);
+      if (figures.bad_cli_fail_ms > 5_000) throw new Error(`took ${figures.bad_cli_fail_ms} ms to fail`);
+      await shot('02a-bad-cli-path');
+      await error.getByRole('button', { name: 'Open Settings' }).click();
+      const setting = page
+        .locator('.settings-editor .setting-item-contents', { hasText: 'Cli Path' })
+        .first();
+      await setting.waitFor({ timeout: 20_000 });
+      await shot('02b-cli-path-setting');
+      const good = join(root, 'bin', 'harness-rl.js');
+      await setting.locator('input').first().fill(good);
+      await waitFor(
+        'the fixed path in the user settings',
+        () => readFileSync(join(ctx.ud, 'User', 'settings.json'), 'utf8').includes(JSON.stringify(good)),
+        15_000,
+      );
+      await palette('View: Close All Editors');
+    },
+  );
+
+  await step(
+    'a daemon started outside VS Code is picked up without a click, and let go when it stops',
+    async () => {
+      const statusItem = page.locator('.statusbar-item', { hasText: 'Harness RL' }).first();
+      if (!(await statusItem.innerHTML()).includes('codicon-error'))
+        throw new Error('the status bar does not show the failed start');
+      const outside = spawn(
+        'node',
+        [join(root, 'bin', 'harness-rl.js'), 'daemon', '--port', String(ctx.daemonPort), '--data', ctx.data],
+        { cwd: root, stdio: 'ignore', detached: true },
+      );
+      children.push(outside);
+      const started = Date.now();
+      await waitFor(
+        'the status bar to show the daemon idle',
+        async () => (await statusItem.innerHTML()).includes('codicon-pulse'),
+        30_000,
+      );
+      figures.outside_daemon_pickup_ms = Date.now() - started;
+      await shot('02c-outside-daemon-connected');
+      process.kill(-outside.pid, 'SIGTERM');
+      children.splice(children.indexOf(outside), 1);
+      await waitFor(
+        'the status bar to show the daemon stopped',
+        async () => (await statusItem.innerHTML()).includes('codicon-circle-slash'),
+        30_000,
+      );
+    },
+  );
 
   await step(
     'a command that needs the daemon says so once, with a Start Daemon button that starts it',
@@ -535,6 +620,10 @@ async function checks() {
         30_000,
       );
       ctx.run = runs;
+      // the sidebar is to follow the run live: open the run's row now and never refresh it
+      await expand(runsPane().locator('.monaco-list-row', { hasText: 'vscode-math' }).first());
+      ctx.runWhenExpanded = await api('GET', `/api/runs/${runs.id}`);
+      ctx.groupsWhenExpanded = (await api('GET', `/api/runs/${runs.id}/groups`)).items.length;
       // no worker is started by hand: the daemon runs the run's harness command itself
       const frame = webview();
       await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
@@ -562,16 +651,72 @@ async function checks() {
     },
   );
 
+  await step(
+    'the sidebar follows the run live: every step, group and reward shows up without a refresh',
+    async () => {
+      const was = ctx.runWhenExpanded;
+      if (was.status !== 'running' && was.status !== 'created')
+        throw new Error(`the run was already ${was.status} when its row was expanded`);
+      figures.groups_when_expanded = ctx.groupsWhenExpanded;
+      const run = await waitFor(
+        'the run to finish',
+        async () => {
+          const r = await api('GET', `/api/runs/${ctx.run.id}`);
+          return r.status === 'finished' ? r : null;
+        },
+        240_000,
+        1000,
+      );
+      const tree = runsPane();
+      const runRow = tree.locator('.monaco-list-row', { hasText: 'vscode-math' }).first();
+      await waitFor(
+        'the run row to say it finished',
+        async () => /finished/.test((await runRow.textContent()) ?? ''),
+        20_000,
+      );
+      const groups = (await api('GET', `/api/runs/${run.id}/groups`)).items;
+      const steps = [...new Set(groups.map((g) => g.step))].sort((a, b) => a - b);
+      if (groups.length <= ctx.groupsWhenExpanded) throw new Error('no group was made after the row opened');
+      for (const step of steps) await treeRow(tree, `step ${step}`).waitFor({ timeout: 20_000 });
+      // the last step's group: named by its task, complete, its rollouts numbered with the reward first
+      const last = groups.find((g) => g.step === steps.at(-1));
+      await expand(treeRow(tree, `step ${last.step}`));
+      const groupRow = treeRow(tree, last.task_input.id);
+      await waitFor(
+        'the group row to say complete',
+        async () => /complete/.test((await groupRow.textContent()) ?? ''),
+        20_000,
+      );
+      await expand(groupRow);
+      const { rollouts } = await api('GET', `/api/groups/${last.id}`);
+      const ids = rollouts.map((r) => r.id).sort();
+      for (const r of rollouts) {
+        const row = treeRow(tree, `#${ids.indexOf(r.id) + 1}`);
+        // three significant digits and a typographic minus, as the sidebar rounds
+        const want = r.reward === null ? r.status : String(Number(r.reward.toPrecision(3))).replace('-', '−');
+        await waitFor(
+          `rollout #${ids.indexOf(r.id) + 1} with ${want} first`,
+          async () => ((await row.locator('.label-description').textContent()) ?? '').startsWith(want),
+          20_000,
+        );
+      }
+      await shot('06b-tree-live');
+      // leave only the run open (rollout numbers repeat from group to group)
+      await collapse(groupRow);
+      await collapse(treeRow(tree, `step ${last.step}`));
+    },
+  );
+
   await step('a trajectory opens from the sidebar and its webview shows the token view', async () => {
-    const tree = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Runs' }) }).first();
-    // Runs → run → group → rollout, expanding with the twisties (a click on a run opens its dashboard)
-    const runRow = tree.locator('.monaco-list-row', { hasText: 'vscode-math' }).first();
-    await runRow.waitFor({ timeout: 30_000 });
-    await runRow.locator('.monaco-tl-twistie').click();
-    const groupRow = tree.locator('.monaco-list-row', { hasText: ctx.rollout.group_id.slice(-8) }).first();
-    await groupRow.waitFor({ timeout: 20_000 });
-    await groupRow.locator('.monaco-tl-twistie').click();
-    const rolloutRow = tree.locator('.monaco-list-row', { hasText: ctx.rollout.id.slice(-8) }).first();
+    const tree = runsPane();
+    // Runs → run → step → group (its task) → rollout, expanding with the twisties (a click on a
+    // run opens its dashboard)
+    await expand(tree.locator('.monaco-list-row', { hasText: 'vscode-math' }).first());
+    const group = await api('GET', `/api/groups/${ctx.rollout.group_id}`);
+    await expand(treeRow(tree, `step ${group.step}`));
+    await expand(treeRow(tree, group.task_input.id));
+    const ids = group.rollouts.map((r) => r.id).sort();
+    const rolloutRow = treeRow(tree, `#${ids.indexOf(ctx.rollout.id) + 1}`);
     await rolloutRow.waitFor({ timeout: 20_000 });
     await shot('07-tree');
     await rolloutRow.click();
