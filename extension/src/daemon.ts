@@ -103,7 +103,13 @@ export class DaemonManager implements vscode.Disposable {
       (this._state === 'stopped' || this._state === 'failed' || this._state === 'found') &&
       !this.disconnected &&
       !this.child;
-    if (!idle() || !(await this.probe()) || !idle()) return;
+    if (!idle()) return;
+    if (!(await this.probe())) {
+      // the daemon that refused our tokens went away
+      if (this._state === 'found') this.setState('stopped');
+      return;
+    }
+    if (!idle()) return;
     const tokens = await this.tokens();
     const key = `${tokens.join('\n')}\n${this.tokenFileTime()}`;
     if (key === this.refusedTokens) return;
