@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Group } from '../../daemon/protocol/entities';
+import { PagedList } from './paging';
 import { filterText, groupsByStep, matchesFilter, stepDescription, stepStatus } from './runsModel';
 
 const group = (id: string, step: number, status: Group['status'] = 'complete'): Group => ({
@@ -22,6 +23,23 @@ describe('a run by steps', () => {
     expect(steps.map((s) => s.step)).toEqual(Array.from({ length: 30 }, (_, i) => 29 - i));
     expect(steps.every((s) => s.groups.length === 4 && s.groups.every((g) => g.step === s.step))).toBe(true);
     expect(steps.flatMap((s) => s.groups.map((g) => g.id)).sort()).toEqual(groups.map((g) => g.id));
+  });
+
+  it('live group events: a new step appears first, a status change stays in its step', async () => {
+    const list = new PagedList<Group>(async () => ({
+      items: [group('g1', 0, 'running')],
+      next_cursor: null,
+    }));
+    await list.ensure();
+    expect(list.upsert(group('g2', 1, 'pending'))).toBe(true);
+    expect(groupsByStep(list.items).map((s) => [s.step, s.groups.map((g) => g.id)])).toEqual([
+      [1, ['g2']],
+      [0, ['g1']],
+    ]);
+    expect(list.upsert(group('g1', 0, 'complete'))).toBe(true);
+    const steps = groupsByStep(list.items);
+    expect(steps.map((s) => stepStatus(s.groups))).toEqual(['running', 'complete']);
+    expect(list.items).toHaveLength(2);
   });
 
   it('a step runs while any group is open, and says how many', () => {
