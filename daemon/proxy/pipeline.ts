@@ -5,6 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { parseBoundedJson } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { BridgeRecord, NewLlmCall, WireApi } from '../protocol/entities';
+import { JsonText, plainValue } from '../store/json-text';
 import {
   askedOf,
   type BackendKind,
@@ -222,11 +223,14 @@ export class Call {
     };
     // Bodies are walked only when the request carries something key-like (the common case skips it);
     // what the backend got and returned derives from the request, so it is redacted alike.
+    // Otherwise the request is stored as the harness sent it (its text, not re-serialised).
     if (this.raw === undefined || hasSecret(this.raw, s.secrets)) {
       call.request = redact(call.request, s.secrets);
-      if (call.backend_request != null) call.backend_request = redact(call.backend_request, s.secrets);
-      if (call.response != null) call.response = redact(call.response, s.secrets);
-    }
+      if (call.backend_request != null)
+        call.backend_request = redact(plainValue(call.backend_request), s.secrets);
+      if (call.response != null) call.response = redact(plainValue(call.response), s.secrets);
+    } else if (call.request === this.request && this.request != null)
+      call.request = new JsonText(this.raw, this.request);
     const choices = this.choices;
     if (choices && choices.length > 1)
       await this.recorder.recordAll(
@@ -605,7 +609,7 @@ export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Pro
     return;
   }
   const base: Partial<NewLlmCall> = {
-    backend_request: d.body,
+    backend_request: new JsonText(d.payload, d.body),
     model: typeof d.body.model === 'string' ? d.body.model : null,
     model_version: d.modelVersion,
     backend: d.backendName,
@@ -697,11 +701,12 @@ async function finishWhole(
   }
   const total = call.elapsed();
   call.settled = true;
+  const answer = JSON.stringify(out);
   try {
     await call.record({
       ...base,
       ...tokenFields(tokens, d.bridged ? 'bridge' : 'backend'),
-      response: out,
+      response: new JsonText(answer, out),
       http_status: 200,
       ttft_ms: total,
       total_ms: total,
@@ -713,7 +718,6 @@ async function finishWhole(
     return;
   }
   // Straight to the socket: the record is committed, nothing else needs fastify's reply pipeline.
-  const answer = JSON.stringify(out);
   call.reply.hijack();
   call.reply.raw.writeHead(200, {
     'content-type': 'application/json',

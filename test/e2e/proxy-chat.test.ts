@@ -4,6 +4,7 @@
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import type { LlmCall } from '../../daemon/protocol/entities';
+import type { SqlStore } from '../../daemon/store/sql-store';
 import { encode } from '../fixtures/fake-vllm';
 import { proxyOnFakeVllm } from './proxy-setup';
 
@@ -200,6 +201,30 @@ describe('chat completions', () => {
       expect(streamed[i].response_ids).toEqual(lastProduced(i).ids);
       expect(streamed[i].response_logprobs).toEqual(lastProduced(i).logprobs);
     }
+  });
+
+  it('stores the request as the harness sent it, byte for byte, and the answer as the harness got it', async () => {
+    const { id, key, baseURL } = await newRollout();
+    // Spacing and key order no serialiser would produce: only the received text has them.
+    const sent = '{ "messages" : [ {"content":"as  sent", "role":"user"} ],\n  "model":"toy" }';
+    const res = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: sent,
+    });
+    const answer = await res.text();
+    expect(res.status).toBe(200);
+    const [call] = await calls(id);
+    const [row] = await (env.proxy.store as SqlStore).driver.all<{ request: string; response: string }>(
+      'SELECT request, response FROM llm_calls WHERE id = ?',
+      [call.id],
+    );
+    expect(row.request).toBe(sent);
+    expect(row.response).toBe(answer);
+    expect(call.request).toEqual(JSON.parse(sent));
+    expect(call.response).toEqual(JSON.parse(answer));
+    // What the backend got, with the proxy's extras, is stored as the JSON it was sent.
+    expect(call.backend_request).toEqual(lastProduced().request);
   });
 
   it('max_tokens cuts the answer with finish_reason length', async () => {

@@ -4,6 +4,7 @@ import type { LlmCallSummary } from '../../protocol/events';
 import { decodeIds, decodeLogprobs, encodeIds, encodeLogprobs } from '../codec';
 import type { Param, Row } from '../driver';
 import { newId } from '../ids';
+import { jsonText, plainValue } from '../json-text';
 import type { SqlContext } from './context';
 import { invalid, iso, json, notFound, now, num, numOrNull, oneOf, parse, str } from './values';
 
@@ -116,9 +117,9 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       seq: 0,
       wire_api: c.wire_api,
       stream: Boolean(c.stream),
-      request: c.request ?? null,
-      backend_request: c.backend_request ?? null,
-      response: c.response ?? null,
+      request: plainValue(c.request) ?? null,
+      backend_request: plainValue(c.backend_request) ?? null,
+      response: plainValue(c.response) ?? null,
       prompt_ids: c.prompt_ids ?? null,
       response_ids: c.response_ids ?? null,
       response_logprobs: c.response_logprobs ?? null,
@@ -139,10 +140,14 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       created_at: t,
     };
   });
-  // Encode outside the transaction (it is the bulk of the CPU work).
-  const blobs = out.map((c, i): (Buffer | null)[] => {
+  // Encode outside the transaction (it is the bulk of the CPU work); bodies whose text is known
+  // (JsonText) are written as that text.
+  const encoded = calls.map((c, i): (Buffer | string | null)[] => {
     try {
       return [
+        jsonText(c.request) ?? 'null',
+        jsonText(c.backend_request),
+        jsonText(c.response),
         c.prompt_ids ? encodeIds(c.prompt_ids) : null,
         c.response_ids ? encodeIds(c.response_ids) : null,
         c.response_logprobs ? encodeLogprobs(c.response_logprobs) : null,
@@ -185,7 +190,7 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       });
     }
     out.forEach((c, i) => {
-      const [promptIds, responseIds, logprobs] = blobs[i];
+      const [request, backendRequest, response, promptIds, responseIds, logprobs] = encoded[i];
       rows.push([
         c.id,
         c.rollout_id,
@@ -194,9 +199,9 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
         c.seq,
         c.wire_api,
         c.stream ? 1 : 0,
-        JSON.stringify(c.request),
-        json(c.backend_request),
-        json(c.response),
+        request,
+        backendRequest,
+        response,
         promptIds,
         responseIds,
         logprobs,
