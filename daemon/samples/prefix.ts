@@ -43,6 +43,9 @@ function isMarkupOnly(text: string | null): boolean {
   return text.replace(MARKUP, '').trim() === '';
 }
 
+/** A think block starts the text (after whitespace). */
+const THINK = /^\s*<think>/;
+
 function stripMarkup(text: string): string {
   return text.replace(MARKUP, '').replace(/\s+/g, '');
 }
@@ -51,7 +54,8 @@ function stripMarkup(text: string): string {
  * The class of a break:
  * - `template`: the first differing token (on either side) is a chat-template/special token — one of
  *   `templateTokenIds`, or a token whose text is only template markup — or the decoded texts differ only
- *   in template markup (and whitespace around it);
+ *   in template markup (and whitespace around it), or one side starts with a think block the other lacks
+ *   (thinking the template dropped from the history);
  * - `retokenized`: the decoded texts agree, only the ids differ;
  * - `other`: anything else (edited history, dropped turns, a different system prompt …).
  */
@@ -68,6 +72,8 @@ export function classifyBreak(
   const a = safeDecode(opts.decode, actual);
   if (e === null || a === null) return 'other';
   if (e !== '' && a !== '' && prefixRelated(e, a)) return 'retokenized';
+  // sampled thinking the template left out of the history (Qwen3 does for turns before the last query)
+  if (THINK.test(e) !== THINK.test(a)) return 'template';
   const hasMarkup = e.replace(MARKUP, '') !== e || a.replace(MARKUP, '') !== a;
   if (hasMarkup && prefixRelated(stripMarkup(e), stripMarkup(a))) return 'template';
   return 'other';

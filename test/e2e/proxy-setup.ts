@@ -22,7 +22,9 @@ export interface TestProxy {
   store: Store;
   proxy: ProxyHandle;
   /** A standalone rollout with a running attempt: its id, key and an openai client scoped to it. */
-  rollout(): Promise<{ id: string; key: string; client: OpenAI; baseURL: string }>;
+  rollout(options?: {
+    tito?: boolean;
+  }): Promise<{ id: string; key: string; client: OpenAI; baseURL: string }>;
   /** The same for a rollout of a new run (model "toy") with the given algorithm settings (e.g. tito). */
   runRollout(
     name: string,
@@ -69,8 +71,8 @@ export async function startTestProxy(
     dataDir,
     store,
     proxy,
-    async rollout() {
-      return scoped(await store.createRollout({ kind: 'standalone' }));
+    async rollout(options = {}) {
+      return scoped(await store.createRollout({ kind: 'standalone', ...options }));
     },
     async runRollout(name, algorithm) {
       const config = RunConfig.parse({ name, model: { name: 'toy' }, tasks: { file: 'x.jsonl' }, algorithm });

@@ -82,6 +82,20 @@ describe('token-in-token-out bridge', () => {
     expect((calls[1].bridge as { fallback: string }).fallback).toMatch(/history edited/);
   });
 
+  it('a standalone rollout bridges by default; one created with tito: false never does', async () => {
+    const on = await env.proxy.rollout();
+    await twoTurns(on.client, 'one');
+    expect((await env.proxy.calls(on.id)).map((c) => c.token_source)).toEqual(['backend', 'bridge']);
+    expect(env.fake.produced.at(-1)?.path).toBe('/v1/completions');
+    const off = await env.proxy.rollout({ tito: false });
+    await twoTurns(off.client, 'one');
+    expect((await env.proxy.calls(off.id)).map((c) => [c.token_source, c.bridge])).toEqual([
+      ['backend', null],
+      ['backend', null],
+    ]);
+    expect(env.fake.produced.at(-1)?.path).toBe('/v1/chat/completions');
+  });
+
   it('a run with tito off never bridges', async () => {
     const { id, client } = await runRollout(false);
     await twoTurns(client, 'one');

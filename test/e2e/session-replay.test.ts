@@ -4,6 +4,7 @@
 // bridge), so they merge into one sample with 0 prefix breaks; with the bridge off the template breaks it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LlmCall } from '../../daemon/protocol/entities';
+import { localQwen3Tokenizer } from '../../daemon/proxy/tito';
 import { analyzeRollout, buildSamples, trajectoriesFromStore } from '../../daemon/samples';
 import { type Qwen3Turn, type Qwen3Vllm, startQwen3Vllm } from '../fixtures/qwen3-vllm';
 import { loadSession, replay } from '../fixtures/sessions/replay';
@@ -26,8 +27,12 @@ afterAll(async () => {
 const isSide = (c: LlmCall) => c.tags.includes('side');
 const tokens = (c: LlmCall) => [...(c.prompt_ids ?? []), ...(c.response_ids ?? [])];
 
-async function recordSession(name: 'claude-code' | 'codex') {
-  const rec = await proxy.store.createRecording({ name, upstream: { kind: 'vllm', base_url: backend.url } });
+async function recordSession(name: 'claude-code' | 'codex', tito?: boolean) {
+  const rec = await proxy.store.createRecording({
+    name,
+    upstream: { kind: 'vllm', base_url: backend.url },
+    ...(tito === undefined ? {} : { tito }),
+  });
   const session = loadSession(name);
   const replayed = await replay(session, { root: proxy.url, apiKey: rec.key, nextReply: (t) => (next = t) });
   const calls = await proxy.store.listRecordingCalls(rec.id);
@@ -70,6 +75,59 @@ describe.each(['claude-code', 'codex'] as const)('a replayed %s session on a Qwe
     expect(sample.loss_mask.reduce((s, m) => s + m, 0)).toBe(
       main.reduce((s, c) => s + (c.response_ids?.length ?? 0), 0),
     );
+    await proxy.store.stopRecording(rec.id);
+  });
+});
+
+describe('what the bridge saves a replayed Claude Code session from', () => {
+  it('with tito off the Qwen3 template re-renders the sampled turns (spacing around tool calls, thinking dropped after a new request): template prefix breaks', async () => {
+    const { rec, main } = await recordSession('claude-code', false);
+    expect(main.map((c) => [c.token_source, c.bridge])).toEqual(main.map(() => ['backend', null]));
+    const qwen = localQwen3Tokenizer();
+    const decode = (ids: number[]) => qwen.decode(ids) as string;
+    const { stats, prefix_breaks } = await analyzeRollout(proxy.store, rec.rollout_id, { decode });
+    expect(stats.prefix_breaks).toBe(prefix_breaks.length);
+    expect(prefix_breaks.length).toBeGreaterThan(0);
+    for (const b of prefix_breaks) {
+      expect(b.class).toBe('template');
+      expect(b.change).toBeUndefined();
+    }
+    // after the user's second request the template leaves the earlier turns' thinking out
+    expect(prefix_breaks.some((b) => /^\s*<think>/.test(b.expected_text ?? ''))).toBe(true);
+    await proxy.store.stopRecording(rec.id);
+  });
+
+  it('a history the agent edited falls back and its prefix break names the message and how it changed', async () => {
+    const { rec, session, replayed } = await recordSession('claude-code');
+    // the agent resends its first request's text with a trailing space, then asks on
+    const history = structuredClone(replayed.history) as { role: string; content: { text?: string }[] }[];
+    history[0].content[1].text = `${history[0].content[1].text} `;
+    history.push({
+      role: 'user',
+      content: [{ text: 'Thanks, commit it.', type: 'text' } as { text: string }],
+    });
+    next = { text: 'Committed.' };
+    const res = await fetch(`${proxy.url}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': rec.key,
+        'anthropic-version': '2023-06-01',
+      },
+      body: JSON.stringify({ ...session.main, stream: false, messages: history }),
+    });
+    expect(res.status).toBe(200);
+    const last = (await proxy.store.listRecordingCalls(rec.id)).at(-1)!;
+    expect(last.token_source).toBe('backend');
+    // message 0 is the system prompt the Messages API's `system` became
+    const change = { index: 1, role: 'user', change: 'whitespace' };
+    expect(last.bridge).toMatchObject({
+      fallback: expect.stringMatching(/^history edited: message 1 \(user\)/),
+      change,
+    });
+    const { prefix_breaks } = await analyzeRollout(proxy.store, rec.rollout_id);
+    expect(prefix_breaks).toHaveLength(1);
+    expect(prefix_breaks[0]).toMatchObject({ change, bridge_fallback: expect.stringMatching(/whitespace/) });
     await proxy.store.stopRecording(rec.id);
   });
 });
