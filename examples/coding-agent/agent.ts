@@ -6,6 +6,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import OpenAI from 'openai';
 import { z } from 'zod';
+import type { RolloutEnv } from '../command';
 import { applyEdits, CodingTask, type Edits, REPO, readRepoFile, runTests } from './repo';
 import { throwAwayCopy } from './sandbox';
 
@@ -117,15 +118,6 @@ export class Workspace {
 
 export function prompt(task: CodingTask): string {
   return `Fix this bug in the repository: ${task.issue}\nThe tests in ${task.test} must pass. Use the tools to read, edit and test; answer without a tool call when you are done.`;
-}
-
-export interface RolloutEnv {
-  baseURL: string;
-  apiKey: string;
-  model: string;
-  task: unknown;
-  maxTurns?: number;
-  maxTokens?: number;
 }
 
 export interface RolloutResult {

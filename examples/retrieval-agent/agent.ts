@@ -4,6 +4,7 @@
 // against the task's gold answers (score.ts).
 import OpenAI from 'openai';
 import { z } from 'zod';
+import type { RolloutEnv } from '../command';
 import { score } from './score';
 import { Bm25, loadCorpus } from './search';
 
@@ -46,15 +47,6 @@ export function search(argsJson: string): { ok: boolean; result: string } {
 
 export const prompt = (task: RetrievalTask) =>
   `${task.question}\nSearch the guide to find out, then reply with the answer only.`;
-
-export interface RolloutEnv {
-  baseURL: string;
-  apiKey: string;
-  model: string;
-  task: unknown;
-  maxTurns?: number;
-  maxTokens?: number;
-}
 
 export interface RolloutResult {
   reward: number;

@@ -4,13 +4,18 @@
 // for a known-good and a known-bad edit; and the agent's tool calls on a scripted tool-calling backend.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run as worker } from '../../daemon/cli/commands/worker';
 import { runWorker } from '../../daemon/cluster/worker';
 import { FIXES } from '../../examples/coding-agent/known-fixes';
 import { bwrapWorks } from '../../examples/coding-agent/sandbox';
 import { type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
-import { createExampleRun, exampleDir, rolloutEnv, runExampleScript } from '../helpers/examples';
+import {
+  createExampleRun,
+  exampleDir,
+  rolloutEnv,
+  runExampleScript,
+  workSmallExampleRun,
+} from '../helpers/examples';
 
 const createRun = (daemon: TestDaemon, patch: (c: Record<string, any>) => void) =>
   createExampleRun(daemon, 'coding-agent', patch);
@@ -25,17 +30,7 @@ describe('the coding agent example on the reference engine', () => {
   });
 
   it('runs its run.yaml through harness-rl worker: every rollout verified and rewarded, the steps advance', async () => {
-    const created = await createRun(daemon, (c) => {
-      c.algorithm.n = 2;
-      c.schedule.steps = 2;
-      c.schedule.groups_per_step = 1;
-    });
-    process.env.CODING_AGENT_MAX_TOKENS = '32';
-    try {
-      expect(await worker(['--run', created.id, '--url', daemon.url, '--token', daemon.token])).toBe(0);
-    } finally {
-      delete process.env.CODING_AGENT_MAX_TOKENS;
-    }
+    const created = await workSmallExampleRun(daemon, 'coding-agent', { CODING_AGENT_MAX_TOKENS: '32' });
     expect(await daemon.ctx.store.getRun(created.id)).toMatchObject({ status: 'finished', step: 2 });
     const rollouts = (await daemon.ctx.store.listRollouts({ run_id: created.id })).items;
     expect(rollouts).toHaveLength(4);

@@ -3,10 +3,9 @@
 // with the F1 its harness printed, the steps advance), and the agent's search tool on a scripted
 // tool-calling backend, rewarded 1 for the gold answer and 0 for a wrong one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run as worker } from '../../daemon/cli/commands/worker';
 import { type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
-import { createExampleRun, rolloutEnv, runExampleScript } from '../helpers/examples';
+import { rolloutEnv, runExampleScript, workSmallExampleRun } from '../helpers/examples';
 
 describe('the retrieval agent example on the reference engine', () => {
   let daemon: TestDaemon;
@@ -18,17 +17,7 @@ describe('the retrieval agent example on the reference engine', () => {
   });
 
   it('runs its run.yaml through harness-rl worker: every rollout rewarded, the steps advance', async () => {
-    const run = await createExampleRun(daemon, 'retrieval-agent', (c) => {
-      c.algorithm.n = 2;
-      c.schedule.steps = 2;
-      c.schedule.groups_per_step = 1;
-    });
-    process.env.RETRIEVAL_AGENT_MAX_TOKENS = '16';
-    try {
-      expect(await worker(['--run', run.id, '--url', daemon.url, '--token', daemon.token])).toBe(0);
-    } finally {
-      delete process.env.RETRIEVAL_AGENT_MAX_TOKENS;
-    }
+    const run = await workSmallExampleRun(daemon, 'retrieval-agent', { RETRIEVAL_AGENT_MAX_TOKENS: '16' });
     expect(await daemon.ctx.store.getRun(run.id)).toMatchObject({ status: 'finished', step: 2 });
     const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
     expect(rollouts).toHaveLength(4);

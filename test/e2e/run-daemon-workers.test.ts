@@ -12,6 +12,7 @@ import { run as worker } from '../../daemon/cli/commands/worker';
 import type { Run, RunWorkers } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { alive } from '../helpers/process';
 import { waitFor } from '../helpers/wait';
 
 // One chat call through the proxy; its pid in pids/ while it runs; waits while the file `hold` exists.
@@ -33,14 +34,6 @@ rmSync('pids/' + process.pid, { force: true });
 console.log(JSON.stringify({ reward: text.length % 2 }));
 `;
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const pidsIn = (dir: string) =>
   existsSync(join(dir, 'pids'))
     ? readdirSync(join(dir, 'pids'))

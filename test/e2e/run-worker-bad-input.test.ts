@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as worker } from '../../daemon/cli/commands/worker';
 import type { Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { alive } from '../helpers/process';
 
 // What a misbehaving command does, by the task's `mode`, after one chat call through the proxy.
 const MISBEHAVE = `
@@ -44,15 +45,6 @@ main();
 const MODES = ['ok', 'crash', 'hang', 'silent', 'malformed'] as const;
 // Long enough for ten harness processes at once on a busy 2-core machine.
 const TIMEOUT_S = 10;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('a harness or verifier that misbehaves', () => {
   let daemon: TestDaemon;

@@ -12,6 +12,7 @@ import { runWorker } from '../../daemon/cluster/worker';
 import { validateConfigText } from '../../daemon/config/load';
 import type { Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { alive } from '../helpers/process';
 
 // The harness: one chat call through the proxy, a reward posted for itself, a reward line on stdout
 // (and two refused attempts to get around the verifier).
@@ -55,15 +56,6 @@ console.log(JSON.stringify({ reward: 1 + input.task.a, detail: {
   env_rollout: process.env.HARNESS_RL_ROLLOUT_ID === input.rollout_id,
 } }));
 `;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('harness-rl worker with reward: verifier', () => {
   let daemon: TestDaemon;

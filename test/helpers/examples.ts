@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { expect } from 'vitest';
+import { run as worker } from '../../daemon/cli/commands/worker';
 import { loadConfigFile } from '../../daemon/config/load';
 import type { Run } from '../../daemon/protocol/entities';
 import type { TestDaemon } from './daemon';
@@ -24,6 +25,29 @@ export async function createExampleRun(
   const res = await daemon.api<Run>('POST', '/api/runs', { config: run, base_dir: exampleDir(name) });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body;
+}
+
+/**
+ * A small run of the example's run.yaml (2 steps of 1 group of 2 rollouts) worked to its end by
+ * `harness-rl worker`, its harness commands given `env` too.
+ */
+export async function workSmallExampleRun(
+  daemon: TestDaemon,
+  name: string,
+  env: Record<string, string>,
+): Promise<Run> {
+  const run = await createExampleRun(daemon, name, (c) => {
+    c.algorithm.n = 2;
+    c.schedule.steps = 2;
+    c.schedule.groups_per_step = 1;
+  });
+  Object.assign(process.env, env);
+  try {
+    expect(await worker(['--run', run.id, '--url', daemon.url, '--token', daemon.token])).toBe(0);
+  } finally {
+    for (const key of Object.keys(env)) delete process.env[key];
+  }
+  return run;
 }
 
 /** Runs `npx tsx <script>` of the example (as node --import tsx) to its end; rejects on a nonzero exit. */
