@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { AGENT_SETTINGS, settingsMarkdown } from '../../daemon/agents/settings';
 import { describeWorkers } from '../../webview/src/workers';
 import {
   callLabel,
@@ -144,6 +145,24 @@ describe('recording snippets', () => {
     expect(md).toContain('base_url = "http://127.0.0.1:4100/v1"');
     expect(md).toContain('apiBase: http://127.0.0.1:4100/v1');
     expect(md).toContain('OpenAI Compatible');
+  });
+  it('are the agent settings of daemon/agents/settings.ts with the recording filled in', () => {
+    const md = recordingSnippets(rec, 'reference');
+    const e = {
+      openaiBaseUrl: rec.openai_base_url,
+      anthropicBaseUrl: rec.anthropic_base_url,
+      key: 'k123',
+      model: 'reference',
+    };
+    for (const agent of AGENT_SETTINGS) {
+      if (!agent.recordingSnippet)
+        expect(md).toContain(agent.name); // named, with a pointer to the docs
+      else
+        expect(md).toContain(
+          `## ${agent.name} — ${agent.wire}\n\n${settingsMarkdown(agent, e, { command: false })}`,
+        );
+    }
+    expect(md).toContain('export ANTHROPIC_MODEL=reference');
   });
   it('terminals get both providers pointed at the recording', () => {
     expect(recordingEnv(rec)).toMatchObject({
