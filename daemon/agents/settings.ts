@@ -334,7 +334,7 @@ exporter = "none"
     command: (e) => `mini -m openai/${e.model} -t "the task" -y`,
     notes: [
       'It sends the whole history each step as Chat Completions without tools (actions are parsed from the text); in a run rollout the bridge merges the steps into one sample.',
-      'Check the flags and the config keys against `mini --help` of your version.',
+      'A config given with `-c` replaces the default `mini.yaml` instead of adding to it; several `-c` are merged, so layer the endpoint with `-c mini.yaml -c <this file>`. Check the flags and the config keys against `mini --help` of your version.',
     ],
   },
 ];
