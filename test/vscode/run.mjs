@@ -425,14 +425,30 @@ async function checks() {
     'a daemon started outside VS Code is picked up without a click, and let go when it stops',
     async () => {
       const statusItem = page.locator('.statusbar-item', { hasText: 'Harness RL' }).first();
-      if (!(await statusItem.innerHTML()).includes('codicon-error'))
-        throw new Error('the status bar does not show the failed start');
-      const outside = spawn(
-        'node',
-        [join(root, 'bin', 'harness-rl.js'), 'daemon', '--port', String(ctx.daemonPort), '--data', ctx.data],
-        { cwd: root, stdio: 'ignore', detached: true },
-      );
-      children.push(outside);
+      const icon = async (name) => (await statusItem.innerHTML()).includes(`codicon-${name}`);
+      if (!(await icon('error'))) throw new Error('the status bar does not show the failed start');
+      const daemonOutside = (data) => {
+        const child = spawn(
+          'node',
+          [join(root, 'bin', 'harness-rl.js'), 'daemon', '--port', String(ctx.daemonPort), '--data', data],
+          { cwd: root, stdio: 'ignore', detached: true },
+        );
+        children.push(child);
+        return {
+          stop() {
+            process.kill(-child.pid, 'SIGTERM');
+            children.splice(children.indexOf(child), 1);
+          },
+        };
+      };
+      // one with another data folder, whose token this window cannot know: a key and Set Token…
+      const stranger = daemonOutside(join(ctx.tmp, 'other-data'));
+      await waitFor('the status bar to show a daemon that refuses our tokens', () => icon('key'), 30_000);
+      await shot('02c-outside-daemon-other-token');
+      stranger.stop();
+      await waitFor('the status bar to show no daemon', () => icon('circle-slash'), 30_000);
+      // one with this window's data folder: its token file lets the window in
+      const outside = daemonOutside(ctx.data);
       const started = Date.now();
       await waitFor(
         'the status bar to show the daemon idle',
@@ -440,9 +456,8 @@ async function checks() {
         30_000,
       );
       figures.outside_daemon_pickup_ms = Date.now() - started;
-      await shot('02c-outside-daemon-connected');
-      process.kill(-outside.pid, 'SIGTERM');
-      children.splice(children.indexOf(outside), 1);
+      await shot('02d-outside-daemon-connected');
+      outside.stop();
       await waitFor(
         'the status bar to show the daemon stopped',
         async () => (await statusItem.innerHTML()).includes('codicon-circle-slash'),
@@ -704,6 +719,50 @@ async function checks() {
       // leave only the run open (rollout numbers repeat from group to group)
       await collapse(groupRow);
       await collapse(treeRow(tree, `step ${last.step}`));
+    },
+  );
+
+  await step(
+    'Filter Rollouts… keeps the steps and groups holding a match, says so at the top, and clears',
+    async () => {
+      const tree = runsPane();
+      const stepRows = async () =>
+        (await tree.locator('.monaco-list-row .label-name').allTextContents())
+          .map((t) => t.trim())
+          .filter((t) => /^step \d+$/.test(t))
+          .sort();
+      const stepsOf = (groups) => [...new Set(groups.map((g) => `step ${g.step}`))].sort();
+      const all = stepsOf((await api('GET', `/api/runs/${ctx.run.id}/groups`)).items);
+      const matching = (await api('GET', `/api/runs/${ctx.run.id}/groups?status=succeeded&min_reward=0.5`))
+        .items;
+      const filter = async (status, range) => {
+        await palette('Harness RL: Filter Rollouts…');
+        await quickPick(status);
+        await page
+          .locator('.quick-input-widget .quick-input-title', { hasText: 'reward range' })
+          .waitFor({ timeout: 10_000 });
+        await page.locator('.quick-input-widget input').fill(range);
+        await page.keyboard.press('Enter');
+      };
+      await filter('succeeded', '0.5..');
+      await treeRow(tree, 'Filter: status=succeeded, reward≥0.5').waitFor({ timeout: 20_000 });
+      const want = stepsOf(matching);
+      await waitFor(
+        `only ${want.join(', ') || 'no steps'} under the run`,
+        async () => JSON.stringify(await stepRows()) === JSON.stringify(want),
+        20_000,
+      );
+      if (want.length === 0) await treeRow(tree, 'No groups match the filter').waitFor({ timeout: 10_000 });
+      figures.filtered_steps = `${want.length}/${all.length}`;
+      await shot('06c-tree-filtered');
+      await filter('any', '');
+      await waitFor(
+        'every step back and the filter row gone',
+        async () =>
+          JSON.stringify(await stepRows()) === JSON.stringify(all) &&
+          (await tree.locator('.label-name', { hasText: /^Filter: / }).count()) === 0,
+        20_000,
+      );
     },
   );
 
