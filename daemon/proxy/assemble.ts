@@ -307,7 +307,11 @@ const IDS_FIRST = /\{"(?:prompt_)?token_ids":\[[^\]]*\],?/g;
  */
 export function stripText(raw: string, asked: Asked): string {
   let s = raw;
-  if (!asked.ids && s.includes('token_ids"')) s = s.replace(IDS_AFTER_COMMA, '').replace(IDS_FIRST, '{');
+  if (!asked.ids && s.includes('token_ids"')) {
+    s = s.replace(IDS_AFTER_COMMA, '');
+    // Ids as an object's first key are rare (vLLM puts them last): skip that second pass over the text.
+    if (s.includes('{"token_ids"') || s.includes('{"prompt_token_ids"')) s = s.replace(IDS_FIRST, '{');
+  }
   if (!asked.logprobs) {
     let from = 0;
     for (;;) {
