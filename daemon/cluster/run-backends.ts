@@ -74,6 +74,8 @@ export class RunBackends {
         checkpointEvery: 1,
       });
     }
+    // Loaded into an endpoint shared with other runs as the run's adapter (or replacing all: full).
+    const weights = { adapter: config.model.lora ? config.model.name : null };
     for (const endpoint of config.inference.endpoints) {
       if (endpoint === 'reference') {
         const url = (this.engine as ReferenceEngine).url;
@@ -89,16 +91,16 @@ export class RunBackends {
         );
         this.acquired.push(endpoint);
         const url = rootUrl(endpoint);
-        this.pool.add(url, { name: `node ${url}`, modelVersion: null, runId });
+        this.pool.add(url, { name: `node ${url}`, modelVersion: null, runId, weights });
         const target: Target = { kind: 'node', url, node };
         this.targets.push(target);
         // A node that comes back (or comes up late) gets the current weights before it serves.
         this.unlisten.push(node.onOpen(() => void this.syncOne(target, this.version)));
         // Its vLLM starting or restarting: the other backends take the calls meanwhile.
-        this.unlisten.push(node.onHealth((h) => this.pool.setReady(url, h.ready)));
-        if (node.health) this.pool.setReady(url, node.health.ready);
+        this.unlisten.push(node.onHealth((h) => this.pool.setReady(url, h.ready, runId)));
+        if (node.health) this.pool.setReady(url, node.health.ready, runId);
       } else {
-        this.pool.add(endpoint, { name: endpoint, modelVersion: null, runId });
+        this.pool.add(endpoint, { name: endpoint, modelVersion: null, runId, weights });
         this.targets.push({ kind: 'http', url: endpoint });
       }
     }
@@ -199,21 +201,21 @@ export class RunBackends {
     const inPlace = target.kind === 'engine' && !this.nodeTrainer;
     const weights = inPlace ? null : await this.weightsOf(version).catch(() => null);
     if (inPlace || !weights) {
-      this.pool.setModelVersion(target.url, version);
+      this.pool.setModelVersion(target.url, version, this.runId);
       return;
     }
     // A node that is down now gets the weights when it reconnects; meanwhile its old version keeps it out.
     if (target.kind === 'node' && !target.node.open) return;
-    this.pool.setLoading(target.url, true);
+    this.pool.setLoading(target.url, true, this.runId);
     try {
       await this.load(target, weights);
-      this.pool.setModelVersion(target.url, version);
+      this.pool.setModelVersion(target.url, version, this.runId);
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
       this.ctx.log('loading new weights failed', { run_id: this.runId, backend: target.url, version, error });
-      this.pool.markUnhealthyByUrl(target.url, `loading version ${version} failed: ${error}`);
+      this.pool.markUnhealthyByUrl(target.url, `loading version ${version} failed: ${error}`, this.runId);
     } finally {
-      this.pool.setLoading(target.url, false);
+      this.pool.setLoading(target.url, false, this.runId);
     }
   }
 
@@ -250,7 +252,7 @@ export class RunBackends {
   /** Removes the run's backends from the proxy and lets go of its nodes. */
   async close(): Promise<void> {
     for (const off of this.unlisten.splice(0)) off();
-    for (const t of this.targets) this.pool.remove(t.url);
+    for (const t of this.targets) this.pool.remove(t.url, this.runId);
     this.targets.length = 0;
     for (const endpoint of this.acquired.splice(0)) this.nodes.release(endpoint, this.runId);
     await this.nodeTrainer?.close();

@@ -107,8 +107,12 @@ class ProcessTrainer {
   private readonly pending = new Map<string, { resolve(f: Frame): void; reject(e: Error): void }>();
   private seq = 0;
   private welcomed: Promise<void> = Promise.resolve();
-  /** Runs opened in this process (reopened after a restart before their next batch). */
-  private readonly opened = new Set<string>();
+  /**
+   * The run whose model the process holds (it holds one: a GPU rarely fits two). Another run's batch
+   * first reopens that run, which resumes from its checkpoint of the last step; after a restart the
+   * process holds none.
+   */
+  private holding: string | null = null;
 
   constructor(command: string, log: TrainerRoleOptions['log']) {
     this.supervised = new Supervised({
@@ -118,7 +122,7 @@ class ProcessTrainer {
       pipeStdio: true,
       onStart: (child) => this.attach(child),
       onExit: () => {
-        this.opened.clear();
+        this.holding = null;
         for (const p of this.pending.values())
           p.reject(new Error(`the trainer process exited: ${this.supervised.lastError ?? ''}`));
         this.pending.clear();
@@ -204,12 +208,12 @@ class ProcessTrainer {
   async ensureOpen(run: OpenRun): Promise<NodeMessageOf<'opened'>> {
     const reply = await this.request({ t: 'open', id: 'x', run });
     if (reply.header.t !== 'opened') throw new Error(`the trainer answered open with ${reply.header.t}`);
-    this.opened.add(run.run_id);
+    this.holding = run.run_id;
     return reply.header;
   }
 
-  isOpen(runId: string): boolean {
-    return this.opened.has(runId);
+  holds(runId: string): boolean {
+    return this.holding === runId;
   }
 
   stop(): Promise<void> {
@@ -227,10 +231,11 @@ class ProcessRunTrainer implements RunTrainer {
   }
 
   async train(h: NodeMessageOf<'train'>, payload: Buffer): Promise<TrainerStepResult> {
-    // After a crash of the process: reopen the run (it resumes from its checkpoint), send again once.
+    // After a crash of the process, or when it holds another run's model: reopen the run (it resumes
+    // from its checkpoint); after a crash, send again once.
     for (let attempt = 0; ; attempt++) {
       try {
-        if (this.run && !this.process.isOpen(h.run_id)) await this.process.ensureOpen(this.run);
+        if (this.run && !this.process.holds(h.run_id)) await this.process.ensureOpen(this.run);
         const reply = await this.process.request(h, payload);
         if (reply.header.t !== 'trained')
           throw new Error(`the trainer answered train with ${reply.header.t}`);

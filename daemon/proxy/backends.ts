@@ -32,25 +32,41 @@ export function rootUrl(url: string): string {
  * The inference backends the proxy routes to; the cluster adds the reference engine or node agents.
  * A backend added for a run (`runId`) serves only that run's rollouts, and a run with backends of its
  * own never samples from another's; shared backends (`runId` null: `--backend URL`s) serve the rest.
+ * A backend is a URL for one run (or shared): two runs on one vLLM or node are two backends, each with
+ * its own version and state, so the methods that change one name the run too (null: the shared one).
  */
+export interface BackendOptions {
+  name?: string;
+  modelVersion?: number | null;
+  runId?: string | null;
+  /**
+   * What a run's weights are loaded into it as: a LoRA adapter's name, or null for full weights, which
+   * replace the model for every run on it. Another run on the same URL with the same adapter name, or
+   * either with full weights, would overwrite the other's weights: `add` refuses it.
+   */
+  weights?: { adapter: string | null };
+}
+
 export interface Backends {
-  add(url: string, options?: { name?: string; modelVersion?: number | null; runId?: string | null }): void;
-  remove(url: string): void;
+  add(url: string, options?: BackendOptions): void;
+  remove(url: string, runId?: string | null): void;
   /** Record which weight version a backend now serves (after a weight push). */
-  setModelVersion(url: string, version: number): void;
+  setModelVersion(url: string, version: number, runId?: string | null): void;
   /**
    * Only route to backends of `runId` (null: the shared ones) serving a version >= min (bounded
    * staleness); min null = any.
    */
   setMinModelVersion(min: number | null, runId?: string | null): void;
   /** While true the backend takes no new calls (weights are loading); calls that find none wait. */
-  setLoading(url: string, loading: boolean): void;
+  setLoading(url: string, loading: boolean, runId?: string | null): void;
   /**
    * False while what serves behind the URL is not up (a node's vLLM starting or restarting): no new
    * calls, as while loading, so the other backends take them.
    */
-  setReady(url: string, ready: boolean): void;
+  setReady(url: string, ready: boolean, runId?: string | null): void;
 }
+
+const keyOf = (url: string, runId: string | null | undefined) => `${runId ?? ''} ${url}`;
 
 export interface Backend {
   url: string;
@@ -73,6 +89,7 @@ export interface Backend {
   loading: boolean;
   /** What serves behind the URL is up (see Backends.setReady). */
   ready: boolean;
+  weights: BackendOptions['weights'] | null;
 }
 
 /** Takes no new calls for now: loading weights or not up yet; calls that find only such wait. */
@@ -94,18 +111,12 @@ export class BackendPool implements Backends {
     private readonly maxAffinity = 100_000,
   ) {}
 
-  add(
-    url: string,
-    options: { name?: string; modelVersion?: number | null; runId?: string | null } = {},
-  ): void {
-    const existing = this.backends.get(url);
+  add(url: string, options: BackendOptions = {}): void {
+    const existing = this.backends.get(keyOf(url, options.runId));
+    if (!existing && options.weights) this.checkWeightsApart(url, options.runId ?? null, options.weights);
     if (existing) {
       if (options.name) existing.name = options.name;
       if (options.modelVersion !== undefined) existing.modelVersion = options.modelVersion;
-      if (options.runId !== undefined && options.runId !== existing.runId) {
-        existing.runId = options.runId;
-        this.regroup();
-      }
       return;
     }
     const b: Backend = {
@@ -123,17 +134,31 @@ export class BackendPool implements Backends {
       modelsLoading: null,
       loading: false,
       ready: true,
+      weights: options.weights ?? null,
     };
-    this.backends.set(url, b);
+    this.backends.set(keyOf(url, b.runId), b);
     this.regroup();
     void this.refreshModels(b);
     this.notify();
   }
 
-  remove(url: string): void {
-    const b = this.backends.get(url);
+  private checkWeightsApart(url: string, runId: string | null, weights: { adapter: string | null }): void {
+    for (const other of this.backends.values()) {
+      if (other.url !== url || other.runId === runId || !other.weights) continue;
+      const theirs = other.weights.adapter;
+      if (weights.adapter !== null && theirs !== null && weights.adapter !== theirs) continue;
+      throw new Error(
+        theirs === null || weights.adapter === null
+          ? `${url} already serves run ${other.runId}, and full weights (no LoRA) would replace the other run's model: give each full-weights run its own inference endpoints`
+          : `${url} already serves run ${other.runId} with the LoRA adapter "${theirs}": give this run another model.name (its adapter is loaded under that name)`,
+      );
+    }
+  }
+
+  remove(url: string, runId: string | null = null): void {
+    const b = this.backends.get(keyOf(url, runId));
     if (!b) return;
-    this.backends.delete(url);
+    this.backends.delete(keyOf(url, runId));
     this.regroup();
     for (const [k, v] of this.affinity) if (v === b) this.affinity.delete(k);
   }
@@ -148,8 +173,8 @@ export class BackendPool implements Backends {
     }
   }
 
-  setModelVersion(url: string, version: number): void {
-    const b = this.backends.get(url);
+  setModelVersion(url: string, version: number, runId: string | null = null): void {
+    const b = this.backends.get(keyOf(url, runId));
     if (b) b.modelVersion = version;
     this.notify();
   }
@@ -160,8 +185,8 @@ export class BackendPool implements Backends {
     this.notify();
   }
 
-  setLoading(url: string, loading: boolean): void {
-    const b = this.backends.get(url);
+  setLoading(url: string, loading: boolean, runId: string | null = null): void {
+    const b = this.backends.get(keyOf(url, runId));
     if (!b || b.loading === loading) return;
     b.loading = loading;
     if (!loading) {
@@ -172,10 +197,15 @@ export class BackendPool implements Backends {
     this.notify();
   }
 
-  setReady(url: string, ready: boolean): void {
-    const b = this.backends.get(url);
+  setReady(url: string, ready: boolean, runId: string | null = null): void {
+    const b = this.backends.get(keyOf(url, runId));
     if (!b || b.ready === ready) return;
     b.ready = ready;
+    if (ready) {
+      // What it serves is known only now (the served names are asked for again).
+      b.models = null;
+      void this.refreshModels(b).then(() => this.notify());
+    }
     this.notify();
   }
 
@@ -258,7 +288,13 @@ export class BackendPool implements Backends {
     const all = this.candidates(runId);
     if (affinityKey !== null) {
       const b = this.affinity.get(affinityKey);
-      if (b && this.backends.get(b.url) === b && all.includes(b) && this.eligible(b, now) && !exclude?.has(b))
+      if (
+        b &&
+        this.backends.get(keyOf(b.url, b.runId)) === b &&
+        all.includes(b) &&
+        this.eligible(b, now) &&
+        !exclude?.has(b)
+      )
         return b;
     }
     let best: Backend | null = null;
@@ -292,8 +328,8 @@ export class BackendPool implements Backends {
     b.lastError = error;
   }
 
-  markUnhealthyByUrl(url: string, error: string): void {
-    const b = this.backends.get(url);
+  markUnhealthyByUrl(url: string, error: string, runId: string | null = null): void {
+    const b = this.backends.get(keyOf(url, runId));
     if (b) this.markUnhealthy(b, error);
   }
 

@@ -133,10 +133,10 @@ const serveArgs = (port: number) => [
 const trainerCmd = (name: string) =>
   `${PYTHON} -m harness_rl_trainer --checkpoint-dir ${join(dir, name)} --device cpu --dtype float32`;
 
-function config(inference: string, trainer: string): RunConfigInput {
+function config(inference: string, trainer: string, model = MODEL_NAME): RunConfigInput {
   return {
     name: `python-${randomBytes(3).toString('hex')}`,
-    model: { name: MODEL_NAME, path: modelDir, lora: { rank: 8, alpha: 16 } },
+    model: { name: model, path: modelDir, lora: { rank: 8, alpha: 16 } },
     inference: { endpoints: [inference], token, timeout_ms: 120_000 },
     trainer: { endpoint: trainer, token },
     tasks: { file: 'tasks.jsonl' },
@@ -164,9 +164,14 @@ function chatHarness(): (ctx: RolloutContext) => Promise<{ reward: number }> {
 }
 
 /** Runs the run to its end and checks what the issue asks of it; returns the per-step metrics. */
-async function trainAndCheck(inference: string, trainer: string, backend: string): Promise<RunMetrics[]> {
+async function trainAndCheck(
+  inference: string,
+  trainer: string,
+  backend: string,
+  model = MODEL_NAME,
+): Promise<RunMetrics[]> {
   const created = await daemon.api<Run>('POST', '/api/runs', {
-    config: config(inference, trainer),
+    config: config(inference, trainer, model),
     base_dir: dir,
   });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
@@ -181,13 +186,16 @@ async function trainAndCheck(inference: string, trainer: string, backend: string
   });
   const seconds = (Date.now() - started) / 1000;
   const run = (await daemon.api<Run>('GET', `/api/runs/${runId}`)).body;
+  const failed = (await daemon.ctx.store.listRollouts({ run_id: runId, limit: 100 })).items.filter(
+    (r) => r.status !== 'succeeded',
+  );
+  expect(summary.succeeded, JSON.stringify(failed.map((r) => [r.status, r.error]))).toBe(STEPS * GROUPS * N);
   expect(run, JSON.stringify(run)).toMatchObject({
     status: 'finished',
     step: STEPS,
     error: null,
     model_version: STEPS,
   });
-  expect(summary.succeeded).toBe(STEPS * GROUPS * N);
 
   // Step s samples with version s: the base model at step 0, then the adapter of each step, hot-loaded
   // under the run's model name. Every call has token ids and logprobs.
@@ -209,8 +217,7 @@ async function trainAndCheck(inference: string, trainer: string, backend: string
   }
   for (let step = 0; step < STEPS; step++) {
     expect([...(byStep.get(step)?.versions ?? [])], `versions of step ${step}`).toEqual([step]);
-    if (step > 0)
-      expect([...(byStep.get(step)?.models ?? [])], `model of step ${step}`).toEqual([MODEL_NAME]);
+    if (step > 0) expect([...(byStep.get(step)?.models ?? [])], `model of step ${step}`).toEqual([model]);
   }
 
   // The trainer's logprobs agree with the server's: same fp32 weights (the adapter the server loaded is
@@ -349,4 +356,32 @@ describe('a LoRA run on the Python trainer and the CPU vLLM stand-in', () => {
       for (const a of agents.splice(0)) await a.close();
     }
   }, 180_000);
+
+  it('two runs share one trainer process: each batch trains its own run (the process swaps models between them)', async () => {
+    const serve = await startProcess(PYTHON, serveArgs(0), /^serving .* on http:/);
+    try {
+      const url = /on (http:\S+)/.exec(serve.line)?.[1] as string;
+      const trainer = await startNodeAgent({
+        host: '127.0.0.1',
+        port: 0,
+        token,
+        log: quiet,
+        role: new TrainerRole({
+          dataDir: join(dir, 'node-c'),
+          trainerCmd: trainerCmd('train-c'),
+          log: quiet,
+        }),
+      });
+      agents.push(trainer);
+      // Both runs' steps interleave on the one process. A step trained on the other run's weights
+      // would break the logprob agreement with the adapter the server loaded for this run.
+      await Promise.all([
+        trainAndCheck(url, trainer.url, url, 'tiny-lora-a'),
+        trainAndCheck(url, trainer.url, url, 'tiny-lora-b'),
+      ]);
+    } finally {
+      for (const a of agents.splice(0)) await a.close();
+      await stopProcess(serve.child);
+    }
+  }, 300_000);
 });

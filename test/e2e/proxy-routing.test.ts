@@ -123,6 +123,8 @@ describe('routing', () => {
     const { a, b, proxy } = await setup();
     const r1 = await proxy.runRollout('one', {});
     const runOne = (await proxy.store.getRollout(r1.id))?.run_id as string;
+    // a becomes run one's only: a backend is a URL for one run (or shared), so the shared a goes.
+    proxy.proxy.backends.remove(a.url);
     proxy.proxy.backends.add(a.url, { name: 'engine:one', modelVersion: 1, runId: runOne });
     // b stays shared (from the daemon's --backend list) and idle; a is busy and still gets the run's call.
     a.set({ delayMs: 200 });
@@ -148,7 +150,7 @@ describe('routing', () => {
     expect(refused.status).toBe(503);
     await solo.client.chat.completions.create(chatBody);
     expect((await proxy.calls(solo.id)).at(-1)?.status).toBe('ok');
-    proxy.proxy.backends.setModelVersion(a.url, 2);
+    proxy.proxy.backends.setModelVersion(a.url, 2, runOne);
     await r1.client.chat.completions.create(chatBody);
     expect((await proxy.calls(r1.id)).at(-1)).toMatchObject({
       status: 'ok',
