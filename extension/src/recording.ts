@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { writeSecret } from '../../daemon/config/secrets';
 import type { Recording } from '../../daemon/protocol/entities';
+import { count } from '../../webview/src/format';
 import { errorText } from './client';
 import type { Ctx } from './ctx';
 import { dataFolder } from './daemon';
@@ -246,7 +247,9 @@ export async function exportRecording(ctx: Ctx, arg?: { recording?: Recording })
       if (!file) return;
       const { text, samples } = recordingSamples(detail);
       writeFileSync(file.fsPath, text);
-      void vscode.window.showInformationMessage(`Harness RL: wrote ${samples} samples to ${file.fsPath}.`);
+      void vscode.window.showInformationMessage(
+        `Harness RL: wrote ${count(samples, 'sample')} to ${file.fsPath}.`,
+      );
       return;
     }
     const task = recordingTask(target, detail);

@@ -896,7 +896,7 @@ async function checks() {
     await quickPick('Training samples (JSONL)');
     await saveAs(out);
     const lines = await fileLines('the recording samples file', out, 30_000);
-    await toast('wrote 1 samples').first().waitFor({ timeout: 20_000 });
+    await toast('wrote 1 sample to').first().waitFor({ timeout: 20_000 });
     const detail = await api('GET', `/api/rollouts/${rec.rollout_id}`);
     const calls = detail.llm_calls.filter((c) => c.status === 'ok' && c.prompt_ids && c.response_ids);
     if (calls.length !== 1) throw new Error(`expected the one recorded curl call, got ${calls.length}`);
