@@ -1,37 +1,63 @@
 // Claude Code and Codex sessions (fixtures from the public API shapes) replayed with the official SDKs
-// through a recording on a vLLM with the real Qwen3 tokenizer and template: every call recorded, side
-// calls tagged, the main calls one trajectory whose prompts extend each other token for token (the
-// bridge), so they merge into one sample with 0 prefix breaks; with the bridge off the template breaks it.
+// through a recording on a vLLM with the real Qwen3 tokenizer and template, and on the proxy's fake vLLM
+// (byte tokens, a ChatML template): every call recorded, side calls tagged, the main calls one trajectory
+// whose prompts extend each other token for token (the bridge), so they merge into one sample with 0
+// prefix breaks; with the bridge off the Qwen3 template breaks it. (The reference engine's 512-token
+// context holds none of these sessions' prompts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LlmCall } from '../../daemon/protocol/entities';
 import { localQwen3Tokenizer } from '../../daemon/proxy/tito';
 import { analyzeRollout, buildSamples, trajectoriesFromStore } from '../../daemon/samples';
+import { type FakeVllm, type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
 import { type Qwen3Turn, type Qwen3Vllm, startQwen3Vllm } from '../fixtures/qwen3-vllm';
 import { loadSession, replay } from '../fixtures/sessions/replay';
 import { startTestProxy, type TestProxy } from './proxy-setup';
 
-const MODEL = 'Qwen/Qwen3-8B';
-let backend: Qwen3Vllm;
+let qwen3: Qwen3Vllm;
+let fake: FakeVllm;
 let proxy: TestProxy;
+/** What the backend samples next (the fake vLLM has no reasoning: it answers the text and tool calls). */
 let next: Qwen3Turn = { text: 'ok' };
 
+function scripted(turn: Qwen3Turn): ScriptedReply {
+  const tools = (turn.tool_calls ?? []).map((c) => ({
+    name: c.name,
+    arguments: JSON.stringify(c.arguments),
+  }));
+  return tools.length ? { text: turn.text, tools } : { text: turn.text ?? '' };
+}
+
 beforeAll(async () => {
-  backend = await startQwen3Vllm({ model: MODEL, reply: () => next });
+  qwen3 = await startQwen3Vllm({ model: 'Qwen/Qwen3-8B', reply: () => next });
+  fake = await startFakeVllm({ model: 'toy', script: () => scripted(next) });
   proxy = await startTestProxy();
 });
 afterAll(async () => {
   await proxy?.close();
-  await backend?.close();
+  await qwen3?.close();
+  await fake?.close();
 });
+
+/** The backends a session is replayed on: their URL and the response tokens they sampled for token prompts. */
+const backends = {
+  'a Qwen3-template vLLM': () => ({
+    url: qwen3.url,
+    bridged: () => qwen3.produced.filter((p) => p.path === '/v1/completions').map((p) => p.ids),
+  }),
+  'the fake vLLM': () => ({
+    url: fake.url,
+    bridged: () => fake.produced.filter((p) => p.path === '/v1/completions').map((p) => p.choices[0].ids),
+  }),
+};
 
 const isSide = (c: LlmCall) => c.tags.includes('side');
 const tokens = (c: LlmCall) => [...(c.prompt_ids ?? []), ...(c.response_ids ?? [])];
 
-async function recordSession(name: 'claude-code' | 'codex', tito?: boolean) {
+async function recordSession(name: 'claude-code' | 'codex', options: { url?: string; tito?: boolean } = {}) {
   const rec = await proxy.store.createRecording({
     name,
-    upstream: { kind: 'vllm', base_url: backend.url },
-    ...(tito === undefined ? {} : { tito }),
+    upstream: { kind: 'vllm', base_url: options.url ?? qwen3.url },
+    ...(options.tito === undefined ? {} : { tito: options.tito }),
   });
   const session = loadSession(name);
   const replayed = await replay(session, { root: proxy.url, apiKey: rec.key, nextReply: (t) => (next = t) });
@@ -39,9 +65,14 @@ async function recordSession(name: 'claude-code' | 'codex', tito?: boolean) {
   return { rec, session, replayed, calls, main: calls.filter((c) => !isSide(c)) };
 }
 
-describe.each(['claude-code', 'codex'] as const)('a replayed %s session on a Qwen3-template vLLM', (name) => {
+describe.each(
+  (['claude-code', 'codex'] as const).flatMap((name) =>
+    (Object.keys(backends) as (keyof typeof backends)[]).map((on) => [name, on] as const),
+  ),
+)('a replayed %s session on %s', (name, on) => {
   it('records every call, tags the side calls, and merges the main calls into one sample with 0 prefix breaks', async () => {
-    const { rec, session, replayed, calls, main } = await recordSession(name);
+    const backend = backends[on]();
+    const { rec, session, replayed, calls, main } = await recordSession(name, { url: backend.url });
     for (const c of calls) expect(c.status, String(c.error)).toBe('ok');
     expect(calls.length).toBe(session.steps.length);
     expect(calls.filter(isSide).length).toBe(replayed.made.side + replayed.made.count_tokens);
@@ -55,10 +86,10 @@ describe.each(['claude-code', 'codex'] as const)('a replayed %s session on a Qwe
       expect(main[k].prompt_ids?.slice(0, before.length)).toEqual(before);
     }
     // the records are what the backend got and sampled
-    const bridged = backend.produced.filter((p) => p.path === '/v1/completions');
+    const bridged = backend.bridged();
     expect(bridged.length).toBeGreaterThanOrEqual(main.length - 1);
     for (const c of main.slice(1))
-      expect(bridged.some((p) => p.ids.join() === c.response_ids?.join())).toBe(true);
+      expect(bridged.some((ids) => ids.join() === c.response_ids?.join())).toBe(true);
 
     const { stats, prefix_breaks } = await analyzeRollout(proxy.store, rec.rollout_id);
     expect(prefix_breaks).toEqual([]);
@@ -81,7 +112,7 @@ describe.each(['claude-code', 'codex'] as const)('a replayed %s session on a Qwe
 
 describe('what the bridge saves a replayed Claude Code session from', () => {
   it('with tito off the Qwen3 template re-renders the sampled turns (spacing around tool calls, thinking dropped after a new request): template prefix breaks', async () => {
-    const { rec, main } = await recordSession('claude-code', false);
+    const { rec, main } = await recordSession('claude-code', { tito: false });
     expect(main.map((c) => [c.token_source, c.bridge])).toEqual(main.map(() => ['backend', null]));
     const qwen = localQwen3Tokenizer();
     const decode = (ids: number[]) => qwen.decode(ids) as string;
