@@ -290,7 +290,7 @@ export function backendErrorMessage(text: string): string {
 
 /** The request body for the backend: the harness's plus what makes vLLM return ids and logprobs. */
 export function backendBody(body: Json, kind: BackendKind, extras: boolean): Json {
-  const out: Json = { ...body };
+  const out: Json = Object.assign({}, body); // see fieldsOf: a spread here made adding the extras slow
   if (!extras) return out;
   out.return_token_ids = true;
   if (kind === 'chat') out.logprobs = true;
@@ -531,6 +531,15 @@ function unreachableFailure(list: { name: string; error: SendError }[]): ProxyEr
   );
 }
 
+/**
+ * The record fields of `parts`, later ones winning, as `{...a, ...b, c}` would give. Not written as a
+ * spread: V8 (Node 20) defines each property that follows a spread in an object literal through a
+ * runtime call (about 20 µs for a call's record fields on this machine); Object.assign takes < 1 µs.
+ */
+function fieldsOf(...parts: Partial<NewLlmCall>[]): Partial<NewLlmCall> {
+  return Object.assign({}, ...parts);
+}
+
 function tokenFields(t: Tokens, source: 'backend' | 'bridge' = 'backend'): Partial<NewLlmCall> {
   return {
     prompt_ids: t.prompt_ids,
@@ -703,14 +712,14 @@ async function finishWhole(
   call.settled = true;
   const answer = JSON.stringify(out);
   try {
-    await call.record({
-      ...base,
-      ...tokenFields(tokens, d.bridged ? 'bridge' : 'backend'),
-      response: new JsonText(answer, out),
-      http_status: 200,
-      ttft_ms: total,
-      total_ms: total,
-    });
+    await call.record(
+      fieldsOf(base, tokenFields(tokens, d.bridged ? 'bridge' : 'backend'), {
+        response: new JsonText(answer, out),
+        http_status: 200,
+        ttft_ms: total,
+        total_ms: total,
+      }),
+    );
   } catch (e) {
     call.settled = false;
     call.recorded = true;
@@ -764,13 +773,7 @@ async function finishStream(
     } catch {
       response = json;
     }
-    return {
-      ...base,
-      ...tokens,
-      response,
-      ttft_ms: ttft,
-      http_status: 200,
-    };
+    return fieldsOf(base, tokens, { response, ttft_ms: ttft, http_status: 200 });
   };
 
   call.snapshot = () => partial();
@@ -790,7 +793,7 @@ async function finishStream(
       finish(async () => {
         call.abortBackend();
         try {
-          await call.record({ ...partial(), status, error: message });
+          await call.record(fieldsOf(partial(), { status, error: message }));
         } catch (e) {
           call.ctx.log('proxy: recording a failed stream failed', { error: String(e) });
         }
@@ -804,7 +807,7 @@ async function finishStream(
         try {
           const json = asm.result();
           remember(json);
-          await call.record({ ...partial(json), status: 'ok', total_ms: call.elapsed() });
+          await call.record(fieldsOf(partial(json), { status: 'ok', total_ms: call.elapsed() }));
         } catch (e) {
           if (!raw.destroyed)
             raw.end(takePending() + out.error(`the call could not be recorded: ${String(e)}`));
