@@ -1,7 +1,7 @@
 // What every part of a running daemon shares. daemon.ts builds it; api/, proxy/ and cluster/ take it.
 import type { BackendStatus } from './protocol/api';
 import type { DaemonConfig } from './protocol/config';
-import type { RunWorkers } from './protocol/entities';
+import type { AttemptOutput, RunWorkers } from './protocol/entities';
 import type { Store } from './store/store';
 
 /** Starts and stops runs (the cluster's scheduler); the REST API calls it after creating a run. */
@@ -10,7 +10,9 @@ export interface RunController {
   stop(runId: string): Promise<void>;
   close(): Promise<void>;
   /** Who runs the run's rollouts now: attached workers, the daemon's own (null: no such run). */
-  runWorkers?(runId: string): Promise<RunWorkers | null>;
+  runWorkers(runId: string): Promise<RunWorkers | null>;
+  /** The tail of an attempt's output (attempts the daemon's own workers ran; null: none kept). */
+  attemptOutput(attemptId: string): AttemptOutput | null;
 }
 
 export interface DaemonContext {

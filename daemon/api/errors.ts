@@ -2,6 +2,7 @@
 import type { FastifyError } from 'fastify';
 import type { z } from 'zod';
 import type { ErrorBody } from '../protocol/api';
+import { issueField } from '../protocol/fields';
 import { StoreError } from '../store/store';
 
 export class ApiError extends Error {
@@ -15,16 +16,6 @@ export class ApiError extends Error {
   }
 }
 
-/** `a.b[0].c` from a zod issue path. */
-export function fieldPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out ? `.${String(part)}` : String(part);
-  }
-  return out;
-}
-
 /** A 400 naming the first offending field (unknown keys name the key itself). */
 export function validationError(
   error: z.ZodError,
@@ -32,9 +23,7 @@ export function validationError(
   prefix: readonly PropertyKey[] = [],
 ): ApiError {
   const described = error.issues.map((issue) => {
-    const path = [...prefix, ...issue.path];
-    if (issue.code === 'unrecognized_keys' && issue.keys.length > 0) path.push(issue.keys[0]!);
-    const field = fieldPath(path);
+    const field = issueField(issue, prefix);
     return { field, text: `${field || where}: ${issue.message}` };
   });
   return new ApiError(

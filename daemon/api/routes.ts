@@ -3,7 +3,6 @@
 
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { readAttemptOutput, workerCommand } from '../cluster/workers';
 import { VERSION } from '../config/version';
 import type { DaemonContext } from '../context';
 import {
@@ -27,7 +26,7 @@ import {
   RolloutQuery,
   RunQuery,
 } from '../protocol/api';
-import { RunConfig, withoutSecrets, workersMode } from '../protocol/config';
+import { RunConfig, withoutSecrets } from '../protocol/config';
 import {
   AttemptOutput,
   Group,
@@ -334,18 +333,9 @@ export const routes: AnyRoute[] = [
     params: IdParams,
     response: RunWorkers,
     handler: async ({ ctx, params }) => {
-      const run = await mustRun(ctx, params.id);
-      const known = await ctx.runs?.runWorkers?.(run.id);
-      if (known) return known;
-      const config = RunConfig.safeParse(run.config);
-      return {
-        run_id: run.id,
-        mode: config.success ? workersMode(config.data.harness) : 'external',
-        workers: [],
-        last_seen_at: null,
-        command: workerCommand(run, ctx.baseUrl(), ctx.dataDir),
-        error: null,
-      };
+      const workers = await ctx.runs?.runWorkers(params.id);
+      if (!workers) throw notFound('run', params.id);
+      return workers;
     },
   }),
   route({
@@ -356,7 +346,7 @@ export const routes: AnyRoute[] = [
     params: IdParams,
     response: AttemptOutput,
     handler: async ({ ctx, params }) => {
-      const output = readAttemptOutput(ctx.dataDir, params.id);
+      const output = ctx.runs?.attemptOutput(params.id);
       if (!output) throw notFound('attempt output', params.id);
       return output;
     },

@@ -16,7 +16,7 @@ import { NodeRegistry } from './nodes/registry';
 import { tasksForStep } from './order';
 import { checkEndpoints, RunBackends } from './run-backends';
 import { StandbyEngine } from './standby';
-import type { Workers } from './workers';
+import { readAttemptOutput, type Workers } from './workers';
 
 export interface SchedulerOptions {
   /** How often the unresponsive sweeper runs (ms). */
@@ -458,6 +458,10 @@ export class Scheduler implements RunController {
   /** Who runs the run's rollouts now (null: no such run). */
   runWorkers(runId: string) {
     return this.workers.info(runId);
+  }
+
+  attemptOutput(attemptId: string) {
+    return readAttemptOutput(this.ctx.dataDir, attemptId);
   }
 
   async stop(runId: string): Promise<void> {

@@ -4,8 +4,8 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
 import type { z } from 'zod';
-import { fieldPath } from '../api/errors';
 import { ConfigFile } from '../protocol/config';
+import { fieldPath } from '../protocol/fields';
 
 export interface ConfigIssue {
   /** Field path such as `run.algorithm.n` or `run.inference.endpoints[0]`; "" for the file as a whole. */

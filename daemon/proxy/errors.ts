@@ -1,6 +1,7 @@
 // Errors as each wire API's clients expect them: OpenAI `{error:{message,type,param,code}}`,
 // Anthropic `{type:'error', error:{type, message}}` (and as SSE frames mid-stream).
 import type { z } from 'zod';
+import { fieldPath, issueField } from '../protocol/fields';
 
 export type ErrorWire = 'openai' | 'anthropic';
 
@@ -17,22 +18,10 @@ export class ProxyError extends Error {
   }
 }
 
-/** `a.b[0].c` from a zod issue path. */
-function fieldPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out ? `.${String(part)}` : String(part);
-  }
-  return out;
-}
-
 /** A 400 that names the first offending field of a request body. */
 export function invalidBody(error: z.ZodError): ProxyError {
   const issue = error.issues[0];
-  const path = issue ? [...issue.path] : [];
-  if (issue?.code === 'unrecognized_keys' && issue.keys.length > 0) path.push(issue.keys[0]);
-  const field = fieldPath(path) || null;
+  const field = (issue && issueField(issue)) || null;
   const message = `invalid request body: ${error.issues
     .slice(0, 5)
     .map((i) => `${fieldPath(i.path) || 'body'}: ${i.message}`)
