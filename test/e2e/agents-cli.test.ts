@@ -277,13 +277,12 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
         const [first, last] = main;
         expect(holdsArguments(first.response, agent.tool.arguments(work))).toBe(true);
         expect(JSON.stringify(last.response)).toContain(FINAL_TEXT);
-        if (mode === 'bridge') {
-          // the CLI resent what it got: the second call is bridged, its prompt extends the first's prompt + response
-          expect(last.token_source).toBe('bridge');
-          expect(
-            last.prompt_ids?.slice(0, (first.prompt_ids?.length ?? 0) + (first.response_ids?.length ?? 0)),
-          ).toEqual([...(first.prompt_ids ?? []), ...(first.response_ids ?? [])]);
-        }
+        // the CLI resent what it got: the second call is bridged (on by default on rollouts and
+        // recordings too, across the side calls between them), its prompt extends the first's prompt + response
+        expect(last.token_source).toBe('bridge');
+        expect(
+          last.prompt_ids?.slice(0, (first.prompt_ids?.length ?? 0) + (first.response_ids?.length ?? 0)),
+        ).toEqual([...(first.prompt_ids ?? []), ...(first.response_ids ?? [])]);
         // everything else is a side call (titles, checks): tagged so in a recording (a rollout keeps them untagged)
         const side = calls.filter((c) => !main.includes(c));
         if (mode === 'recording') for (const c of side) expect(c.tags).toContain('side');
