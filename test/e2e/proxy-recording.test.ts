@@ -142,6 +142,8 @@ describe('recording sessions', () => {
       const [call] = await proxy.store.listRecordingCalls(rec.id);
       expect(call.token_source).toBe('text');
       expect(call.response_ids).toBeNull();
+      // provider pass-through keeps text only: the token bridge is not even asked
+      expect(call.bridge).toBeNull();
       expect(call.backend).toBe(upstream.url);
       expect(JSON.stringify(call)).not.toContain('sk-user-openai-secret-0001');
       await proxy.store.stopRecording(rec.id);

@@ -4,7 +4,12 @@
 // whose prompts extend each other token for token (the bridge), so they merge into one sample with 0
 // prefix breaks; with the bridge off the Qwen3 template breaks it. (The reference engine's 512-token
 // context holds none of these sessions' prompts.)
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ReferenceEngine, startReferenceEngine } from '../../daemon/engine';
 import type { LlmCall } from '../../daemon/protocol/entities';
 import { localQwen3Tokenizer } from '../../daemon/proxy/tito';
 import { analyzeRollout, buildSamples, trajectoriesFromStore } from '../../daemon/samples';
@@ -160,5 +165,43 @@ describe('what the bridge saves a replayed Claude Code session from', () => {
     expect(prefix_breaks).toHaveLength(1);
     expect(prefix_breaks[0]).toMatchObject({ change, bridge_fallback: expect.stringMatching(/whitespace/) });
     await proxy.store.stopRecording(rec.id);
+  });
+});
+
+describe('a short session on the reference engine (its 512-token context holds none of the sessions above)', () => {
+  let engine: ReferenceEngine;
+  let dir: string;
+  let onEngine: TestProxy;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'harness-rl-replay-'));
+    engine = await startReferenceEngine({ dataDir: dir, resume: false });
+    onEngine = await startTestProxy({ backends: [engine.url] });
+  });
+  afterAll(async () => {
+    await onEngine?.close();
+    await engine?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a recording on the reference upstream bridges each resent turn: one sample, 0 prefix breaks', async () => {
+    const rec = await onEngine.store.createRecording({ name: 'reference', upstream: { kind: 'reference' } });
+    const client = new Anthropic({ apiKey: rec.key, baseURL: onEngine.url, maxRetries: 0 });
+    const messages: Anthropic.MessageParam[] = [];
+    for (const text of ['Add 2 and 3.', 'Now times 4.', 'Thanks.']) {
+      messages.push({ role: 'user', content: text });
+      const reply = await client.messages
+        .stream({ model: 'claude-sonnet-4-5', max_tokens: 12, system: 'Be brief.', messages })
+        .finalMessage();
+      messages.push({ role: 'assistant', content: reply.content });
+    }
+    const calls = await onEngine.store.listRecordingCalls(rec.id);
+    expect(calls.map((c) => [c.status, c.token_source])).toEqual([
+      ['ok', 'backend'],
+      ['ok', 'bridge'],
+      ['ok', 'bridge'],
+    ]);
+    const { stats } = await analyzeRollout(onEngine.store, rec.rollout_id);
+    expect(stats).toMatchObject({ samples: 1, prefix_breaks: 0 });
+    await onEngine.store.stopRecording(rec.id);
   });
 });
