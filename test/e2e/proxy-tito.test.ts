@@ -96,6 +96,31 @@ describe('token-in-token-out bridge', () => {
     expect(env.fake.produced.at(-1)?.path).toBe('/v1/chat/completions');
   });
 
+  it("a side call between two turns (another conversation: a title) does not break the main conversation's bridge", async () => {
+    const { id, client } = await env.proxy.rollout();
+    const m1: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'fix the bug' }];
+    const r1 = await client.chat.completions.create({ model: 'toy', messages: m1 });
+    await client.chat.completions.create({
+      model: 'toy',
+      messages: [
+        { role: 'system', content: 'Write a 5-word title for this conversation.' },
+        { role: 'user', content: 'fix the bug' },
+      ],
+    });
+    await client.chat.completions.create({
+      model: 'toy',
+      messages: [
+        ...m1,
+        { role: 'assistant', content: r1.choices[0].message.content },
+        { role: 'user', content: 'go on' },
+      ],
+    });
+    const calls = await env.proxy.calls(id);
+    expect(calls.map((c) => c.token_source)).toEqual(['backend', 'backend', 'bridge']);
+    const first = [...(calls[0].prompt_ids ?? []), ...(calls[0].response_ids ?? [])];
+    expect(calls[2].prompt_ids?.slice(0, first.length)).toEqual(first);
+  });
+
   it('a run with tito off never bridges', async () => {
     const { id, client } = await runRollout(false);
     await twoTurns(client, 'one');
