@@ -1,17 +1,14 @@
 // The daemon as a process: its token file, its secrets file, and `harness-rl daemon` / `harness-rl run`
 // as real child processes (started, used over HTTP, stopped with SIGTERM).
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand } from '../../daemon/cli/commands/run';
 import { readSecrets, secretsPath, writeSecret } from '../../daemon/config/secrets';
 import { tokenPath } from '../../daemon/config/token';
-import { startTestDaemon } from '../helpers/daemon';
+import { startDaemonProcess as startDaemon, startTestDaemon } from '../helpers/daemon';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let dir: string;
 
 beforeAll(async () => {
@@ -69,26 +66,8 @@ async function cli(args: string[]) {
 }
 
 /** Starts `harness-rl daemon` and waits for its "listening on" line. */
-async function startDaemonProcess(dataDir: string) {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'daemon/cli/main.ts', 'daemon', '--port', '0', '--data', dataDir],
-    { cwd: ROOT, env: { ...process.env, HARNESS_RL_TOKEN: '' } },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      stdout += d;
-      const m = /listening on (http:\/\/\S+)/.exec(stdout);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`daemon exited early (${code}): ${stderr}`)));
-  });
-  return { child, url, exited, output: () => stdout, errors: () => stderr };
-}
+const startDaemonProcess = (dataDir: string) =>
+  startDaemon(['--port', '0', '--data', dataDir], { env: { ...process.env, HARNESS_RL_TOKEN: '' } });
 
 describe('harness-rl daemon and harness-rl run', () => {
   it('serves until SIGTERM, prints the token only when it created it, and runs are managed with the run command', async () => {

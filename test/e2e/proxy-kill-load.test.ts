@@ -1,9 +1,8 @@
 // The proxy's group commit under load: a daemon killed with SIGKILL while 32 harnesses call it (their
 // records committed several per transaction) keeps every call whose reply reached its harness, with
 // the backend's token ids and logprobs, streamed or not.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DAEMON_NODE_FLAGS } from '../../daemon/cli/node-flags';
@@ -15,8 +14,8 @@ import {
   type TestStoreSpace,
 } from '../../daemon/store/pg-testing';
 import { decode, type FakeVllm, logprobOf, startFakeVllm } from '../fixtures/fake-vllm';
+import { startDaemonProcess } from '../helpers/daemon';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const HARNESSES = 32;
 const problem = await postgresProblem();
 if (problem && !process.env.CI)
@@ -35,35 +34,6 @@ afterEach(async () => {
   for (const f of fakes.splice(0)) await f.close();
 });
 
-/** `harness-rl daemon` as a child process on `spec`, with `backend`; resolves once it listens. */
-async function startDaemon(spec: string, dataDir: string, token: string, backend: string) {
-  const child = spawn(
-    process.execPath,
-    [
-      ...DAEMON_NODE_FLAGS,
-      '--import',
-      'tsx',
-      'daemon/cli/main.ts',
-      'daemon',
-      ...['--port', '0', '--data', dataDir, '--store', spec, '--token', token, '--backend', backend],
-    ],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      stdout += d;
-      const m = /listening on (http:\/\/\S+)/.exec(stdout);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`daemon exited early (${code}): ${stderr}`)));
-  });
-  return { child, url, errors: () => stderr };
-}
-
 describe.each(targets)('$name store', (target) => {
   it('every call that got its reply is stored, token for token, after kill -9 under load', async () => {
     const fake = await startFakeVllm({ model: 'toy' });
@@ -71,7 +41,11 @@ describe.each(targets)('$name store', (target) => {
     const db = target.make();
     try {
       const token = `test_${randomBytes(12).toString('hex')}`;
-      const daemon = await startDaemon(db.spec, db.dataDir, token, fake.url);
+      const daemon = await startDaemonProcess(
+        ['--port', '0', '--data', db.dataDir, '--store', db.spec, '--token', token, '--backend', fake.url],
+        { nodeFlags: DAEMON_NODE_FLAGS },
+      );
+      children.push(daemon.child);
       const created = await fetch(`${daemon.url}/api/rollouts`, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },

@@ -1,9 +1,11 @@
 // Starts a real daemon for end-to-end tests: a temp data folder, port 0 and a random token.
 // `api()` calls the REST API with the daemon token (or a rollout key); `close()` stops it and removes the folder.
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type Daemon, type DaemonOptions, startDaemon } from '../../daemon/daemon';
 
 export type TestDaemon = Daemon & {
@@ -54,4 +56,34 @@ export async function startTestDaemon(options: Partial<DaemonOptions> = {}): Pro
       if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * `harness-rl daemon <args>` as a child process (from source, with `nodeFlags`); resolves with its
+ * URL once it prints "listening on".
+ */
+export async function startDaemonProcess(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; nodeFlags?: string[] } = {},
+) {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...(options.nodeFlags ?? []), '--import', 'tsx', 'daemon/cli/main.ts', 'daemon', ...args],
+    { cwd: ROOT, env: options.env ?? process.env },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      stdout += d;
+      const m = /listening on (http:\/\/\S+)/.exec(stdout);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`daemon exited early (${code}): ${stderr}`)));
+  });
+  return { child, url, exited, output: () => stdout, errors: () => stderr };
 }
