@@ -766,19 +766,24 @@ async function checks() {
     },
   );
 
-  await step('a trajectory opens from the sidebar and its webview shows the token view', async () => {
+  /** The run's rollout row in the Runs view: run → step → group (its task) → rollout, expanded. */
+  async function rolloutRow() {
     const tree = runsPane();
-    // Runs → run → step → group (its task) → rollout, expanding with the twisties (a click on a
-    // run opens its dashboard)
+    // expanding with the twisties (a click on a run opens its dashboard)
     await expand(tree.locator('.monaco-list-row', { hasText: 'vscode-math' }).first());
     const group = await api('GET', `/api/groups/${ctx.rollout.group_id}`);
     await expand(treeRow(tree, `step ${group.step}`));
     await expand(treeRow(tree, group.task_input.id));
     const ids = group.rollouts.map((r) => r.id).sort();
-    const rolloutRow = treeRow(tree, `#${ids.indexOf(ctx.rollout.id) + 1}`);
-    await rolloutRow.waitFor({ timeout: 20_000 });
+    const row = treeRow(tree, `#${ids.indexOf(ctx.rollout.id) + 1}`);
+    await row.waitFor({ timeout: 20_000 });
+    return row;
+  }
+
+  await step('a trajectory opens from the sidebar and its webview shows the token view', async () => {
+    const row = await rolloutRow();
     await shot('07-tree');
-    await rolloutRow.click();
+    await row.click();
     const frame = webview();
     await frame.locator('section.call').first().waitFor({ timeout: 30_000 });
     await shot('08-trajectory-conversation');
@@ -1032,6 +1037,34 @@ async function checks() {
     await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
     await frame.locator('.chart').first().waitFor({ timeout: 30_000 });
     await shot('13-dashboard-restored');
+  });
+
+  await step('the dashboard, the sidebar and the trajectory in the light theme', async () => {
+    const file = join(ctx.ud, 'User', 'settings.json');
+    /** Sets the colour theme (undefined: back to the default, dark). */
+    const theme = (name) =>
+      writeFileSync(
+        file,
+        JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), 'workbench.colorTheme': name }, null, 2),
+      );
+    theme('Default Light Modern');
+    try {
+      await waitFor('the light theme', async () => (await page.locator('.monaco-workbench.vs').count()) > 0);
+      await webview().locator('.chart').first().waitFor({ timeout: 30_000 });
+      await page.waitForTimeout(500); // the webview takes the new theme's colours a moment later
+      await shot('14-light-dashboard');
+      const row = await rolloutRow();
+      await shot('14-light-tree');
+      await row.click();
+      const frame = webview();
+      await frame.locator('button[data-tab="training"]').click();
+      await frame.locator('.tokens .tok.m1').first().waitFor({ timeout: 20_000 });
+      await page.waitForTimeout(500);
+      await shot('14-light-trajectory-tokens');
+      await palette('View: Close All Editors');
+    } finally {
+      theme(undefined); // the setting goes; the window may keep the light theme until it reloads
+    }
   });
 
   await step('a daemon that crashes is restarted by the extension', async () => {
