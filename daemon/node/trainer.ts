@@ -162,6 +162,11 @@ class ProcessTrainer {
       if (p && id) {
         this.pending.delete(id);
         p.resolve(frame);
+      } else if (h.t === 'error') {
+        // An error it could not tie to a request (a frame it could not read has no id: "-"): the
+        // requests waiting now are the ones it is about (they are sent one at a time).
+        for (const w of this.pending.values()) w.resolve(frame);
+        this.pending.clear();
       }
     });
     child.stdout?.on('data', (chunk: Buffer) => {
