@@ -355,6 +355,7 @@ class RunLoop {
           clip_low: algorithm.clip_low,
           clip_high: algorithm.clip_high,
           tis_cap: algorithm.tis_cap,
+          dual_clip: algorithm.dual_clip,
           kl_coef: algorithm.kl_coef,
           learning_rate: algorithm.learning_rate,
         },

@@ -128,6 +128,20 @@ describe('gradients', () => {
     expect(ppoClipTokenLossAndGrad(0.5, 0, -1, 0.2, 0.28).clipped).toBe(false);
   });
 
+  it('dual clip caps the loss of a negative advantage at −c·A with no gradient, as the Python trainer does', () => {
+    // the numbers of trainer/tests/test_loss.py: logp 2, old 0 (r = e²), c = 3
+    const negative = ppoClipTokenLossAndGrad(2, 0, -1, 0.2, 0.28, 3);
+    expect(negative).toEqual({ loss: 3, dlogp: 0, clipped: false });
+    expect(ppoClipTokenLossAndGrad(2, 0, -1, 0.2, 0.28).loss).toBeCloseTo(Math.exp(2), 12); // no cap
+    // a positive advantage, or a ratio whose loss stays under the cap, is untouched
+    expect(ppoClipTokenLossAndGrad(2, 0, 1, 0.2, 0.28, 3)).toEqual(
+      ppoClipTokenLossAndGrad(2, 0, 1, 0.2, 0.28),
+    );
+    const under = ppoClipTokenLossAndGrad(0.5, 0, -1, 0.2, 0.28, 3);
+    expect(under.loss).toBeCloseTo(Math.exp(0.5), 12);
+    expect(under.dlogp).toBeCloseTo(Math.exp(0.5), 12);
+  });
+
   it("gives the spec's per-token loss and clip flags on the shared vectors (samples/vectors.json)", () => {
     const p = vectors.policy_loss;
     const expected = ppoClipLoss(p.logp, p.old_logp, p.advantage, p.clip_low, p.clip_high);

@@ -1,6 +1,6 @@
 // The reference trainer: PPO-clip policy loss (spec/samples.md) with Adam, on the engine's own weights.
 import type { PolicyLossConfig, Sample, TrainBatch, Trainer, TrainResult } from '../protocol/training';
-import { klK3, ppoClipped, ppoClipTokenLoss, truncatedIsWeight } from '../samples/loss';
+import { dualClipped, klK3, ppoClipped, ppoClipTokenLoss, truncatedIsWeight } from '../samples/loss';
 import { initParams, Model } from './model';
 
 /**
@@ -14,9 +14,13 @@ export function ppoClipTokenLossAndGrad(
   advantage: number,
   clipLow: number,
   clipHigh: number,
+  dualClip: number | null = null,
 ): { loss: number; dlogp: number; clipped: boolean } {
   const loss = ppoClipTokenLoss(logp, old, advantage, clipLow, clipHigh);
   if (ppoClipped(logp, old, advantage, clipLow, clipHigh)) return { loss, dlogp: 0, clipped: true };
+  // The dual clip's cap is a constant: no gradient (not counted as clipped, as in the Python trainer).
+  if (dualClipped(loss, advantage, dualClip))
+    return { loss: -dualClip! * advantage, dlogp: 0, clipped: false };
   return { loss, dlogp: -(Math.exp(logp - old) * advantage), clipped: false };
 }
 
@@ -103,7 +107,7 @@ export function sampleLossAndGrad(
     const old = Number.isFinite(rolloutOld) ? rolloutOld : lp;
     const w = sample.loss_weights[t];
     const A = sample.advantages[t];
-    const r = ppoClipTokenLossAndGrad(lp, old, A, loss.clip_low, loss.clip_high);
+    const r = ppoClipTokenLossAndGrad(lp, old, A, loss.clip_low, loss.clip_high, loss.dual_clip ?? null);
     // Truncated importance sampling, as samples/loss.ts defines it: the trainer's own pre-update
     // logprob (lp: one step per batch, before any update) against the inference logprob, capped; a
     // constant factor (no gradient through it).

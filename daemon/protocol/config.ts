@@ -140,6 +140,12 @@ export const AlgorithmConfig = z
       .nullable()
       .default(2)
       .describe('truncated importance sampling cap, null = off'),
+    dual_clip: z
+      .number()
+      .gt(1)
+      .nullable()
+      .default(null)
+      .describe('dual-clip PPO: for negative advantages the loss is capped at −c·A (c > 1), null = off'),
     learning_rate: z.number().positive().default(1e-6),
     kl_coef: z.number().nonnegative().default(0),
     max_prompt_tokens: z.number().int().positive().default(8192),

@@ -21,6 +21,12 @@ export const PolicyLossConfig = z.object({
   clip_low: z.number().nonnegative(),
   clip_high: z.number().nonnegative(),
   tis_cap: z.number().positive().nullable(),
+  dual_clip: z
+    .number()
+    .gt(1)
+    .nullable()
+    .optional()
+    .describe('dual-clip PPO cap c for A < 0; absent/null = off'),
   kl_coef: z.number().nonnegative(),
   learning_rate: z.number().positive(),
 });

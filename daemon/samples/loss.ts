@@ -11,6 +11,8 @@ export const TIS_CAP = 2.0;
 /**
  * One token: ratio = exp(logp − old_logp); ℓ = −min(ratio · A, clip(ratio, 1−ε_low, 1+ε_high) · A).
  * `old_logp` is the rollout logprob when known, else the trainer's own logprob before the update.
+ * Dual clip (Ye et al. 2020; off unless `dualClip` = c > 1): for A < 0, ℓ = min(ℓ, −c · A), so a huge
+ * ratio on a negative advantage cannot blow up the step. The shared vectors use none.
  */
 export function ppoClipTokenLoss(
   logp: number,
@@ -18,10 +20,17 @@ export function ppoClipTokenLoss(
   advantage: number,
   clipLow = CLIP_LOW,
   clipHigh = CLIP_HIGH,
+  dualClip: number | null = null,
 ): number {
   const ratio = Math.exp(logp - oldLogp);
   const clipped = Math.min(Math.max(ratio, 1 - clipLow), 1 + clipHigh);
-  return 0 - Math.min(ratio * advantage, clipped * advantage); // 0 − x: never −0 in the vectors
+  const loss = 0 - Math.min(ratio * advantage, clipped * advantage); // 0 − x: never −0 in the vectors
+  return dualClipped(loss, advantage, dualClip) ? -dualClip! * advantage : loss;
+}
+
+/** Whether the dual clip's cap −c · A is below the PPO loss `loss` of a token (it then gets no gradient). */
+export function dualClipped(loss: number, advantage: number, dualClip: number | null): boolean {
+  return dualClip !== null && advantage < 0 && loss > -dualClip * advantage;
 }
 
 /** True where the clipped term wins, i.e. the token gets no gradient (counts toward clip_fraction). */

@@ -264,6 +264,7 @@ class Trainer:
                 clip_low=loss_cfg["clip_low"],
                 clip_high=loss_cfg["clip_high"],
                 tis_cap=loss_cfg.get("tis_cap"),
+                dual_clip=loss_cfg.get("dual_clip"),
                 kl_coef=loss_cfg["kl_coef"],
                 ref_logp=ref,
             )

@@ -130,3 +130,19 @@ def test_bad_runs_are_refused_with_the_field(tmp_path, tiny_model):
     with pytest.raises(TrainerError, match="does not exist") as e:
         t.open({"run_id": "r", "model": {"name": "m", "path": str(tmp_path / "nowhere")}, "seed": 0})
     assert e.value.field == "run.model.path"
+
+
+def test_dual_clip_from_the_batch_caps_negative_advantages(tmp_path, tiny_model):
+    """``loss.dual_clip`` reaches the loss: a ratio of e⁵ on A = −1 tokens costs c, not e⁵."""
+    t = open_trainer(tmp_path, tiny_model, LORA)
+    samples = with_rollout_logprobs(t, make_samples(t.vocab))
+    for s in samples:  # A = −1 samples were sampled at 5 nats less: ratio e⁵ there
+        if s["advantages"][-1] < 0:
+            s["old_logprobs"] = [None if v is None else v - 5.0 for v in s["old_logprobs"]]
+    loss = {**LOSS, "tis_cap": None}
+    capped = step(t, 0, samples, {**loss, "dual_clip": 3.0}, key="run:capped")
+    # token-mean over T = 40: A = +1 samples (10 + 12 tokens) cost −1 each, A = −1 ones (11 + 13) cost 3
+    assert capped["loss"] == pytest.approx((-22 + 3 * 24) / 40, abs=1e-4)
+    t2 = open_trainer(tmp_path / "plain", tiny_model, LORA)
+    plain = step(t2, 0, samples, loss)
+    assert plain["loss"] == pytest.approx((-22 + torch.e**5 * 24) / 40, rel=1e-3)
