@@ -28,13 +28,6 @@ export function rootUrl(url: string): string {
   return u;
 }
 
-/**
- * The inference backends the proxy routes to; the cluster adds the reference engine or node agents.
- * A backend added for a run (`runId`) serves only that run's rollouts, and a run with backends of its
- * own never samples from another's; shared backends (`runId` null: `--backend URL`s) serve the rest.
- * A backend is a URL for one run (or shared): two runs on one vLLM or node are two backends, each with
- * its own version and state, so the methods that change one name the run too (null: the shared one).
- */
 export interface BackendOptions {
   name?: string;
   modelVersion?: number | null;
@@ -47,6 +40,13 @@ export interface BackendOptions {
   weights?: { adapter: string | null };
 }
 
+/**
+ * The inference backends the proxy routes to; the cluster adds the reference engine or node agents.
+ * A backend added for a run (`runId`) serves only that run's rollouts, and a run with backends of its
+ * own never samples from another's; shared backends (`runId` null: `--backend URL`s) serve the rest.
+ * A backend is a URL for one run (or shared): two runs on one vLLM or node are two backends, each with
+ * its own version and state, so the methods that change one name the run too (null: the shared one).
+ */
 export interface Backends {
   add(url: string, options?: BackendOptions): void;
   remove(url: string, runId?: string | null): void;
