@@ -363,28 +363,45 @@ export class BackendPool implements Backends {
    * not per call); one that is unreachable or answers 5xx (still starting) is asked again next call.
    */
   private async fetchModels(b: Backend, timeoutMs: number): Promise<void> {
-    let text: string;
-    let status: number | undefined;
-    try {
-      const res = await send(`${b.root}/v1/models`, { method: 'GET', timeoutMs });
-      text = await readText(res);
-      status = res.statusCode;
-    } catch {
-      return;
-    }
-    if (status === undefined || status >= 500) return;
-    let data: unknown;
-    try {
-      data = status === 200 ? (JSON.parse(text) as { data?: unknown }).data : undefined;
-    } catch {}
-    if (!Array.isArray(data)) {
-      b.models = [];
-      return;
-    }
-    b.models = data.map((m: { id?: unknown }) => String(m?.id));
-    const len = (data[0] as { max_model_len?: unknown } | undefined)?.max_model_len;
-    b.maxModelLen = typeof len === 'number' ? len : null;
+    const served = await askServedModels(b.root, timeoutMs);
+    if (!served) return;
+    b.models = served.names;
+    if (served.maxModelLen !== undefined) b.maxModelLen = served.maxModelLen;
   }
+}
+
+/** What a vLLM-shaped server says it serves (GET /v1/models): its model names and context length. */
+export interface ServedModels {
+  names: string[];
+  /** The first model's max_model_len (null: not given); absent when the server lists no models. */
+  maxModelLen?: number | null;
+}
+
+/**
+ * Asks `root` what it serves. null: unreachable or 5xx (still starting; ask again); no names and no
+ * maxModelLen: it answered without a list of models (404, 401, not JSON).
+ */
+export async function askServedModels(root: string, timeoutMs: number): Promise<ServedModels | null> {
+  let text: string;
+  let status: number | undefined;
+  try {
+    const res = await send(`${root}/v1/models`, { method: 'GET', timeoutMs });
+    text = await readText(res);
+    status = res.statusCode;
+  } catch {
+    return null;
+  }
+  if (status === undefined || status >= 500) return null;
+  let data: unknown;
+  try {
+    data = status === 200 ? (JSON.parse(text) as { data?: unknown }).data : undefined;
+  } catch {}
+  if (!Array.isArray(data)) return { names: [] };
+  const len = (data[0] as { max_model_len?: unknown } | undefined)?.max_model_len;
+  return {
+    names: data.map((m: { id?: unknown }) => String(m?.id)),
+    maxModelLen: typeof len === 'number' ? len : null,
+  };
 }
 
 const urls = new Map<string, URL>();

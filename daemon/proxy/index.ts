@@ -6,7 +6,15 @@ import { z } from 'zod';
 import { parseJsonBody } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { WireApi } from '../protocol/entities';
-import { BackendPool, type Backends, readText, rootUrl, send } from './backends';
+import {
+  askServedModels,
+  BackendPool,
+  type Backends,
+  readText,
+  rootUrl,
+  type ServedModels,
+  send,
+} from './backends';
 import { BridgeMemory } from './bridge';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
 import { passthrough } from './passthrough';
@@ -34,11 +42,6 @@ export interface ProxyHandle {
 }
 
 export type { Backends } from './backends';
-
-interface UpstreamModels {
-  names: string[];
-  maxModelLen: number | null;
-}
 
 type Json = Record<string, any>;
 
@@ -134,22 +137,11 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
    * The names each recording's vLLM upstream serves and its context length (the bridge's default
    * max_tokens), asked at most once a minute while it answers.
    */
-  const upstreamModels = new Map<string, { at: number; served: Promise<UpstreamModels | null> }>();
-  const servedModels = (root: string): Promise<UpstreamModels | null> => {
+  const upstreamModels = new Map<string, { at: number; served: Promise<ServedModels | null> }>();
+  const servedModels = (root: string): Promise<ServedModels | null> => {
     const known = upstreamModels.get(root);
     if (known && Date.now() - known.at < 60_000) return known.served;
-    const served = send(`${root}/v1/models`, { method: 'GET', timeoutMs: 10_000 })
-      .then(async (res) => {
-        const text = await readText(res);
-        if (res.statusCode !== 200) return null;
-        const data = (JSON.parse(text) as { data?: { id?: unknown; max_model_len?: unknown }[] }).data ?? [];
-        const len = data[0]?.max_model_len;
-        return {
-          names: data.map((m) => m.id).filter((id): id is string => typeof id === 'string'),
-          maxModelLen: typeof len === 'number' ? len : null,
-        };
-      })
-      .catch(() => null);
+    const served = askServedModels(root, 10_000).then((s) => (s?.maxModelLen === undefined ? null : s));
     upstreamModels.set(root, { at: Date.now(), served });
     // not known (down, not vLLM-shaped): asked again by the next call
     served.then(
