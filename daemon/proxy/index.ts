@@ -379,7 +379,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
           const res = await send(`${root}/tokenize`, {
             body: JSON.stringify(
               target
-                ? servedBody(target, { model: chat.model, messages: chat.messages, tools: chat.tools })
+                ? servedBody({ model: chat.model, messages: chat.messages, tools: chat.tools }, target.served)
                 : { model: chat.model, messages: chat.messages, tools: chat.tools },
             ),
             headers: target?.headers,

@@ -104,11 +104,17 @@ export interface FixedTarget {
   maxModelLen?: number | null;
 }
 
-/** `body` with its model name one that `target` serves (unchanged when it serves it or is not known to). */
-export function servedBody(target: FixedTarget, body: Json): Json {
-  const served = target.served;
+/**
+ * `body` with its model name one the backend serves: unchanged when it serves it (or `served` is not
+ * known); else `preferred` (a run's model) when served, else the first served name (the base model).
+ */
+export function servedBody(
+  body: Json,
+  served: readonly string[] | null | undefined,
+  preferred?: string | null,
+): Json {
   if (!served?.length || typeof body.model !== 'string' || served.includes(body.model)) return body;
-  return { ...body, model: served[0] };
+  return { ...body, model: preferred && served.includes(preferred) ? preferred : served[0] };
 }
 
 export interface CallInit {
@@ -348,7 +354,7 @@ export async function dispatch(
   const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const timeoutMs = call.ctx.config.backend_timeout_ms;
   if (target) {
-    const sent = servedBody(target, body);
+    const sent = servedBody(body, target.served);
     const decision = bridge
       ? await bridge({ root: target.root, maxModelLen: target.maxModelLen ?? null }, sent)
       : null;
@@ -415,7 +421,6 @@ export async function dispatch(
         'no_backend',
       );
     }
-    let sent = body;
     // Served names not known yet (the backend was down when it joined, e.g. a node whose vLLM is
     // still starting): ask now, as long as the call may wait, so a name it does not serve (a LoRA
     // adapter before the first step's weights are loaded) is rewritten instead of answered with 404.
@@ -423,10 +428,7 @@ export async function dispatch(
       if (b.modelsLoading) await b.modelsLoading;
       if (b.models === null) await pool.refreshModels(b, Math.max(1, Math.round(timeoutMs - call.elapsed())));
     }
-    const models = b.models;
-    if (models && models.length > 0 && typeof body.model === 'string' && !models.includes(body.model)) {
-      sent = { ...body, model: runModel && models.includes(runModel) ? runModel : models[0] };
-    }
+    const sent = servedBody(body, b.models, runModel);
     let bridged: Dispatched['bridged'] = null;
     let fallback: BridgeRecord | null = null;
     let sendBody = sent;
