@@ -38,6 +38,9 @@ const KEPT_PER_ROLLOUT = 4;
  * edited), else the newest.
  */
 function previousFor(kept: Remembered[], messages: ChatMessageLike[]): Remembered {
+  // One remembered call (no side calls between turns, the usual case): it is the one, whatever the
+  // comparison below would say; planBridge compares it with the request anyway.
+  if (kept.length === 1) return kept[0];
   const newestFirst = [...kept].reverse();
   const starts = (r: Remembered, upTo: number) =>
     messages.length > upTo && r.messages.slice(0, upTo).every((m, i) => !messageChange(m, messages[i]));
