@@ -16,18 +16,12 @@ import {
   send,
 } from './backends';
 import { BridgeMemory } from './bridge';
+import { Call } from './call';
+import { backendBody, type FixedTarget, servedBody } from './dispatch';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
+import { nativeOutput, type Output, translatedOutput } from './output';
 import { passthrough } from './passthrough';
-import {
-  backendBody,
-  Call,
-  type FixedTarget,
-  nativeOutput,
-  type Output,
-  runCall,
-  servedBody,
-  translatedOutput,
-} from './pipeline';
+import { runCall } from './pipeline';
 import { Recorder } from './recorder';
 import { ChatBody, CompletionBody } from './requests';
 import { keyOf, type Scope, Scopes, upstreamKey } from './scope';

@@ -5,8 +5,8 @@
 import { parseBoundedJson } from '../api/body';
 import type { NewLlmCall } from '../protocol/entities';
 import { readText, SendError, send, timedOut } from './backends';
+import { backendErrorMessage, type Call, parseBackendJson } from './call';
 import { ProxyError } from './errors';
-import { backendErrorMessage, type Call, parseBackendJson } from './pipeline';
 import { SseParser } from './sse';
 
 type Json = Record<string, any>;

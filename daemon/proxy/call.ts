@@ -1,0 +1,192 @@
+// One proxied call's state: its scope, reply, record (written once, before the last byte reaches the
+// harness) and the error answer in the harness's wire format.
+import type { FastifyReply } from 'fastify';
+import { parseBoundedJson } from '../api/body';
+import type { DaemonContext } from '../context';
+import type { NewLlmCall, WireApi } from '../protocol/entities';
+import { JsonText, plainValue } from '../store/json-text';
+import type { BackendPool } from './backends';
+import { type ErrorWire, errorBody, type ProxyError } from './errors';
+import type { Output } from './output';
+import type { Recorder } from './recorder';
+import { hasSecret, redact } from './redact';
+import type { Scope } from './scope';
+
+type Json = Record<string, any>;
+
+export interface CallInit {
+  ctx: DaemonContext;
+  recorder: Recorder;
+  pool: BackendPool;
+  reply: FastifyReply;
+  wire: WireApi;
+  errorWire: ErrorWire;
+  scope: Scope | null;
+  /** The request as the harness sent it, and its JSON text when known (for cheap redaction). */
+  request: unknown;
+  raw?: string;
+  t0: number;
+  tags: string[];
+}
+
+/** The per-call state shared by the pipeline, the native pass-through and the error paths. */
+export class Call {
+  readonly ctx: DaemonContext;
+  readonly recorder: Recorder;
+  readonly reply: FastifyReply;
+  readonly wire: WireApi;
+  readonly errorWire: ErrorWire;
+  scope: Scope | null;
+  readonly t0: number;
+  readonly tags: string[];
+  stream = false;
+  settled = false;
+  recorded = false;
+  private abortFn: (() => void) | null = null;
+  private readonly request: unknown;
+  private readonly raw: string | undefined;
+  private closeHandlers: (() => void)[] = [];
+  /**
+   * With n > 1: each choice's token fields (tagged `choice:<i>`). The call is then stored as one
+   * llm_call record per choice (same request and response), all in one transaction.
+   */
+  choices: Partial<NewLlmCall>[] | null = null;
+  /** What is known so far (backend, partial tokens), for the record of a cancelled call. */
+  snapshot: (() => Partial<NewLlmCall>) | null = null;
+
+  constructor(init: CallInit) {
+    this.ctx = init.ctx;
+    this.recorder = init.recorder;
+    this.reply = init.reply;
+    this.wire = init.wire;
+    this.errorWire = init.errorWire;
+    this.scope = init.scope;
+    this.request = init.request;
+    this.raw = init.raw;
+    this.t0 = init.t0;
+    this.tags = init.tags;
+    const res = init.reply.raw;
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      for (const h of this.closeHandlers) h();
+    });
+  }
+
+  elapsed(): number {
+    return Math.round((performance.now() - this.t0) * 1000) / 1000;
+  }
+
+  /** Runs when the harness goes away before the response is complete. */
+  onClientClose(handler: () => void): void {
+    this.closeHandlers.push(handler);
+  }
+
+  setAbort(fn: (() => void) | null): void {
+    this.abortFn = fn;
+  }
+
+  abortBackend(): void {
+    const fn = this.abortFn;
+    this.abortFn = null;
+    fn?.();
+  }
+
+  /** Stores the call (once); a rollout-less call (refused before a scope was known) stores nothing. */
+  async record(fields: Partial<NewLlmCall>): Promise<void> {
+    if (!this.scope || this.recorded) return;
+    this.recorded = true;
+    const s = this.scope;
+    const call: NewLlmCall = {
+      rollout_id: s.rolloutId,
+      attempt_id: s.attemptId,
+      recording_id: s.recording?.id ?? null,
+      wire_api: this.wire,
+      stream: this.stream,
+      request: this.request ?? null,
+      backend_request: null,
+      response: null,
+      prompt_ids: null,
+      response_ids: null,
+      response_logprobs: null,
+      token_source: 'text',
+      bridge: null,
+      finish_reason: null,
+      usage: null,
+      model: null,
+      model_version: null,
+      backend: null,
+      status: 'ok',
+      error: null,
+      http_status: null,
+      tags: this.tags,
+      queue_ms: null,
+      ttft_ms: null,
+      total_ms: this.elapsed(),
+      ...fields,
+    };
+    // Bodies are walked only when the request carries something key-like (the common case skips it);
+    // what the backend got and returned derives from the request, so it is redacted alike.
+    // Otherwise the request is stored as the harness sent it (its text, not re-serialised).
+    if (this.raw === undefined || hasSecret(this.raw, s.secrets)) {
+      call.request = redact(call.request, s.secrets);
+      if (call.backend_request != null)
+        call.backend_request = redact(plainValue(call.backend_request), s.secrets);
+      if (call.response != null) call.response = redact(plainValue(call.response), s.secrets);
+    } else if (call.request === this.request && this.request != null)
+      call.request = new JsonText(this.raw, this.request);
+    const choices = this.choices;
+    if (choices && choices.length > 1)
+      await this.recorder.recordAll(
+        choices.map((c) => ({ ...call, ...c, tags: [...call.tags, ...(c.tags ?? [])] })),
+      );
+    else await this.recorder.record(call);
+  }
+
+  /** Records a failed call and answers the harness with an error in its wire format. */
+  async fail(err: ProxyError, fields: Partial<NewLlmCall> = {}, output?: Output): Promise<void> {
+    if (this.settled) return;
+    this.settled = true;
+    try {
+      await this.record({ status: 'error', error: err.message, http_status: err.status, ...fields });
+    } catch (e) {
+      this.ctx.log('proxy: recording a failed call failed', { error: String(e) });
+    }
+    const body = output
+      ? output.error(err.status, err.message, err.param, err.code)
+      : errorBody(this.errorWire, err);
+    if (this.reply.sent || this.reply.raw.headersSent) {
+      this.reply.raw.destroy();
+      return;
+    }
+    if (err.retryAfterS !== null) this.reply.header('retry-after', String(err.retryAfterS));
+    this.reply
+      .code(err.status)
+      .header('content-type', 'application/json; charset=utf-8')
+      .send(JSON.stringify(body));
+  }
+}
+
+/**
+ * A backend's JSON answer, or null when it is not JSON or nests deeper than MAX_JSON_DEPTH (nothing
+ * may walk such a value: the record keeps the text instead).
+ */
+export function parseBackendJson(text: string): Json | null {
+  try {
+    return parseBoundedJson(text);
+  } catch {
+    return null;
+  }
+}
+
+/** Message of a backend error body (vLLM `{message}`, OpenAI `{error:{message}}`, or raw text). */
+export function backendErrorMessage(text: string): string {
+  try {
+    const j = parseBackendJson(text);
+    const m = j?.error?.message ?? j?.message ?? j?.detail ?? j?.error;
+    if (typeof m === 'string') return m;
+    if (m != null) return JSON.stringify(m).slice(0, 1000);
+  } catch {
+    // not JSON
+  }
+  return text.slice(0, 1000) || '(empty body)';
+}

@@ -1,0 +1,278 @@
+// Sending a call to an inference backend: the pool (affinity, least outstanding, fail-over, waiting
+// while weights load) or a fixed target, with the token bridge's decision applied.
+import type { BridgeRecord } from '../protocol/entities';
+import type { BackendKind } from './assemble';
+import { type Backend, type BackendPool, type BackendResponse, SendError, send } from './backends';
+import type { BridgeDecision } from './bridge';
+import type { Call } from './call';
+import { ProxyError } from './errors';
+
+type Json = Record<string, any>;
+
+/** A fixed target instead of the pool: a recording's upstream (vLLM or OpenAI). */
+export interface FixedTarget {
+  root: string;
+  name: string;
+  headers: Record<string, string>;
+  /** Add return_token_ids/logprobs (vLLM understands them; OpenAI does not). */
+  extras: boolean;
+  /**
+   * The names a vLLM upstream serves (its /v1/models), when known: a model name it does not serve (an
+   * agent's built-in side-call or router model) is sent as the first of them, as the pool does.
+   */
+  served?: string[] | null;
+  /** A vLLM upstream's max_model_len, when known (the bridge's default max_tokens). */
+  maxModelLen?: number | null;
+}
+
+/**
+ * `body` with its model name one the backend serves: unchanged when it serves it (or `served` is not
+ * known); else `preferred` (a run's model) when served, else the first served name (the base model).
+ */
+export function servedBody(
+  body: Json,
+  served: readonly string[] | null | undefined,
+  preferred?: string | null,
+): Json {
+  if (!served?.length || typeof body.model !== 'string' || served.includes(body.model)) return body;
+  return { ...body, model: preferred && served.includes(preferred) ? preferred : served[0] };
+}
+
+/** The request body for the backend: the harness's plus what makes vLLM return ids and logprobs. */
+export function backendBody(body: Json, kind: BackendKind, extras: boolean): Json {
+  const out: Json = Object.assign({}, body); // see fieldsOf: a spread here made adding the extras slow
+  if (!extras) return out;
+  out.return_token_ids = true;
+  if (kind === 'chat') out.logprobs = true;
+  else if (typeof body.logprobs !== 'number' || body.logprobs < 1) out.logprobs = 1;
+  return out;
+}
+
+/** Decides, once the backend is known, whether to send a bridged token prompt instead of `sent`. */
+export type BridgeFn = (b: Pick<Backend, 'root' | 'maxModelLen'>, sent: Json) => Promise<BridgeDecision>;
+
+export interface Dispatched {
+  res: BackendResponse;
+  /** Set when the token-in-token-out bridge sent a token prompt to /v1/completions. */
+  bridged: { prompt_ids: number[]; reused_tokens: number; thinking: boolean } | null;
+  /** Why the bridge was not used, as recorded (null when it was, or was not asked for). */
+  fallback: BridgeRecord | null;
+  /** The chat body (what the bridge was asked about), even when a completions body was sent. */
+  chatBody: Json;
+  backend: Backend | null;
+  backendName: string;
+  modelVersion: number | null;
+  body: Json;
+  payload: string;
+  release(): void;
+  queueMs: number;
+}
+
+/** The token prompt the bridge decided to send, if it did. */
+function bridgedOf(decision: BridgeDecision | null): Dispatched['bridged'] {
+  return decision?.ok
+    ? { prompt_ids: decision.prompt_ids, reused_tokens: decision.reused_tokens, thinking: decision.thinking }
+    : null;
+}
+
+/** Why the bridge did not send a token prompt, as the call records it. */
+function fallbackOf(decision: BridgeDecision | null): BridgeRecord | null {
+  if (!decision || decision.ok) return null;
+  return decision.change
+    ? { fallback: decision.reason, change: decision.change }
+    : { fallback: decision.reason };
+}
+
+/**
+ * Sends `body` to a backend: the pool (affinity + least outstanding, failing over when a backend
+ * cannot be reached) or a fixed target. Throws ProxyError (503/502/504) when nothing answers.
+ */
+export async function dispatch(
+  call: Call,
+  pool: BackendPool,
+  kind: BackendKind,
+  body: Json,
+  target: FixedTarget | null,
+  bridge?: BridgeFn,
+): Promise<Dispatched> {
+  const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
+  const timeoutMs = call.ctx.config.backend_timeout_ms;
+  if (target) {
+    const sent = servedBody(body, target.served);
+    const decision = bridge
+      ? await bridge({ root: target.root, maxModelLen: target.maxModelLen ?? null }, sent)
+      : null;
+    if (call.settled) throw new ProxyError(499, 'the client closed the request');
+    const sendBody = decision?.ok ? decision.body : sent;
+    const payload = JSON.stringify(sendBody);
+    call.snapshot = () => ({
+      backend_request: sendBody,
+      backend: target.name,
+      model: typeof sent.model === 'string' ? sent.model : null,
+    });
+    const queueMs = call.elapsed();
+    try {
+      const res = await send(target.root + (decision?.ok ? '/v1/completions' : path), {
+        body: payload,
+        headers: target.headers,
+        timeoutMs,
+        onRequest: (abort) => call.setAbort(abort),
+      });
+      return {
+        res,
+        bridged: bridgedOf(decision),
+        fallback: fallbackOf(decision),
+        chatBody: sent,
+        backend: null,
+        backendName: target.name,
+        modelVersion: null,
+        body: sendBody,
+        payload,
+        release: () => {},
+        queueMs,
+      };
+    } catch (e) {
+      throw sendFailure(e, target.name);
+    }
+  }
+  const tried = new Set<Backend>();
+  const runModel = call.scope?.runConfig?.model?.name;
+  /** Each backend that could not be reached this call, and why (the 502 names them all). */
+  const unreachable: { name: string; error: SendError }[] = [];
+  for (;;) {
+    const runId = call.scope?.rollout.run_id ?? null;
+    const b = pool.pick(call.scope?.rolloutId ?? null, tried, runId);
+    if (!b && tried.size === 0 && pool.loading(runId)) {
+      // New weights are loading: wait for them (or say when to retry) instead of failing.
+      if (call.scope?.runConfig?.inference?.while_loading === 'reject')
+        throw new ProxyError(
+          429,
+          'the inference backends of this run are loading new weights; retry shortly',
+          null,
+          'weights_loading',
+          2,
+        );
+      if (await pool.changed(Math.max(0, timeoutMs - call.elapsed()))) continue;
+    }
+    if (!b) {
+      if (unreachable.length > 0) throw unreachableFailure(unreachable);
+      throw new ProxyError(
+        503,
+        pool.size === 0
+          ? 'no inference backend is configured (start the daemon with --backend URL or start a run)'
+          : 'no healthy inference backend serves the required model version right now',
+        null,
+        'no_backend',
+      );
+    }
+    // Served names not known yet (the backend was down when it joined, e.g. a node whose vLLM is
+    // still starting): ask now, as long as the call may wait, so a name it does not serve (a LoRA
+    // adapter before the first step's weights are loaded) is rewritten instead of answered with 404.
+    if (b.models === null) {
+      if (b.modelsLoading) await b.modelsLoading;
+      if (b.models === null) await pool.refreshModels(b, Math.max(1, Math.round(timeoutMs - call.elapsed())));
+    }
+    const sent = servedBody(body, b.models, runModel);
+    let bridged: Dispatched['bridged'] = null;
+    let fallback: BridgeRecord | null = null;
+    let sendBody = sent;
+    let sendPath = path;
+    if (bridge) {
+      const decision = await bridge(b, sent);
+      if (decision.ok) {
+        bridged = bridgedOf(decision);
+        sendBody = decision.body;
+        sendPath = '/v1/completions';
+      } else fallback = fallbackOf(decision);
+      if (call.settled) throw new ProxyError(499, 'the client closed the request');
+    }
+    const payload = JSON.stringify(sendBody);
+    call.snapshot = () => ({
+      backend_request: sendBody,
+      backend: b.name,
+      model: typeof sent.model === 'string' ? sent.model : null,
+      model_version: b.modelVersion,
+    });
+    b.outstanding++;
+    b.total++;
+    let released = false;
+    const release = () => {
+      if (!released) {
+        released = true;
+        b.outstanding--;
+      }
+    };
+    const queueMs = call.elapsed();
+    try {
+      const res = await send(b.root + sendPath, {
+        body: payload,
+        timeoutMs,
+        onRequest: (abort) => call.setAbort(abort),
+      });
+      pool.markHealthy(b);
+      return {
+        res,
+        bridged,
+        fallback,
+        chatBody: sent,
+        backend: b,
+        backendName: b.name,
+        modelVersion: b.modelVersion,
+        body: sendBody,
+        payload,
+        release,
+        queueMs,
+      };
+    } catch (e) {
+      release();
+      if (e instanceof SendError && e.kind === 'connect' && !call.settled) {
+        pool.markUnhealthy(b, e.message);
+        tried.add(b);
+        unreachable.push({ name: b.name, error: e });
+        continue;
+      }
+      throw sendFailure(e, b.name);
+    }
+  }
+}
+
+/** What went wrong talking to one backend, without send()'s generic prefix. */
+function detail(e: SendError): string {
+  return e.message.replace(/^cannot reach backend: /, '');
+}
+
+export function sendFailure(e: unknown, name: string): ProxyError {
+  if (e instanceof ProxyError) return e;
+  if (e instanceof SendError) {
+    if (e.kind === 'timeout')
+      return new ProxyError(504, `backend ${name} timed out: ${e.message}`, null, 'backend_timeout');
+    if (e.kind === 'aborted') return new ProxyError(499, 'the client closed the request', null, 'cancelled');
+    if (e.kind === 'connect')
+      return new ProxyError(
+        502,
+        `backend ${name} could not be reached: ${detail(e)}`,
+        null,
+        'backend_unreachable',
+      );
+    return new ProxyError(502, `backend ${name} failed: ${e.message}`, null, 'backend_error');
+  }
+  return new ProxyError(
+    502,
+    `backend ${name} failed: ${e instanceof Error ? e.message : String(e)}`,
+    null,
+    'backend_error',
+  );
+}
+
+/** The 502 after failing over through every backend: each one by name, with how it failed. */
+function unreachableFailure(list: { name: string; error: SendError }[]): ProxyError {
+  if (list.length === 1) return sendFailure(list[0].error, list[0].name);
+  return new ProxyError(
+    502,
+    `none of the ${list.length} inference backends could be reached: ${list
+      .map((u) => `${u.name} (${detail(u.error)})`)
+      .join('; ')}`,
+    null,
+    'backend_unreachable',
+  );
+}

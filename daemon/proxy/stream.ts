@@ -1,0 +1,188 @@
+// A streamed answer relayed to the harness frame by frame while it is assembled for the record; the
+// closing frame waits for the record's commit.
+import type { NewLlmCall } from '../protocol/entities';
+import { type BackendKind, StreamAssembler, tokensOf } from './assemble';
+import { timedOut } from './backends';
+import { backendErrorMessage, type Call, parseBackendJson } from './call';
+import type { Dispatched } from './dispatch';
+import type { Output } from './output';
+import { choiceFields, fieldsOf, tokenFields } from './record-fields';
+import { SseParser } from './sse';
+import { CompletionToChatStream } from './tito';
+
+type Json = Record<string, any>;
+
+export async function finishStream(
+  call: Call,
+  d: Dispatched,
+  o: { kind: BackendKind; output: Output },
+  base: Partial<NewLlmCall>,
+  remember: (json: Json) => void,
+): Promise<void> {
+  const raw = call.reply.raw;
+  call.reply.hijack();
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  const asm = new StreamAssembler(o.kind, { logprobEntries: o.output.logprobEntries });
+  const out = o.output.open();
+  const parser = new SseParser();
+  const conv = d.bridged
+    ? new CompletionToChatStream({
+        model: String(d.chatBody.model),
+        prompt_ids: d.bridged.prompt_ids,
+        thinking: d.bridged.thinking,
+      })
+    : null;
+  let ttft: number | null = null;
+  let sawDone = false;
+
+  /** The record so far; `json` (asm.result()) is consumed: the native output strips it in place. */
+  const partial = (json: Json = asm.result()): Partial<NewLlmCall> => {
+    const source = d.bridged ? 'bridge' : 'backend';
+    const tokens = tokenFields(tokensOf(json, o.kind), source);
+    call.choices = choiceFields(json, o.kind, source);
+    let response: unknown = null;
+    try {
+      response = asm.chunks > 0 ? out.assembled(asm, json) : null;
+    } catch {
+      response = json;
+    }
+    return fieldsOf(base, tokens, { response, ttft_ms: ttft, http_status: 200 });
+  };
+
+  call.snapshot = () => partial();
+  await new Promise<void>((resolve) => {
+    const finish = (fn: () => Promise<void>) => {
+      if (call.settled) return resolve();
+      call.settled = true;
+      d.res.removeAllListeners('data');
+      fn()
+        .catch((e) => {
+          call.ctx.log('proxy: finishing a stream failed', { error: String(e) });
+          if (!raw.destroyed) raw.destroy();
+        })
+        .finally(resolve);
+    };
+    const failMid = (message: string, status: 'error' | 'cancelled' = 'error') =>
+      finish(async () => {
+        call.abortBackend();
+        try {
+          await call.record(fieldsOf(partial(), { status, error: message }));
+        } catch (e) {
+          call.ctx.log('proxy: recording a failed stream failed', { error: String(e) });
+        }
+        if (!raw.destroyed) raw.end(takePending() + out.error(message));
+      });
+    const complete = () =>
+      finish(async () => {
+        // The closing frames first: a translator's end() completes its open output item, so what is
+        // recorded is the final response the client gets (Responses: `response.completed`).
+        const closing = out.end();
+        try {
+          const json = asm.result();
+          remember(json);
+          await call.record(fieldsOf(partial(json), { status: 'ok', total_ms: call.elapsed() }));
+        } catch (e) {
+          if (!raw.destroyed)
+            raw.end(takePending() + out.error(`the call could not be recorded: ${String(e)}`));
+          return;
+        }
+        if (!raw.destroyed) raw.end(takePending() + closing);
+      });
+    call.onClientClose(() => resolve());
+
+    const onEvent = (data: string): boolean => {
+      if (data === '[DONE]') {
+        sawDone = true;
+        return true;
+      }
+      const obj = parseBackendJson(data);
+      if (obj === null) {
+        failMid(
+          `backend ${d.backendName} sent stream data that is not JSON (or nests too deep): ${data.slice(0, 200)}`,
+        );
+        return false;
+      }
+      if (obj && (obj.error || obj.object === 'error')) {
+        failMid(`backend ${d.backendName} reported an error mid-stream: ${backendErrorMessage(data)}`);
+        return false;
+      }
+      if (ttft === null && Array.isArray(obj.choices) && obj.choices.length > 0) {
+        const c = obj.choices[0];
+        if ((c.token_ids && c.token_ids.length > 0) || c.delta?.content || c.delta?.tool_calls || c.text)
+          ttft = call.elapsed();
+      }
+      if (conv) for (const c of conv.push(obj)) forward(c, null);
+      else forward(obj, data);
+      return true;
+    };
+    const forward = (obj: Json, data: string | null) => {
+      asm.push(obj);
+      pending += out.chunk(obj, data ?? JSON.stringify(obj));
+    };
+    // Frames that arrived in one event-loop turn (libuv reads a socket many times per poll phase, a
+    // few hundred bytes each) go out in one write right after it: one syscall instead of dozens,
+    // no added latency beyond the end of the current poll phase.
+    let pending = '';
+    let scheduled = false;
+    const flushNow = () => {
+      scheduled = false;
+      if (!pending || call.settled || raw.destroyed) return;
+      const ok = raw.write(pending);
+      pending = '';
+      if (!ok) {
+        d.res.pause();
+        raw.once('drain', () => d.res.resume());
+      }
+    };
+    const flush = () => {
+      if (!pending || scheduled) return;
+      scheduled = true;
+      setImmediate(flushNow);
+    };
+    /** The frames not yet written, taken (for the final write, which carries them). */
+    const takePending = () => {
+      const p = pending;
+      pending = '';
+      return p;
+    };
+
+    // Nothing thrown while relaying (a translator, a malformed chunk) may escape: it fails the call.
+    const guard = (fn: () => void) => {
+      try {
+        fn();
+      } catch (e) {
+        failMid(`proxy error while relaying the stream: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    };
+    d.res.on('data', (buf: Buffer) =>
+      guard(() => {
+        if (call.settled) return;
+        for (const ev of parser.push(buf)) if (!onEvent(ev.data) || call.settled) return;
+        flush();
+      }),
+    );
+    d.res.on('end', () =>
+      guard(() => {
+        if (call.settled) return;
+        for (const ev of parser.flush()) if (!onEvent(ev.data) || call.settled) return;
+        if (sawDone && conv) for (const c of conv.end()) forward(c, null);
+        // The content goes out now; only the closing frame waits for the record's commit.
+        flushNow();
+        if (sawDone) complete();
+        else failMid(`backend ${d.backendName} ended the stream before [DONE]`);
+      }),
+    );
+    d.res.on('close', () => {
+      if (call.settled || d.res.complete) return;
+      failMid(
+        timedOut.has(d.res)
+          ? `backend ${d.backendName} went silent mid-stream (timeout ${call.ctx.config.backend_timeout_ms} ms)`
+          : `backend ${d.backendName} closed the connection mid-stream`,
+      );
+    });
+  });
+}
