@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -26,8 +28,42 @@ export function child(
   env: Record<string, string> = {},
   flags: string[] = [],
 ): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
+  return spawned([...flags, '--import', 'tsx', '--input-type=module', '-e', script], env);
+}
+
+/**
+ * Bundles `entry` (a path under bench/) as the daemon's build does (esbuild, ESM, packages external,
+ * no tsx and its keepNames wrappers) and runs it like `child`: the figures are the shipped code's.
+ */
+export async function bundledChild(
+  entry: string,
+  env: Record<string, string> = {},
+  flags: string[] = [],
+): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
+  const outfile = join(root, 'dist', 'bench', `${basename(entry, '.ts')}.mjs`);
+  await build({
+    entryPoints: [join(root, 'bench', entry)],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    sourcemap: true,
+    logLevel: 'warning',
+    banner: {
+      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+    },
+  });
+  return spawned([...flags, '--enable-source-maps', outfile], env);
+}
+
+function spawned(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [...flags, '--import', 'tsx', '--input-type=module', '-e', script], {
+    const proc = spawn(process.execPath, args, {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],

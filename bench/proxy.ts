@@ -1,6 +1,7 @@
 // Proxy overhead against fake-vllm, proxied vs direct, recording ON (a real SQLite store, and a
 // PostgreSQL one beside it when HARNESS_RL_TEST_PG answers). fake-vllm, a minimal pass-through and
-// each proxy run in their own child process; this process is the client.
+// each proxy run in their own child process (the proxy bundled as the daemon is:
+// servers/proxy.ts); this process is the client.
 //   proxy.overhead   nonstream / stream_ttft: added p50/p99 latency, over direct and over the pass-through
 //                    (goal over the pass-through: p50 < 0.5 ms, p99 < 2 ms)
 //   proxy.throughput concurrency 64: proxy_rps / direct_rps and / passthrough_rps (goal >= 0.8 of it)
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
 import { dropPgSchema, pgSchemaUrl, postgresProblem } from '../daemon/store/pg-testing';
 import { chat, post, type Target } from './client';
-import { child, cpuOf, emit, quantile, root, round } from './emit';
+import { bundledChild, child, cpuOf, emit, quantile, root, round } from './emit';
 import { monotonicUs, newestProfile, stagesPerCall } from './profile';
 
 const FAKE = `
@@ -46,27 +47,6 @@ const server = createServer((req, res) => {
   });
 });
 server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ url: 'http://127.0.0.1:' + server.address().port + '/v1' }) + '\\n'));
-`;
-
-const PROXY = `
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Fastify from 'fastify';
-import { DaemonConfig } from '${root}daemon/protocol/config.ts';
-import { registerProxy } from '${root}daemon/proxy/index.ts';
-import { openStore } from '${root}daemon/store/open.ts';
-const dataDir = mkdtempSync(join(tmpdir(), 'harness-rl-bench-'));
-const store = await openStore(process.env.STORE, dataDir);
-const config = DaemonConfig.parse({ port: 0, backends: [process.env.BACKEND] });
-const ctx = { store, config, token: 'bench-token', dataDir, baseUrl: () => '', log: () => {} };
-const app = Fastify({ logger: false, bodyLimit: config.body_limit_bytes });
-await registerProxy(app, ctx);
-await app.listen({ port: 0, host: '127.0.0.1' });
-const r = await store.createRollout({ kind: 'standalone' });
-await store.startAttempt(r.id, 'bench');
-process.on('SIGINT', () => store.close().finally(() => process.exit(0)));
-process.stdout.write(JSON.stringify({ url: 'http://127.0.0.1:' + app.server.address().port + '/r/' + r.id + '/v1', key: r.key }) + '\\n');
 `;
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
@@ -154,7 +134,7 @@ export default async function main(): Promise<void> {
     const profileDir = profile ? join(profile, store) : null;
     if (profileDir) mkdirSync(profileDir, { recursive: true });
     const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_SCHEMA);
-    const p = await child(PROXY, { BACKEND: fake.info.url, STORE: spec }, [
+    const p = await bundledChild('servers/proxy.ts', { BACKEND: fake.info.url, STORE: spec }, [
       ...DAEMON_NODE_FLAGS,
       ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
     ]);
