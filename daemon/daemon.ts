@@ -9,6 +9,7 @@ import { ensureToken } from './config/token';
 import type { DaemonContext } from './context';
 import { DaemonConfig, type DaemonConfigInput } from './protocol/config';
 import { registerProxy } from './proxy';
+import { proxyServerFactory } from './proxy/front';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
 
@@ -75,6 +76,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let url = '';
   const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log };
   const app = Fastify({
+    serverFactory: proxyServerFactory(),
     logger: false,
     bodyLimit: config.body_limit_bytes,
     forceCloseConnections: true,

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import { DaemonConfig } from '../../daemon/protocol/config';
+import { proxyServerFactory } from '../../daemon/proxy/front';
 import { registerProxy } from '../../daemon/proxy/index';
 import { openStore } from '../../daemon/store/open';
 
@@ -13,7 +14,11 @@ const dataDir = mkdtempSync(join(tmpdir(), 'harness-rl-bench-'));
 const store = await openStore(process.env.STORE ?? 'sqlite', dataDir);
 const config = DaemonConfig.parse({ port: 0, backends: [process.env.BACKEND] });
 const ctx = { store, config, token: 'bench-token', dataDir, baseUrl: () => '', log: () => {} };
-const app = Fastify({ logger: false, bodyLimit: config.body_limit_bytes });
+const app = Fastify({
+  serverFactory: proxyServerFactory(),
+  logger: false,
+  bodyLimit: config.body_limit_bytes,
+});
 await registerProxy(app, ctx);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const r = await store.createRollout({ kind: 'standalone' });

@@ -1,12 +1,13 @@
 // One proxied call's state: its scope, reply, record (written once, before the last byte reaches the
 // harness) and the error answer in the harness's wire format.
-import type { FastifyReply } from 'fastify';
+import type { ServerResponse } from 'node:http';
 import { parseBoundedJson } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { NewLlmCall, WireApi } from '../protocol/entities';
 import { JsonText, plainValue } from '../store/json-text';
 import type { BackendPool } from './backends';
 import { type ErrorWire, errorBody, type ProxyError } from './errors';
+import { sendJson } from './front';
 import type { Output } from './output';
 import type { Recorder } from './recorder';
 import { hasSecret, redact } from './redact';
@@ -18,7 +19,7 @@ export interface CallInit {
   ctx: DaemonContext;
   recorder: Recorder;
   pool: BackendPool;
-  reply: FastifyReply;
+  res: ServerResponse;
   wire: WireApi;
   errorWire: ErrorWire;
   scope: Scope | null;
@@ -33,7 +34,8 @@ export interface CallInit {
 export class Call {
   readonly ctx: DaemonContext;
   readonly recorder: Recorder;
-  readonly reply: FastifyReply;
+  /** The harness's response. */
+  readonly res: ServerResponse;
   readonly wire: WireApi;
   readonly errorWire: ErrorWire;
   scope: Scope | null;
@@ -57,7 +59,7 @@ export class Call {
   constructor(init: CallInit) {
     this.ctx = init.ctx;
     this.recorder = init.recorder;
-    this.reply = init.reply;
+    this.res = init.res;
     this.wire = init.wire;
     this.errorWire = init.errorWire;
     this.scope = init.scope;
@@ -65,7 +67,7 @@ export class Call {
     this.raw = init.raw;
     this.t0 = init.t0;
     this.tags = init.tags;
-    const res = init.reply.raw;
+    const res = init.res;
     res.on('close', () => {
       if (res.writableFinished) return;
       for (const h of this.closeHandlers) h();
@@ -154,15 +156,16 @@ export class Call {
     const body = output
       ? output.error(err.status, err.message, err.param, err.code)
       : errorBody(this.errorWire, err);
-    if (this.reply.sent || this.reply.raw.headersSent) {
-      this.reply.raw.destroy();
+    if (this.res.headersSent || this.res.writableEnded) {
+      this.res.destroy();
       return;
     }
-    if (err.retryAfterS !== null) this.reply.header('retry-after', String(err.retryAfterS));
-    this.reply
-      .code(err.status)
-      .header('content-type', 'application/json; charset=utf-8')
-      .send(JSON.stringify(body));
+    sendJson(
+      this.res,
+      err.status,
+      JSON.stringify(body),
+      err.retryAfterS !== null ? { 'retry-after': String(err.retryAfterS) } : {},
+    );
   }
 }
 

@@ -1,7 +1,8 @@
 // The LLM proxy: OpenAI (chat/completions, completions, responses, models) and Anthropic (messages)
 // wire APIs under `/r/<rolloutId>/v1/...` (rollout-scoped) and `/v1/...` (the active recording
 // session). Every call goes to an inference backend (or a recording's upstream) and is recorded.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { parseJsonBody } from '../api/body';
 import type { DaemonContext } from '../context';
@@ -19,6 +20,7 @@ import { BridgeMemory } from './bridge';
 import { Call } from './call';
 import { backendBody, type FixedTarget, servedBody } from './dispatch';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
+import { installFront, type ProxyRequest, proxyRequest, readBody, sendJson } from './front';
 import { nativeOutput, type Output, translatedOutput } from './output';
 import { passthrough } from './passthrough';
 import { runCall } from './pipeline';
@@ -70,7 +72,6 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   } catch (e) {
     ctx.log('proxy: side_models is not a valid regular expression; using the default', { error: String(e) });
   }
-  const rawBodies = new WeakMap<FastifyRequest, string>();
   const memory = new BridgeMemory();
   const recorder = new Recorder(ctx.store);
   /**
@@ -87,10 +88,9 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   };
 
   /** The scope of a request from its path and key (throws ProxyError 401/403/404/409). */
-  const scopeOf = (req: FastifyRequest): Promise<Scope> => {
-    const rid = (req.params as { rid?: string }).rid;
+  const scopeOf = (req: ProxyRequest): Promise<Scope> => {
     const key = keyOf(req.headers);
-    return rid !== undefined ? scopes.forRollout(rid, key) : scopes.forUnscoped(key);
+    return req.rid !== undefined ? scopes.forRollout(req.rid, key) : scopes.forUnscoped(key);
   };
 
   const sideTags = (scope: Scope, body: unknown, countTokensCall = false): string[] => {
@@ -106,14 +106,14 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
    * A call of `req`. A body that could not be parsed (malformed, nested too deep) is recorded as its
    * raw text, truncated, so nothing ever walks it.
    */
-  const newCall = (req: FastifyRequest, reply: FastifyReply, wire: WireApi, t0: number) => {
-    const raw = rawBodies.get(req);
+  const newCall = (req: ProxyRequest, res: ServerResponse, wire: WireApi, t0: number) => {
+    const raw = req.raw;
     const parsed = req.body !== undefined || raw === undefined || raw.trim() === '';
     const call = new Call({
       ctx,
       recorder,
       pool,
-      reply,
+      res,
       wire,
       errorWire: wire === 'messages' ? 'anthropic' : 'openai',
       scope: null,
@@ -174,7 +174,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     );
   };
 
-  const anthropicHeaders = async (req: FastifyRequest): Promise<Record<string, string>> => {
+  const anthropicHeaders = async (req: ProxyRequest): Promise<Record<string, string>> => {
     const key = upstreamKey(ctx.dataDir, 'anthropic');
     if (!key)
       throw new ProxyError(
@@ -191,9 +191,9 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   };
 
   /** Chat Completions and Completions, native. */
-  const native = (kind: 'chat' | 'completions') => async (req: FastifyRequest, reply: FastifyReply) => {
+  const native = (kind: 'chat' | 'completions') => async (req: ProxyRequest, res: ServerResponse) => {
     const t0 = performance.now();
-    const call = newCall(req, reply, kind, t0);
+    const call = newCall(req, res, kind, t0);
     try {
       call.scope = await scopeOf(req);
     } catch (e) {
@@ -222,9 +222,9 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
 
   /** Responses, Messages and Gemini: translated to chat for the backends, or relayed to a native upstream. */
   const translated =
-    (wire: 'responses' | 'messages' | 'gemini') => async (req: FastifyRequest, reply: FastifyReply) => {
+    (wire: 'responses' | 'messages' | 'gemini') => async (req: ProxyRequest, res: ServerResponse) => {
       const t0 = performance.now();
-      const call = newCall(req, reply, wire, t0);
+      const call = newCall(req, res, wire, t0);
       // Gemini errors in Google's shape from the start (the others' errorWire covers them).
       const early = wire === 'gemini' ? translatedOutput(geminiTranslator, null) : undefined;
       let body = req.body as Json;
@@ -232,7 +232,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
         const found = geminiTarget(req);
         if (!found || found.method === 'countTokens')
           return call.fail(
-            new ProxyError(404, `no Gemini method ${req.url.split('?')[0]}`, null, 'unknown_route'),
+            new ProxyError(404, `no Gemini method ${req.path}`, null, 'unknown_route'),
             {},
             early,
           );
@@ -337,9 +337,9 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
 
   /** Anthropic count_tokens: the upstream's own, or the backend's tokenizer over the translated chat. */
   const countTokensRoute =
-    (wire: 'messages' | 'gemini') => async (req: FastifyRequest, reply: FastifyReply) => {
+    (wire: 'messages' | 'gemini') => async (req: ProxyRequest, res: ServerResponse) => {
       const t0 = performance.now();
-      const call = newCall(req, reply, wire, t0);
+      const call = newCall(req, res, wire, t0);
       const early = wire === 'gemini' ? translatedOutput(geminiTranslator, null) : undefined;
       const model = wire === 'gemini' ? (geminiTarget(req)?.model ?? '') : '';
       if (wire === 'gemini') geminiKey(req);
@@ -391,30 +391,31 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
             : await countTokens(req.body, tokenize);
         call.settled = true;
         await call.record({ response: result, http_status: 200, total_ms: call.elapsed() });
-        return reply.code(200).send(result);
+        return sendJson(res, 200, JSON.stringify(result));
       } catch (e) {
         if (e instanceof z.ZodError) return call.fail(invalidBody(e), {}, early);
         return call.fail(asProxyError(e), {}, early);
       }
     };
 
-  const models = async (req: FastifyRequest, reply: FastifyReply) => {
+  const models = async (req: ProxyRequest, res: ServerResponse) => {
     const anthropic = req.headers['anthropic-version'] !== undefined;
     const fail = (e: unknown) => {
       const err = asProxyError(e);
-      return reply
-        .code(err.status)
-        .send(
+      return sendJson(
+        res,
+        err.status,
+        JSON.stringify(
           anthropic
             ? anthropicErrorBody(err.status, err.message)
             : openaiErrorBody(err.status, err.message, null, err.code),
-        );
+        ),
+      );
     };
     let upstream: Scope['upstream'] = null;
-    const rid = (req.params as { rid?: string }).rid;
     const key = keyOf(req.headers);
     try {
-      if (rid !== undefined || !scopes.isDaemonToken(key) || (await scopes.activeRecording())) {
+      if (req.rid !== undefined || !scopes.isDaemonToken(key) || (await scopes.activeRecording())) {
         upstream = (await scopeOf(req)).upstream;
       }
       if (upstream && upstream.kind !== 'vllm') {
@@ -425,103 +426,128 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
         const base =
           upstream.base_url ??
           (upstream.kind === 'anthropic' ? 'https://api.anthropic.com' : 'https://api.openai.com/v1');
-        const res = await send(`${rootUrl(base)}/v1/models`, { method: 'GET', headers, timeoutMs: 30_000 });
-        const text = await readText(res);
-        return reply
-          .code(res.statusCode ?? 502)
-          .header('content-type', 'application/json')
-          .send(text);
+        const answer = await send(`${rootUrl(base)}/v1/models`, {
+          method: 'GET',
+          headers,
+          timeoutMs: 30_000,
+        });
+        const text = await readText(answer);
+        return sendJson(res, answer.statusCode ?? 502, text);
       }
       let names: string[];
       if (upstream?.kind === 'vllm' && upstream.base_url) {
-        const res = await send(`${rootUrl(upstream.base_url)}/v1/models`, {
+        const answer = await send(`${rootUrl(upstream.base_url)}/v1/models`, {
           method: 'GET',
           timeoutMs: 30_000,
         });
-        const json = JSON.parse(await readText(res)) as { data?: { id: string }[] };
+        const json = JSON.parse(await readText(answer)) as { data?: { id: string }[] };
         names = (json.data ?? []).map((m) => m.id);
       } else names = await pool.models();
       if (anthropic)
-        return reply.send({
-          data: names.map((id) => ({
-            type: 'model',
-            id,
-            display_name: id,
-            created_at: '1970-01-01T00:00:00Z',
-          })),
-          has_more: false,
-          first_id: names[0] ?? null,
-          last_id: names.at(-1) ?? null,
-        });
-      return reply.send({
-        object: 'list',
-        data: names.map((id) => ({ id, object: 'model', created: 0, owned_by: 'harness-rl' })),
-      });
+        return sendJson(
+          res,
+          200,
+          JSON.stringify({
+            data: names.map((id) => ({
+              type: 'model',
+              id,
+              display_name: id,
+              created_at: '1970-01-01T00:00:00Z',
+            })),
+            has_more: false,
+            first_id: names[0] ?? null,
+            last_id: names.at(-1) ?? null,
+          }),
+        );
+      return sendJson(
+        res,
+        200,
+        JSON.stringify({
+          object: 'list',
+          data: names.map((id) => ({ id, object: 'model', created: 0, owned_by: 'harness-rl' })),
+        }),
+      );
     } catch (e) {
       return fail(e);
     }
   };
 
-  const unknownRoute = async (req: FastifyRequest, reply: FastifyReply) => {
-    const err = new ProxyError(
-      404,
-      `no proxy route ${req.method} ${req.url.split('?')[0]}`,
-      null,
-      'unknown_route',
-    );
-    return reply.code(404).send(errorBody(wireOfUrl(req.url), err));
+  const unknownRoute = async (req: ProxyRequest, res: ServerResponse) => {
+    const err = new ProxyError(404, `no proxy route ${req.method} ${req.path}`, null, 'unknown_route');
+    return sendJson(res, 404, JSON.stringify(errorBody(wireOfUrl(req.url), err)));
   };
 
-  await app.register(async (proxy) => {
-    proxy.removeAllContentTypeParsers();
-    proxy.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, (req, text, done) => {
-      const raw = String(text);
-      rawBodies.set(req, raw);
-      const parsed = parseJsonBody(raw);
-      if ('value' in parsed) return done(null, parsed.value);
-      const { code, message } = parsed.problem;
-      done(
-        new ProxyError(
+  type Handler = (req: ProxyRequest, res: ServerResponse) => Promise<unknown>;
+  const posts: Record<string, Handler> = {
+    '/v1/chat/completions': native('chat'),
+    '/v1/completions': native('completions'),
+    '/v1/responses': translated('responses'),
+    '/v1/messages': translated('messages'),
+    '/v1/messages/count_tokens': countTokensRoute('messages'),
+  };
+  const geminiCount = countTokensRoute('gemini');
+  const geminiGenerate = translated('gemini');
+  /** The handler of a request under the proxy's paths; null leaves it to fastify (its 404). */
+  const routeOf = (req: ProxyRequest): Handler | null => {
+    if (req.path.startsWith('/v1beta/models/')) {
+      if (req.method !== 'POST') return null;
+      return geminiTarget(req)?.method === 'countTokens' ? geminiCount : geminiGenerate;
+    }
+    if (req.method === 'POST') return posts[req.path] ?? unknownRoute;
+    if ((req.method === 'GET' || req.method === 'HEAD') && req.path === '/v1/models') return models;
+    return unknownRoute;
+  };
+
+  /** A request that failed before its handler answered: a failed call on a known rollout, and the error. */
+  const failRequest = async (err: unknown, req: ProxyRequest, res: ServerResponse) => {
+    const e = asProxyError(err);
+    if (res.headersSent) {
+      ctx.log('proxy: a handler failed after answering', { error: e.message });
+      if (!res.writableEnded) res.destroy();
+      return;
+    }
+    try {
+      if (req.method === 'POST') {
+        const call = newCall(req, res, wireApiOfUrl(req.path), performance.now());
+        call.scope = await scopeOf(req);
+        return await call.fail(e);
+      }
+    } catch {
+      // unknown rollout or wrong key: nothing to record
+    }
+    if (!res.headersSent) sendJson(res, e.status, JSON.stringify(errorBody(wireOfUrl(req.path), e)));
+  };
+
+  let closing = false;
+  const serve = async (req: ProxyRequest, msg: IncomingMessage, res: ServerResponse, handler: Handler) => {
+    if (closing) throw new ProxyError(503, 'the daemon is shutting down', null, 'closing');
+    if (req.method === 'POST') {
+      req.raw = await readBody(msg, bodyLimit);
+      const parsed = parseJsonBody(req.raw);
+      if ('problem' in parsed) {
+        const { code, message } = parsed.problem;
+        throw new ProxyError(
           400,
           code === 'invalid_json'
             ? `invalid JSON body: ${message.replace(/^malformed JSON body: /, '')}`
             : message,
           null,
           code,
-        ),
-        undefined,
-      );
-    });
-    proxy.setErrorHandler(async (err, req, reply) => {
-      const e = asProxyError(err, bodyLimit);
-      const wire = wireOfUrl(req.url);
-      // A body the proxy could not read still leaves a failed call on a known rollout.
-      try {
-        if (req.method === 'POST') {
-          const call = newCall(req, reply, wireApiOfUrl(req.url), performance.now());
-          call.scope = await scopeOf(req);
-          return call.fail(e);
-        }
-      } catch {
-        // unknown rollout or wrong key: nothing to record
+        );
       }
-      return reply.code(e.status).send(errorBody(wire, e));
-    });
-    for (const prefix of ['', '/r/:rid']) {
-      const opts = { bodyLimit };
-      proxy.post(`${prefix}/v1/chat/completions`, opts, native('chat'));
-      proxy.post(`${prefix}/v1/completions`, opts, native('completions'));
-      proxy.post(`${prefix}/v1/responses`, opts, translated('responses'));
-      proxy.post(`${prefix}/v1/messages`, opts, translated('messages'));
-      proxy.post(`${prefix}/v1/messages/count_tokens`, opts, countTokensRoute('messages'));
-      proxy.post(`${prefix}/v1beta/models/*`, opts, (req, reply) =>
-        geminiTarget(req)?.method === 'countTokens'
-          ? countTokensRoute('gemini')(req, reply)
-          : translated('gemini')(req, reply),
-      );
-      proxy.get(`${prefix}/v1/models`, models);
-      proxy.all(`${prefix}/v1/*`, unknownRoute);
+      req.body = parsed.value;
     }
+    await handler(req, res);
+  };
+  installFront(app.server, (msg, res) => {
+    const req = proxyRequest(msg);
+    const handler = req && routeOf(req);
+    if (!req || !handler) return false;
+    serve(req, msg, res, handler).catch((err) => failRequest(err, req, res));
+    return true;
+  });
+  app.addHook('preClose', async () => {
+    closing = true;
   });
   app.addHook('onClose', async () => scopes.close());
 
@@ -538,19 +564,17 @@ function truncate(raw: string): string {
 
 /** `…/v1beta/models/<model>:generateContent` or `:streamGenerateContent`: the model and whether to stream. */
 function geminiTarget(
-  req: FastifyRequest,
+  req: ProxyRequest,
 ): { model: string; method: 'generateContent' | 'streamGenerateContent' | 'countTokens' } | null {
-  const m = /\/v1beta\/models\/([^/?:]+):(generateContent|streamGenerateContent|countTokens)(?:\?|$)/.exec(
-    req.url,
-  );
+  const m = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent|countTokens)$/.exec(req.path);
   if (!m) return null;
   return { model: decodeURIComponent(m[1]), method: m[2] as 'generateContent' };
 }
 
 /** Google clients may send the key as `?key=` instead of x-goog-api-key: read it as that header. */
-function geminiKey(req: FastifyRequest): void {
-  const key = (req.query as { key?: unknown } | undefined)?.key;
-  if (typeof key === 'string' && !keyOf(req.headers)) req.headers['x-goog-api-key'] = key;
+function geminiKey(req: ProxyRequest): void {
+  const key = req.query.get('key');
+  if (key !== null && !keyOf(req.headers)) req.headers['x-goog-api-key'] = key;
 }
 
 function wireApiOfUrl(url: string): WireApi {
@@ -561,19 +585,7 @@ function wireApiOfUrl(url: string): WireApi {
   return 'chat';
 }
 
-function asProxyError(e: unknown, bodyLimit?: number): ProxyError {
+function asProxyError(e: unknown): ProxyError {
   if (e instanceof ProxyError) return e;
-  const fe = e as { code?: string; statusCode?: number; message?: string };
-  if (fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-    return new ProxyError(
-      413,
-      `request body too large (limit ${bodyLimit ?? '?'} bytes)`,
-      null,
-      'body_too_large',
-    );
-  if (fe?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || fe?.code === 'FST_ERR_CTP_EMPTY_JSON_BODY')
-    return new ProxyError(400, fe.message ?? 'bad request body', null, 'invalid_body');
-  if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500)
-    return new ProxyError(fe.statusCode, fe.message ?? 'bad request');
   return new ProxyError(500, `proxy error: ${e instanceof Error ? e.message : String(e)}`, null, 'internal');
 }

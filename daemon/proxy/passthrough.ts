@@ -190,12 +190,12 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
         return;
       }
     }
-    call.reply.code(status).header('content-type', ctype).send(text);
+    call.res.writeHead(status, { 'content-type': ctype, 'content-length': Buffer.byteLength(text) });
+    call.res.end(text);
     return;
   }
 
-  const raw = call.reply.raw;
-  call.reply.hijack();
+  const raw = call.res;
   raw.writeHead(status, { 'content-type': ctype, 'cache-control': 'no-cache', connection: 'keep-alive' });
   const parser = new SseParser();
   const messages = new MessagesAssembler();

@@ -173,11 +173,9 @@ async function finishWhole(
     await call.fail(new ProxyError(500, `the call could not be recorded: ${String(e)}`), {}, o.output);
     return;
   }
-  // Straight to the socket: the record is committed, nothing else needs fastify's reply pipeline.
-  call.reply.hijack();
-  call.reply.raw.writeHead(200, {
+  call.res.writeHead(200, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(answer),
   });
-  call.reply.raw.end(answer);
+  call.res.end(answer);
 }

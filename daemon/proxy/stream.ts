@@ -1,12 +1,13 @@
 // A streamed answer relayed to the harness frame by frame while it is assembled for the record; the
 // closing frame waits for the record's commit.
 import type { NewLlmCall } from '../protocol/entities';
-import { type BackendKind, StreamAssembler, tokensOf } from './assemble';
+import { type BackendKind, tokensOf } from './assemble';
 import { timedOut } from './backends';
-import { backendErrorMessage, type Call, parseBackendJson } from './call';
+import type { Call } from './call';
 import type { Dispatched } from './dispatch';
 import type { Output } from './output';
 import { choiceFields, fieldsOf, tokenFields } from './record-fields';
+import { StreamRelay } from './relay';
 import { SseParser } from './sse';
 import { CompletionToChatStream } from './tito';
 
@@ -19,25 +20,29 @@ export async function finishStream(
   base: Partial<NewLlmCall>,
   remember: (json: Json) => void,
 ): Promise<void> {
-  const raw = call.reply.raw;
-  call.reply.hijack();
+  const raw = call.res;
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     connection: 'keep-alive',
   });
-  const asm = new StreamAssembler(o.kind, { logprobEntries: o.output.logprobEntries });
   const out = o.output.open();
   const parser = new SseParser();
-  const conv = d.bridged
-    ? new CompletionToChatStream({
-        model: String(d.chatBody.model),
-        prompt_ids: d.bridged.prompt_ids,
-        thinking: d.bridged.thinking,
-      })
-    : null;
-  let ttft: number | null = null;
-  let sawDone = false;
+  const relay = new StreamRelay({
+    kind: o.kind,
+    out,
+    conv: d.bridged
+      ? new CompletionToChatStream({
+          model: String(d.chatBody.model),
+          prompt_ids: d.bridged.prompt_ids,
+          thinking: d.bridged.thinking,
+        })
+      : null,
+    logprobEntries: o.output.logprobEntries,
+    backendName: d.backendName,
+    elapsed: () => call.elapsed(),
+  });
+  const asm = relay.asm;
 
   /** The record so far; `json` (asm.result()) is consumed: the native output strips it in place. */
   const partial = (json: Json = asm.result()): Partial<NewLlmCall> => {
@@ -50,7 +55,7 @@ export async function finishStream(
     } catch {
       response = json;
     }
-    return fieldsOf(base, tokens, { response, ttft_ms: ttft, http_status: 200 });
+    return fieldsOf(base, tokens, { response, ttft_ms: relay.ttft, http_status: 200 });
   };
 
   call.snapshot = () => partial();
@@ -95,60 +100,30 @@ export async function finishStream(
     call.onClientClose(() => resolve());
 
     const onEvent = (data: string): boolean => {
-      if (data === '[DONE]') {
-        sawDone = true;
-        return true;
-      }
-      const obj = parseBackendJson(data);
-      if (obj === null) {
-        failMid(
-          `backend ${d.backendName} sent stream data that is not JSON (or nests too deep): ${data.slice(0, 200)}`,
-        );
-        return false;
-      }
-      if (obj && (obj.error || obj.object === 'error')) {
-        failMid(`backend ${d.backendName} reported an error mid-stream: ${backendErrorMessage(data)}`);
-        return false;
-      }
-      if (ttft === null && Array.isArray(obj.choices) && obj.choices.length > 0) {
-        const c = obj.choices[0];
-        if ((c.token_ids && c.token_ids.length > 0) || c.delta?.content || c.delta?.tool_calls || c.text)
-          ttft = call.elapsed();
-      }
-      if (conv) for (const c of conv.push(obj)) forward(c, null);
-      else forward(obj, data);
-      return true;
-    };
-    const forward = (obj: Json, data: string | null) => {
-      asm.push(obj);
-      pending += out.chunk(obj, data ?? JSON.stringify(obj));
+      const failure = relay.event(data);
+      if (failure !== null) failMid(failure);
+      return failure === null;
     };
     // Frames that arrived in one event-loop turn (libuv reads a socket many times per poll phase, a
     // few hundred bytes each) go out in one write right after it: one syscall instead of dozens,
     // no added latency beyond the end of the current poll phase.
-    let pending = '';
     let scheduled = false;
     const flushNow = () => {
       scheduled = false;
-      if (!pending || call.settled || raw.destroyed) return;
-      const ok = raw.write(pending);
-      pending = '';
+      if (!relay.pending || call.settled || raw.destroyed) return;
+      const ok = raw.write(relay.take());
       if (!ok) {
         d.res.pause();
         raw.once('drain', () => d.res.resume());
       }
     };
     const flush = () => {
-      if (!pending || scheduled) return;
+      if (!relay.pending || scheduled) return;
       scheduled = true;
       setImmediate(flushNow);
     };
     /** The frames not yet written, taken (for the final write, which carries them). */
-    const takePending = () => {
-      const p = pending;
-      pending = '';
-      return p;
-    };
+    const takePending = () => relay.take();
 
     // Nothing thrown while relaying (a translator, a malformed chunk) may escape: it fails the call.
     const guard = (fn: () => void) => {
@@ -169,10 +144,10 @@ export async function finishStream(
       guard(() => {
         if (call.settled) return;
         for (const ev of parser.flush()) if (!onEvent(ev.data) || call.settled) return;
-        if (sawDone && conv) for (const c of conv.end()) forward(c, null);
+        relay.end();
         // The content goes out now; only the closing frame waits for the record's commit.
         flushNow();
-        if (sawDone) complete();
+        if (relay.sawDone) complete();
         else failMid(`backend ${d.backendName} ended the stream before [DONE]`);
       }),
     );

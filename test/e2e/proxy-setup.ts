@@ -11,6 +11,7 @@ import type { DaemonContext } from '../../daemon/context';
 import { DaemonConfig, RunConfig } from '../../daemon/protocol/config';
 import type { LlmCall } from '../../daemon/protocol/entities';
 import { type ProxyHandle, registerProxy } from '../../daemon/proxy';
+import { proxyServerFactory } from '../../daemon/proxy/front';
 import { openStore } from '../../daemon/store/open';
 import type { Store } from '../../daemon/store/store';
 import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
@@ -54,7 +55,12 @@ export async function startTestProxy(
   });
   let url = '';
   const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log: () => {} };
-  const app = Fastify({ logger: false, bodyLimit: config.body_limit_bytes, forceCloseConnections: true });
+  const app = Fastify({
+    serverFactory: proxyServerFactory(),
+    logger: false,
+    bodyLimit: config.body_limit_bytes,
+    forceCloseConnections: true,
+  });
   const proxy = await registerProxy(app, ctx);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();

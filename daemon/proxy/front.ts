@@ -1,0 +1,133 @@
+// The proxy's own front on the daemon's HTTP server: a request under `/v1/…`, `/v1beta/models/…` or
+// `/r/<rollout>/…` above them goes from node:http straight to its proxy handler; every other request
+// goes on to fastify (the API, the cluster's routes). Fastify's router, hooks, body parsing and reply
+// pipeline cost more per proxied call than the recording does (bench `proxy.profile`), and the proxy
+// answers in its harness's wire format anyway.
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { ProxyError } from './errors';
+
+/** Takes a request (true) or leaves it to fastify (false). */
+export type FrontHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+interface Slot {
+  handler: FrontHandler | null;
+}
+
+const FRONT = Symbol('harness-rl proxy front');
+
+/**
+ * Fastify's `serverFactory` for a daemon that serves the proxy: node:http servers that offer each
+ * request to the proxy's front first (every server fastify makes for one listen shares the front).
+ */
+export function proxyServerFactory(): (handler: RequestListener) => Server {
+  const slot: Slot = { handler: null };
+  return (fastifyHandler) => {
+    const server = createServer((req, res) => {
+      if (!slot.handler?.(req, res)) fastifyHandler(req, res);
+    });
+    Object.defineProperty(server, FRONT, { value: slot });
+    return server;
+  };
+}
+
+/** Puts `handler` in front of fastify on a server made by proxyServerFactory. */
+export function installFront(server: Server, handler: FrontHandler): void {
+  const slot = (server as unknown as Record<symbol, Slot | undefined>)[FRONT];
+  if (!slot)
+    throw new Error('the proxy needs a server made by Fastify({ serverFactory: proxyServerFactory() })');
+  slot.handler = handler;
+}
+
+/** A proxied request as its handler sees it. */
+export interface ProxyRequest {
+  method: string;
+  url: string;
+  /** The path without the rollout prefix and the query: `/v1/chat/completions`. */
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** `/r/<rid>/…`: the rollout; undefined for unscoped calls (the active recording). */
+  rid: string | undefined;
+  query: URLSearchParams;
+  /** The parsed JSON body (undefined when empty), once read. */
+  body: unknown;
+  /** The body's text, once read. */
+  raw: string | undefined;
+}
+
+/** The proxy request of `url`, or null when the URL is not the proxy's. */
+export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  let path = q < 0 ? url : url.slice(0, q);
+  let rid: string | undefined;
+  if (path.startsWith('/r/')) {
+    const end = path.indexOf('/', 3);
+    if (end <= 3) return null;
+    try {
+      rid = decodeURIComponent(path.slice(3, end));
+    } catch {
+      return null;
+    }
+    path = path.slice(end);
+  }
+  if (!path.startsWith('/v1/') && !path.startsWith('/v1beta/models/')) return null;
+  return {
+    method: req.method ?? 'GET',
+    url,
+    path,
+    headers: req.headers,
+    rid,
+    query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)),
+    body: undefined,
+    raw: undefined,
+  };
+}
+
+/** The request body as text; a ProxyError 413 past `limit` bytes (by its content-length, or as read). */
+export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const tooLarge = () =>
+      new ProxyError(413, `request body too large (limit ${limit} bytes)`, null, 'body_too_large');
+    const declared = Number(req.headers['content-length']);
+    if (declared > limit) {
+      req.resume();
+      return reject(tooLarge());
+    }
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(tooLarge());
+      } else parts.push(c);
+    });
+    req.on('end', () =>
+      resolve(parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8')),
+    );
+    req.on('error', reject);
+  });
+}
+
+/** A JSON answer (already serialised) with its length. */
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
