@@ -1,6 +1,7 @@
 // vLLM responses: streams assembled into the non-streaming shape, the token ids and logprobs read
 // out of them, and vLLM's extras stripped from what a harness gets when it did not ask for them.
 // Backend kind 'chat' = /v1/chat/completions, 'completions' = /v1/completions.
+import type { ChatChunkScanner } from './chunk-scan';
 
 export type BackendKind = 'chat' | 'completions';
 
@@ -138,6 +139,31 @@ export class StreamAssembler {
           }
         }
       }
+    }
+  }
+
+  /**
+   * `push` of the chunk `sc` just accepted (chat): what `push(JSON.parse(raw))` does with a chunk of
+   * that shape (its id, created and model are the head's, which a pushed chunk already set).
+   */
+  pushScanned(sc: ChatChunkScanner): void {
+    this.chunks++;
+    const c = this.choice(sc.index);
+    if (!c.tokenIds) c.tokenIds = [];
+    const ids = sc.ids;
+    for (let k = 0; k < ids.length; k++) c.tokenIds.push(ids[k]);
+    if (sc.finish) c.finish = sc.finish;
+    if (sc.reasoning) {
+      c.reasoning += sc.text;
+      c.hasReasoning = true;
+    } else {
+      c.content += sc.text;
+      c.hasContent = true;
+    }
+    if (sc.hasLp) {
+      c.hasLp = true;
+      if (this.opts.logprobEntries === false) c.lpValues.push(sc.logprob);
+      else c.lpContent.push(sc.entry);
     }
   }
 

@@ -2,6 +2,7 @@
 // whole or streamed.
 import type { StreamAssembler } from './assemble';
 import { askedOf, needsStrip, strip, stripText } from './assemble';
+import { type ChatChunkScanner, scannedFrame } from './chunk-scan';
 import { openaiErrorBody } from './errors';
 import type { WireTranslator } from './translate/types';
 
@@ -18,6 +19,8 @@ export interface Output {
 
 export interface StreamOut {
   chunk(obj: Json, raw: string): string;
+  /** `chunk` of a chunk the scanner read from `raw` (no parsed object); absent: every chunk is parsed. */
+  scanned?(raw: string, sc: ChatChunkScanner): string;
   end(): string;
   error(message: string): string;
   /** The whole answer as recorded; `json` (= asm.result(), may be changed in place) saves re-assembly. */
@@ -33,6 +36,7 @@ export function nativeOutput(body: Json): Output {
     error: (status, message, param = null, code = null) => openaiErrorBody(status, message, param, code),
     open: () => ({
       chunk: (obj, raw) => `data: ${needsStrip(obj, asked) ? stripText(raw, asked) : raw}\n\n`,
+      scanned: (raw, sc) => scannedFrame(raw, sc, asked.ids, asked.logprobs),
       end: () => 'data: [DONE]\n\n',
       error: (message) => `data: ${JSON.stringify(openaiErrorBody(502, message))}\n\n`,
       assembled: (asm, json) => strip(json ?? asm.result(), asked),

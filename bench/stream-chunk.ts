@@ -1,0 +1,131 @@
+// The proxy's per-chunk work on a stream, without sockets: fake-vllm's SSE bytes for one long chat
+// answer (recorded once, as node:http delivered them) fed through the relay (SseParser → StreamRelay
+// → harness frames) and the record's assembly at the end, in this process.
+//   proxy.stream_chunk  us_per_chunk: with the chunk scanner (what the proxy runs);
+//                       parsed_us_per_chunk: every chunk through JSON.parse (the scanner's fallback);
+//                       end_us_per_call: the assembled answer and its token fields after the stream
+// Cases: `plain` (the harness asked for no extras: logprobs and ids stripped from every frame) and
+// `extras` (it asked for logprobs and token ids: frames go out whole, logprob entries kept).
+// Median over alternating rounds, so drift hits both paths alike.
+import { Agent, request } from 'node:http';
+import { loadavg } from 'node:os';
+import { tokensOf } from '../daemon/proxy/assemble';
+import { nativeOutput, type StreamOut } from '../daemon/proxy/output';
+import { StreamRelay } from '../daemon/proxy/relay';
+import { SseParser } from '../daemon/proxy/sse';
+import { child, emit, quantile, root, round } from './emit';
+
+const FAKE = `
+import { startFakeVllm } from '${root}test/fixtures/fake-vllm.ts';
+const f = await startFakeVllm({ model: 'toy' });
+process.stdout.write(JSON.stringify({ url: f.url }) + '\\n');
+`;
+
+/** The chunks of one streamed answer of fake-vllm, as the proxy asks for it (ids and logprobs on). */
+async function record(): Promise<Buffer[]> {
+  const fake = await child(FAKE);
+  const agent = new Agent({ keepAlive: false });
+  const body = JSON.stringify({
+    model: 'toy',
+    messages: [{ role: 'user', content: 'x'.repeat(1000) }],
+    max_tokens: 2000,
+    stream: true,
+    return_token_ids: true,
+    logprobs: true,
+  });
+  try {
+    return await new Promise<Buffer[]>((resolve, reject) => {
+      const req = request(
+        `${fake.info.url}/chat/completions`,
+        { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          const bufs: Buffer[] = [];
+          res.on('data', (b: Buffer) => bufs.push(b));
+          res.on('end', () => resolve(bufs));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  } finally {
+    agent.destroy();
+    fake.proc.kill();
+  }
+}
+
+/** One stream through the relay; the µs it took, the chunks, and the µs of the record's assembly. */
+function relayOnce(bufs: Buffer[], harness: object, parsedOnly: boolean) {
+  const output = nativeOutput(harness);
+  const open = output.open();
+  const out: StreamOut = parsedOnly ? { ...open, scanned: undefined } : open;
+  const t0 = performance.now();
+  const parser = new SseParser();
+  const relay = new StreamRelay({
+    kind: 'chat',
+    out,
+    conv: null,
+    logprobEntries: output.logprobEntries,
+    backendName: 'bench',
+    elapsed: () => 0,
+  });
+  let bytes = 0;
+  for (const b of bufs) {
+    for (const ev of parser.push(b)) if (relay.event(ev.data) !== null) throw new Error('relay failed');
+    bytes += relay.take().length; // one write per read, as the proxy's per-turn flush does at best
+  }
+  const t1 = performance.now();
+  const json = relay.asm.result();
+  const tokens = tokensOf(json, 'chat');
+  open.assembled(relay.asm, json);
+  const t2 = performance.now();
+  if (!relay.sawDone || !tokens.response_ids) throw new Error('incomplete stream');
+  return {
+    relayUs: (t1 - t0) * 1000,
+    endUs: (t2 - t1) * 1000,
+    chunks: relay.asm.chunks,
+    scanned: relay.scanned,
+    bytes,
+  };
+}
+
+export default async function main(): Promise<void> {
+  const bufs = await record();
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 60);
+  const cases = [
+    ['plain', { model: 'toy', stream: true }],
+    ['extras', { model: 'toy', stream: true, logprobs: true, return_token_ids: true }],
+  ] as const;
+  for (const [name, harness] of cases) {
+    // The same frames either way (the test suite checks it on arbitrary chunks; this is a smoke check).
+    const a = relayOnce(bufs, harness, false);
+    const b = relayOnce(bufs, harness, true);
+    if (a.bytes !== b.bytes)
+      throw new Error(`the two paths sent different frames (${a.bytes} vs ${b.bytes})`);
+    for (let i = 0; i < 20; i++) {
+      relayOnce(bufs, harness, false);
+      relayOnce(bufs, harness, true);
+    }
+    const fast: number[] = [];
+    const parsed: number[] = [];
+    const end: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const f = relayOnce(bufs, harness, false);
+      const p = relayOnce(bufs, harness, true);
+      fast.push(f.relayUs / f.chunks);
+      parsed.push(p.relayUs / p.chunks);
+      end.push(f.endUs);
+    }
+    emit('proxy.stream_chunk', {
+      case: name,
+      chunks: a.chunks,
+      scanned_share: round(a.scanned / a.chunks),
+      reads: bufs.length,
+      us_per_chunk: round(quantile(fast, 0.5), 2),
+      parsed_us_per_chunk: round(quantile(parsed, 0.5), 2),
+      speedup: round(quantile(parsed, 0.5) / quantile(fast, 0.5), 2),
+      end_us_per_call: round(quantile(end, 0.5), 0),
+      loadavg_1m: round(loadavg()[0], 2),
+    });
+  }
+}

@@ -1,0 +1,137 @@
+// A streamed vLLM chat chunk read straight from its text when it has the shape nearly every chunk of
+// a stream has: one choice with one delta text, its logprobs and its token ids, exactly as vLLM
+// writes it (pydantic: no whitespace, fields in declaration order). The record's fields are read out
+// and the spans the harness may not see (logprobs, token ids) located, with no JSON.parse, no object
+// per chunk and no second pass to strip. Any other text (another shape or key order, whitespace,
+// usage, a tool call, malformed JSON) is refused and goes through JSON.parse; what is accepted is
+// read exactly as JSON.parse would read it (chunk-scan.test.ts checks that against JSON.parse).
+//
+// The accepted text is HEAD CHOICE `]}`, HEAD being the chunk's first fields as JSON.stringify
+// writes them for the stream's id, created and model (learned from a chunk JSON.parse read):
+//   {"id":S,"object":"chat.completion.chunk","created":N,"model":S,"choices":[
+// CHOICE:
+//   {"index":D,"delta":{K:S},"logprobs":(null|{"content":[E,…]}),"finish_reason":(null|S)
+//    [,"stop_reason":null],"token_ids":[N,…]}
+// K one of "content", "reasoning_content", "reasoning"; E {"token":S,"logprob":N,"bytes":[N,…],
+// "top_logprobs":[]}; S a JSON string, N a JSON number, D digits.
+
+type Json = Record<string, any>;
+
+/** One logprob entry as vLLM writes it (top_logprobs always empty here). */
+export interface LogprobEntry {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: never[];
+}
+
+/** A JSON string, quotes included (a code unit below 0x20 only escaped, the escapes JSON has). */
+const STR = String.raw`"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`;
+/** A JSON number. */
+const NUM = String.raw`-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?`;
+const NUMS = `((?:${NUM}(?:,${NUM})*)?)`;
+/**
+ * CHOICE `]}` up to the end of the text. Groups: 1 index, 2 the delta's key, 3 its string, 4 the
+ * logprobs value, 5 the entry's token, 6 its logprob, 7 its bytes, 8 finish_reason,
+ * 9 `,"token_ids":[…]`, 10 the ids. One logprob entry (vLLM sends one token per chunk).
+ */
+const CHOICE = String.raw`\{"index":(0|[1-9]\d{0,5}),"delta":\{"(content|reasoning_content|reasoning)":(${STR})\},"logprobs":(null|\{"content":\[\{"token":(${STR}),"logprob":(${NUM}),"bytes":\[${NUMS}\],"top_logprobs":\[\]\}\]\}),"finish_reason":(null|${STR})(?:,"stop_reason":null)?(,"token_ids":\[${NUMS}\])\}\]\}$`;
+/** Text before the logprobs value, past the head and the groups 1-3: `{"index":` `,"delta":{"` `":` `},"logprobs":`. */
+const FIXED_BEFORE_LP = 9 + 11 + 2 + 13;
+
+const escapeRe = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** A JSON string's value (JSON.parse only when it has an escape). */
+const strValue = (quoted: string): string =>
+  quoted.indexOf('\\') < 0 ? quoted.slice(1, -1) : JSON.parse(quoted);
+const numbers = (list: string): number[] => {
+  if (list === '') return [];
+  if (list.indexOf(',') < 0) return [Number(list)];
+  return list.split(',').map(Number);
+};
+
+/**
+ * Reads chunks of one stream (its fields describe the last chunk that `scan` accepted). `entries`:
+ * keep each token's logprob entry (the harness sees them), not only its logprob.
+ */
+export class ChatChunkScanner {
+  /** The text every accepted chunk starts with; null until `learn`. */
+  head: string | null = null;
+  index = 0;
+  /** The delta's text went to `reasoning_content` / `reasoning`, not `content`. */
+  reasoning = false;
+  text = '';
+  /** `"logprobs"` was an object, not null; then `logprob` (and with `entries`, `entry`) is its one entry. */
+  hasLp = false;
+  logprob = 0;
+  entry: LogprobEntry | null = null;
+  ids: number[] = [];
+  finish: string | null = null;
+  /** [lpStart, lpEnd): the logprobs object's text (when hasLp). */
+  lpStart = -1;
+  lpEnd = -1;
+  /** [idsStart, idsEnd): `,"token_ids":[…]`. */
+  idsStart = -1;
+  idsEnd = -1;
+  private re: RegExp | null = null;
+
+  constructor(private readonly entries: boolean) {}
+
+  /**
+   * Takes the head of `obj`, a chunk JSON.parse read, when it is a chat chunk the scanner could read
+   * (its own text need not be in the accepted shape: the head is what JSON.stringify writes).
+   */
+  learn(obj: Json): void {
+    if (
+      obj.object !== 'chat.completion.chunk' ||
+      typeof obj.id !== 'string' ||
+      typeof obj.model !== 'string' ||
+      typeof obj.created !== 'number' ||
+      !Number.isFinite(obj.created)
+    )
+      return;
+    const head = `{"id":${JSON.stringify(obj.id)},"object":"chat.completion.chunk","created":${JSON.stringify(obj.created)},"model":${JSON.stringify(obj.model)},"choices":[`;
+    if (head === this.head) return;
+    this.head = head;
+    this.re = new RegExp(`^${escapeRe(head)}${CHOICE}`);
+  }
+
+  /** Reads `raw` when it has the accepted shape (true), else false (the fields are then stale). */
+  scan(raw: string): boolean {
+    const m = this.re?.exec(raw);
+    if (!m) return false;
+    this.index = Number(m[1]);
+    this.reasoning = m[2] !== 'content';
+    this.text = strValue(m[3]);
+    const lp = m[4];
+    this.hasLp = lp !== 'null';
+    if (this.hasLp) {
+      this.logprob = Number(m[6]);
+      this.entry = this.entries
+        ? { token: strValue(m[5]), logprob: this.logprob, bytes: numbers(m[7]), top_logprobs: [] }
+        : null;
+      this.lpStart = (this.head as string).length + m[1].length + m[2].length + m[3].length + FIXED_BEFORE_LP;
+      this.lpEnd = this.lpStart + lp.length;
+    }
+    this.finish = m[8] === 'null' ? null : strValue(m[8]);
+    this.ids = numbers(m[10]);
+    this.idsEnd = raw.length - 3;
+    this.idsStart = this.idsEnd - m[9].length;
+    return true;
+  }
+}
+
+/** `"data: …\n\n"` for a chunk `scanner` accepted, without the parts the harness did not ask for. */
+export function scannedFrame(
+  raw: string,
+  sc: ChatChunkScanner,
+  keepIds: boolean,
+  keepLogprobs: boolean,
+): string {
+  const cutLp = !keepLogprobs && sc.hasLp;
+  if (keepIds) {
+    if (!cutLp) return `data: ${raw}\n\n`;
+    return `data: ${raw.slice(0, sc.lpStart)}null${raw.slice(sc.lpEnd)}\n\n`;
+  }
+  if (!cutLp) return `data: ${raw.slice(0, sc.idsStart)}${raw.slice(sc.idsEnd)}\n\n`;
+  return `data: ${raw.slice(0, sc.lpStart)}null${raw.slice(sc.lpEnd, sc.idsStart)}${raw.slice(sc.idsEnd)}\n\n`;
+}

@@ -1,0 +1,283 @@
+// A stream relayed with the chunk scanner gives exactly what relaying every chunk through JSON.parse
+// gives: the same frames to the harness byte for byte, the same record (token ids, logprobs, text,
+// time to first token) and the same failures, whatever the strings contain and however the backend
+// escapes them; a chunk the scanner does not know (or that is not JSON) takes the JSON.parse path.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { tokensOf } from './assemble';
+import { nativeOutput, type StreamOut } from './output';
+import { StreamRelay } from './relay';
+
+type Json = Record<string, any>;
+
+interface Harness {
+  ids: boolean;
+  logprobs: boolean;
+}
+
+/** The same events through a relay with the scanner and one that parses every chunk. */
+function relayBoth(events: string[], harness: Harness) {
+  const body = { model: 'm', stream: true, return_token_ids: harness.ids, logprobs: harness.logprobs };
+  const run = (parsedOnly: boolean) => {
+    const output = nativeOutput(body);
+    const open = output.open();
+    const out: StreamOut = parsedOnly ? { ...open, scanned: undefined } : open;
+    let at = 0;
+    const relay = new StreamRelay({
+      kind: 'chat',
+      out,
+      conv: null,
+      logprobEntries: output.logprobEntries,
+      backendName: 'b',
+      elapsed: () => at,
+    });
+    const frames: string[] = [];
+    let failure: string | null = null;
+    for (; at < events.length; at++) {
+      failure = relay.event(events[at]);
+      frames.push(relay.take());
+      if (failure !== null) break;
+    }
+    const json = relay.asm.result();
+    const record = JSON.stringify({
+      tokens: tokensOf(json, 'chat'),
+      ttft: relay.ttft,
+      chunks: relay.asm.chunks,
+    });
+    const response = JSON.stringify(open.assembled(relay.asm, json));
+    return { frames, failure, record, response, scanned: relay.scanned };
+  };
+  return { fast: run(false), parsed: run(true) };
+}
+
+function expectSame(events: string[], harness: Harness) {
+  const { fast, parsed } = relayBoth(events, harness);
+  expect(parsed.scanned).toBe(0);
+  expect(fast.frames).toEqual(parsed.frames);
+  expect(fast.failure).toEqual(parsed.failure);
+  expect(fast.record).toEqual(parsed.record);
+  expect(fast.response).toEqual(parsed.response);
+  return fast.scanned;
+}
+
+/** JSON text of `v` with strings escaped as vLLM (Python) might: some characters as \uXXXX or \/. */
+function dumps(v: unknown, escapes: number[], numberText: (x: number) => string): string {
+  let k = 0;
+  const str = (s: string) => {
+    let out = '"';
+    for (const ch of s) {
+      const mode = escapes.length ? escapes[k++ % escapes.length] : 0;
+      if (mode === 1)
+        for (let i = 0; i < ch.length; i++) out += `\\u${ch.charCodeAt(i).toString(16).padStart(4, '0')}`;
+      else if (mode === 2 && ch === '/') out += '\\/';
+      else out += JSON.stringify(ch).slice(1, -1);
+    }
+    return `${out}"`;
+  };
+  // Keys as JSON.stringify writes them; values in choices escaped as chosen.
+  const walk = (x: unknown, inChoices: boolean): string => {
+    if (typeof x === 'string') return inChoices ? str(x) : JSON.stringify(x);
+    if (typeof x === 'number') return numberText(x);
+    if (x === null || typeof x !== 'object') return JSON.stringify(x);
+    if (Array.isArray(x)) return `[${x.map((y) => walk(y, inChoices)).join(',')}]`;
+    return `{${Object.entries(x as Json)
+      .map(([key, val]) => `${JSON.stringify(key)}:${walk(val, inChoices || key === 'choices')}`)
+      .join(',')}}`;
+  };
+  return walk(v, false);
+}
+
+/** Python's float repr where it differs from JavaScript's (-9999.0, 1e-05), else JavaScript's. */
+const pyNumber = (x: number) => {
+  if (Number.isInteger(x) && Math.abs(x) < 1e16 && !Object.is(x, -0)) return String(x);
+  const s = String(x);
+  if (/e-\d$/.test(s)) return s.replace(/e-(\d)$/, 'e-0$1');
+  return s;
+};
+
+const tricky = fc.oneof(
+  { weight: 3, arbitrary: fc.string({ unit: 'binary', maxLength: 6 }) },
+  {
+    weight: 1,
+    arbitrary: fc.string({
+      unit: fc.constantFrom('"', '\\', '/', '\n', '\u0000', '\ud800', 'é', ',', '[', '{', '}', ']', ':'),
+      maxLength: 8,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      '',
+      '"token_ids":[',
+      ',"token_ids":[1,2]',
+      '"logprobs":{"content":[',
+      '"},"logprobs":null,"finish_reason":null,"token_ids":[7]}]}',
+      '\\","token_ids":[9]}]}',
+      '{"token_ids":[1]}',
+      '}]}',
+      '\\u0022',
+    ),
+  },
+);
+
+const number = fc.oneof(
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.integer({ min: -10_000, max: 10_000 }),
+  fc.constantFrom(-9999, -0, 0, 1e-5, -1.5e-7, 2 ** 53 + 2, 1e21),
+);
+
+const choiceArb = fc.record({
+  index: fc.oneof({ weight: 8, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat(3) }),
+  key: fc.constantFrom('content', 'content', 'reasoning_content', 'reasoning'),
+  text: tricky,
+  lp: fc.option(
+    fc.record({ token: tricky, logprob: number, bytes: fc.array(fc.nat(255), { maxLength: 4 }) }),
+    { freq: 4 },
+  ),
+  finish: fc.option(fc.constantFrom('stop', 'length', ''), { freq: 1 }),
+  stopNull: fc.boolean(),
+  ids: fc.oneof(
+    { weight: 6, arbitrary: fc.tuple(fc.nat(200_000)) as fc.Arbitrary<number[]> },
+    { weight: 1, arbitrary: fc.array(number, { maxLength: 3 }) },
+  ),
+});
+
+const chunkOf = (head: Json, c: fc.infer<typeof choiceArb>): Json => ({
+  ...head,
+  choices: [
+    {
+      index: c.index,
+      delta: { [c.key]: c.text },
+      logprobs: c.lp
+        ? { content: [{ token: c.lp.token, logprob: c.lp.logprob, bytes: c.lp.bytes, top_logprobs: [] }] }
+        : null,
+      finish_reason: c.finish,
+      ...(c.stopNull ? { stop_reason: null } : {}),
+      token_ids: c.ids,
+    },
+  ],
+});
+
+/** Small edits of a chunk's text: most make it malformed or change its shape. */
+const edit = fc.record({
+  at: fc.nat(),
+  kind: fc.constantFrom('delete', 'insert', 'replace'),
+  ch: fc.constantFrom(' ', '"', '\\', ',', '}', ']', '0', '-', 'e', '.', 'x', '\n', '[', '{', 'u'),
+});
+const applyEdit = (s: string, e: fc.infer<typeof edit>) => {
+  const i = e.at % (s.length + 1);
+  if (e.kind === 'delete') return s.slice(0, i) + s.slice(i + 1);
+  if (e.kind === 'insert') return s.slice(0, i) + e.ch + s.slice(i);
+  return s.slice(0, i) + e.ch + s.slice(i + 1);
+};
+
+const harnessArb = fc.record({ ids: fc.boolean(), logprobs: fc.boolean() });
+
+describe('StreamRelay', () => {
+  it('with the chunk scanner relays and records exactly what JSON.parse of every chunk gives', () => {
+    let scanned = 0;
+    fc.assert(
+      fc.property(
+        fc.record({ id: tricky, created: fc.oneof(fc.nat(), number), model: tricky }),
+        fc.array(choiceArb, { minLength: 1, maxLength: 8 }),
+        fc.array(fc.nat(3), { maxLength: 6 }),
+        fc.boolean(),
+        harnessArb,
+        (h, choices, escapes, python, harness) => {
+          const head = { id: h.id, object: 'chat.completion.chunk', created: h.created, model: h.model };
+          const text = (o: Json) => dumps(o, escapes, python ? pyNumber : (x) => JSON.stringify(x));
+          const events = [
+            text({
+              ...head,
+              choices: [
+                { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
+              ],
+            }),
+            ...choices.map((c) => text(chunkOf(head, c))),
+            '[DONE]',
+          ];
+          scanned += expectSame(events, harness);
+        },
+      ),
+      { numRuns: 1500 },
+    );
+    // The property is about the scanner: most of those chunks must have been scanned.
+    expect(scanned).toBeGreaterThan(1500);
+  });
+
+  it('reads an edited chunk (malformed, another shape) exactly as JSON.parse does, or leaves it to it', () => {
+    fc.assert(
+      fc.property(
+        fc.array(choiceArb, { minLength: 1, maxLength: 4 }),
+        fc.array(fc.tuple(fc.nat(3), edit), { minLength: 1, maxLength: 3 }),
+        harnessArb,
+        (choices, edits, harness) => {
+          const head = {
+            id: 'chatcmpl-1',
+            object: 'chat.completion.chunk',
+            created: 1_700_000_000,
+            model: 'm',
+          };
+          const events = [
+            JSON.stringify({
+              ...head,
+              choices: [{ index: 0, delta: { role: 'assistant' }, logprobs: null }],
+            }),
+            ...choices.map((c) => JSON.stringify(chunkOf(head, c))),
+          ];
+          for (const [which, e] of edits) {
+            const k = 1 + (which % choices.length);
+            events[k] = applyEdit(events[k], e);
+          }
+          events.push('[DONE]');
+          expectSame(events, harness);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  const head = '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[';
+  const first = `${head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`;
+  const token = (content: string, rest = '') =>
+    `${head}{"index":0,"delta":{"content":${JSON.stringify(content)}},"logprobs":{"content":[{"token":"a","logprob":-0.5,"bytes":[97],"top_logprobs":[]}]},"finish_reason":null,"token_ids":[42]${rest}}]}`;
+
+  it('scans the usual vLLM token chunk', () => {
+    const { fast } = relayBoth([first, token('a'), token('b'), '[DONE]'], { ids: false, logprobs: false });
+    expect(fast.scanned).toBe(2);
+    expect(fast.frames[1]).toBe(
+      `data: ${head}{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}]}\n\n`,
+    );
+  });
+
+  it.each([
+    ['whitespace', token('a').replace('"delta":', '"delta": '), 1],
+    ['a key after the token ids', token('a', ',"extra":1'), 1],
+    [
+      'two logprob entries',
+      token('a').replace(
+        '"top_logprobs":[]}',
+        '"top_logprobs":[]},{"token":"b","logprob":-1,"bytes":[],"top_logprobs":[]}',
+      ),
+      1,
+    ],
+    [
+      'a top logprob',
+      token('a').replace('"top_logprobs":[]', '"top_logprobs":[{"token":"b","logprob":-1,"bytes":[]}]'),
+      1,
+    ],
+    ['usage', `${token('a').slice(0, -1)},"usage":{"prompt_tokens":1,"completion_tokens":1}}`, 1],
+    // its head is learned: the next chunk (the first id again) is not in that shape
+    ['another id', token('a').replace('chatcmpl-1', 'chatcmpl-2'), 0],
+    // the stream fails at these
+    ['not JSON', token('a').replace('-0.5', '-.5'), 0],
+    ['a raw control character', token('a\u0001').replace('\\u0001', '\u0001'), 0],
+    ['NaN', token('a').replace('-0.5', 'NaN'), 0],
+  ])('leaves a chunk with %s to JSON.parse', (_name, text, scannedAfter) => {
+    for (const harness of [
+      { ids: false, logprobs: false },
+      { ids: true, logprobs: true },
+    ])
+      expect(expectSame([first, text, token('b'), '[DONE]'], harness)).toBe(scannedAfter);
+  });
+});
