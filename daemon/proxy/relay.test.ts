@@ -9,6 +9,7 @@ import { nativeOutput, type StreamOut } from './output';
 import { StreamRelay } from './relay';
 
 type Json = Record<string, any>;
+type Infer<A> = A extends fc.Arbitrary<infer T> ? T : never;
 
 interface Harness {
   ids: boolean;
@@ -142,7 +143,7 @@ const choiceArb = fc.record({
   ),
 });
 
-const chunkOf = (head: Json, c: fc.infer<typeof choiceArb>): Json => ({
+const chunkOf = (head: Json, c: Infer<typeof choiceArb>): Json => ({
   ...head,
   choices: [
     {
@@ -164,7 +165,7 @@ const edit = fc.record({
   kind: fc.constantFrom('delete', 'insert', 'replace'),
   ch: fc.constantFrom(' ', '"', '\\', ',', '}', ']', '0', '-', 'e', '.', 'x', '\n', '[', '{', 'u'),
 });
-const applyEdit = (s: string, e: fc.infer<typeof edit>) => {
+const applyEdit = (s: string, e: Infer<typeof edit>) => {
   const i = e.at % (s.length + 1);
   if (e.kind === 'delete') return s.slice(0, i) + s.slice(i + 1);
   if (e.kind === 'insert') return s.slice(0, i) + e.ch + s.slice(i);
