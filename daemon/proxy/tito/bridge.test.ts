@@ -2,7 +2,7 @@
 // provably breaks the token prefix, and the cases where the bridge must refuse.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type PreviousCall, planBridge } from './bridge';
+import { type PreviousCall, planBridge, sameJson } from './bridge';
 import { type ChatMessageLike, type ChatToolLike, localQwen3Tokenizer, qwen3ChatTemplate } from './tokenizer';
 
 const tok = localQwen3Tokenizer();
@@ -469,5 +469,52 @@ describe('bridge on random honest continuations (real Qwen3 tokenizer)', () => {
       tokenizer: tok,
     });
     expect(plan).toEqual({ ok: false, reason: 'the request contains the bridge sentinel text' });
+  });
+});
+
+describe('sameJson (history comparison)', () => {
+  /** The comparison it replaced: JSON with sorted keys, undefined-valued keys dropped. */
+  const sortedJson = (v: unknown): string =>
+    JSON.stringify(v, (_k, x) =>
+      x && typeof x === 'object' && !Array.isArray(x)
+        ? Object.fromEntries(
+            Object.keys(x)
+              .sort()
+              .filter((k) => x[k] !== undefined)
+              .map((k) => [k, x[k]]),
+          )
+        : x,
+    );
+  /** `v` with every object's keys in reverse order. */
+  const reordered = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(reordered)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.entries(v)
+              .reverse()
+              .map(([k, x]) => [k, reordered(x)]),
+          )
+        : v;
+
+  it('agrees with comparing sorted-key JSON, for any two values and for a value and its reordering', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), (a, b) => {
+        expect(sameJson(a, b)).toBe(sortedJson(a) === sortedJson(b));
+        expect(sameJson(a, reordered(a))).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('tells apart values that differ in one place, and ignores undefined-valued keys', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue(), { minKeys: 1 }), (o) => {
+        const key = Object.keys(o)[0];
+        expect(sameJson(o, { ...o, [key]: [o[key]] })).toBe(false);
+        expect(sameJson(o, { ...o, extra_key_: 1 })).toBe(key === 'extra_key_' && sortedJson(o[key]) === '1');
+        expect(sameJson({ ...o, gone: undefined }, o)).toBe(!('gone' in o) || o.gone === undefined);
+      }),
+    );
   });
 });

@@ -48,18 +48,28 @@ export type BridgePlan =
     }
   | { ok: false; reason: string; change?: HistoryChange };
 
-/** JSON with object keys sorted: equal iff the values are deeply equal. */
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x) =>
-    x && typeof x === 'object' && !Array.isArray(x)
-      ? Object.fromEntries(
-          Object.keys(x)
-            .sort()
-            .filter((k) => x[k] !== undefined)
-            .map((k) => [k, x[k]]),
-        )
-      : x,
-  );
+/**
+ * Deep equality of JSON values: object keys in any order, a key whose value is undefined as if absent
+ * (as JSON.stringify drops it). Walks both at once and stops at the first difference.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let defined = 0;
+  for (const k in x) {
+    if (x[k] === undefined) continue;
+    defined++;
+    if (!sameJson(x[k], y[k])) return false;
+  }
+  for (const k in y) if (y[k] !== undefined) defined--;
+  return defined === 0;
 }
 
 function parsedArgs(args: unknown): unknown {
@@ -78,14 +88,18 @@ function visibleText(content: unknown): string {
   return (end >= 0 && s.trimStart().startsWith('<think>') ? s.slice(end + 8) : s).trim();
 }
 
-function toolCallsKey(m: ChatMessageLike): string {
-  const calls = Array.isArray(m.tool_calls) ? m.tool_calls : [];
-  return canonical(
-    calls.map((c: Record<string, any>) => ({
-      name: c.function?.name,
-      arguments: parsedArgs(c.function?.arguments),
-    })),
-  );
+/** The same tool calls: names and arguments, the arguments compared as parsed JSON (formatting aside). */
+function sameToolCalls(a: ChatMessageLike, b: ChatMessageLike): boolean {
+  const ca: Record<string, any>[] = Array.isArray(a.tool_calls) ? a.tool_calls : [];
+  const cb: Record<string, any>[] = Array.isArray(b.tool_calls) ? b.tool_calls : [];
+  if (ca.length !== cb.length) return false;
+  return ca.every((x, i) => {
+    const y = cb[i];
+    if (x?.function?.name !== y?.function?.name) return false;
+    const ax = x?.function?.arguments;
+    const ay = y?.function?.arguments;
+    return ax === ay || sameJson(parsedArgs(ax), parsedArgs(ay));
+  });
 }
 
 type Change = Pick<HistoryChange, 'change' | 'detail'>;
@@ -112,7 +126,7 @@ export function messageChange(a: ChatMessageLike, b: ChatMessageLike, assistantL
     return ca.replace(/\s+/g, '') === cb.replace(/\s+/g, '')
       ? { change: 'whitespace', detail: `content differs in whitespace only (${editedAt(ca, cb).slice(15)})` }
       : { change: 'content_edited', detail: editedAt(ca, cb) };
-  if (toolCallsKey(a) !== toolCallsKey(b))
+  if (!sameToolCalls(a, b))
     return { change: 'tool_calls_edited', detail: 'tool calls differ (names or parsed arguments)' };
   if ((a.tool_call_id ?? null) !== (b.tool_call_id ?? null) && a.role === 'tool')
     return { change: 'tool_call_id_changed', detail: 'tool_call_id differs' };
@@ -131,9 +145,8 @@ export function historyChange(previous: PreviousCall, request: BridgeRequest): H
     change,
     detail,
   });
-  if (canonical(previous.tools ?? []) !== canonical(request.tools ?? []))
-    return whole('tools_changed', 'tools changed');
-  if (canonical(previous.chat_template_kwargs ?? {}) !== canonical(request.chat_template_kwargs ?? {}))
+  if (!sameJson(previous.tools ?? [], request.tools ?? [])) return whole('tools_changed', 'tools changed');
+  if (!sameJson(previous.chat_template_kwargs ?? {}, request.chat_template_kwargs ?? {}))
     return whole('template_options_changed', 'chat_template_kwargs changed');
   const expected = [...previous.messages, previous.assistant_message];
   const n = previous.messages.length;
