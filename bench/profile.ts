@@ -1,12 +1,16 @@
 // Where a process's CPU goes per call, from a V8 CPU profile (`--cpu-prof`): every sample taken in a
 // time window is counted under one stage, found from its innermost frame with a script (a native leaf
 // such as a socket write or the garbage collector counts as its own stage).
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 interface Frame {
   functionName: string;
   url: string;
+  lineNumber: number;
+  columnNumber: number;
 }
 interface Profile {
   nodes: { id: number; callFrame: Frame; children?: number[] }[];
@@ -39,6 +43,22 @@ const STAGES: [string, RegExp][] = [
   ['streams_events_ticks', /streams\/|stream_base|node:net|node:events|timers|task_queues|async_hooks/],
 ];
 
+/**
+ * The source file of a frame: in a bundle with a source map beside it (the bench's proxy is bundled
+ * like the daemon), the original file the frame's position maps to; else the frame's own URL.
+ */
+function sourceOf(f: Frame, maps: Map<string, SourceMap | null>): string {
+  if (!f.url.endsWith('.mjs')) return f.url;
+  let map = maps.get(f.url);
+  if (map === undefined) {
+    const file = `${f.url.startsWith('file:') ? fileURLToPath(f.url) : f.url}.map`;
+    map = existsSync(file) ? new SourceMap(JSON.parse(readFileSync(file, 'utf8'))) : null;
+    maps.set(f.url, map);
+  }
+  const entry = map?.findEntry(f.lineNumber, f.columnNumber) as { originalSource?: string } | undefined;
+  return entry?.originalSource ?? f.url;
+}
+
 /** The newest main-thread profile in `dir` (V8 names them CPU.<date>.<time>.<pid>.<thread>.<seq>). */
 export function newestProfile(dir: string): string {
   const files = readdirSync(dir)
@@ -60,6 +80,7 @@ export function stagesPerCall(file: string, from: number, to: number, calls: num
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const stageOf = new Map<number, string>();
+  const maps = new Map<string, SourceMap | null>();
   const stage = (id: number): string => {
     const known = stageOf.get(id);
     if (known) return known;
@@ -69,8 +90,9 @@ export function stagesPerCall(file: string, from: number, to: number, calls: num
     if (native) found = native[0];
     else
       for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-        const url = byId.get(at)!.callFrame.url;
-        if (!url) continue;
+        const frame = byId.get(at)!.callFrame;
+        if (!frame.url) continue;
+        const url = sourceOf(frame, maps);
         found = STAGES.find(([, re]) => re.test(url))?.[0] ?? 'other';
         break;
       }

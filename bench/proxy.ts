@@ -122,9 +122,17 @@ interface Proxied {
 
 export default async function main(): Promise<void> {
   const fake = await child(FAKE);
-  const pass = await child(PASSTHROUGH, { BACKEND: fake.info.url });
-  // BENCH_PROFILE=dir writes a CPU profile of each proxy process under dir/<store>.
+  // BENCH_PROFILE=dir writes a CPU profile of each proxy process under dir/<store>, and of the
+  // pass-through under dir/passthrough (its stages are the floor for the proxy's).
   const profile = process.env.BENCH_PROFILE;
+  const passProfile = profile ? join(profile, 'passthrough') : null;
+  if (passProfile) mkdirSync(passProfile, { recursive: true });
+  const pass = await child(
+    PASSTHROUGH,
+    { BACKEND: fake.info.url },
+    passProfile ? ['--cpu-prof', `--cpu-prof-dir=${passProfile}`] : [],
+  );
+  const passWindows: Proxied['windows'] = [];
   const stores: Proxied['store'][] = ['sqlite'];
   const pgProblem = await postgresProblem();
   if (pgProblem === null) stores.push('postgres');
@@ -200,7 +208,7 @@ export default async function main(): Promise<void> {
     if (only.includes('throughput')) {
       const conc = 64;
       const d = await measured(fake.proc, () => throughput(direct, conc, seconds));
-      const f = await measured(pass.proc, () => throughput(floor, conc, seconds));
+      const f = await measured(pass.proc, () => throughput(floor, conc, seconds), passWindows, 'throughput');
       for (const p of proxies) {
         const x = await measured(p.proc, () => throughput(p.target, conc, seconds), p.windows, 'throughput');
         emit('proxy.throughput', {
@@ -219,7 +227,7 @@ export default async function main(): Promise<void> {
     }
     if (only.includes('stream')) {
       const d = await measured(fake.proc, () => streamRate(direct, 8, seconds));
-      const f = await measured(pass.proc, () => streamRate(floor, 8, seconds));
+      const f = await measured(pass.proc, () => streamRate(floor, 8, seconds), passWindows, 'stream');
       for (const p of proxies) {
         const x = await measured(p.proc, () => streamRate(p.target, 8, seconds), p.windows, 'stream');
         emit('proxy.stream', {
@@ -244,15 +252,26 @@ export default async function main(): Promise<void> {
         return exited;
       }),
     );
+    const passExited = new Promise((resolve) => pass.proc.once('exit', resolve));
     pass.proc.kill();
+    await passExited;
     fake.proc.kill();
     if (stores.includes('postgres')) await dropPgSchema(PG_SCHEMA);
     agent.destroy();
   }
+  if (passProfile)
+    for (const w of passWindows)
+      emit('proxy.profile', {
+        target: 'passthrough',
+        phase: w.phase,
+        calls: w.calls,
+        ...stagesPerCall(newestProfile(passProfile), w.from, w.to, w.calls),
+      });
   for (const p of proxies)
     if (p.profileDir)
       for (const w of p.windows)
         emit('proxy.profile', {
+          target: 'proxy',
           store: p.store,
           phase: w.phase,
           calls: w.calls,
