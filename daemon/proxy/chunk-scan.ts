@@ -39,7 +39,8 @@ const CHOICE = String.raw`\{"index":(0|[1-9]\d{0,5}),"delta":\{"(content|reasoni
 /** Text before the logprobs value, past the head and the groups 1-3: `{"index":` `,"delta":{"` `":` `},"logprobs":`. */
 const FIXED_BEFORE_LP = 9 + 11 + 2 + 13;
 
-const escapeRe = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** CHOICE_RE from `lastIndex` (sticky): compiled once, not per stream (V8 compiles a new source anew). */
+const CHOICE_RE = new RegExp(CHOICE, 'y');
 /** A JSON string's value (JSON.parse only when it has an escape). */
 const strValue = (quoted: string): string =>
   quoted.indexOf('\\') < 0 ? quoted.slice(1, -1) : JSON.parse(quoted);
@@ -72,7 +73,6 @@ export class ChatChunkScanner {
   /** [idsStart, idsEnd): `,"token_ids":[…]`. */
   idsStart = -1;
   idsEnd = -1;
-  private re: RegExp | null = null;
 
   constructor(private readonly entries: boolean) {}
 
@@ -90,14 +90,16 @@ export class ChatChunkScanner {
     )
       return;
     const head = `{"id":${JSON.stringify(obj.id)},"object":"chat.completion.chunk","created":${JSON.stringify(obj.created)},"model":${JSON.stringify(obj.model)},"choices":[`;
-    if (head === this.head) return;
-    this.head = head;
-    this.re = new RegExp(`^${escapeRe(head)}${CHOICE}`);
+    if (head !== this.head) this.head = head;
   }
 
   /** Reads `raw` when it has the accepted shape (true), else false (the fields are then stale). */
   scan(raw: string): boolean {
-    const m = this.re?.exec(raw);
+    const head = this.head;
+    // A sliced string compared with ===: a memory compare (startsWith is several times slower).
+    if (head === null || raw.slice(0, head.length) !== head) return false;
+    CHOICE_RE.lastIndex = head.length;
+    const m = CHOICE_RE.exec(raw);
     if (!m) return false;
     this.index = Number(m[1]);
     this.reasoning = m[2] !== 'content';
@@ -109,7 +111,7 @@ export class ChatChunkScanner {
       this.entry = this.entries
         ? { token: strValue(m[5]), logprob: this.logprob, bytes: numbers(m[7]), top_logprobs: [] }
         : null;
-      this.lpStart = (this.head as string).length + m[1].length + m[2].length + m[3].length + FIXED_BEFORE_LP;
+      this.lpStart = head.length + m[1].length + m[2].length + m[3].length + FIXED_BEFORE_LP;
       this.lpEnd = this.lpStart + lp.length;
     }
     this.finish = m[8] === 'null' ? null : strValue(m[8]);

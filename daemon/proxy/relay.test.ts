@@ -251,7 +251,7 @@ describe('StreamRelay', () => {
     );
   });
 
-  it.each([
+  it.each<[string, string, number]>([
     ['whitespace', token('a').replace('"delta":', '"delta": '), 1],
     ['a key after the token ids', token('a', ',"extra":1'), 1],
     [
@@ -275,11 +275,17 @@ describe('StreamRelay', () => {
     ['a raw control character', token('a\u0001').replace('\\u0001', '\u0001'), 0],
     ['NaN', token('a').replace('-0.5', 'NaN'), 0],
     ...['42.', '4.e1', '42e', '42e+', '-', '042', '+42', '.5', '0x2a', '4_2'].map(
-      (n) => [`the token id ${n}`, token('a').replace('"token_ids":[42]', `"token_ids":[${n}]`), 0] as const,
+      (n): [string, string, number] => [
+        `the token id ${n}`,
+        token('a').replace('"token_ids":[42]', `"token_ids":[${n}]`),
+        0,
+      ],
     ),
-    ...['\\x41', '\\u004', '\\U0041', '\\'].map(
-      (e) => [`the escape ${e}`, token('a').replace('"token":"a"', `"token":"${e}"`), 0] as const,
-    ),
+    ...['\\x41', '\\u004', '\\U0041', '\\'].map((e): [string, string, number] => [
+      `the escape ${e}`,
+      token('a').replace('"token":"a"', `"token":"${e}"`),
+      0,
+    ]),
   ])('leaves a chunk with %s to JSON.parse', (_name, text, scannedAfter) => {
     for (const harness of [
       { ids: false, logprobs: false },
