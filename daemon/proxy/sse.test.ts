@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseParser } from './sse';
+import { SseParser, Utf8Decoder } from './sse';
 
 const parseAll = (text: string, step: number) => {
   const p = new SseParser();
@@ -29,5 +30,34 @@ describe('SseParser', () => {
       { event: null, data: '4' },
     ];
     for (const step of [1, 5, 1000]) expect(parseAll(text, step)).toEqual(want);
+  });
+  it('decodes any bytes split anywhere as one TextDecoder does (BOM, split and invalid UTF-8)', () => {
+    const piece = fc.oneof(
+      fc.constantFrom('data: {"a":"x"}\n\n', 'data: é😀\n\n', '\n\n', 'x', '\r\n'),
+      fc.string({ unit: 'binary', maxLength: 4 }),
+    );
+    const bytes = fc.oneof(
+      piece.map((t) => [...Buffer.from(t)]),
+      fc.constantFrom([0xef, 0xbb, 0xbf], [0xe2, 0x82], [0x80], [0xff], [0xf0, 0x9f, 0x98]),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(bytes, { maxLength: 12 }),
+        fc.array(fc.nat(40), { maxLength: 8 }),
+        (parts, cuts) => {
+          const all = Uint8Array.from(parts.flat());
+          const d = new Utf8Decoder();
+          let got = '';
+          let at = 0;
+          for (const c of [...cuts, all.length]) {
+            const to = Math.min(all.length, at + c);
+            got += d.decode(Buffer.from(all.subarray(at, to)));
+            at = to;
+          }
+          expect(got + d.end()).toBe(new TextDecoder().decode(all));
+        },
+      ),
+      { numRuns: 3000 },
+    );
   });
 });
