@@ -30,17 +30,27 @@ const STR = String.raw`"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`
 /** A JSON number. */
 const NUM = String.raw`-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?`;
 const NUMS = `((?:${NUM}(?:,${NUM})*)?)`;
+/** `(…)` with the groups the scanner reads, `(?:…)` for the ones it does not. */
+const group = (read: boolean, re: string) => (read ? `(${re})` : `(?:${re})`);
 /**
- * CHOICE `]}` up to the end of the text. Groups: 1 index, 2 the delta's key, 3 its string, 4 the
- * logprobs value, 5 the entry's token, 6 its logprob, 7 its bytes, 8 finish_reason,
- * 9 `,"token_ids":[…]`, 10 the ids. One logprob entry (vLLM sends one token per chunk).
+ * CHOICE `]}` up to the end of the text, sticky (from `lastIndex`: one regex for every stream, as
+ * V8 compiles every new source anew). Groups: 1 index, 2 the delta's key, 3 its string, 4 the
+ * logprobs value, [token,] logprob, [bytes,] finish_reason, the ids; token and bytes only with
+ * `entries` (fewer groups, fewer strings made per chunk). One logprob entry (vLLM sends one token
+ * per chunk).
  */
-const CHOICE = String.raw`\{"index":(0|[1-9]\d{0,5}),"delta":\{"(content|reasoning_content|reasoning)":(${STR})\},"logprobs":(null|\{"content":\[\{"token":(${STR}),"logprob":(${NUM}),"bytes":\[${NUMS}\],"top_logprobs":\[\]\}\]\}),"finish_reason":(null|${STR})(?:,"stop_reason":null)?(,"token_ids":\[${NUMS}\])\}\]\}$`;
+const choiceRe = (entries: boolean) =>
+  new RegExp(
+    String.raw`\{"index":(0|[1-9]\d{0,5}),"delta":\{"(content|reasoning_content|reasoning)":(${STR})\},"logprobs":(null|\{"content":\[\{"token":${group(entries, STR)},"logprob":(${NUM}),"bytes":\[${group(entries, `(?:${NUM}(?:,${NUM})*)?`)}\],"top_logprobs":\[\]\}\]\}),"finish_reason":(null|${STR})(?:,"stop_reason":null)?,"token_ids":\[${NUMS}\]\}\]\}$`,
+    'y',
+  );
+const CHOICE_RE = choiceRe(false);
+const CHOICE_ENTRIES_RE = choiceRe(true);
 /** Text before the logprobs value, past the head and the groups 1-3: `{"index":` `,"delta":{"` `":` `},"logprobs":`. */
 const FIXED_BEFORE_LP = 9 + 11 + 2 + 13;
+/** Around the ids: `,"token_ids":[` and `]`. */
+const FIXED_IDS = 14 + 1;
 
-/** CHOICE_RE from `lastIndex` (sticky): compiled once, not per stream (V8 compiles a new source anew). */
-const CHOICE_RE = new RegExp(CHOICE, 'y');
 /** A JSON string's value (JSON.parse only when it has an escape). */
 const strValue = (quoted: string): string =>
   quoted.indexOf('\\') < 0 ? quoted.slice(1, -1) : JSON.parse(quoted);
@@ -98,26 +108,30 @@ export class ChatChunkScanner {
     const head = this.head;
     // A sliced string compared with ===: a memory compare (startsWith is several times slower).
     if (head === null || raw.slice(0, head.length) !== head) return false;
-    CHOICE_RE.lastIndex = head.length;
-    const m = CHOICE_RE.exec(raw);
+    const re = this.entries ? CHOICE_ENTRIES_RE : CHOICE_RE;
+    re.lastIndex = head.length;
+    const m = re.exec(raw);
     if (!m) return false;
-    this.index = Number(m[1]);
+    const e = this.entries ? 1 : 0; // the token's group before the logprob's, the bytes' after
+    this.index = m[1] === '0' ? 0 : Number(m[1]);
     this.reasoning = m[2] !== 'content';
     this.text = strValue(m[3]);
     const lp = m[4];
     this.hasLp = lp !== 'null';
     if (this.hasLp) {
-      this.logprob = Number(m[6]);
+      this.logprob = Number(m[5 + e]);
       this.entry = this.entries
         ? { token: strValue(m[5]), logprob: this.logprob, bytes: numbers(m[7]), top_logprobs: [] }
         : null;
       this.lpStart = head.length + m[1].length + m[2].length + m[3].length + FIXED_BEFORE_LP;
       this.lpEnd = this.lpStart + lp.length;
     }
-    this.finish = m[8] === 'null' ? null : strValue(m[8]);
-    this.ids = numbers(m[10]);
+    const finish = m[6 + 2 * e];
+    this.finish = finish === 'null' ? null : strValue(finish);
+    const ids = m[7 + 2 * e];
+    this.ids = numbers(ids);
     this.idsEnd = raw.length - 3;
-    this.idsStart = this.idsEnd - m[9].length;
+    this.idsStart = this.idsEnd - ids.length - FIXED_IDS;
     return true;
   }
 }
