@@ -404,15 +404,31 @@ export async function askServedModels(root: string, timeoutMs: number): Promise<
   };
 }
 
-const urls = new Map<string, URL>();
-function parsedUrl(url: string): URL {
-  let u = urls.get(url);
-  if (!u) {
-    u = new URL(url);
-    if (urls.size > 1000) urls.clear();
-    urls.set(url, u);
+/** Where a URL's requests go, as node:http's options (a URL object would be converted on every request). */
+interface RequestTarget {
+  https: boolean;
+  host: string;
+  port: string;
+  path: string;
+  auth: string | undefined;
+}
+
+const targets = new Map<string, RequestTarget>();
+function targetOf(url: string): RequestTarget {
+  let t = targets.get(url);
+  if (!t) {
+    const u = new URL(url);
+    t = {
+      https: u.protocol === 'https:',
+      host: u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname,
+      port: u.port,
+      path: `${u.pathname}${u.search}`,
+      auth: u.username ? `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}` : undefined,
+    };
+    if (targets.size > 1000) targets.clear();
+    targets.set(url, t);
   }
-  return u;
+  return t;
 }
 
 /** Why a request to a backend failed before a response came back. */
@@ -487,18 +503,24 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
   return new Promise((resolve, reject) => {
     attempt(true);
     function attempt(mayRetry: boolean): void {
-      const u = parsedUrl(url);
-      const https = u.protocol === 'https:';
-      const headers: Record<string, string | number> = { accept: '*/*', ...opts.headers };
+      const t = targetOf(url);
+      const headers: Record<string, string | number> = Object.assign({ accept: '*/*' }, opts.headers);
       if (opts.body !== undefined) {
         headers['content-type'] ??= 'application/json';
         headers['content-length'] = Buffer.byteLength(opts.body);
       }
       let settled = false;
       let response: IncomingMessage | null = null;
-      const req = (https ? httpsRequest : httpRequest)(
-        u,
-        { method: opts.method ?? 'POST', headers, agent: https ? httpsAgent : httpAgent },
+      const req = (t.https ? httpsRequest : httpRequest)(
+        {
+          host: t.host,
+          port: t.port,
+          path: t.path,
+          auth: t.auth,
+          method: opts.method ?? 'POST',
+          headers,
+          agent: t.https ? httpsAgent : httpAgent,
+        },
         (res) => {
           settled = true;
           response = res;

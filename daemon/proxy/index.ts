@@ -25,7 +25,7 @@ import { nativeOutput, type Output, translatedOutput } from './output';
 import { passthrough } from './passthrough';
 import { runCall } from './pipeline';
 import { Recorder } from './recorder';
-import { ChatBody, CompletionBody } from './requests';
+import { ChatBody, CompletionBody, surelyChatBody } from './requests';
 import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
 import { geminiCountTokens, geminiTranslator } from './translate/gemini';
@@ -201,8 +201,10 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     }
     const body = req.body as Json;
     call.tags.push(...sideTags(call.scope, body));
-    const parsed = (kind === 'chat' ? ChatBody : CompletionBody).safeParse(body);
-    if (!parsed.success) return call.fail(invalidBody(parsed.error));
+    if (kind !== 'chat' || !surelyChatBody(body)) {
+      const parsed = (kind === 'chat' ? ChatBody : CompletionBody).safeParse(body);
+      if (!parsed.success) return call.fail(invalidBody(parsed.error));
+    }
     let target: FixedTarget | null;
     try {
       target = await fixedTarget(call.scope);

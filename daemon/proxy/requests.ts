@@ -157,3 +157,150 @@ export const CompletionBody = z.looseObject({
   best_of: z.number().int().min(1).max(20).nullish(),
   suffix: z.string().nullish(),
 });
+
+// The common Chat Completions body, checked without zod: every call of an agent runs this check, and
+// zod's walk of a long history costs about half as much as parsing its JSON. It vouches only for
+// bodies ChatBody accepts (a property test holds it to that); whatever it does not vouch for (an
+// unusual parameter or content part, or an error) goes to ChatBody, which also names what is wrong.
+
+type Check = (v: unknown) => boolean;
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const nullish =
+  (check: Check): Check =>
+  (v) =>
+    v === undefined || v === null || check(v);
+const isString: Check = (v) => typeof v === 'string';
+const isBoolean: Check = (v) => typeof v === 'boolean';
+const inRange =
+  (min: number, max: number): Check =>
+  (v) =>
+    typeof v === 'number' && v >= min && v <= max;
+const intIn =
+  (min: number, max: number): Check =>
+  (v) =>
+    Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
+/** An array whose every element passes (holes included, unlike Array.prototype.every). */
+const arrayOf =
+  (check: Check): Check =>
+  (v) => {
+    if (!Array.isArray(v)) return false;
+    for (let i = 0; i < v.length; i++) if (!check(v[i])) return false;
+    return true;
+  };
+const textParts = arrayOf((p) => isObject(p) && p.type === 'text' && typeof p.text === 'string');
+const text: Check = (v) => typeof v === 'string' || textParts(v);
+
+/** Each known key of `o` passes its check; a key with no check that `known` lists is not vouched for. */
+function keysPass(
+  o: Record<string, unknown>,
+  checks: ReadonlyMap<string, Check>,
+  known: ReadonlySet<string>,
+) {
+  for (const k in o) {
+    const check = checks.get(k);
+    if (check ? !check(o[k]) : known.has(k)) return false;
+  }
+  return true;
+}
+
+const toolCall: Check = (c) =>
+  isObject(c) &&
+  typeof c.id === 'string' &&
+  c.type === 'function' &&
+  isObject(c.function) &&
+  typeof c.function.name === 'string' &&
+  typeof c.function.arguments === 'string';
+
+const MESSAGE_KEYS = new Set([
+  'role',
+  'content',
+  'name',
+  'refusal',
+  'tool_calls',
+  'function_call',
+  'tool_call_id',
+]);
+const ROLE_CHECKS = new Map<string, Map<string, Check>>(
+  Object.entries({
+    system: { role: isString, content: text, name: nullish(isString) },
+    developer: { role: isString, content: text, name: nullish(isString) },
+    user: { role: isString, content: text, name: nullish(isString) },
+    assistant: {
+      role: isString,
+      content: nullish(text),
+      refusal: nullish(isString),
+      name: nullish(isString),
+      tool_calls: nullish(arrayOf(toolCall)),
+    },
+    tool: { role: isString, content: text, tool_call_id: isString },
+  }).map(([role, checks]) => [role, new Map(Object.entries(checks))]),
+);
+const REQUIRED = new Map<string, string[]>(
+  Object.entries({
+    system: ['content'],
+    developer: ['content'],
+    user: ['content'],
+    assistant: [],
+    tool: ['content', 'tool_call_id'],
+  }),
+);
+const message: Check = (m) => {
+  if (!isObject(m) || typeof m.role !== 'string') return false;
+  const checks = ROLE_CHECKS.get(m.role);
+  return (
+    checks !== undefined &&
+    (REQUIRED.get(m.role) ?? []).every((k) => m[k] !== undefined) &&
+    keysPass(m, checks, MESSAGE_KEYS)
+  );
+};
+
+const tool: Check = (t) =>
+  isObject(t) &&
+  t.type === 'function' &&
+  isObject(t.function) &&
+  typeof t.function.name === 'string' &&
+  t.function.name.length > 0 &&
+  nullish(isString)(t.function.description) &&
+  nullish(isObject)(t.function.parameters) &&
+  nullish(isBoolean)(t.function.strict);
+
+const CHAT_CHECKS = new Map<string, Check>(
+  Object.entries({
+    model: (v) => typeof v === 'string' && v.length > 0,
+    messages: (v) => arrayOf(message)(v) && (v as unknown[]).length > 0,
+    stream: nullish(isBoolean),
+    stream_options: nullish((v) => isObject(v) && nullish(isBoolean)(v.include_usage)),
+    n: nullish(intIn(1, 128)),
+    max_tokens: nullish(intIn(1, Number.MAX_SAFE_INTEGER)),
+    max_completion_tokens: nullish(intIn(1, Number.MAX_SAFE_INTEGER)),
+    stop: nullish((v) => typeof v === 'string' || (arrayOf(isString)(v) && (v as unknown[]).length <= 16)),
+    temperature: nullish(inRange(0, 2)),
+    top_p: nullish(inRange(0, 1)),
+    frequency_penalty: nullish(inRange(-2, 2)),
+    presence_penalty: nullish(inRange(-2, 2)),
+    seed: nullish(intIn(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)),
+    user: nullish(isString),
+    return_token_ids: nullish(isBoolean),
+    tools: nullish(arrayOf(tool)),
+    tool_choice: nullish((v) => v === 'none' || v === 'auto' || v === 'required'),
+    parallel_tool_calls: nullish(isBoolean),
+    logprobs: nullish(isBoolean),
+    top_logprobs: nullish(intIn(0, 20)),
+    store: nullish(isBoolean),
+    reasoning_effort: nullish(isString),
+    service_tier: nullish(isString),
+  }),
+);
+const CHAT_KEYS = new Set(Object.keys(ChatBody.shape));
+
+/** True only for a body ChatBody accepts (false: ask ChatBody). */
+export function surelyChatBody(body: unknown): boolean {
+  return (
+    isObject(body) &&
+    body.model !== undefined &&
+    body.messages !== undefined &&
+    keysPass(body, CHAT_CHECKS, CHAT_KEYS)
+  );
+}
