@@ -150,8 +150,7 @@ export class StreamAssembler {
     this.chunks++;
     const c = this.choice(sc.index);
     if (!c.tokenIds) c.tokenIds = [];
-    const ids = sc.ids;
-    for (let k = 0; k < ids.length; k++) c.tokenIds.push(ids[k]);
+    sc.pushIds(c.tokenIds);
     if (sc.finish) c.finish = sc.finish;
     if (sc.reasoning) {
       c.reasoning += sc.text;

@@ -75,7 +75,8 @@ export class ChatChunkScanner {
   hasLp = false;
   logprob = 0;
   entry: LogprobEntry | null = null;
-  ids: number[] = [];
+  /** The token ids' JSON text, without brackets (read by pushIds). */
+  idsText = '';
   finish: string | null = null;
   /** [lpStart, lpEnd): the logprobs object's text (when hasLp). */
   lpStart = -1;
@@ -129,10 +130,23 @@ export class ChatChunkScanner {
     const finish = m[6 + 2 * e];
     this.finish = finish === 'null' ? null : strValue(finish);
     const ids = m[7 + 2 * e];
-    this.ids = numbers(ids);
+    this.idsText = ids;
     this.idsEnd = raw.length - 3;
     this.idsStart = this.idsEnd - ids.length - FIXED_IDS;
     return true;
+  }
+
+  /** Appends the token ids to `out`; how many there were. */
+  pushIds(out: number[]): number {
+    const t = this.idsText;
+    if (t === '') return 0;
+    if (t.indexOf(',') < 0) {
+      out.push(Number(t));
+      return 1;
+    }
+    const list = t.split(',');
+    for (const x of list) out.push(Number(x));
+    return list.length;
   }
 }
 

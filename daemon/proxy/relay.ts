@@ -43,7 +43,7 @@ export class StreamRelay {
   event(data: string): string | null {
     const sc = this.scanner;
     if (sc?.scan(data)) {
-      if (this.ttft === null && (sc.ids.length > 0 || (!sc.reasoning && sc.text !== '')))
+      if (this.ttft === null && (sc.idsText !== '' || (!sc.reasoning && sc.text !== '')))
         this.ttft = this.o.elapsed();
       this.asm.pushScanned(sc);
       this.pending += (this.o.out.scanned as NonNullable<StreamOut['scanned']>)(data, sc);
