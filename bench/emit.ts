@@ -34,15 +34,17 @@ export function child(
 /**
  * Bundles `entry` (a path under bench/) as the daemon's build does (esbuild, ESM, packages external,
  * no tsx and its keepNames wrappers) and runs it like `child`: the figures are the shipped code's.
+ * `checkout`: another checkout of the project to take `entry` and its imports from (a baseline).
  */
 export async function bundledChild(
   entry: string,
   env: Record<string, string> = {},
   flags: string[] = [],
+  checkout: string = root,
 ): Promise<{ proc: ChildProcess; info: Record<string, string> }> {
-  const outfile = join(root, 'dist', 'bench', `${basename(entry, '.ts')}.mjs`);
+  const outfile = join(checkout, 'dist', 'bench', `${basename(entry, '.ts')}.mjs`);
   await build({
-    entryPoints: [join(root, 'bench', entry)],
+    entryPoints: [join(checkout, 'bench', entry)],
     outfile,
     bundle: true,
     platform: 'node',

@@ -8,11 +8,15 @@
 //   proxy.stream     streamed tokens/s: proxy / direct and / pass-through (goal >= 0.9 of it)
 //   proxy.profile    with BENCH_PROFILE=dir: the proxy's CPU per call by stage in the throughput and
 //                    stream phases, from a V8 CPU profile (the profiler itself adds to every stage)
+//   BENCH_ROUNDS=k   measures each target k times per phase in a rotating order (median rate)
+//   BENCH_BASELINE=<git rev> adds that commit's proxy (SQLite) to every figure, measured
+//                    alternately with this checkout's: a change judged against its parent in one run
 // The pass-through (node:http in and out, nothing parsed or recorded) is the floor for any Node
 // proxy on this machine; it is measured in the same run, alternating with the others.
-import { mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
 import { dropPgSchema, pgSchemaUrl, postgresProblem } from '../daemon/store/pg-testing';
@@ -111,8 +115,24 @@ const ratios = (direct: number, pass: number, proxy: number) => ({
 
 const PG_SCHEMA = `bench_proxy_${process.pid}`;
 
+/**
+ * A detached worktree of the project at `rev` (sharing this checkout's node_modules), for a baseline
+ * proxy; its bench/servers/proxy.ts must exist (commits from bb74869 on).
+ */
+function checkoutAt(rev: string): string {
+  const tree = mkdtempSync(join(tmpdir(), 'harness-rl-baseline-'));
+  execFileSync('git', ['worktree', 'add', '--detach', '--force', tree, rev], { cwd: root, stdio: 'ignore' });
+  if (!existsSync(join(tree, 'bench/servers/proxy.ts'))) {
+    execFileSync('git', ['worktree', 'remove', '--force', tree], { cwd: root });
+    throw new Error(`BENCH_BASELINE ${rev} has no bench/servers/proxy.ts (take a commit from bb74869 on)`);
+  }
+  symlinkSync(join(root, 'node_modules'), join(tree, 'node_modules'));
+  return tree;
+}
+
 interface Proxied {
-  store: 'sqlite' | 'postgres';
+  /** sqlite, postgres, or sqlite@<rev> for BENCH_BASELINE's build. */
+  store: string;
   target: Target;
   proc: Awaited<ReturnType<typeof child>>['proc'];
   profileDir: string | null;
@@ -133,7 +153,7 @@ export default async function main(): Promise<void> {
     passProfile ? ['--cpu-prof', `--cpu-prof-dir=${passProfile}`] : [],
   );
   const passWindows: Proxied['windows'] = [];
-  const stores: Proxied['store'][] = ['sqlite'];
+  const stores: ('sqlite' | 'postgres')[] = ['sqlite'];
   const pgProblem = await postgresProblem();
   if (pgProblem === null) stores.push('postgres');
   else process.stderr.write(`proxy bench: no PostgreSQL figures (${pgProblem})\n`);
@@ -151,6 +171,25 @@ export default async function main(): Promise<void> {
       target: { base: p.info.url, key: p.info.key },
       proc: p.proc,
       profileDir,
+      windows: [],
+    });
+  }
+  // BENCH_BASELINE=<git rev>: that commit's proxy (SQLite) measured beside this checkout's, phase by
+  // phase in the same run: on a shared machine the only comparison a change can be judged by.
+  const baseline = process.env.BENCH_BASELINE;
+  const baselineTree = baseline ? checkoutAt(baseline) : null;
+  if (baseline && baselineTree) {
+    const p = await bundledChild(
+      'servers/proxy.ts',
+      { BACKEND: fake.info.url, STORE: 'sqlite' },
+      DAEMON_NODE_FLAGS,
+      baselineTree,
+    );
+    proxies.push({
+      store: `sqlite@${baseline}`,
+      target: { base: p.info.url, key: p.info.key },
+      proc: p.proc,
+      profileDir: null,
       windows: [],
     });
   }
@@ -205,12 +244,48 @@ export default async function main(): Promise<void> {
       window?.push({ phase, from, to: monotonicUs(), calls: r.calls });
       return { ...r, cpuUs: cpuOf(proc) - c0 };
     };
+    // BENCH_ROUNDS=k: each phase measures every target k times, in a rotating order; rates are the
+    // median round, CPU per call over all rounds.
+    const roundsOf = Number(process.env.BENCH_ROUNDS ?? 1);
+    interface Measured extends Rate {
+      cpuUs: number;
+    }
+    const inRounds = async (
+      runs: { proc: Proxied['proc']; fn: () => Promise<Rate>; window?: Proxied['windows'] }[],
+      phase: string,
+    ): Promise<Measured[]> => {
+      const all: Measured[][] = runs.map(() => []);
+      for (let r = 0; r < roundsOf; r++)
+        for (let k = 0; k < runs.length; k++) {
+          const i = (k + r) % runs.length;
+          all[i].push(await measured(runs[i].proc, runs[i].fn, runs[i].window, phase));
+        }
+      return all.map((list) => ({
+        rate: quantile(
+          list.map((m) => m.rate),
+          0.5,
+        ),
+        calls: list.reduce((a, m) => a + m.calls, 0),
+        tokens: list.reduce((a, m) => a + m.tokens, 0),
+        cpuUs: list.reduce((a, m) => a + m.cpuUs, 0),
+      }));
+    };
     if (only.includes('throughput')) {
       const conc = 64;
-      const d = await measured(fake.proc, () => throughput(direct, conc, seconds));
-      const f = await measured(pass.proc, () => throughput(floor, conc, seconds), passWindows, 'throughput');
-      for (const p of proxies) {
-        const x = await measured(p.proc, () => throughput(p.target, conc, seconds), p.windows, 'throughput');
+      const [d, f, ...xs] = await inRounds(
+        [
+          { proc: fake.proc, fn: () => throughput(direct, conc, seconds) },
+          { proc: pass.proc, fn: () => throughput(floor, conc, seconds), window: passWindows },
+          ...proxies.map((p) => ({
+            proc: p.proc,
+            fn: () => throughput(p.target, conc, seconds),
+            window: p.windows,
+          })),
+        ],
+        'throughput',
+      );
+      for (const [i, p] of proxies.entries()) {
+        const x = xs[i];
         emit('proxy.throughput', {
           store: p.store,
           concurrency: conc,
@@ -226,10 +301,20 @@ export default async function main(): Promise<void> {
       }
     }
     if (only.includes('stream')) {
-      const d = await measured(fake.proc, () => streamRate(direct, 8, seconds));
-      const f = await measured(pass.proc, () => streamRate(floor, 8, seconds), passWindows, 'stream');
-      for (const p of proxies) {
-        const x = await measured(p.proc, () => streamRate(p.target, 8, seconds), p.windows, 'stream');
+      const [d, f, ...xs] = await inRounds(
+        [
+          { proc: fake.proc, fn: () => streamRate(direct, 8, seconds) },
+          { proc: pass.proc, fn: () => streamRate(floor, 8, seconds), window: passWindows },
+          ...proxies.map((p) => ({
+            proc: p.proc,
+            fn: () => streamRate(p.target, 8, seconds),
+            window: p.windows,
+          })),
+        ],
+        'stream',
+      );
+      for (const [i, p] of proxies.entries()) {
+        const x = xs[i];
         emit('proxy.stream', {
           store: p.store,
           direct_tokens_per_s: round(d.rate, 0),
@@ -257,6 +342,7 @@ export default async function main(): Promise<void> {
     await passExited;
     fake.proc.kill();
     if (stores.includes('postgres')) await dropPgSchema(PG_SCHEMA);
+    if (baselineTree) execFileSync('git', ['worktree', 'remove', '--force', baselineTree], { cwd: root });
     agent.destroy();
   }
   if (passProfile)
