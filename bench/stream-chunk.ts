@@ -1,5 +1,5 @@
 // The proxy's per-chunk work on a stream, without sockets: fake-vllm's SSE bytes for one long chat
-// answer (recorded once, as node:http delivered them) fed through the relay (SseParser → StreamRelay
+// answer (recorded once, as node:http delivered them) fed through the relay (StreamRelay.read: SSE
 // → harness frames) and the record's assembly at the end, in this process.
 //   proxy.stream_chunk  us_per_chunk: with the chunk scanner (what the proxy runs);
 //                       parsed_us_per_chunk: every chunk through JSON.parse (the scanner's fallback);
@@ -13,7 +13,6 @@ import { loadavg } from 'node:os';
 import { tokensOf } from '../daemon/proxy/assemble';
 import { nativeOutput, type StreamOut } from '../daemon/proxy/output';
 import { StreamRelay } from '../daemon/proxy/relay';
-import { SseParser } from '../daemon/proxy/sse';
 import { child, emit, quantile, root, round } from './emit';
 
 const FAKE = `
@@ -66,7 +65,6 @@ function relayOnce(bufs: Buffer[], harness: object, parsedOnly: boolean) {
   const open = output.open();
   const out: StreamOut = parsedOnly ? { ...open, scanned: undefined } : open;
   const t0 = cpuUs();
-  const parser = new SseParser();
   const relay = new StreamRelay({
     kind: 'chat',
     out,
@@ -77,9 +75,10 @@ function relayOnce(bufs: Buffer[], harness: object, parsedOnly: boolean) {
   });
   let bytes = 0;
   for (const b of bufs) {
-    for (const ev of parser.push(b)) if (relay.event(ev.data) !== null) throw new Error('relay failed');
+    if (relay.read(b) !== null) throw new Error('relay failed');
     bytes += relay.take().length; // one write per read, as the proxy's per-turn flush does at best
   }
+  if (relay.finish() !== null) throw new Error('relay failed');
   const t1 = cpuUs();
   const json = relay.asm.result();
   const tokens = tokensOf(json, 'chat');

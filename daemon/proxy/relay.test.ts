@@ -35,9 +35,13 @@ function relayBoth(events: string[], harness: Harness) {
     const frames: string[] = [];
     let failure: string | null = null;
     for (; at < events.length; at++) {
-      failure = relay.event(events[at]);
+      failure = relay.read(Buffer.from(`data: ${events[at]}\n\n`));
       frames.push(relay.take());
       if (failure !== null) break;
+    }
+    if (failure === null) {
+      failure = relay.finish();
+      frames.push(relay.take());
     }
     const json = relay.asm.result();
     const record = JSON.stringify({

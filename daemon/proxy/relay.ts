@@ -6,6 +6,7 @@ import { type BackendKind, StreamAssembler } from './assemble';
 import { backendErrorMessage, parseBackendJson } from './call';
 import { ChatChunkScanner } from './chunk-scan';
 import type { StreamOut } from './output';
+import { SseParser } from './sse';
 import type { CompletionToChatStream } from './tito';
 
 type Json = Record<string, any>;
@@ -32,11 +33,31 @@ export class StreamRelay {
   /** Chunks read without JSON.parse (the rest: `asm.chunks - scanned`). */
   scanned = 0;
   private readonly scanner: ChatChunkScanner | null;
+  private readonly parser = new SseParser();
+  private readonly onData = (data: string) => this.event(data);
 
   constructor(private readonly o: RelayOptions) {
     this.asm = new StreamAssembler(o.kind, { logprobEntries: o.logprobEntries });
     this.scanner =
       o.kind === 'chat' && !o.conv && o.out.scanned ? new ChatChunkScanner(o.logprobEntries) : null;
+  }
+
+  /** Relays the events that bytes from the backend complete; a message when the stream must fail. */
+  read(bytes: Uint8Array): string | null {
+    return this.parser.read(bytes, this.onData);
+  }
+
+  /**
+   * After the backend's last bytes: relays a last event without its blank line, then (the stream
+   * complete) the bridge's closing chunks; a message when the stream must fail.
+   */
+  finish(): string | null {
+    for (const ev of this.parser.flush()) {
+      const failure = this.event(ev.data);
+      if (failure !== null) return failure;
+    }
+    if (this.sawDone && this.o.conv) for (const c of this.o.conv.end()) this.forward(c, null);
+    return null;
   }
 
   /** Relays one event's data; a message when the stream must fail with it, else null. */
@@ -71,11 +92,6 @@ export class StreamRelay {
       sc?.learn(obj);
     }
     return null;
-  }
-
-  /** After the last event: the bridge's closing chunks, when the stream completed. */
-  end(): void {
-    if (this.sawDone && this.o.conv) for (const c of this.o.conv.end()) this.forward(c, null);
   }
 
   /** The frames not yet written, taken. */

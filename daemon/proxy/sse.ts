@@ -39,33 +39,18 @@ export class SseParser {
 
   /** Feed bytes; returns the events completed by them. */
   push(chunk: Uint8Array): SseEvent[] {
-    const text = this.decoder.decode(chunk);
-    if (!this.cr && text.indexOf('\r') >= 0) this.cr = true;
-    const buf = this.buf.length > 0 ? this.buf + text : text;
     const out: SseEvent[] = [];
-    let pos = 0;
-    if (!this.cr) {
-      // The common case (vLLM, OpenAI): LF only. One forward scan, no re-slicing of the buffer.
-      for (;;) {
-        const end = buf.indexOf('\n\n', pos);
-        if (end < 0) break;
-        const ev = parseBlock(buf.slice(pos, end));
-        if (ev) out.push(ev);
-        pos = end + 2;
-      }
-    } else {
-      for (;;) {
-        const lf = buf.indexOf('\n\n', pos);
-        const crlf = buf.indexOf('\r\n\r\n', pos);
-        if (lf < 0 && crlf < 0) break;
-        const [end, sep] = crlf >= 0 && (lf < 0 || crlf < lf) ? [crlf, 4] : [lf, 2];
-        const ev = parseBlock(buf.slice(pos, end));
-        if (ev) out.push(ev);
-        pos = end + sep;
-      }
-    }
-    this.buf = pos === 0 ? buf : buf.slice(pos);
+    this.split(chunk, null, out);
     return out;
+  }
+
+  /**
+   * Feed bytes; `each` gets the data of every event they complete (in order; events without data
+   * are skipped) and stops the reading by answering non-null, which `read` then answers. push
+   * without an event object or array per event (the relay reads only data).
+   */
+  read(chunk: Uint8Array, each: (data: string) => string | null): string | null {
+    return this.split(chunk, each, null);
   }
 
   /** Whatever is left when the stream ends (a last event without its blank line). */
@@ -75,14 +60,69 @@ export class SseParser {
     const ev = rest.trim() ? parseBlock(rest) : null;
     return ev ? [ev] : [];
   }
+
+  /** Blocks of the text so far, each to `each` (its data) or parsed onto `out`. */
+  private split(
+    chunk: Uint8Array,
+    each: ((data: string) => string | null) | null,
+    out: SseEvent[] | null,
+  ): string | null {
+    const text = this.decoder.decode(chunk);
+    if (!this.cr && text.indexOf('\r') >= 0) this.cr = true;
+    const buf = this.buf.length > 0 ? this.buf + text : text;
+    let pos = 0;
+    let answer: string | null = null;
+    if (!this.cr) {
+      // The common case (vLLM, OpenAI): LF only. One forward scan, no re-slicing of the buffer.
+      for (;;) {
+        const end = buf.indexOf('\n\n', pos);
+        if (end < 0) break;
+        answer = block(buf.slice(pos, end), each, out);
+        pos = end + 2;
+        if (answer !== null) break;
+      }
+    } else {
+      for (;;) {
+        const lf = buf.indexOf('\n\n', pos);
+        const crlf = buf.indexOf('\r\n\r\n', pos);
+        if (lf < 0 && crlf < 0) break;
+        const [end, sep] = crlf >= 0 && (lf < 0 || crlf < lf) ? [crlf, 4] : [lf, 2];
+        answer = block(buf.slice(pos, end), each, out);
+        pos = end + sep;
+        if (answer !== null) break;
+      }
+    }
+    this.buf = pos === 0 ? buf : buf.slice(pos);
+    return answer;
+  }
+}
+
+function block(
+  text: string,
+  each: ((data: string) => string | null) | null,
+  out: SseEvent[] | null,
+): string | null {
+  if (each === null) {
+    const ev = parseBlock(text);
+    if (ev) out?.push(ev);
+    return null;
+  }
+  const data = oneDataLine(text) ?? parseBlock(text)?.data;
+  return data === undefined ? null : each(data);
+}
+
+/** The data of a block that is one `data:` line and nothing else (nearly every event), else null. */
+function oneDataLine(block: string): string | null {
+  if (block.charCodeAt(0) !== 100 /* d */ || !block.startsWith('data:') || block.indexOf('\n') >= 0)
+    return null;
+  const v = block.charCodeAt(5) === 32 ? block.slice(6) : block.slice(5);
+  return v.endsWith('\r') ? v.slice(0, -1) : v;
 }
 
 function parseBlock(block: string): SseEvent | null {
   // One `data:` line and nothing else (nearly every event): no split.
-  if (block.charCodeAt(0) === 100 /* d */ && block.startsWith('data:') && block.indexOf('\n') < 0) {
-    const v = block.charCodeAt(5) === 32 ? block.slice(6) : block.slice(5);
-    return { event: null, data: v.endsWith('\r') ? v.slice(0, -1) : v };
-  }
+  const one = oneDataLine(block);
+  if (one !== null) return { event: null, data: one };
   let event: string | null = null;
   let data: string | null = null;
   for (const rawLine of block.split('\n')) {

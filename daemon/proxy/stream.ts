@@ -8,7 +8,6 @@ import type { Dispatched } from './dispatch';
 import type { Output } from './output';
 import { choiceFields, fieldsOf, tokenFields } from './record-fields';
 import { StreamRelay } from './relay';
-import { SseParser } from './sse';
 import { CompletionToChatStream } from './tito';
 
 type Json = Record<string, any>;
@@ -27,7 +26,6 @@ export async function finishStream(
     connection: 'keep-alive',
   });
   const out = o.output.open();
-  const parser = new SseParser();
   const relay = new StreamRelay({
     kind: o.kind,
     out,
@@ -99,11 +97,6 @@ export async function finishStream(
       });
     call.onClientClose(() => resolve());
 
-    const onEvent = (data: string): boolean => {
-      const failure = relay.event(data);
-      if (failure !== null) failMid(failure);
-      return failure === null;
-    };
     // Frames that arrived in one event-loop turn (libuv reads a socket many times per poll phase, a
     // few hundred bytes each) go out in one write right after it: one syscall instead of dozens,
     // no added latency beyond the end of the current poll phase.
@@ -126,31 +119,31 @@ export async function finishStream(
     const takePending = () => relay.take();
 
     // Nothing thrown while relaying (a translator, a malformed chunk) may escape: it fails the call.
-    const guard = (fn: () => void) => {
+    const relayError = (e: unknown) =>
+      `proxy error while relaying the stream: ${e instanceof Error ? e.message : String(e)}`;
+    d.res.on('data', (buf: Buffer) => {
+      if (call.settled) return;
       try {
-        fn();
+        const failure = relay.read(buf);
+        if (failure !== null) failMid(failure);
+        else flush();
       } catch (e) {
-        failMid(`proxy error while relaying the stream: ${e instanceof Error ? e.message : String(e)}`);
+        failMid(relayError(e));
       }
-    };
-    d.res.on('data', (buf: Buffer) =>
-      guard(() => {
-        if (call.settled) return;
-        for (const ev of parser.push(buf)) if (!onEvent(ev.data) || call.settled) return;
-        flush();
-      }),
-    );
-    d.res.on('end', () =>
-      guard(() => {
-        if (call.settled) return;
-        for (const ev of parser.flush()) if (!onEvent(ev.data) || call.settled) return;
-        relay.end();
+    });
+    d.res.on('end', () => {
+      if (call.settled) return;
+      try {
+        const failure = relay.finish();
+        if (failure !== null) return failMid(failure);
         // The content goes out now; only the closing frame waits for the record's commit.
         flushNow();
         if (relay.sawDone) complete();
         else failMid(`backend ${d.backendName} ended the stream before [DONE]`);
-      }),
-    );
+      } catch (e) {
+        failMid(relayError(e));
+      }
+    });
     d.res.on('close', () => {
       if (call.settled || d.res.complete) return;
       failMid(
