@@ -5,14 +5,16 @@
 //                       parsed_us_per_chunk: every chunk through JSON.parse (the scanner's fallback);
 //                       end_us_per_call: the assembled answer and its token fields after the stream
 // Cases: `plain` (the harness asked for no extras: logprobs and ids stripped from every frame) and
-// `extras` (it asked for logprobs and token ids: frames go out whole, logprob entries kept).
+// `extras` (it asked for logprobs and token ids: frames go out whole, logprob entries kept), and
+// `messages` (Anthropic Messages through the translator, which takes each chunk as an object).
 // CPU time (this process's user + system: other load on the machine does not count), median over
 // alternating rounds, so drift hits both paths alike.
 import { Agent, request } from 'node:http';
 import { loadavg } from 'node:os';
 import { tokensOf } from '../daemon/proxy/assemble';
-import { nativeOutput, type StreamOut } from '../daemon/proxy/output';
+import { nativeOutput, type Output, translatedOutput } from '../daemon/proxy/output';
 import { StreamRelay } from '../daemon/proxy/relay';
+import { messagesTranslator } from '../daemon/proxy/translate/messages';
 import { child, emit, quantile, root, round } from './emit';
 
 const FAKE = `
@@ -60,14 +62,14 @@ const cpuUs = () => {
 };
 
 /** One stream through the relay; the µs it took, the chunks, and the µs of the record's assembly. */
-function relayOnce(bufs: Buffer[], harness: object, parsedOnly: boolean) {
-  const output = nativeOutput(harness);
+function relayOnce(bufs: Buffer[], outputOf: () => Output, parsedOnly: boolean) {
+  const output = outputOf();
   const open = output.open();
-  const out: StreamOut = parsedOnly ? { ...open, scanned: undefined } : open;
   const t0 = cpuUs();
   const relay = new StreamRelay({
     kind: 'chat',
-    out,
+    out: open,
+    scan: !parsedOnly,
     conv: null,
     logprobEntries: output.logprobEntries,
     backendName: 'bench',
@@ -97,14 +99,21 @@ function relayOnce(bufs: Buffer[], harness: object, parsedOnly: boolean) {
 export default async function main(): Promise<void> {
   const bufs = await record();
   const rounds = Number(process.env.BENCH_ROUNDS ?? 60);
-  const cases = [
-    ['plain', { model: 'toy', stream: true }],
-    ['extras', { model: 'toy', stream: true, logprobs: true, return_token_ids: true }],
-  ] as const;
-  for (const [, harness] of cases) {
+  const messages = messagesTranslator.parse({
+    model: 'toy',
+    max_tokens: 2000,
+    stream: true,
+    messages: [{ role: 'user', content: 'hi' }],
+  });
+  const cases: [string, () => Output][] = [
+    ['plain', () => nativeOutput({ model: 'toy', stream: true })],
+    ['extras', () => nativeOutput({ model: 'toy', stream: true, logprobs: true, return_token_ids: true })],
+    ['messages', () => translatedOutput(messagesTranslator, messages)],
+  ];
+  for (const [, outputOf] of cases) {
     // The same frames either way (the test suite checks it on arbitrary chunks; this is a smoke check).
-    const a = relayOnce(bufs, harness, false);
-    const b = relayOnce(bufs, harness, true);
+    const a = relayOnce(bufs, outputOf, false);
+    const b = relayOnce(bufs, outputOf, true);
     if (a.bytes !== b.bytes)
       throw new Error(`the two paths sent different frames (${a.bytes} vs ${b.bytes})`);
   }
@@ -113,9 +122,9 @@ export default async function main(): Promise<void> {
   const times = cases.map(() => ({ fast: [] as number[], parsed: [] as number[], end: [] as number[] }));
   const last = cases.map(() => ({ chunks: 0, scanned: 0 }));
   for (let i = 0; i < 30 + rounds; i++)
-    for (const [k, [, harness]] of cases.entries()) {
-      const f = relayOnce(bufs, harness, false);
-      const p = relayOnce(bufs, harness, true);
+    for (const [k, [, outputOf]] of cases.entries()) {
+      const f = relayOnce(bufs, outputOf, false);
+      const p = relayOnce(bufs, outputOf, true);
       last[k] = f;
       if (i < 30) continue;
       times[k].fast.push(f.relayUs / f.chunks);

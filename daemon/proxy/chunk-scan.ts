@@ -46,6 +46,7 @@ const choiceRe = (entries: boolean) =>
   );
 const CHOICE_RE = choiceRe(false);
 const CHOICE_ENTRIES_RE = choiceRe(true);
+const STOP_NULL = ',"stop_reason":null';
 /** Text before the logprobs value, past the head and the groups 1-3: `{"index":` `,"delta":{"` `":` `},"logprobs":`. */
 const FIXED_BEFORE_LP = 9 + 11 + 2 + 13;
 /** Around the ids: `,"token_ids":[` and `]`. */
@@ -70,6 +71,8 @@ export class ChatChunkScanner {
   index = 0;
   /** The delta's text went to `reasoning_content` / `reasoning`, not `content`. */
   reasoning = false;
+  /** The delta's key. */
+  key = 'content';
   text = '';
   /** `"logprobs"` was an object, not null; then `logprob` (and with `entries`, `entry`) is its one entry. */
   hasLp = false;
@@ -84,6 +87,9 @@ export class ChatChunkScanner {
   /** [idsStart, idsEnd): `,"token_ids":[…]`. */
   idsStart = -1;
   idsEnd = -1;
+
+  /** The head's id, created and model, as JSON.parse reads them from the head's text. */
+  private headFields: { id: string; created: number; model: string } | null = null;
 
   constructor(private readonly entries: boolean) {}
 
@@ -101,7 +107,35 @@ export class ChatChunkScanner {
     )
       return;
     const head = `{"id":${JSON.stringify(obj.id)},"object":"chat.completion.chunk","created":${JSON.stringify(obj.created)},"model":${JSON.stringify(obj.model)},"choices":[`;
-    if (head !== this.head) this.head = head;
+    if (head === this.head) return;
+    this.head = head;
+    // JSON.stringify then JSON.parse: -0 reads back as 0, as it does from the chunks' text.
+    this.headFields = { id: obj.id, created: JSON.parse(JSON.stringify(obj.created)), model: obj.model };
+  }
+
+  /**
+   * The chunk `scan` just accepted as JSON.parse makes it (needs `entries`): for an output that
+   * takes chunk objects (a wire translator), without parsing the text.
+   */
+  chunk(raw: string): Json {
+    const h = this.headFields as { id: string; created: number; model: string };
+    const choice: Json = {
+      index: this.index,
+      delta: { [this.key]: this.text },
+      logprobs: this.hasLp ? { content: [this.entry] } : null,
+      finish_reason: this.finish,
+    };
+    if (raw.slice(this.idsStart - STOP_NULL.length, this.idsStart) === STOP_NULL) choice.stop_reason = null;
+    const ids: number[] = [];
+    this.pushIds(ids);
+    choice.token_ids = ids;
+    return {
+      id: h.id,
+      object: 'chat.completion.chunk',
+      created: h.created,
+      model: h.model,
+      choices: [choice],
+    };
   }
 
   /** Reads `raw` when it has the accepted shape (true), else false (the fields are then stale). */
@@ -115,6 +149,7 @@ export class ChatChunkScanner {
     if (!m) return false;
     const e = this.entries ? 1 : 0; // the token's group before the logprob's, the bytes' after
     this.index = m[1] === '0' ? 0 : Number(m[1]);
+    this.key = m[2];
     this.reasoning = m[2] !== 'content';
     this.text = strValue(m[3]);
     const lp = m[4];

@@ -5,28 +5,51 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { tokensOf } from './assemble';
-import { nativeOutput, type StreamOut } from './output';
+import { ChatChunkScanner } from './chunk-scan';
+import { nativeOutput, type Output, translatedOutput } from './output';
 import { StreamRelay } from './relay';
+import { messagesTranslator } from './translate/messages';
+import { responsesTranslator } from './translate/responses';
 
 type Json = Record<string, any>;
 type Infer<A> = A extends fc.Arbitrary<infer T> ? T : never;
 
+/** What the harness asked for: Chat Completions with or without vLLM's extras, or a translated wire. */
 interface Harness {
   ids: boolean;
   logprobs: boolean;
+  wire?: 'messages' | 'responses';
 }
+
+const outputFor = (h: Harness): Output => {
+  if (h.wire === 'messages')
+    return translatedOutput(
+      messagesTranslator,
+      messagesTranslator.parse({
+        model: 'm',
+        max_tokens: 100,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    );
+  if (h.wire === 'responses')
+    return translatedOutput(
+      responsesTranslator,
+      responsesTranslator.parse({ model: 'm', stream: true, input: 'hi' }),
+    );
+  return nativeOutput({ model: 'm', stream: true, return_token_ids: h.ids, logprobs: h.logprobs });
+};
 
 /** The same events through a relay with the scanner and one that parses every chunk. */
 function relayBoth(events: string[], harness: Harness) {
-  const body = { model: 'm', stream: true, return_token_ids: harness.ids, logprobs: harness.logprobs };
   const run = (parsedOnly: boolean) => {
-    const output = nativeOutput(body);
+    const output = outputFor(harness);
     const open = output.open();
-    const out: StreamOut = parsedOnly ? { ...open, scanned: undefined } : open;
     let at = 0;
     const relay = new StreamRelay({
       kind: 'chat',
-      out,
+      out: open,
+      scan: !parsedOnly,
       conv: null,
       logprobEntries: output.logprobEntries,
       backendName: 'b',
@@ -176,7 +199,11 @@ const applyEdit = (s: string, e: Infer<typeof edit>) => {
   return s.slice(0, i) + e.ch + s.slice(i + 1);
 };
 
-const harnessArb = fc.record({ ids: fc.boolean(), logprobs: fc.boolean() });
+const harnessArb = fc.record({
+  ids: fc.boolean(),
+  logprobs: fc.boolean(),
+  wire: fc.constantFrom(undefined, undefined, 'messages', 'responses'),
+}) as fc.Arbitrary<Harness>;
 
 describe('StreamRelay', () => {
   it('with the chunk scanner relays and records exactly what JSON.parse of every chunk gives', () => {
@@ -189,7 +216,13 @@ describe('StreamRelay', () => {
         fc.boolean(),
         harnessArb,
         (h, choices, escapes, python, harness) => {
-          const head = { id: h.id, object: 'chat.completion.chunk', created: h.created, model: h.model };
+          // A translator makes a random id for a chunk without a usable one: give it one.
+          const head = {
+            id: harness.wire ? `a${h.id}` : h.id,
+            object: 'chat.completion.chunk',
+            created: h.created,
+            model: h.model,
+          };
           const text = (o: Json) => dumps(o, escapes, python ? pyNumber : (x) => JSON.stringify(x));
           const events = [
             text({
@@ -202,6 +235,14 @@ describe('StreamRelay', () => {
             '[DONE]',
           ];
           scanned += expectSame(events, harness);
+          // The object a scanned chunk stands for (what a translator gets) is JSON.parse's, key order too.
+          const sc = new ChatChunkScanner(true);
+          sc.learn(JSON.parse(events[0]));
+          for (const e of events.slice(1, -1))
+            if (sc.scan(e)) {
+              expect(sc.chunk(e)).toEqual(JSON.parse(e));
+              expect(JSON.stringify(sc.chunk(e))).toBe(JSON.stringify(JSON.parse(e)));
+            }
         },
       ),
       { numRuns: 1500 },

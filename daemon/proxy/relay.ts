@@ -19,6 +19,8 @@ export interface RelayOptions {
   /** Keep vLLM's logprob entries (the harness asked for logprobs). */
   logprobEntries: boolean;
   backendName: string;
+  /** Read chunks in vLLM's usual shape from their text (default); false: JSON.parse every chunk. */
+  scan?: boolean;
   /** The time since the call started (ms), read at the first token. */
   elapsed: () => number;
 }
@@ -39,7 +41,10 @@ export class StreamRelay {
   constructor(private readonly o: RelayOptions) {
     this.asm = new StreamAssembler(o.kind, { logprobEntries: o.logprobEntries });
     this.scanner =
-      o.kind === 'chat' && !o.conv && o.out.scanned ? new ChatChunkScanner(o.logprobEntries) : null;
+      o.kind === 'chat' && !o.conv && o.scan !== false
+        ? // An output without `scanned` (a wire translator) takes the chunk as an object: whole entries.
+          new ChatChunkScanner(o.logprobEntries || !o.out.scanned)
+        : null;
   }
 
   /** Relays the events that bytes from the backend complete; a message when the stream must fail. */
@@ -66,9 +71,11 @@ export class StreamRelay {
     if (sc?.scan(data)) {
       if (this.ttft === null && (sc.idsText !== '' || (!sc.reasoning && sc.text !== '')))
         this.ttft = this.o.elapsed();
-      this.asm.pushScanned(sc);
-      this.pending += (this.o.out.scanned as NonNullable<StreamOut['scanned']>)(data, sc);
       this.scanned++;
+      if (this.o.out.scanned) {
+        this.asm.pushScanned(sc);
+        this.pending += this.o.out.scanned(data, sc);
+      } else this.forward(sc.chunk(data), data);
       return null;
     }
     if (data === '[DONE]') {
