@@ -1,7 +1,7 @@
 // vLLM responses: streams assembled into the non-streaming shape, the token ids and logprobs read
 // out of them, and vLLM's extras stripped from what a harness gets when it did not ask for them.
 // Backend kind 'chat' = /v1/chat/completions, 'completions' = /v1/completions.
-import type { ChatChunkScanner } from './chunk-scan';
+import type { ChatChunkScanner, LogprobEntry } from './chunk-scan';
 
 export type BackendKind = 'chat' | 'completions';
 
@@ -161,8 +161,8 @@ export class StreamAssembler {
     }
     if (sc.hasLp) {
       c.hasLp = true;
-      if (this.opts.logprobEntries === false) c.lpValues.push(sc.logprob);
-      else c.lpContent.push(sc.entry);
+      if (this.opts.logprobEntries === false) sc.pushLogprobs(c.lpValues);
+      else sc.pushEntries(c.lpContent as LogprobEntry[]);
     }
   }
 

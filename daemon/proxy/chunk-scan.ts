@@ -32,16 +32,23 @@ const NUM = String.raw`-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?`;
 const NUMS = `((?:${NUM}(?:,${NUM})*)?)`;
 /** `(…)` with the groups the scanner reads, `(?:…)` for the ones it does not. */
 const group = (read: boolean, re: string) => (read ? `(${re})` : `(?:${re})`);
+const ENTRY = String.raw`\{"token":${STR},"logprob":${NUM},"bytes":\[(?:${NUM}(?:,${NUM})*)?\],"top_logprobs":\[\]\}`;
+/** Each further entry's logprob (no string can hold `,"logprob":`: its quotes are escaped). */
+const MORE_LOGPROB_RE = new RegExp(String.raw`,"logprob":(${NUM}),"bytes":\[`, 'g');
+const MORE_ENTRY_RE = new RegExp(
+  String.raw`,\{"token":(${STR}),"logprob":(${NUM}),"bytes":\[${NUMS}\],"top_logprobs":\[\]\}`,
+  'y',
+);
 /**
  * CHOICE `]}` up to the end of the text, sticky (from `lastIndex`: one regex for every stream, as
  * V8 compiles every new source anew). Groups: 1 index, 2 the delta's key, 3 its string, 4 the
- * logprobs value, [token,] logprob, [bytes,] finish_reason, the ids; token and bytes only with
- * `entries` (fewer groups, fewer strings made per chunk). One logprob entry (vLLM sends one token
- * per chunk).
+ * logprobs value, [token,] logprob, [bytes,] of its first entry, the entries after it (vLLM sends
+ * several when it streams tokens faster than they are read), finish_reason, the ids; token and bytes
+ * only with `entries` (fewer groups, fewer strings made per chunk).
  */
 const choiceRe = (entries: boolean) =>
   new RegExp(
-    String.raw`\{"index":(0|[1-9]\d{0,5}),"delta":\{"(content|reasoning_content|reasoning)":(${STR})\},"logprobs":(null|\{"content":\[\{"token":${group(entries, STR)},"logprob":(${NUM}),"bytes":\[${group(entries, `(?:${NUM}(?:,${NUM})*)?`)}\],"top_logprobs":\[\]\}\]\}),"finish_reason":(null|${STR})(?:,"stop_reason":null)?,"token_ids":\[${NUMS}\]\}\]\}$`,
+    String.raw`\{"index":(0|[1-9]\d{0,5}),"delta":\{"(content|reasoning_content|reasoning)":(${STR})\},"logprobs":(null|\{"content":\[\{"token":${group(entries, STR)},"logprob":(${NUM}),"bytes":\[${group(entries, `(?:${NUM}(?:,${NUM})*)?`)}\],"top_logprobs":\[\]\}((?:,${ENTRY})*)\]\}),"finish_reason":(null|${STR})(?:,"stop_reason":null)?,"token_ids":\[${NUMS}\]\}\]\}$`,
     'y',
   );
 const CHOICE_RE = choiceRe(false);
@@ -78,6 +85,8 @@ export class ChatChunkScanner {
   hasLp = false;
   logprob = 0;
   entry: LogprobEntry | null = null;
+  /** The entries after the first, as text (`,{…}` each; read by pushLogprobs / pushEntries). */
+  more = '';
   /** The token ids' JSON text, without brackets (read by pushIds). */
   idsText = '';
   finish: string | null = null;
@@ -122,7 +131,7 @@ export class ChatChunkScanner {
     const choice: Json = {
       index: this.index,
       delta: { [this.key]: this.text },
-      logprobs: this.hasLp ? { content: [this.entry] } : null,
+      logprobs: this.hasLp ? { content: this.pushEntries([]) } : null,
       finish_reason: this.finish,
     };
     if (raw.slice(this.idsStart - STOP_NULL.length, this.idsStart) === STOP_NULL) choice.stop_reason = null;
@@ -159,16 +168,38 @@ export class ChatChunkScanner {
       this.entry = this.entries
         ? { token: strValue(m[5]), logprob: this.logprob, bytes: numbers(m[7]), top_logprobs: [] }
         : null;
+      this.more = m[6 + 2 * e];
       this.lpStart = head.length + m[1].length + m[2].length + m[3].length + FIXED_BEFORE_LP;
       this.lpEnd = this.lpStart + lp.length;
     }
-    const finish = m[6 + 2 * e];
+    const finish = m[7 + 2 * e];
     this.finish = finish === 'null' ? null : strValue(finish);
-    const ids = m[7 + 2 * e];
+    const ids = m[8 + 2 * e];
     this.idsText = ids;
     this.idsEnd = raw.length - 3;
     this.idsStart = this.idsEnd - ids.length - FIXED_IDS;
     return true;
+  }
+
+  /** Appends each entry's logprob to `out`. */
+  pushLogprobs(out: number[]): void {
+    out.push(this.logprob);
+    if (this.more === '') return;
+    MORE_LOGPROB_RE.lastIndex = 0;
+    for (let m = MORE_LOGPROB_RE.exec(this.more); m; m = MORE_LOGPROB_RE.exec(this.more))
+      out.push(Number(m[1]));
+  }
+
+  /** Appends the entries to `out` (needs `entries`); `out`. */
+  pushEntries(out: LogprobEntry[]): LogprobEntry[] {
+    out.push(this.entry as LogprobEntry);
+    const more = this.more;
+    MORE_ENTRY_RE.lastIndex = 0;
+    while (MORE_ENTRY_RE.lastIndex < more.length) {
+      const m = MORE_ENTRY_RE.exec(more) as RegExpExecArray; // the choice's regex matched them
+      out.push({ token: strValue(m[1]), logprob: Number(m[2]), bytes: numbers(m[3]), top_logprobs: [] });
+    }
+    return out;
   }
 
   /** Appends the token ids to `out`; how many there were. */

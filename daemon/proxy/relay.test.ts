@@ -158,8 +158,12 @@ const choiceArb = fc.record({
   index: fc.oneof({ weight: 8, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.nat(3) }),
   key: fc.constantFrom('content', 'content', 'reasoning_content', 'reasoning'),
   text: tricky,
+  // vLLM sends several tokens in one chunk when it streams them faster than they are read
   lp: fc.option(
-    fc.record({ token: tricky, logprob: number, bytes: fc.array(fc.nat(255), { maxLength: 4 }) }),
+    fc.array(fc.record({ token: tricky, logprob: number, bytes: fc.array(fc.nat(255), { maxLength: 4 }) }), {
+      minLength: 1,
+      maxLength: 3,
+    }),
     { freq: 4 },
   ),
   finish: fc.option(fc.constantFrom('stop', 'length', ''), { freq: 1 }),
@@ -177,7 +181,14 @@ const chunkOf = (head: Json, c: Infer<typeof choiceArb>): Json => ({
       index: c.index,
       delta: { [c.key]: c.text },
       logprobs: c.lp
-        ? { content: [{ token: c.lp.token, logprob: c.lp.logprob, bytes: c.lp.bytes, top_logprobs: [] }] }
+        ? {
+            content: c.lp.map((e) => ({
+              token: e.token,
+              logprob: e.logprob,
+              bytes: e.bytes,
+              top_logprobs: [],
+            })),
+          }
         : null,
       finish_reason: c.finish,
       ...(c.stopNull ? { stop_reason: null } : {}),
@@ -296,17 +307,25 @@ describe('StreamRelay', () => {
     );
   });
 
+  it('scans a chunk of several tokens', () => {
+    const two = token('a').replace(
+      '"top_logprobs":[]}]},"finish_reason":null,"token_ids":[42]',
+      '"top_logprobs":[]},{"token":"b","logprob":-1e-7,"bytes":[98],"top_logprobs":[]}]},"finish_reason":null,"token_ids":[42,43]',
+    );
+    expect(two).not.toBe(token('a'));
+    for (const harness of [
+      { ids: false, logprobs: false },
+      { ids: true, logprobs: true },
+    ]) {
+      expect(expectSame([first, two, '[DONE]'], harness)).toBe(1);
+      const { fast } = relayBoth([first, two, '[DONE]'], harness);
+      expect(JSON.parse(fast.record).tokens.response_logprobs).toEqual([-0.5, -1e-7]);
+    }
+  });
+
   it.each<[string, string, number]>([
     ['whitespace', token('a').replace('"delta":', '"delta": '), 1],
     ['a key after the token ids', token('a', ',"extra":1'), 1],
-    [
-      'two logprob entries',
-      token('a').replace(
-        '"top_logprobs":[]}',
-        '"top_logprobs":[]},{"token":"b","logprob":-1,"bytes":[],"top_logprobs":[]}',
-      ),
-      1,
-    ],
     [
       'a top logprob',
       token('a').replace('"top_logprobs":[]', '"top_logprobs":[{"token":"b","logprob":-1,"bytes":[]}]'),
