@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseArguments } from '../proxy/translate/common';
-import { MAX_JSON_DEPTH, nestsDeeperThan, parseBoundedJson, parseJsonBody } from './body';
+import { MAX_JSON_DEPTH, nestsDeeperThan, parseBoundedJson, parseJsonBody, tooDeep } from './body';
 
 describe('nestsDeeperThan', () => {
   it('counts arrays and objects, never what strings hold', () => {
@@ -52,6 +53,30 @@ describe('parseJsonBody', () => {
 });
 
 describe('parseBoundedJson', () => {
+  it('counts brackets first and walks only when they could nest too deep: the same answer as the walk', () => {
+    fc.assert(
+      fc.property(
+        fc.jsonValue({ maxDepth: 8 }),
+        fc.array(fc.constantFrom('[', '{', '"[{"'), { maxLength: 6 }),
+        fc.integer({ min: 0, max: 10 }),
+        (v, wraps, max) => {
+          // wrap the value in arrays/objects and strings holding brackets
+          let text = JSON.stringify(v);
+          for (const w of wraps)
+            text = w === '[' ? `[${text}]` : w === '{' ? `{"k":${text}}` : `[${w},${text}]`;
+          const value = JSON.parse(text);
+          expect(tooDeep(text, value, max)).toBe(nestsDeeperThan(value, max));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+    const n = MAX_JSON_DEPTH;
+    // brackets in strings count toward the quick bound, never toward the depth
+    expect(parseBoundedJson(`[${'"[{",'.repeat(2 * n)}1]`)).toHaveLength(2 * n + 1);
+    expect(parseBoundedJson(`${'['.repeat(n)}${']'.repeat(n)}`)).toBeInstanceOf(Array);
+    expect(() => parseBoundedJson(`${'['.repeat(n + 1)}${']'.repeat(n + 1)}`)).toThrow(SyntaxError);
+  });
+
   it('parses like JSON.parse and refuses too deep text as malformed, so callers fall back', () => {
     expect(parseBoundedJson('{"a":[1]}')).toEqual({ a: [1] });
     const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;

@@ -46,13 +46,30 @@ export function nestsDeeperThan(value: unknown, max: number = MAX_JSON_DEPTH): b
 }
 
 /**
+ * Does `text` hold at most `max` opening brackets (`[` and `{`, inside strings too)? Then nothing
+ * parsed from it nests deeper than `max`, and the walk is not needed: a backend's answer with 10k
+ * prompt ids has a few dozen brackets and one long array the walk would visit element by element.
+ * It stops at the (max+1)th bracket.
+ */
+function fewBrackets(text: string, max: number): boolean {
+  let n = 0;
+  for (let i = text.indexOf('['); i >= 0; i = text.indexOf('[', i + 1)) if (++n > max) return false;
+  for (let i = text.indexOf('{'); i >= 0; i = text.indexOf('{', i + 1)) if (++n > max) return false;
+  return true;
+}
+
+/** Whether `value`, parsed from `text`, nests deeper than `max` (the text's brackets counted first). */
+export const tooDeep = (text: string, value: unknown, max: number = MAX_JSON_DEPTH): boolean =>
+  !fewBrackets(text, max) && nestsDeeperThan(value, max);
+
+/**
  * JSON.parse for text from outside (a model's tool-call arguments, a backend's answer) that also
  * refuses nesting deeper than MAX_JSON_DEPTH, with a SyntaxError like malformed JSON gets.
  */
 // biome-ignore lint/suspicious/noExplicitAny: typed like JSON.parse, which it stands in for
 export function parseBoundedJson(text: string): any {
   const value = JSON.parse(text);
-  if (nestsDeeperThan(value)) throw new SyntaxError(`JSON nests deeper than ${MAX_JSON_DEPTH} levels`);
+  if (tooDeep(text, value)) throw new SyntaxError(`JSON nests deeper than ${MAX_JSON_DEPTH} levels`);
   return value;
 }
 
@@ -74,7 +91,7 @@ export function parseJsonBody(raw: string): { value: unknown } | { problem: Body
   } catch (err) {
     return { problem: { code: 'invalid_json', message: `malformed JSON body: ${(err as Error).message}` } };
   }
-  if (nestsDeeperThan(value))
+  if (tooDeep(raw, value))
     return {
       problem: {
         code: 'too_deep',
