@@ -5,6 +5,8 @@
 //   proxy.overhead   nonstream / stream_ttft: added p50/p99 latency, over direct and over the pass-through
 //                    (goal over the pass-through: p50 < 0.5 ms, p99 < 2 ms)
 //   proxy.throughput concurrency 64: proxy_rps / direct_rps and / passthrough_rps (goal >= 0.8 of it)
+//   proxy.agent      concurrency 16, an agent's mid-task call (~12 KB: tools, tool calls, results):
+//                    what the proxy costs where per-byte work (parsing, checking, the record) counts
 //   proxy.stream     streamed tokens/s: proxy / direct and / pass-through (goal >= 0.9 of it)
 //   proxy.profile    with BENCH_PROFILE=dir: the proxy's CPU per call by stage in the throughput and
 //                    stream phases, from a V8 CPU profile (the profiler itself adds to every stage)
@@ -81,6 +83,64 @@ async function throughput(t: Target, concurrency: number, ms: number): Promise<R
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
         await call(t, '/chat/completions', chat('throughput'));
+        done++;
+      }
+    }),
+  );
+  return { rate: done / (ms / 1000), calls: done, tokens: 0 };
+}
+
+/**
+ * An agent's call mid-task: a system prompt, 8 tools and 12 turns of tool calls and results, ~12 KB
+ * of JSON (the toy tokenizer is byte-level: ~12k prompt ids back from the backend).
+ */
+function agentCall(): object {
+  const tools = Array.from({ length: 8 }, (_, i) => ({
+    type: 'function',
+    function: {
+      name: `tool_${i}`,
+      description: 'Reads or edits the workspace. '.repeat(4),
+      parameters: {
+        type: 'object',
+        properties: {
+          path: { type: 'string', description: 'a path in the workspace' },
+          line: { type: 'integer' },
+        },
+        required: ['path'],
+      },
+    },
+  }));
+  const messages: object[] = [{ role: 'system', content: 'You are a careful coding agent. '.repeat(40) }];
+  messages.push({ role: 'user', content: 'Fix the failing test in src/parser.ts.' });
+  for (let i = 0; i < 6; i++) {
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: `call_${i}`,
+          type: 'function',
+          function: { name: 'tool_1', arguments: `{"path":"src/f${i}.ts"}` },
+        },
+      ],
+    });
+    messages.push({
+      role: 'tool',
+      tool_call_id: `call_${i}`,
+      content: `export const line${i} = ${i};\n`.repeat(40),
+    });
+  }
+  return { model: 'toy', messages, tools, max_tokens: 16 };
+}
+
+async function agentRate(t: Target, concurrency: number, ms: number): Promise<Rate> {
+  const body = agentCall();
+  let done = 0;
+  const end = performance.now() + ms;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        await call(t, '/chat/completions', body);
         done++;
       }
     }),
@@ -202,8 +262,8 @@ export default async function main(): Promise<void> {
     await latencies(all, 200, chat('warm up'), 'total');
     await latencies(all, 50, chat('warm up', { stream: true }), 'first');
 
-    // BENCH_ONLY=overhead,throughput,stream runs a subset (profiling).
-    const only = (process.env.BENCH_ONLY ?? 'overhead,throughput,stream').split(',');
+    // BENCH_ONLY=overhead,throughput,agent,stream runs a subset (profiling).
+    const only = (process.env.BENCH_ONLY ?? 'overhead,throughput,agent,stream').split(',');
     const n = Number(process.env.BENCH_N ?? 1000);
     for (const mode of only.includes('overhead') ? (['nonstream', 'stream_ttft'] as const) : []) {
       const body =
@@ -289,6 +349,37 @@ export default async function main(): Promise<void> {
         emit('proxy.throughput', {
           store: p.store,
           concurrency: conc,
+          direct_rps: round(d.rate, 1),
+          passthrough_rps: round(f.rate, 1),
+          proxy_rps: round(x.rate, 1),
+          ...ratios(d.rate, f.rate, x.rate),
+          backend_cpu_us_per_request: round(d.cpuUs / d.calls, 0),
+          passthrough_cpu_us_per_request: round(f.cpuUs / f.calls, 0),
+          proxy_cpu_us_per_request: round(x.cpuUs / x.calls, 0),
+          ...load(),
+        });
+      }
+    }
+    if (only.includes('agent')) {
+      const conc = 16;
+      const [d, f, ...xs] = await inRounds(
+        [
+          { proc: fake.proc, fn: () => agentRate(direct, conc, seconds) },
+          { proc: pass.proc, fn: () => agentRate(floor, conc, seconds), window: passWindows },
+          ...proxies.map((p) => ({
+            proc: p.proc,
+            fn: () => agentRate(p.target, conc, seconds),
+            window: p.windows,
+          })),
+        ],
+        'agent',
+      );
+      for (const [i, p] of proxies.entries()) {
+        const x = xs[i];
+        emit('proxy.agent', {
+          store: p.store,
+          concurrency: conc,
+          request_bytes: JSON.stringify(agentCall()).length,
           direct_rps: round(d.rate, 1),
           passthrough_rps: round(f.rate, 1),
           proxy_rps: round(x.rate, 1),
