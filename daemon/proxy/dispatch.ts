@@ -84,6 +84,27 @@ function fallbackOf(decision: BridgeDecision | null): BridgeRecord | null {
 }
 
 /**
+ * The JSON text of `backend` (backendBody of `harness`) made from the harness's own text: the keys
+ * backendBody added or changed are appended before its closing brace (of duplicate keys the last one
+ * counts, for JSON.parse and for vLLM's parser alike), so a long history is not serialised again and
+ * everything else goes out as the harness wrote it. Null when the text is not reusable.
+ */
+export function backendText(harnessText: string | undefined, harness: Json, backend: Json): string | null {
+  if (harnessText === undefined) return null;
+  const end = harnessText.lastIndexOf('}');
+  if (end < 0 || harnessText.charCodeAt(0) !== 123 /* { */ || harnessText.slice(end + 1).trim() !== '')
+    return null;
+  let added = '';
+  for (const k in backend)
+    if (!Object.hasOwn(harness, k) || harness[k] !== backend[k])
+      added += `,${JSON.stringify(k)}:${JSON.stringify(backend[k])}`;
+  if (added === '') return harnessText;
+  // after `{` (an empty object) the first key takes no comma: left to JSON.stringify
+  for (const _ in harness) return `${harnessText.slice(0, end)}${added}}`;
+  return null;
+}
+
+/**
  * Sends `body` to a backend: the pool (affinity + least outstanding, failing over when a backend
  * cannot be reached) or a fixed target. Throws ProxyError (503/502/504) when nothing answers.
  */
@@ -94,7 +115,10 @@ export async function dispatch(
   body: Json,
   target: FixedTarget | null,
   bridge?: BridgeFn,
+  /** `body`'s JSON text, when known (backendText). */
+  bodyText?: string | null,
 ): Promise<Dispatched> {
+  const textOf = (b: Json) => (b === body && bodyText ? bodyText : JSON.stringify(b));
   const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const timeoutMs = call.ctx.config.backend_timeout_ms;
   if (target) {
@@ -104,7 +128,7 @@ export async function dispatch(
       : null;
     if (call.settled) throw new ProxyError(499, 'the client closed the request');
     const sendBody = decision?.ok ? decision.body : sent;
-    const payload = JSON.stringify(sendBody);
+    const payload = textOf(sendBody);
     call.snapshot = () => ({
       backend_request: sendBody,
       backend: target.name,
@@ -186,7 +210,7 @@ export async function dispatch(
       } else fallback = fallbackOf(decision);
       if (call.settled) throw new ProxyError(499, 'the client closed the request');
     }
-    const payload = JSON.stringify(sendBody);
+    const payload = textOf(sendBody);
     call.snapshot = () => ({
       backend_request: sendBody,
       backend: b.name,

@@ -18,7 +18,7 @@ import {
 } from './backends';
 import { BridgeMemory } from './bridge';
 import { Call } from './call';
-import { backendBody, type FixedTarget, servedBody } from './dispatch';
+import { backendBody, backendText, type FixedTarget, servedBody } from './dispatch';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
 import { installFront, type ProxyRequest, proxyRequest, readBody, sendJson } from './front';
 import { nativeOutput, type Output, translatedOutput } from './output';
@@ -212,9 +212,11 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       return call.fail(asProxyError(e));
     }
     const stream = body.stream === true;
+    const sent = backendBody(body, kind, target?.extras ?? true);
     await runCall(call, pool, {
       kind,
-      body: backendBody(body, kind, target?.extras ?? true),
+      body: sent,
+      bodyText: backendText(req.raw, body, sent),
       stream,
       output: nativeOutput(body),
       target,

@@ -20,6 +20,8 @@ export interface RunOptions {
   kind: BackendKind;
   /** The body as the backend should get it (extras already added). */
   body: Json;
+  /** Its JSON text, when known (backendText). */
+  bodyText?: string | null;
   stream: boolean;
   output: Output;
   target: FixedTarget | null;
@@ -53,7 +55,7 @@ export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Pro
       : undefined;
   let d: Dispatched;
   try {
-    d = await dispatch(call, pool, o.kind, o.body, o.target, bridge);
+    d = await dispatch(call, pool, o.kind, o.body, o.target, bridge, o.bodyText);
   } catch (e) {
     const err = e instanceof ProxyError ? e : new ProxyError(502, String(e));
     if (err.status === 499) return;
