@@ -76,13 +76,14 @@ interface Rate {
   tokens: number;
 }
 
-async function throughput(t: Target, concurrency: number, ms: number): Promise<Rate> {
+/** `concurrency` clients posting `body` back to back for `ms`. */
+async function throughput(t: Target, concurrency: number, ms: number, body: object): Promise<Rate> {
   let done = 0;
   const end = performance.now() + ms;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
-        await call(t, '/chat/completions', chat('throughput'));
+        await call(t, '/chat/completions', body);
         done++;
       }
     }),
@@ -131,21 +132,6 @@ function agentCall(): object {
     });
   }
   return { model: 'toy', messages, tools, max_tokens: 16 };
-}
-
-async function agentRate(t: Target, concurrency: number, ms: number): Promise<Rate> {
-  const body = agentCall();
-  let done = 0;
-  const end = performance.now() + ms;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) {
-        await call(t, '/chat/completions', body);
-        done++;
-      }
-    }),
-  );
-  return { rate: done / (ms / 1000), calls: done, tokens: 0 };
 }
 
 async function streamRate(t: Target, concurrency: number, ms: number): Promise<Rate> {
@@ -330,25 +316,26 @@ export default async function main(): Promise<void> {
         cpuUs: list.reduce((a, m) => a + m.cpuUs, 0),
       }));
     };
-    if (only.includes('throughput')) {
-      const conc = 64;
+    /** Non-streamed calls of `body` at `conc` clients: proxy, pass-through and direct rates and CPU. */
+    const callsPhase = async (bench: string, phase: string, conc: number, body: object) => {
       const [d, f, ...xs] = await inRounds(
         [
-          { proc: fake.proc, fn: () => throughput(direct, conc, seconds) },
-          { proc: pass.proc, fn: () => throughput(floor, conc, seconds), window: passWindows },
+          { proc: fake.proc, fn: () => throughput(direct, conc, seconds, body) },
+          { proc: pass.proc, fn: () => throughput(floor, conc, seconds, body), window: passWindows },
           ...proxies.map((p) => ({
             proc: p.proc,
-            fn: () => throughput(p.target, conc, seconds),
+            fn: () => throughput(p.target, conc, seconds, body),
             window: p.windows,
           })),
         ],
-        'throughput',
+        phase,
       );
       for (const [i, p] of proxies.entries()) {
         const x = xs[i];
-        emit('proxy.throughput', {
+        emit(bench, {
           store: p.store,
           concurrency: conc,
+          request_bytes: JSON.stringify(body).length,
           direct_rps: round(d.rate, 1),
           passthrough_rps: round(f.rate, 1),
           proxy_rps: round(x.rate, 1),
@@ -359,38 +346,10 @@ export default async function main(): Promise<void> {
           ...load(),
         });
       }
-    }
-    if (only.includes('agent')) {
-      const conc = 16;
-      const [d, f, ...xs] = await inRounds(
-        [
-          { proc: fake.proc, fn: () => agentRate(direct, conc, seconds) },
-          { proc: pass.proc, fn: () => agentRate(floor, conc, seconds), window: passWindows },
-          ...proxies.map((p) => ({
-            proc: p.proc,
-            fn: () => agentRate(p.target, conc, seconds),
-            window: p.windows,
-          })),
-        ],
-        'agent',
-      );
-      for (const [i, p] of proxies.entries()) {
-        const x = xs[i];
-        emit('proxy.agent', {
-          store: p.store,
-          concurrency: conc,
-          request_bytes: JSON.stringify(agentCall()).length,
-          direct_rps: round(d.rate, 1),
-          passthrough_rps: round(f.rate, 1),
-          proxy_rps: round(x.rate, 1),
-          ...ratios(d.rate, f.rate, x.rate),
-          backend_cpu_us_per_request: round(d.cpuUs / d.calls, 0),
-          passthrough_cpu_us_per_request: round(f.cpuUs / f.calls, 0),
-          proxy_cpu_us_per_request: round(x.cpuUs / x.calls, 0),
-          ...load(),
-        });
-      }
-    }
+    };
+    if (only.includes('throughput'))
+      await callsPhase('proxy.throughput', 'throughput', 64, chat('throughput'));
+    if (only.includes('agent')) await callsPhase('proxy.agent', 'agent', 16, agentCall());
     if (only.includes('stream')) {
       const [d, f, ...xs] = await inRounds(
         [
