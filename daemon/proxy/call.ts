@@ -5,7 +5,6 @@ import { parseBoundedJson } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { NewLlmCall, WireApi } from '../protocol/entities';
 import { JsonText, plainValue } from '../store/json-text';
-import type { BackendPool } from './backends';
 import { type ErrorWire, errorBody, type ProxyError } from './errors';
 import { sendJson } from './front';
 import type { Output } from './output';
@@ -18,7 +17,6 @@ type Json = Record<string, any>;
 export interface CallInit {
   ctx: DaemonContext;
   recorder: Recorder;
-  pool: BackendPool;
   res: ServerResponse;
   wire: WireApi;
   errorWire: ErrorWire;

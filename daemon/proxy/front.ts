@@ -54,7 +54,8 @@ export interface ProxyRequest {
   headers: IncomingHttpHeaders;
   /** `/r/<rid>/…`: the rollout; undefined for unscoped calls (the active recording). */
   rid: string | undefined;
-  query: URLSearchParams;
+  /** The query string, without its `?`. */
+  search: string;
   /** The parsed JSON body (undefined when empty), once read. */
   body: unknown;
   /** The body's text, once read. */
@@ -84,7 +85,7 @@ export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
     path,
     headers: req.headers,
     rid,
-    query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)),
+    search: q < 0 ? '' : url.slice(q + 1),
     body: undefined,
     raw: undefined,
   };

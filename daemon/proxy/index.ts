@@ -112,7 +112,6 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
     const call = new Call({
       ctx,
       recorder,
-      pool,
       res,
       wire,
       errorWire: wire === 'messages' ? 'anthropic' : 'openai',
@@ -577,7 +576,7 @@ function geminiTarget(
 
 /** Google clients may send the key as `?key=` instead of x-goog-api-key: read it as that header. */
 function geminiKey(req: ProxyRequest): void {
-  const key = req.query.get('key');
+  const key = new URLSearchParams(req.search).get('key');
   if (key !== null && !keyOf(req.headers)) req.headers['x-goog-api-key'] = key;
 }
 

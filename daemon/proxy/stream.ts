@@ -77,7 +77,7 @@ export async function finishStream(
         } catch (e) {
           call.ctx.log('proxy: recording a failed stream failed', { error: String(e) });
         }
-        if (!raw.destroyed) raw.end(takePending() + out.error(message));
+        if (!raw.destroyed) raw.end(relay.take() + out.error(message));
       });
     const complete = () =>
       finish(async () => {
@@ -90,10 +90,10 @@ export async function finishStream(
           await call.record(fieldsOf(partial(json), { status: 'ok', total_ms: call.elapsed() }));
         } catch (e) {
           if (!raw.destroyed)
-            raw.end(takePending() + out.error(`the call could not be recorded: ${String(e)}`));
+            raw.end(relay.take() + out.error(`the call could not be recorded: ${String(e)}`));
           return;
         }
-        if (!raw.destroyed) raw.end(takePending() + closing);
+        if (!raw.destroyed) raw.end(relay.take() + closing);
       });
     call.onClientClose(() => resolve());
 
@@ -115,8 +115,6 @@ export async function finishStream(
       scheduled = true;
       setImmediate(flushNow);
     };
-    /** The frames not yet written, taken (for the final write, which carries them). */
-    const takePending = () => relay.take();
 
     // Nothing thrown while relaying (a translator, a malformed chunk) may escape: it fails the call.
     const relayError = (e: unknown) =>
