@@ -2,7 +2,7 @@
 // vouch for the usual ones (else the proxy pays for zod on every call).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ChatBody, surelyChatBody } from './requests';
+import { ChatBody, MESSAGE_KEYS, surelyChatBody } from './requests';
 
 const opt = { requiredKeys: [] as never[] };
 const number = fc.oneof(
@@ -222,13 +222,7 @@ const EDGES: unknown[] = [
 const KEYS = [
   ...new Set([
     ...Object.keys(ChatBody.shape),
-    'role',
-    'content',
-    'name',
-    'refusal',
-    'tool_calls',
-    'function_call',
-    'tool_call_id',
+    ...MESSAGE_KEYS,
     'id',
     'type',
     'function',

@@ -213,15 +213,10 @@ const toolCall: Check = (c) =>
   typeof c.function.name === 'string' &&
   typeof c.function.arguments === 'string';
 
-const MESSAGE_KEYS = new Set([
-  'role',
-  'content',
-  'name',
-  'refusal',
-  'tool_calls',
-  'function_call',
-  'tool_call_id',
-]);
+/** Every key some message schema of ChatBody knows (the check has a rule for each, or defers). */
+export const MESSAGE_KEYS: ReadonlySet<string> = new Set(
+  Message.options.flatMap((m) => Object.keys(m.shape)),
+);
 const ROLE_CHECKS = new Map<string, Map<string, Check>>(
   Object.entries({
     system: { role: isString, content: text, name: nullish(isString) },
