@@ -11,7 +11,7 @@
 //   proxy.profile    with BENCH_PROFILE=dir: the proxy's CPU per call by stage in the throughput and
 //                    stream phases, from a V8 CPU profile (the profiler itself adds to every stage)
 //   BENCH_ROUNDS=k   measures each target k times per phase in a rotating order (median rate)
-//   BENCH_BASELINE=<git rev> adds that commit's proxy (SQLite) to every figure, measured
+//   BENCH_BASELINE=<git rev> adds that commit's proxy (on each store) to every figure, measured
 //                    alternately with this checkout's: a change judged against its parent in one run
 // The pass-through (node:http in and out, nothing parsed or recorded) is the floor for any Node
 // proxy on this machine; it is measured in the same run, alternating with the others.
@@ -160,6 +160,7 @@ const ratios = (direct: number, pass: number, proxy: number) => ({
 });
 
 const PG_SCHEMA = `bench_proxy_${process.pid}`;
+const PG_BASELINE_SCHEMA = `${PG_SCHEMA}_baseline`;
 
 /**
  * A detached worktree of the project at `rev` (sharing this checkout's node_modules), for a baseline
@@ -177,7 +178,7 @@ function checkoutAt(rev: string): string {
 }
 
 interface Proxied {
-  /** sqlite, postgres, or sqlite@<rev> for BENCH_BASELINE's build. */
+  /** sqlite, postgres, or <store>@<rev> for BENCH_BASELINE's build. */
   store: string;
   target: Target;
   proc: Awaited<ReturnType<typeof child>>['proc'];
@@ -220,25 +221,27 @@ export default async function main(): Promise<void> {
       windows: [],
     });
   }
-  // BENCH_BASELINE=<git rev>: that commit's proxy (SQLite) measured beside this checkout's, phase by
-  // phase in the same run: on a shared machine the only comparison a change can be judged by.
+  // BENCH_BASELINE=<git rev>: that commit's proxy measured beside this checkout's, on each store,
+  // phase by phase in the same run: on a shared machine the only comparison a change can be judged by.
   const baseline = process.env.BENCH_BASELINE;
   const baselineTree = baseline ? checkoutAt(baseline) : null;
-  if (baseline && baselineTree) {
-    const p = await bundledChild(
-      'servers/proxy.ts',
-      { BACKEND: fake.info.url, STORE: 'sqlite' },
-      DAEMON_NODE_FLAGS,
-      baselineTree,
-    );
-    proxies.push({
-      store: `sqlite@${baseline}`,
-      target: { base: p.info.url, key: p.info.key },
-      proc: p.proc,
-      profileDir: null,
-      windows: [],
-    });
-  }
+  if (baseline && baselineTree)
+    for (const store of stores) {
+      const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_BASELINE_SCHEMA);
+      const p = await bundledChild(
+        'servers/proxy.ts',
+        { BACKEND: fake.info.url, STORE: spec },
+        DAEMON_NODE_FLAGS,
+        baselineTree,
+      );
+      proxies.push({
+        store: `${store}@${baseline}`,
+        target: { base: p.info.url, key: p.info.key },
+        proc: p.proc,
+        profileDir: null,
+        windows: [],
+      });
+    }
   const direct: Target = { base: fake.info.url, key: 'none' };
   const floor: Target = { base: pass.info.url, key: 'none' };
   const load = () => ({ loadavg_1m: round(loadavg()[0], 2), cores: cpus().length });
@@ -391,7 +394,10 @@ export default async function main(): Promise<void> {
     pass.proc.kill();
     await passExited;
     fake.proc.kill();
-    if (stores.includes('postgres')) await dropPgSchema(PG_SCHEMA);
+    if (stores.includes('postgres')) {
+      await dropPgSchema(PG_SCHEMA);
+      if (baselineTree) await dropPgSchema(PG_BASELINE_SCHEMA);
+    }
     if (baselineTree) execFileSync('git', ['worktree', 'remove', '--force', baselineTree], { cwd: root });
     agent.destroy();
   }

@@ -20,6 +20,13 @@ export interface Driver extends Queryable {
   readonly forUpdate: string;
   /** `FOR UPDATE SKIP LOCKED` in PostgreSQL, '' in SQLite. */
   readonly skipLocked: string;
+  /**
+   * Statements run in order as one transaction in one round trip (PostgreSQL: one simple-protocol
+   * query, the parameters written into it as literals; each statement still reads with a snapshot of
+   * its own start, so one can read what a lock taken by an earlier one waited for). Resolves to the
+   * last statement's rows.
+   */
+  script<T = Row>(statements: { sql: string; params: Param[] }[]): Promise<T[]>;
   /** One write transaction; committed when fn resolves, rolled back when it throws. */
   transaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;

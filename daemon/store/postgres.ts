@@ -43,6 +43,29 @@ function toPg(sql: string): string {
   return out;
 }
 
+/**
+ * A parameter as an SQL literal, for statements sent without parameters (script). Strings are quoted
+ * with '' for ' (standard_conforming_strings is on for every connection: a backslash is an ordinary
+ * character); bytes are bytea hex; numbers that SQL cannot spell (NaN, ±Infinity) are quoted, as
+ * PostgreSQL's own float input reads them.
+ */
+export function pgLiteral(v: Param): string {
+  if (v === null) return 'NULL';
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : `'${v}'`;
+  if (Buffer.isBuffer(v)) return `'\\x${v.toString('hex')}'`;
+  return `'${v.replaceAll("'", "''")}'`;
+}
+
+/** `sql` with each `?` replaced by its parameter's literal. */
+function inlined(sql: string, params: Param[]): string {
+  const parts = sql.split('?');
+  if (parts.length !== params.length + 1)
+    throw new Error(`${params.length} parameters for ${parts.length - 1} placeholders`);
+  let out = parts[0];
+  for (let i = 0; i < params.length; i++) out += pgLiteral(params[i]) + parts[i + 1];
+  return out;
+}
+
 const MAX_PARAMS = 30_000;
 
 // Named (prepared) statements: PostgreSQL parses and plans each once per connection. The store's SQL
@@ -127,8 +150,8 @@ export class PostgresDriver implements Driver {
       types,
       connectionTimeoutMillis: 10_000,
       // Set at connection start-up, so every pooled connection has them before any query: UTC (for
-      // pgTimestampToIso) and the schema.
-      options: `-c TimeZone=UTC${this.schema ? ` -c search_path=${quoteIdent(this.schema)}` : ''}`,
+      // pgTimestampToIso), string literals as pgLiteral writes them, and the schema.
+      options: `-c TimeZone=UTC -c standard_conforming_strings=on${this.schema ? ` -c search_path=${quoteIdent(this.schema)}` : ''}`,
     });
     // An idle client losing its connection must not crash the daemon; the next query reconnects.
     this.pool.on('error', () => {});
@@ -143,6 +166,13 @@ export class PostgresDriver implements Driver {
   /** Creates the schema named in the URL if it does not exist. */
   async init(): Promise<void> {
     if (this.schema) await this.pool.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(this.schema)}`);
+  }
+
+  async script<T = Row>(statements: { sql: string; params: Param[] }[]): Promise<T[]> {
+    const text = statements.map((s) => inlined(s.sql, s.params)).join(';\n');
+    // Several statements in one query string run as one implicit transaction (rolled back on error).
+    const res = (await this.pool.query(text)) as pg.QueryResult | pg.QueryResult[];
+    return (Array.isArray(res) ? res[res.length - 1] : res).rows as T[];
   }
 
   async transaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {

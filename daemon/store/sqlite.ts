@@ -154,6 +154,14 @@ export class SqliteDriver implements Driver {
     });
   }
 
+  script<T = Row>(statements: { sql: string; params: Param[] }[]): Promise<T[]> {
+    return this.transaction(async () => {
+      let rows: T[] = [];
+      for (const s of statements) rows = this.allSync<T>(s.sql, s.params);
+      return rows;
+    });
+  }
+
   async transaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     await this.acquire();
     try {

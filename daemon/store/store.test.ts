@@ -595,6 +595,42 @@ describe.each(active)('$name store', (backend) => {
     expect(await storeError(store.listLlmCalls('ro_nope'))).toMatchObject({ code: 'not_found' });
   });
 
+  // PostgreSQL, the shared store, is where writers race; two SQLite stores on one file in one process
+  // would block each other's event loop (a daemon opens one, and SQLite write transactions are exclusive).
+  it.skipIf(backend.name === 'sqlite')(
+    'numbers one rollout’s calls 0, 1, 2, … while two stores record them at once',
+    async () => {
+      const { store, db } = await fresh();
+      const other = await openStore(db.spec, db.dataDir);
+      cleanups.push(() => other.close());
+      const [a, b] = await store.createRollouts([{ kind: 'standalone' }, { kind: 'standalone' }]);
+      // Each writer keeps several statements in flight (PostgreSQL: one per pooled connection), single
+      // calls and batches across both rollouts, so the writers race on every number.
+      const write = (s: Store, w: number) =>
+        Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            i % 3 === 0
+              ? s.recordLlmCalls([
+                  newCall({ rollout_id: a.id, tags: [`w${w}`] }),
+                  newCall({ rollout_id: b.id }),
+                  newCall({ rollout_id: a.id, tags: [`w${w}`] }),
+                ])
+              : s.recordLlmCall(newCall({ rollout_id: a.id, tags: [`w${w}`] })),
+          ),
+        );
+      const written = (await Promise.all([write(store, 0), write(other, 1)])).flat(2);
+      expect(written).toHaveLength(2 * (4 * 3 + 8));
+      const listed = await store.listLlmCalls(a.id);
+      expect(listed.map((c) => c.seq)).toEqual(Array.from({ length: 2 * (4 * 2 + 8) }, (_, i) => i));
+      // What each writer was told is what the store holds.
+      const seqOf = new Map(listed.map((c) => [c.id, c.seq]));
+      for (const c of written.filter((c) => c.rollout_id === a.id)) expect(c.seq).toBe(seqOf.get(c.id));
+      expect((await store.listLlmCalls(b.id)).map((c) => c.seq)).toEqual(
+        Array.from({ length: 8 }, (_, i) => i),
+      );
+    },
+  );
+
   it('publishes events only after the change is committed and visible to other connections', async () => {
     const { store, db } = await fresh();
     const observer = await openStore(db.spec, db.dataDir);

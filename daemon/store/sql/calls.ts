@@ -2,9 +2,10 @@
 import type { LlmCall, NewLlmCall } from '../../protocol/entities';
 import type { LlmCallSummary } from '../../protocol/events';
 import { decodeIds, decodeLogprobs, encodeIds, encodeLogprobs } from '../codec';
-import type { Param, Row } from '../driver';
+import type { Param, Queryable, Row } from '../driver';
 import { newId } from '../ids';
 import { jsonText, plainValue } from '../json-text';
+import { StoreError } from '../store';
 import type { SqlContext } from './context';
 import { invalid, iso, json, notFound, now, num, numOrNull, oneOf, parse, str } from './values';
 
@@ -39,6 +40,9 @@ const CALL_COLUMNS = [
   'created_at',
 ] as const;
 const CALL_COLS = CALL_COLUMNS.join(', ');
+
+/** A call's bodies and token arrays as written: request, backend_request, response, the three blobs. */
+type Encoded = (Buffer | string | null)[];
 
 function toCall(r: Row): LlmCall {
   return {
@@ -104,7 +108,6 @@ export async function recordLlmCall(c: SqlContext, call: NewLlmCall): Promise<Ll
 export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promise<LlmCall[]> {
   if (calls.length === 0) return [];
   const t = now();
-  const rows: Param[][] = [];
   const out: LlmCall[] = calls.map((c, i) => {
     if (!c || typeof c !== 'object') invalid(`calls[${i}]`, 'a call must be an object');
     oneOf('wire_api', c.wire_api, ['chat', 'completions', 'responses', 'messages', 'gemini']);
@@ -143,7 +146,7 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
   });
   // Encode outside the transaction (it is the bulk of the CPU work); bodies whose text is known
   // (JsonText) are written as that text.
-  const encoded = calls.map((c, i): (Buffer | string | null)[] => {
+  const encoded = calls.map((c, i): Encoded => {
     try {
       return [
         jsonText(c.request) ?? 'null',
@@ -157,17 +160,16 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       return invalid(`calls[${i}]`, (err as Error).message);
     }
   });
+  // PostgreSQL: one round trip. SQLite (exclusive write transactions, no round trips), a batch too
+  // big for one query and one that names an unknown row take the transaction below.
+  if (
+    c.db.dialect === 'postgres' &&
+    out.length <= MAX_SCRIPT_ROWS &&
+    (await insertInOneTrip(c, out, encoded))
+  )
+    return out;
   return c.tx(async (q, emit) => {
-    // Recording-only calls join their recording's rollout.
-    for (const c of out) {
-      if (c.rollout_id === null && c.recording_id !== null) {
-        const rec = await q.get<{ rollout_id: string }>('SELECT rollout_id FROM recordings WHERE id = ?', [
-          c.recording_id,
-        ]);
-        if (!rec) notFound('recording_id', 'recording', c.recording_id);
-        c.rollout_id = String(rec.rollout_id);
-      }
-    }
+    await joinRecordings(q, out);
     const perRollout = new Map<string, LlmCall[]>();
     for (const c of out) {
       if (c.rollout_id === null) continue;
@@ -175,58 +177,132 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       if (list) list.push(c);
       else perRollout.set(c.rollout_id, [c]);
     }
-    for (const [rolloutId, list] of perRollout) {
+    // Rollouts locked in one order by every writer: two batches cannot wait on each other.
+    for (const [rolloutId, list] of [...perRollout].sort((x, y) => byId(x[0], y[0]))) {
       // The row lock (PostgreSQL) serializes writers of one rollout; SQLite write transactions are
       // exclusive anyway. The last seq comes from the (rollout_id, seq) index; no page is written.
       const locked = await q.get(`SELECT id FROM rollouts WHERE id = ?${c.db.forUpdate}`, [rolloutId]);
       if (!locked) notFound('rollout_id', 'rollout', rolloutId);
       // ORDER BY … LIMIT 1 is one index seek in both databases (SQLite's MAX() here scans the range).
-      const last = await q.get<{ seq: number }>(
-        'SELECT seq FROM llm_calls WHERE rollout_id = ? ORDER BY seq DESC LIMIT 1',
-        [rolloutId],
-      );
+      const last = await q.get<{ seq: number }>(LAST_SEQ, [rolloutId]);
       const first = last === undefined ? 0 : Number(last.seq) + 1;
       list.forEach((c, i) => {
         c.seq = first + i;
       });
     }
-    out.forEach((c, i) => {
-      const [request, backendRequest, response, promptIds, responseIds, logprobs] = encoded[i];
-      rows.push([
-        c.id,
-        c.rollout_id,
-        c.attempt_id,
-        c.recording_id,
-        c.seq,
-        c.wire_api,
-        c.stream ? 1 : 0,
-        request,
-        backendRequest,
-        response,
-        promptIds,
-        responseIds,
-        logprobs,
-        c.token_source,
-        json(c.bridge),
-        c.finish_reason,
-        json(c.usage),
-        c.model,
-        c.model_version,
-        c.backend,
-        c.status,
-        c.error,
-        c.http_status,
-        JSON.stringify(c.tags),
-        c.queue_ms,
-        c.ttft_ms,
-        c.total_ms,
-        c.created_at,
-      ]);
-    });
-    await q.insertMany('llm_calls', CALL_COLUMNS, rows);
-    if (c.listening) for (const c of out) emit({ type: 'llm_call', call: summarizeCall(c) });
+    await q.insertMany(
+      'llm_calls',
+      CALL_COLUMNS,
+      out.map((call, i) => callRow(call, encoded[i])),
+    );
+    if (c.listening) for (const call of out) emit({ type: 'llm_call', call: summarizeCall(call) });
     return out;
   });
+}
+
+const LAST_SEQ = 'SELECT seq FROM llm_calls WHERE rollout_id = ? ORDER BY seq DESC LIMIT 1';
+/** Calls per one-trip insert: a query of a few MB at most, for batches of agent-sized calls. */
+const MAX_SCRIPT_ROWS = 256;
+const SEQ_AT = CALL_COLUMNS.indexOf('seq');
+const byId = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+
+/** Recording-only calls join their recording's rollout (which never changes). */
+async function joinRecordings(q: Queryable, out: LlmCall[]): Promise<void> {
+  for (const c of out) {
+    if (c.rollout_id === null && c.recording_id !== null) {
+      const rec = await q.get<{ rollout_id: string }>('SELECT rollout_id FROM recordings WHERE id = ?', [
+        c.recording_id,
+      ]);
+      if (!rec) notFound('recording_id', 'recording', c.recording_id);
+      c.rollout_id = String(rec.rollout_id);
+    }
+  }
+}
+
+function callRow(c: LlmCall, encoded: Encoded): Param[] {
+  const [request, backendRequest, response, promptIds, responseIds, logprobs] = encoded;
+  return [
+    c.id,
+    c.rollout_id,
+    c.attempt_id,
+    c.recording_id,
+    c.seq,
+    c.wire_api,
+    c.stream ? 1 : 0,
+    request,
+    backendRequest,
+    response,
+    promptIds,
+    responseIds,
+    logprobs,
+    c.token_source,
+    json(c.bridge),
+    c.finish_reason,
+    json(c.usage),
+    c.model,
+    c.model_version,
+    c.backend,
+    c.status,
+    c.error,
+    c.http_status,
+    JSON.stringify(c.tags),
+    c.queue_ms,
+    c.ttft_ms,
+    c.total_ms,
+    c.created_at,
+  ];
+}
+
+/** The seq slot of a call whose number is read in the INSERT: its rollout's last seq (+1, or 0) + k. */
+const SEQ_IN_INSERT = `COALESCE((${LAST_SEQ}) + 1, 0) + ?`;
+const ROW_IN_INSERT = `(${CALL_COLUMNS.map((col) => (col === 'seq' ? SEQ_IN_INSERT : '?')).join(', ')})`;
+
+/**
+ * PostgreSQL: the calls in one round trip instead of five (begin, lock the rollout, its last seq,
+ * insert, commit): a script that locks the rollouts' rows (in id order, as the transaction does) and
+ * then inserts the calls, each numbered in the INSERT from its rollout's last seq. The INSERT reads
+ * with a snapshot taken after the locks were granted, so it sees every call committed by a writer it
+ * waited for. False when the script was refused for an unknown rollout, recording or other
+ * reference, which the transaction reports by field.
+ */
+async function insertInOneTrip(c: SqlContext, out: LlmCall[], encoded: Encoded[]): Promise<boolean> {
+  const rows = await c.read(async () => {
+    try {
+      await joinRecordings(c.db, out);
+      const place = new Map<string, number>();
+      const params: Param[] = [];
+      out.forEach((call, i) => {
+        let k = 0;
+        if (call.rollout_id !== null) {
+          k = place.get(call.rollout_id) ?? 0;
+          place.set(call.rollout_id, k + 1);
+        }
+        const row = callRow(call, encoded[i]);
+        params.push(...row.slice(0, SEQ_AT), call.rollout_id, k, ...row.slice(SEQ_AT + 1));
+      });
+      const rollouts = [...place.keys()].sort(byId);
+      const script = [
+        {
+          sql: `INSERT INTO llm_calls (${CALL_COLS}) VALUES ${out.map(() => ROW_IN_INSERT).join(', ')} RETURNING id, seq`,
+          params,
+        },
+      ];
+      if (rollouts.length > 0)
+        script.unshift({
+          sql: `SELECT id FROM rollouts WHERE id IN (${rollouts.map(() => '?').join(', ')}) ORDER BY id${c.db.forUpdate}`,
+          params: rollouts,
+        });
+      return await c.db.script<{ id: string; seq: number }>(script);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === '23503' || err instanceof StoreError) return null;
+      throw err;
+    }
+  });
+  if (rows === null) return false;
+  const seqOf = new Map(rows.map((r) => [r.id, Number(r.seq)]));
+  for (const call of out) call.seq = seqOf.get(call.id) ?? call.seq;
+  if (c.listening) c.publish(out.map((call) => ({ type: 'llm_call', call: summarizeCall(call) })));
+  return true;
 }
 
 export async function getLlmCall(c: SqlContext, id: string): Promise<LlmCall | null> {
