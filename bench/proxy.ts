@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
 import { dropPgSchema, pgSchemaUrl, postgresProblem } from '../daemon/store/pg-testing';
 import { chat, post, type Target } from './client';
-import { bundledChild, child, cpuOf, emit, quantile, root, round } from './emit';
+import { bundledChild, child, cpuOf, emit, machineTimes, quantile, root, round } from './emit';
 import { monotonicUs, newestProfile, stagesPerCall } from './profile';
 
 const FAKE = `
@@ -34,6 +34,9 @@ process.stdout.write(JSON.stringify({ url: f.url }) + '\\n');
 
 // The floor for any proxy written on Node: node:http in, node:http (keep-alive) out, bytes piped
 // back, nothing parsed or recorded. The proxy's figures are also given as a ratio to this one.
+// With TOKENS=1 it asks the backend for what the proxy asks for (token ids, logprobs; appended to
+// the body's text) and pipes the larger answer back as it is: the floor for a proxy that keeps the
+// tokens, where the backend's extra work and bytes are counted but nothing is read or recorded.
 const PASSTHROUGH = `
 import { Agent, createServer, request } from 'node:http';
 const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
@@ -43,7 +46,9 @@ const server = createServer((req, res) => {
   const parts = [];
   req.on('data', (c) => parts.push(c));
   req.on('end', () => {
-    const body = Buffer.concat(parts);
+    let body = Buffer.concat(parts);
+    if (process.env.TOKENS === '1')
+      body = Buffer.concat([body.subarray(0, body.lastIndexOf(0x7d)), Buffer.from(',"return_token_ids":true,"logprobs":true}')]);
     const headers = { 'content-type': 'application/json', 'content-length': body.length };
     const up = request({ host: backend.hostname, port: backend.port, path: req.url, method: 'POST', agent, headers }, (r) => {
       res.writeHead(r.statusCode, { 'content-type': r.headers['content-type'] });
@@ -152,11 +157,35 @@ async function streamRate(t: Target, concurrency: number, ms: number): Promise<R
   return { rate: tokens / ((performance.now() - t0) / 1000), calls, tokens };
 }
 
-/** The pass-through's and each proxy's figure as ratios to direct and to the pass-through. */
-const ratios = (direct: number, pass: number, proxy: number) => ({
+/**
+ * What the other parts did while each target was measured, per `unit` (request, token): the backend's
+ * and this client's CPU, and the machine's idle share. The proxy asks the backend for token ids and
+ * logprobs, which the direct and pass-through calls do not: the backend's own work differs by target.
+ */
+const around = (unit: string, per: (m: Measured) => number, ms: Record<string, Measured>) => {
+  const out: Record<string, number> = {};
+  for (const [name, m] of Object.entries(ms)) {
+    if (name !== 'direct') out[`backend_cpu_us_per_${unit}_${name}`] = round(m.backendCpuUs / per(m), 1);
+    out[`client_cpu_us_per_${unit}_${name}`] = round(m.clientCpuUs / per(m), 1);
+    out[`machine_idle_share_${name}`] = round(m.idleShare, 2);
+  }
+  return out;
+};
+/** One target's run: its rate, its process's CPU, and the others' beside it (see `measured`). */
+interface Measured extends Rate {
+  cpuUs: number;
+  backendCpuUs: number;
+  clientCpuUs: number;
+  idleShare: number;
+}
+
+/** The pass-throughs' and each proxy's figure as ratios to direct and to the pass-throughs. */
+const ratios = (direct: number, pass: number, tokenPass: number, proxy: number) => ({
   ratio: round(proxy / direct),
   passthrough_ratio: round(pass / direct),
   ratio_to_passthrough: round(proxy / pass),
+  token_passthrough_ratio: round(tokenPass / direct),
+  ratio_to_token_passthrough: round(proxy / tokenPass),
 });
 
 const PG_SCHEMA = `bench_proxy_${process.pid}`;
@@ -200,6 +229,7 @@ export default async function main(): Promise<void> {
     passProfile ? ['--cpu-prof', `--cpu-prof-dir=${passProfile}`] : [],
   );
   const passWindows: Proxied['windows'] = [];
+  const tokenPass = await child(PASSTHROUGH, { BACKEND: fake.info.url, TOKENS: '1' });
   const stores: ('sqlite' | 'postgres')[] = ['sqlite'];
   const pgProblem = await postgresProblem();
   if (pgProblem === null) stores.push('postgres');
@@ -244,9 +274,10 @@ export default async function main(): Promise<void> {
     }
   const direct: Target = { base: fake.info.url, key: 'none' };
   const floor: Target = { base: pass.info.url, key: 'none' };
+  const tokenFloor: Target = { base: tokenPass.info.url, key: 'none' };
   const load = () => ({ loadavg_1m: round(loadavg()[0], 2), cores: cpus().length });
   try {
-    const all = [direct, floor, ...proxies.map((p) => p.target)];
+    const all = [direct, floor, tokenFloor, ...proxies.map((p) => p.target)];
     // Warm up every path (JIT, keep-alive sockets, the proxy's caches).
     await latencies(all, 200, chat('warm up'), 'total');
     await latencies(all, 50, chat('warm up', { stream: true }), 'first');
@@ -257,8 +288,9 @@ export default async function main(): Promise<void> {
     for (const mode of only.includes('overhead') ? (['nonstream', 'stream_ttft'] as const) : []) {
       const body =
         mode === 'nonstream' ? chat('how much does the proxy add?') : chat('ttft please', { stream: true });
-      const [d, f, ...ps] = await latencies(all, n, body, mode === 'nonstream' ? 'total' : 'first');
+      const [d, f, tf, ...ps] = await latencies(all, n, body, mode === 'nonstream' ? 'total' : 'first');
       const [d50, d99, f50, f99] = [quantile(d, 0.5), quantile(d, 0.99), quantile(f, 0.5), quantile(f, 0.99)];
+      const [t50, t99] = [quantile(tf, 0.5), quantile(tf, 0.99)];
       for (const [i, p] of proxies.entries()) {
         const [p50, p99] = [quantile(ps[i], 0.5), quantile(ps[i], 0.99)];
         emit('proxy.overhead', {
@@ -274,13 +306,21 @@ export default async function main(): Promise<void> {
           passthrough_added_p99_ms: round(f99 - d99),
           added_over_passthrough_p50_ms: round(p50 - f50),
           added_over_passthrough_p99_ms: round(p99 - f99),
+          token_passthrough_added_p50_ms: round(t50 - d50),
+          token_passthrough_added_p99_ms: round(t99 - d99),
+          added_over_token_passthrough_p50_ms: round(p50 - t50),
+          added_over_token_passthrough_p99_ms: round(p99 - t99),
           ...load(),
         });
       }
     }
 
     const seconds = Number(process.env.BENCH_SECONDS ?? 4) * 1000;
-    /** Runs `fn` against the target of `proc`, with that process's CPU time over it. */
+    /**
+     * Runs `fn` against the target of `proc`, with that process's CPU time over it, the backend's and
+     * this client's beside it, and the share of the machine's CPU time nobody used (near 0: the figure
+     * is the machine's; well above: a pipeline stall, not CPU, bounds it).
+     */
     const measured = async (
       proc: Proxied['proc'],
       fn: () => Promise<Rate>,
@@ -288,17 +328,25 @@ export default async function main(): Promise<void> {
       phase = '',
     ) => {
       const c0 = cpuOf(proc);
+      const b0 = proc === fake.proc ? 0 : cpuOf(fake.proc);
+      const u0 = process.cpuUsage();
+      const m0 = machineTimes();
       const from = monotonicUs();
       const r = await fn();
       window?.push({ phase, from, to: monotonicUs(), calls: r.calls });
-      return { ...r, cpuUs: cpuOf(proc) - c0 };
+      const u = process.cpuUsage(u0);
+      const m = machineTimes();
+      return {
+        ...r,
+        cpuUs: cpuOf(proc) - c0,
+        backendCpuUs: proc === fake.proc ? 0 : cpuOf(fake.proc) - b0,
+        clientCpuUs: u.user + u.system,
+        idleShare: (m.idle - m0.idle) / (m.total - m0.total),
+      };
     };
     // BENCH_ROUNDS=k: each phase measures every target k times, in a rotating order; rates are the
     // median round, CPU per call over all rounds.
     const roundsOf = Number(process.env.BENCH_ROUNDS ?? 1);
-    interface Measured extends Rate {
-      cpuUs: number;
-    }
     const inRounds = async (
       runs: { proc: Proxied['proc']; fn: () => Promise<Rate>; window?: Proxied['windows'] }[],
       phase: string,
@@ -317,22 +365,25 @@ export default async function main(): Promise<void> {
         calls: list.reduce((a, m) => a + m.calls, 0),
         tokens: list.reduce((a, m) => a + m.tokens, 0),
         cpuUs: list.reduce((a, m) => a + m.cpuUs, 0),
+        backendCpuUs: list.reduce((a, m) => a + m.backendCpuUs, 0),
+        clientCpuUs: list.reduce((a, m) => a + m.clientCpuUs, 0),
+        idleShare: list.reduce((a, m) => a + m.idleShare, 0) / list.length,
       }));
     };
-    /** Non-streamed calls of `body` at `conc` clients: proxy, pass-through and direct rates and CPU. */
-    const callsPhase = async (bench: string, phase: string, conc: number, body: object) => {
-      const [d, f, ...xs] = await inRounds(
+    /** Every target (direct, both pass-throughs, each proxy) driven by `drive`, in rounds. */
+    const eachTarget = (phase: string, drive: (t: Target) => Promise<Rate>) =>
+      inRounds(
         [
-          { proc: fake.proc, fn: () => throughput(direct, conc, seconds, body) },
-          { proc: pass.proc, fn: () => throughput(floor, conc, seconds, body), window: passWindows },
-          ...proxies.map((p) => ({
-            proc: p.proc,
-            fn: () => throughput(p.target, conc, seconds, body),
-            window: p.windows,
-          })),
+          { proc: fake.proc, fn: () => drive(direct) },
+          { proc: pass.proc, fn: () => drive(floor), window: passWindows },
+          { proc: tokenPass.proc, fn: () => drive(tokenFloor) },
+          ...proxies.map((p) => ({ proc: p.proc, fn: () => drive(p.target), window: p.windows })),
         ],
         phase,
       );
+    /** Non-streamed calls of `body` at `conc` clients: proxy, pass-through and direct rates and CPU. */
+    const callsPhase = async (bench: string, phase: string, conc: number, body: object) => {
+      const [d, f, tf, ...xs] = await eachTarget(phase, (t) => throughput(t, conc, seconds, body));
       for (const [i, p] of proxies.entries()) {
         const x = xs[i];
         emit(bench, {
@@ -341,11 +392,19 @@ export default async function main(): Promise<void> {
           request_bytes: JSON.stringify(body).length,
           direct_rps: round(d.rate, 1),
           passthrough_rps: round(f.rate, 1),
+          token_passthrough_rps: round(tf.rate, 1),
           proxy_rps: round(x.rate, 1),
-          ...ratios(d.rate, f.rate, x.rate),
+          ...ratios(d.rate, f.rate, tf.rate, x.rate),
           backend_cpu_us_per_request: round(d.cpuUs / d.calls, 0),
           passthrough_cpu_us_per_request: round(f.cpuUs / f.calls, 0),
+          token_passthrough_cpu_us_per_request: round(tf.cpuUs / tf.calls, 0),
           proxy_cpu_us_per_request: round(x.cpuUs / x.calls, 0),
+          ...around('request', (m) => m.calls, {
+            direct: d,
+            passthrough: f,
+            token_passthrough: tf,
+            proxy: x,
+          }),
           ...load(),
         });
       }
@@ -354,29 +413,21 @@ export default async function main(): Promise<void> {
       await callsPhase('proxy.throughput', 'throughput', 64, chat('throughput'));
     if (only.includes('agent')) await callsPhase('proxy.agent', 'agent', 16, agentCall());
     if (only.includes('stream')) {
-      const [d, f, ...xs] = await inRounds(
-        [
-          { proc: fake.proc, fn: () => streamRate(direct, 8, seconds) },
-          { proc: pass.proc, fn: () => streamRate(floor, 8, seconds), window: passWindows },
-          ...proxies.map((p) => ({
-            proc: p.proc,
-            fn: () => streamRate(p.target, 8, seconds),
-            window: p.windows,
-          })),
-        ],
-        'stream',
-      );
+      const [d, f, tf, ...xs] = await eachTarget('stream', (t) => streamRate(t, 8, seconds));
       for (const [i, p] of proxies.entries()) {
         const x = xs[i];
         emit('proxy.stream', {
           store: p.store,
           direct_tokens_per_s: round(d.rate, 0),
           passthrough_tokens_per_s: round(f.rate, 0),
+          token_passthrough_tokens_per_s: round(tf.rate, 0),
           proxy_tokens_per_s: round(x.rate, 0),
-          ...ratios(d.rate, f.rate, x.rate),
+          ...ratios(d.rate, f.rate, tf.rate, x.rate),
           backend_cpu_us_per_token: round(d.cpuUs / d.tokens, 1),
           passthrough_cpu_us_per_token: round(f.cpuUs / f.tokens, 1),
+          token_passthrough_cpu_us_per_token: round(tf.cpuUs / tf.tokens, 1),
           proxy_cpu_us_per_token: round(x.cpuUs / x.tokens, 1),
+          ...around('token', (m) => m.tokens, { direct: d, passthrough: f, token_passthrough: tf, proxy: x }),
           calls: x.calls,
           ...load(),
         });
@@ -390,9 +441,13 @@ export default async function main(): Promise<void> {
         return exited;
       }),
     );
-    const passExited = new Promise((resolve) => pass.proc.once('exit', resolve));
-    pass.proc.kill();
-    await passExited;
+    await Promise.all(
+      [pass.proc, tokenPass.proc].map((proc) => {
+        const exited = new Promise((resolve) => proc.once('exit', resolve));
+        proc.kill();
+        return exited;
+      }),
+    );
     fake.proc.kill();
     if (stores.includes('postgres')) {
       await dropPgSchema(PG_SCHEMA);
