@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=32
+#!/usr/bin/env -S node --max-semi-space-size=128
 // The flags above are daemon/cli/node-flags.ts DAEMON_NODE_FLAGS (a shebang cannot import them;
 // package.json's demo script repeats them, as `node bin/harness-rl.js` ignores the shebang).
 import { existsSync } from 'node:fs';
