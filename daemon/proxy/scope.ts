@@ -76,13 +76,16 @@ export class Scopes {
   private readonly unsubscribe: () => void;
 
   constructor(private readonly ctx: DaemonContext) {
-    this.unsubscribe = ctx.store.subscribe((ev) => {
-      if (ev.type === 'rollout') this.rollouts.delete(ev.rollout.id);
-      else if (ev.type === 'recording') {
-        this.active = null;
-        this.rollouts.delete(ev.recording.rollout_id);
-      } else if (ev.type === 'run') this.runs.delete(ev.run.id);
-    });
+    this.unsubscribe = ctx.store.subscribe(
+      (ev) => {
+        if (ev.type === 'rollout') this.rollouts.delete(ev.rollout.id);
+        else if (ev.type === 'recording') {
+          this.active = null;
+          this.rollouts.delete(ev.recording.rollout_id);
+        } else if (ev.type === 'run') this.runs.delete(ev.run.id);
+      },
+      ['rollout', 'recording', 'run'],
+    );
   }
 
   close(): void {

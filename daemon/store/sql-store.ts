@@ -55,8 +55,8 @@ export class SqlStore implements Store {
     await this.c.db.close();
   }
 
-  subscribe(listener: (event: DaemonEvent) => void): () => void {
-    return this.c.subscribe(listener);
+  subscribe(listener: (event: DaemonEvent) => void, types?: readonly DaemonEvent['type'][]): () => void {
+    return this.c.subscribe(listener, types);
   }
 
   /** Publish an event that changes nothing stored (who is attached to a run …). */

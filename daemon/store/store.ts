@@ -62,7 +62,11 @@ export interface Store {
   /** "sqlite" or "postgres" */
   readonly kind: string;
   close(): Promise<void>;
-  subscribe(listener: (event: DaemonEvent) => void): () => void;
+  /**
+   * `listener` gets every event committed from now on, or only those of `types`: events nobody takes
+   * are not built (an llm_call summary per proxied call, for one).
+   */
+  subscribe(listener: (event: DaemonEvent) => void, types?: readonly DaemonEvent['type'][]): () => void;
   /** Publish an event that changes nothing stored (e.g. the workers attached to a run). */
   announce(event: DaemonEvent): void;
 

@@ -20,26 +20,42 @@ function mapDriverError(err: unknown): unknown {
   return err;
 }
 
+export type EventType = DaemonEvent['type'];
+
 export class SqlContext {
   private readonly listeners = new Set<(event: DaemonEvent) => void>();
+  /** Per event type, how many listeners take it (those that take every type are not counted here). */
+  private readonly typed = new Map<EventType, number>();
+  private untyped = 0;
   closed = false;
 
   constructor(readonly db: Driver) {}
 
-  /** Whether anyone listens (events that cost work to build are skipped otherwise). */
-  get listening(): boolean {
-    return this.listeners.size > 0;
+  /** Whether anyone takes `type` events (events that cost work to build are skipped otherwise). */
+  listeningTo(type: EventType): boolean {
+    return this.untyped > 0 || (this.typed.get(type) ?? 0) > 0;
   }
 
-  subscribe(listener: (event: DaemonEvent) => void): () => void {
-    this.listeners.add(listener);
+  /** `types`: the only event types `listener` gets (absent: every one). */
+  subscribe(listener: (event: DaemonEvent) => void, types?: readonly EventType[]): () => void {
+    const only = types ? new Set(types) : null;
+    const each = only ? (e: DaemonEvent) => (only.has(e.type) ? listener(e) : undefined) : listener;
+    this.listeners.add(each);
+    if (only) for (const t of only) this.typed.set(t, (this.typed.get(t) ?? 0) + 1);
+    else this.untyped++;
+    let subscribed = true;
     return () => {
-      this.listeners.delete(listener);
+      if (!subscribed || !this.listeners.delete(each)) return;
+      subscribed = false;
+      if (only) for (const t of only) this.typed.set(t, (this.typed.get(t) ?? 1) - 1);
+      else this.untyped--;
     };
   }
 
   unsubscribeAll(): void {
     this.listeners.clear();
+    this.typed.clear();
+    this.untyped = 0;
   }
 
   publish(events: DaemonEvent[]): void {
