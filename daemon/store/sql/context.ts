@@ -43,10 +43,8 @@ export class SqlContext {
     this.listeners.add(each);
     if (only) for (const t of only) this.typed.set(t, (this.typed.get(t) ?? 0) + 1);
     else this.untyped++;
-    let subscribed = true;
     return () => {
-      if (!subscribed || !this.listeners.delete(each)) return;
-      subscribed = false;
+      if (!this.listeners.delete(each)) return;
       if (only) for (const t of only) this.typed.set(t, (this.typed.get(t) ?? 1) - 1);
       else this.untyped--;
     };
