@@ -14,7 +14,9 @@
 //   BENCH_BASELINE=<git rev> adds that commit's proxy (on each store) to every figure, measured
 //                    alternately with this checkout's: a change judged against its parent in one run
 // The pass-through (node:http in and out, nothing parsed or recorded) is the floor for any Node
-// proxy on this machine; it is measured in the same run, alternating with the others.
+// proxy on this machine; it is measured in the same run, alternating with the others. The token
+// pass-through beside it asks the backend for the proxy's token ids and logprobs (ratio_to_token_
+// passthrough): the floor for a proxy that must keep them.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -434,20 +436,17 @@ export default async function main(): Promise<void> {
       }
     }
   } finally {
-    await Promise.all(
-      proxies.map((p) => {
-        const exited = new Promise((resolve) => p.proc.once('exit', resolve));
-        p.proc.kill('SIGINT');
-        return exited;
-      }),
-    );
-    await Promise.all(
-      [pass.proc, tokenPass.proc].map((proc) => {
-        const exited = new Promise((resolve) => proc.once('exit', resolve));
-        proc.kill();
-        return exited;
-      }),
-    );
+    /** Signals `proc` and resolves once it has exited (a proxy closes its store on SIGINT). */
+    const stopped = (proc: Proxied['proc'], signal: NodeJS.Signals) => {
+      const exited = new Promise((resolve) => proc.once('exit', resolve));
+      proc.kill(signal);
+      return exited;
+    };
+    await Promise.all([
+      ...proxies.map((p) => stopped(p.proc, 'SIGINT')),
+      stopped(pass.proc, 'SIGTERM'),
+      stopped(tokenPass.proc, 'SIGTERM'),
+    ]);
     fake.proc.kill();
     if (stores.includes('postgres')) {
       await dropPgSchema(PG_SCHEMA);
