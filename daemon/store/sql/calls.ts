@@ -195,7 +195,8 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       CALL_COLUMNS,
       out.map((call, i) => callRow(call, encoded[i])),
     );
-    if (c.listeningTo('llm_call')) for (const call of out) emit({ type: 'llm_call', call: summarizeCall(call) });
+    if (c.listeningTo('llm_call'))
+      for (const call of out) emit({ type: 'llm_call', call: summarizeCall(call) });
     return out;
   });
 }
@@ -301,7 +302,8 @@ async function insertInOneTrip(c: SqlContext, out: LlmCall[], encoded: Encoded[]
   if (rows === null) return false;
   const seqOf = new Map(rows.map((r) => [r.id, Number(r.seq)]));
   for (const call of out) call.seq = seqOf.get(call.id) ?? call.seq;
-  if (c.listeningTo('llm_call')) c.publish(out.map((call) => ({ type: 'llm_call', call: summarizeCall(call) })));
+  if (c.listeningTo('llm_call'))
+    c.publish(out.map((call) => ({ type: 'llm_call', call: summarizeCall(call) })));
   return true;
 }
 
