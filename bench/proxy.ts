@@ -22,6 +22,7 @@ import { existsSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
 import { dropPgSchema, pgSchemaUrl, postgresProblem } from '../daemon/store/pg-testing';
 import { chat, post, type Target } from './client';
@@ -208,6 +209,16 @@ function checkoutAt(rev: string): string {
   return tree;
 }
 
+/** The V8 flags the daemon ran with at that checkout (none before daemon/cli/node-flags.ts existed). */
+async function daemonNodeFlagsAt(tree: string): Promise<string[]> {
+  const file = join(tree, 'daemon/cli/node-flags.ts');
+  if (!existsSync(file)) return [];
+  const flags: unknown = (await import(pathToFileURL(file).href)).DAEMON_NODE_FLAGS;
+  if (!Array.isArray(flags) || !flags.every((f) => typeof f === 'string'))
+    throw new Error(`${file}: DAEMON_NODE_FLAGS is not a list of strings`);
+  return flags;
+}
+
 interface Proxied {
   /** sqlite, postgres, or <store>@<rev> for BENCH_BASELINE's build. */
   store: string;
@@ -257,13 +268,15 @@ export default async function main(): Promise<void> {
   // phase by phase in the same run: on a shared machine the only comparison a change can be judged by.
   const baseline = process.env.BENCH_BASELINE;
   const baselineTree = baseline ? checkoutAt(baseline) : null;
+  // The baseline runs with its own flags, so that a change of DAEMON_NODE_FLAGS is measured too.
+  const baselineFlags = baselineTree ? await daemonNodeFlagsAt(baselineTree) : [];
   if (baseline && baselineTree)
     for (const store of stores) {
       const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_BASELINE_SCHEMA);
       const p = await bundledChild(
         'servers/proxy.ts',
         { BACKEND: fake.info.url, STORE: spec },
-        DAEMON_NODE_FLAGS,
+        baselineFlags,
         baselineTree,
       );
       proxies.push({
