@@ -2,10 +2,9 @@
 // out of them, and vLLM's extras stripped from what a harness gets when it did not ask for them.
 // Backend kind 'chat' = /v1/chat/completions, 'completions' = /v1/completions.
 import type { ChatChunkScanner, LogprobEntry } from './chunk-scan';
+import type { Json } from './json';
 
 export type BackendKind = 'chat' | 'completions';
-
-type Json = Record<string, any>;
 
 interface ChoiceAcc {
   index: number;

@@ -2,6 +2,7 @@
 // chat call's messages and sampled tokens are remembered; when the next request resends that history
 // as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
 import type { HistoryChange } from '../protocol/entities';
+import type { Json } from './json';
 import {
   backendTokenizer,
   type ChatMessageLike,
@@ -11,8 +12,6 @@ import {
   type PreviousCall,
   planBridge,
 } from './tito';
-
-type Json = Record<string, any>;
 
 interface Remembered extends PreviousCall {
   attemptId: string | null;

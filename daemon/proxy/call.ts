@@ -7,12 +7,11 @@ import type { NewLlmCall, WireApi } from '../protocol/entities';
 import { JsonText, plainValue } from '../store/json-text';
 import { type ErrorWire, errorBody, type ProxyError } from './errors';
 import { sendJson } from './front';
+import type { Json } from './json';
 import type { Output } from './output';
 import type { Recorder } from './recorder';
 import { hasSecret, redact } from './redact';
 import type { Scope } from './scope';
-
-type Json = Record<string, any>;
 
 export interface CallInit {
   ctx: DaemonContext;

@@ -1,3 +1,4 @@
+import type { Json } from './json';
 // A streamed vLLM chat chunk read straight from its text when it has the shape nearly every chunk of
 // a stream has: one choice with one delta text, its logprobs and its token ids, exactly as vLLM
 // writes it (pydantic: no whitespace, fields in declaration order). The record's fields are read out
@@ -14,8 +15,6 @@
 //    [,"stop_reason":null],"token_ids":[N,…]}
 // K one of "content", "reasoning_content", "reasoning"; E {"token":S,"logprob":N,"bytes":[N,…],
 // "top_logprobs":[]}; S a JSON string, N a JSON number, D digits.
-
-type Json = Record<string, any>;
 
 /** One logprob entry as vLLM writes it (top_logprobs always empty here). */
 export interface LogprobEntry {

@@ -6,8 +6,7 @@ import { type Backend, type BackendPool, type BackendResponse, SendError, send }
 import type { BridgeDecision } from './bridge';
 import type { Call } from './call';
 import { ProxyError } from './errors';
-
-type Json = Record<string, any>;
+import type { Json } from './json';
 
 /** A fixed target instead of the pool: a recording's upstream (vLLM or OpenAI). */
 export interface FixedTarget {

@@ -21,6 +21,7 @@ import { Call } from './call';
 import { backendBody, backendText, type FixedTarget, servedBody } from './dispatch';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
 import { installFront, type ProxyRequest, proxyRequest, readBody, sendJson } from './front';
+import type { Json } from './json';
 import { nativeOutput, type Output, translatedOutput } from './output';
 import { passthrough } from './passthrough';
 import { runCall } from './pipeline';
@@ -38,8 +39,6 @@ export interface ProxyHandle {
 }
 
 export type { Backends } from './backends';
-
-type Json = Record<string, any>;
 
 /** The native request schemas (OpenAI's checks; unknown keys pass through). */
 export { ChatBody, CompletionBody } from './requests';

@@ -4,9 +4,8 @@ import type { StreamAssembler } from './assemble';
 import { askedOf, needsStrip, strip, stripText } from './assemble';
 import { type ChatChunkScanner, scannedFrame } from './chunk-scan';
 import { openaiErrorBody } from './errors';
+import type { Json } from './json';
 import type { WireTranslator } from './translate/types';
-
-type Json = Record<string, any>;
 
 /** What the harness receives, in its wire format. */
 export interface Output {

@@ -7,9 +7,8 @@ import type { NewLlmCall } from '../protocol/entities';
 import { readText, SendError, send, timedOut } from './backends';
 import { backendErrorMessage, type Call, parseBackendJson } from './call';
 import { ProxyError } from './errors';
+import type { Json } from './json';
 import { SseParser } from './sse';
-
-type Json = Record<string, any>;
 
 export type NativeShape = 'messages' | 'responses' | 'json';
 

@@ -9,12 +9,11 @@ import type { BridgeMemory } from './bridge';
 import { backendErrorMessage, type Call, parseBackendJson } from './call';
 import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, sendFailure } from './dispatch';
 import { ProxyError } from './errors';
+import type { Json } from './json';
 import type { Output } from './output';
 import { choiceFields, fieldsOf, tokenFields } from './record-fields';
 import { finishStream } from './stream';
 import { completionToChat } from './tito';
-
-type Json = Record<string, any>;
 
 export interface RunOptions {
   kind: BackendKind;

@@ -1,8 +1,7 @@
 // The token fields of a call's record, from a (whole or assembled) backend answer.
 import type { NewLlmCall } from '../protocol/entities';
 import { type BackendKind, choiceIndexes, type Tokens, tokensOf } from './assemble';
-
-type Json = Record<string, any>;
+import type { Json } from './json';
 
 /**
  * The record fields of `parts`, later ones winning, as `{...a, ...b, c}` would give. Not written as a

@@ -6,12 +6,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { tokensOf } from './assemble';
 import { ChatChunkScanner } from './chunk-scan';
+import type { Json } from './json';
 import { nativeOutput, type Output, translatedOutput } from './output';
 import { StreamRelay } from './relay';
 import { messagesTranslator } from './translate/messages';
 import { responsesTranslator } from './translate/responses';
 
-type Json = Record<string, any>;
 type Infer<A> = A extends fc.Arbitrary<infer T> ? T : never;
 
 /** What the harness asked for: Chat Completions with or without vLLM's extras, or a translated wire. */

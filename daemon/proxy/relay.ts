@@ -5,11 +5,10 @@
 import { type BackendKind, StreamAssembler } from './assemble';
 import { backendErrorMessage, parseBackendJson } from './call';
 import { ChatChunkScanner } from './chunk-scan';
+import type { Json } from './json';
 import type { StreamOut } from './output';
 import { SseParser } from './sse';
 import type { CompletionToChatStream } from './tito';
-
-type Json = Record<string, any>;
 
 export interface RelayOptions {
   kind: BackendKind;

@@ -5,12 +5,11 @@ import { type BackendKind, tokensOf } from './assemble';
 import { timedOut } from './backends';
 import type { Call } from './call';
 import type { Dispatched } from './dispatch';
+import type { Json } from './json';
 import type { Output } from './output';
 import { choiceFields, fieldsOf, tokenFields } from './record-fields';
 import { StreamRelay } from './relay';
 import { CompletionToChatStream } from './tito';
-
-type Json = Record<string, any>;
 
 export async function finishStream(
   call: Call,
