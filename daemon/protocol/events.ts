@@ -38,3 +38,4 @@ export const DaemonEvent = z.discriminatedUnion('type', [
 
 export type LlmCallSummary = z.infer<typeof LlmCallSummary>;
 export type DaemonEvent = z.infer<typeof DaemonEvent>;
+export type DaemonEventType = DaemonEvent['type'];

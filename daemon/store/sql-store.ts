@@ -19,7 +19,7 @@ import type {
   RunMetrics,
   Task,
 } from '../protocol/entities';
-import type { DaemonEvent } from '../protocol/events';
+import type { DaemonEvent, DaemonEventType } from '../protocol/events';
 import type { Driver } from './driver';
 import * as calls from './sql/calls';
 import { SqlContext } from './sql/context';
@@ -55,7 +55,7 @@ export class SqlStore implements Store {
     await this.c.db.close();
   }
 
-  subscribe(listener: (event: DaemonEvent) => void, types?: readonly DaemonEvent['type'][]): () => void {
+  subscribe(listener: (event: DaemonEvent) => void, types?: readonly DaemonEventType[]): () => void {
     return this.c.subscribe(listener, types);
   }
 

@@ -22,7 +22,7 @@ import type {
   RunMetrics,
   Task,
 } from '../protocol/entities';
-import type { DaemonEvent } from '../protocol/events';
+import type { DaemonEvent, DaemonEventType } from '../protocol/events';
 
 export interface RolloutFilter {
   run_id?: string;
@@ -66,7 +66,7 @@ export interface Store {
    * `listener` gets every event committed from now on, or only those of `types`: events nobody takes
    * are not built (an llm_call summary per proxied call, for one).
    */
-  subscribe(listener: (event: DaemonEvent) => void, types?: readonly DaemonEvent['type'][]): () => void;
+  subscribe(listener: (event: DaemonEvent) => void, types?: readonly DaemonEventType[]): () => void;
   /** Publish an event that changes nothing stored (e.g. the workers attached to a run). */
   announce(event: DaemonEvent): void;
 

@@ -1,6 +1,6 @@
 // What every entity module of the SQL store shares: the driver, one-transaction-with-events, reads
 // that map driver errors, and existence checks that name the field.
-import type { DaemonEvent } from '../../protocol/events';
+import type { DaemonEvent, DaemonEventType } from '../../protocol/events';
 import type { Driver, Queryable } from '../driver';
 import { StoreError } from '../store';
 import { notFound } from './values';
@@ -20,24 +20,22 @@ function mapDriverError(err: unknown): unknown {
   return err;
 }
 
-export type EventType = DaemonEvent['type'];
-
 export class SqlContext {
   private readonly listeners = new Set<(event: DaemonEvent) => void>();
   /** Per event type, how many listeners take it (those that take every type are not counted here). */
-  private readonly typed = new Map<EventType, number>();
+  private readonly typed = new Map<DaemonEventType, number>();
   private untyped = 0;
   closed = false;
 
   constructor(readonly db: Driver) {}
 
   /** Whether anyone takes `type` events (events that cost work to build are skipped otherwise). */
-  listeningTo(type: EventType): boolean {
+  listeningTo(type: DaemonEventType): boolean {
     return this.untyped > 0 || (this.typed.get(type) ?? 0) > 0;
   }
 
   /** `types`: the only event types `listener` gets (absent: every one). */
-  subscribe(listener: (event: DaemonEvent) => void, types?: readonly EventType[]): () => void {
+  subscribe(listener: (event: DaemonEvent) => void, types?: readonly DaemonEventType[]): () => void {
     const only = types ? new Set(types) : null;
     const each = only ? (e: DaemonEvent) => (only.has(e.type) ? listener(e) : undefined) : listener;
     this.listeners.add(each);
