@@ -4,22 +4,15 @@
 // rollout → same backend while it is healthy and eligible, for prefix-cache hits), otherwise least
 // outstanding requests; only backends serving a model version >= their run's allowed minimum. A
 // backend whose connects fail is skipped for a while.
-import {
-  Agent as HttpAgent,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-} from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { EventEmitter } from 'node:events';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
+import { Agent, type Dispatcher } from 'undici';
 import type { BackendStatus } from '../protocol/api';
 
-const httpAgent = new HttpAgent({
-  keepAlive: true,
-  maxSockets: Number.POSITIVE_INFINITY,
-  keepAliveMsecs: 10_000,
-});
-const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
+// undici rather than node:http: it costs about half the CPU per request (measured 26-29 µs against
+// 46-47 µs at 64 concurrent keep-alive calls), which is most of what the proxy adds to a call.
+const agent = new Agent({ keepAliveTimeout: 10_000, connections: null, pipelining: 1 });
 
 /** `http://h:p/v1/` and `http://h:p` both → `http://h:p` (endpoints are appended as `/v1/...`). */
 export function rootUrl(url: string): string {
@@ -404,13 +397,11 @@ export async function askServedModels(root: string, timeoutMs: number): Promise<
   };
 }
 
-/** Where a URL's requests go, as node:http's options (a URL object would be converted on every request). */
+/** Where a URL's requests go, split once (parsing the URL on every request costs more than the request). */
 interface RequestTarget {
-  https: boolean;
-  host: string;
-  port: string;
+  origin: string;
   path: string;
-  auth: string | undefined;
+  authorization: string | undefined;
 }
 
 const targets = new Map<string, RequestTarget>();
@@ -419,11 +410,11 @@ function targetOf(url: string): RequestTarget {
   if (!t) {
     const u = new URL(url);
     t = {
-      https: u.protocol === 'https:',
-      host: u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname,
-      port: u.port,
+      origin: u.origin,
       path: `${u.pathname}${u.search}`,
-      auth: u.username ? `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}` : undefined,
+      authorization: u.username
+        ? `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`
+        : undefined,
     };
     if (targets.size > 1000) targets.clear();
     targets.set(url, t);
@@ -440,15 +431,6 @@ export class SendError extends Error {
     super(message);
   }
 }
-
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ECONNRESET',
-]);
 
 export interface SendOptions {
   method?: string;
@@ -492,7 +474,7 @@ function transportOf(url: string): { transport: Transport; path: string } | null
   return transport ? { transport, path: slash < 0 ? '/' : url.slice(slash) } : null;
 }
 
-/** One HTTP request over keep-alive agents (or a node's tunnel); resolves once the response headers arrive. */
+/** One HTTP request over a keep-alive pool (or a node's tunnel); resolves once the response headers arrive. */
 export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
   const tunnel = transportOf(url);
   if (tunnel) return tunnel.transport.send(tunnel.path, opts);
@@ -500,67 +482,83 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
     return Promise.reject(
       new SendError('connect', `no connection to node ${url.split('/').slice(0, 3).join('/')}`),
     );
+  const t = targetOf(url);
+  const headers: Record<string, string> = { accept: '*/*' };
+  if (t.authorization) headers.authorization = t.authorization;
+  Object.assign(headers, opts.headers);
+  if (opts.body !== undefined) headers['content-type'] ??= 'application/json';
+  // An emitter is what undici listens to for 'abort'; an AbortController per call costs more.
+  let signal: EventEmitter | undefined;
+  let aborted = false;
+  let response: BackendResponse | null = null;
+  if (opts.onRequest) {
+    const s = (signal = new EventEmitter());
+    opts.onRequest(() => {
+      if (aborted) return;
+      aborted = true;
+      s.emit('abort');
+      response?.destroy();
+    });
+  }
   return new Promise((resolve, reject) => {
     attempt(true);
     function attempt(mayRetry: boolean): void {
-      const t = targetOf(url);
-      const headers: Record<string, string | number> = Object.assign({ accept: '*/*' }, opts.headers);
-      if (opts.body !== undefined) {
-        headers['content-type'] ??= 'application/json';
-        headers['content-length'] = Buffer.byteLength(opts.body);
-      }
-      let settled = false;
-      let response: IncomingMessage | null = null;
-      const req = (t.https ? httpsRequest : httpRequest)(
+      if (aborted) return reject(new SendError('aborted', 'request aborted'));
+      agent.request(
         {
-          host: t.host,
-          port: t.port,
+          origin: t.origin,
           path: t.path,
-          auth: t.auth,
-          method: opts.method ?? 'POST',
+          method: (opts.method ?? 'POST') as Dispatcher.HttpMethod,
           headers,
-          agent: t.https ? httpsAgent : httpAgent,
+          body: opts.body,
+          headersTimeout: opts.timeoutMs,
+          bodyTimeout: opts.timeoutMs,
+          signal,
         },
-        (res) => {
-          settled = true;
+        (err, data) => {
+          if (err) {
+            // A kept-alive socket the server had just closed: the request never arrived; retry once.
+            if (mayRetry && !aborted && reusedSocketClosed(err)) return attempt(false);
+            return reject(sendError(err, aborted, opts.timeoutMs));
+          }
+          const res = data.body as unknown as BackendResponse;
+          res.statusCode = data.statusCode;
+          res.headers = data.headers as IncomingHttpHeaders;
+          res.complete = false;
+          res.once('end', () => (res.complete = true));
+          // Registered first, so a cut-off body reads as a timeout to every later 'close' listener.
+          res.on('error', (e: NodeJS.ErrnoException) => {
+            if (e.code === 'UND_ERR_BODY_TIMEOUT') timedOut.add(res);
+          });
           response = res;
-          res.on('error', () => {});
           resolve(res);
         },
       );
-      let connected = false;
-      req.on('socket', (socket) => {
-        if (req.reusedSocket) connected = true;
-        else socket.once('connect', () => (connected = true));
-      });
-      opts.onRequest?.(() => {
-        if (!settled) {
-          settled = true;
-          reject(new SendError('aborted', 'request aborted'));
-        }
-        response?.destroy();
-        req.destroy();
-      });
-      req.setTimeout(opts.timeoutMs, () => {
-        if (response) timedOut.add(response);
-        req.destroy(new SendError('timeout', `backend did not answer within ${opts.timeoutMs} ms`));
-      });
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        if (settled) return;
-        // A reused keep-alive socket the server had just closed: the request never arrived; retry once.
-        if (mayRetry && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
-          attempt(false);
-          return;
-        }
-        settled = true;
-        if (err instanceof SendError) reject(err);
-        else if (err.code && CONNECT_CODES.has(err.code) && !connected)
-          reject(new SendError('connect', `cannot reach backend: ${err.code} ${err.message}`));
-        else reject(new SendError('other', err.message));
-      });
-      req.end(opts.body);
     }
   });
+}
+
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+function reusedSocketClosed(err: Error & { code?: string; socket?: { bytesRead?: number } }): boolean {
+  if (err.code === 'UND_ERR_SOCKET') return (err.socket?.bytesRead ?? 0) > 0;
+  return err.code === 'ECONNRESET' || err.code === 'EPIPE';
+}
+
+function sendError(err: Error & { code?: string }, aborted: boolean, timeoutMs: number): SendError {
+  if (aborted || err.code === 'UND_ERR_ABORTED') return new SendError('aborted', 'request aborted');
+  if (err.code === 'UND_ERR_HEADERS_TIMEOUT')
+    return new SendError('timeout', `backend did not answer within ${timeoutMs} ms`);
+  if (err.code && CONNECT_CODES.has(err.code))
+    return new SendError('connect', `cannot reach backend: ${err.code} ${err.message}`);
+  return new SendError('other', err.message);
 }
 
 /** Responses whose socket went idle past the timeout (so a cut-off body reads as a timeout). */
@@ -572,13 +570,13 @@ export function readText(res: BackendResponse): Promise<string> {
     const parts: Buffer[] = [];
     res.on('data', (c: Buffer) => parts.push(c));
     res.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    res.on('error', (e) => reject(e));
     const cut = () =>
       reject(
         timedOut.has(res)
           ? new SendError('timeout', 'backend went silent mid-response (timeout)')
           : new SendError('other', 'backend closed the connection mid-response'),
       );
+    res.on('error', (e) => (e instanceof SendError ? reject(e) : cut()));
     res.on('aborted', cut);
     res.on('close', () => {
       if (!res.complete) cut();
