@@ -492,18 +492,22 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
   let aborted = false;
   let response: BackendResponse | null = null;
   if (opts.onRequest) {
-    const s = (signal = new EventEmitter());
+    const emitter = new EventEmitter();
+    signal = emitter;
     opts.onRequest(() => {
       if (aborted) return;
       aborted = true;
-      s.emit('abort');
+      emitter.emit('abort');
       response?.destroy();
     });
   }
   return new Promise((resolve, reject) => {
     attempt(true);
     function attempt(mayRetry: boolean): void {
-      if (aborted) return reject(new SendError('aborted', 'request aborted'));
+      if (aborted) {
+        reject(new SendError('aborted', 'request aborted'));
+        return;
+      }
       agent.request(
         {
           origin: t.origin,
@@ -518,8 +522,9 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
         (err, data) => {
           if (err) {
             // A kept-alive socket the server had just closed: the request never arrived; retry once.
-            if (mayRetry && !aborted && reusedSocketClosed(err)) return attempt(false);
-            return reject(sendError(err, aborted, opts.timeoutMs));
+            if (mayRetry && !aborted && reusedSocketClosed(err)) attempt(false);
+            else reject(sendError(err, aborted, opts.timeoutMs));
+            return;
           }
           const res = data.body as unknown as BackendResponse;
           res.statusCode = data.statusCode;
