@@ -60,6 +60,9 @@ const server = createServer((req, res) => {
     up.end(body);
   });
 });
+// The client's sockets idle while the other targets are measured: node's 5 s limit would close them
+// under it (a reset mid-run), as fake-vllm's and the daemon's longer limits do not.
+server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ url: 'http://127.0.0.1:' + server.address().port + '/v1' }) + '\\n'));
 `;
 

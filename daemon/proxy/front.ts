@@ -26,12 +26,21 @@ const FRONT = Symbol('harness-rl proxy front');
  * Fastify's `serverFactory` for a daemon that serves the proxy: node:http servers that offer each
  * request to the proxy's front first (every server fastify makes for one listen shares the front).
  */
-export function proxyServerFactory(): (handler: RequestListener) => Server {
+export function proxyServerFactory(): (handler: RequestListener, options: Record<string, unknown>) => Server {
   const slot: Slot = { handler: null };
-  return (fastifyHandler) => {
+  return (fastifyHandler, options) => {
     const server = createServer((req, res) => {
       if (!slot.handler?.(req, res)) fastifyHandler(req, res);
     });
+    // Fastify sets its timeouts only on servers it makes itself. Node's own keep-alive limit (5 s)
+    // would close a harness's idle socket whenever a tool step between two calls ran longer, and a
+    // client that reuses it just as it closes gets a reset instead of an answer.
+    const option = (name: string) => (typeof options[name] === 'number' ? (options[name] as number) : null);
+    server.keepAliveTimeout = option('keepAliveTimeout') ?? server.keepAliveTimeout;
+    server.requestTimeout = option('requestTimeout') ?? server.requestTimeout;
+    server.setTimeout(option('connectionTimeout') ?? 0);
+    const perSocket = option('maxRequestsPerSocket');
+    if (perSocket) server.maxRequestsPerSocket = perSocket;
     Object.defineProperty(server, FRONT, { value: slot });
     return server;
   };
