@@ -25,9 +25,9 @@ export interface LogprobEntry {
 }
 
 /** A JSON string, quotes included (a code unit below 0x20 only escaped, the escapes JSON has). */
-const STR = String.raw`"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`;
+export const STR = String.raw`"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`;
 /** A JSON number. */
-const NUM = String.raw`-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?`;
+export const NUM = String.raw`-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?`;
 const NUMS = `((?:${NUM}(?:,${NUM})*)?)`;
 /** `(…)` with the groups the scanner reads, `(?:…)` for the ones it does not. */
 const group = (read: boolean, re: string) => (read ? `(${re})` : `(?:${re})`);

@@ -3,6 +3,7 @@
 // record it — always before the final byte reaches the harness, failures and cancellations included.
 import type { NewLlmCall } from '../protocol/entities';
 import { JsonText } from '../store/json-text';
+import { parseChatAnswer } from './answer-scan';
 import { type BackendKind, tokensOf } from './assemble';
 import { type BackendPool, readText } from './backends';
 import type { BridgeMemory } from './bridge';
@@ -108,7 +109,12 @@ async function finishWhole(
   }
   if (call.settled) return;
   const status = d.res.statusCode ?? 502;
-  let json: Json | null = parseBackendJson(text);
+  // The harness will not see vLLM's logprob entries: only their logprobs are read (the bulk of a long
+  // answer's bytes, never made into objects).
+  let json: Json | null =
+    o.kind === 'chat' && !d.bridged && !o.output.logprobEntries
+      ? parseChatAnswer(text)
+      : parseBackendJson(text);
   if (status >= 400) {
     const message = `backend ${d.backendName} answered ${status}: ${backendErrorMessage(text)}`;
     await call.fail(

@@ -1,0 +1,86 @@
+// The proxy's parse of a whole (non-streamed) chat answer from fake-vllm, asked for token ids and
+// logprobs as the proxy asks, when the harness will not see the logprob entries:
+//   proxy.answer_parse  us_per_answer: parseChatAnswer (what the proxy runs: entries scanned to their
+//                       logprob, the rest through JSON.parse); parsed_us_per_answer: JSON.parse of
+//                       the whole text (bounded, as parseBackendJson)
+// Cases: `small` (a few tokens, a short prompt: parsed whole either way), `agent` (~12k prompt ids,
+// a short answer) and `long` (1,000 answer tokens). CPU time of this process, median over
+// alternating rounds.
+import { loadavg } from 'node:os';
+import { parseChatAnswer } from '../daemon/proxy/answer-scan';
+import { parseBackendJson } from '../daemon/proxy/call';
+import { child, emit, quantile, root, round } from './emit';
+
+const FAKE = `
+import { startFakeVllm } from '${root}test/fixtures/fake-vllm.ts';
+const f = await startFakeVllm({ model: 'toy' });
+process.stdout.write(JSON.stringify({ url: f.url }) + '\\n');
+`;
+
+async function answerOf(url: string, prompt: string, maxTokens: number): Promise<string> {
+  const res = await fetch(`${url}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      model: 'toy',
+      messages: [{ role: 'user', content: prompt }],
+      max_tokens: maxTokens,
+      return_token_ids: true,
+      logprobs: true,
+    }),
+  });
+  if (!res.ok) throw new Error(`fake-vllm answered ${res.status}`);
+  return res.text();
+}
+
+const cpuUs = () => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+/** µs of CPU per parse of `text`, over enough repetitions to measure. */
+function timeOf(parse: (text: string) => unknown, text: string): number {
+  const n = Math.max(20, Math.floor(2_000_000 / text.length));
+  const t0 = cpuUs();
+  for (let i = 0; i < n; i++) parse(text);
+  return (cpuUs() - t0) / n;
+}
+
+export default async function main(): Promise<void> {
+  const fake = await child(FAKE);
+  let cases: [string, string][];
+  try {
+    cases = [
+      ['small', await answerOf(fake.info.url, 'hi', 8)],
+      ['agent', await answerOf(fake.info.url, 'tool result line\n'.repeat(700), 64)],
+      ['long', await answerOf(fake.info.url, 'x'.repeat(1000), 1000)],
+    ];
+  } finally {
+    fake.proc.kill();
+  }
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 40);
+  const times = cases.map(() => ({ scan: [] as number[], parsed: [] as number[] }));
+  for (let i = 0; i < 10 + rounds; i++)
+    for (const [k, [, text]] of cases.entries()) {
+      const scan = timeOf(parseChatAnswer, text);
+      const parsed = timeOf(parseBackendJson, text);
+      if (i < 10) continue;
+      times[k].scan.push(scan);
+      times[k].parsed.push(parsed);
+    }
+  for (const [k, [name, text]] of cases.entries()) {
+    const json = parseBackendJson(text);
+    const scan = quantile(times[k].scan, 0.5);
+    const parsed = quantile(times[k].parsed, 0.5);
+    emit('proxy.answer_parse', {
+      case: name,
+      bytes: text.length,
+      prompt_tokens: json?.prompt_token_ids?.length ?? null,
+      response_tokens: json?.choices?.[0]?.token_ids?.length ?? null,
+      us_per_answer: round(scan, 1),
+      parsed_us_per_answer: round(parsed, 1),
+      speedup: round(parsed / scan, 2),
+      loadavg_1m: round(loadavg()[0], 2),
+    });
+  }
+}
