@@ -2,7 +2,11 @@
 //   store.ingest  — llm calls/s, each with 4096 prompt ids and 1024 response ids + logprobs, in
 //                   recordLlmCalls batches of 100 and as single recordLlmCall transactions;
 //   store.page    — one page of 100 rollouts of a run with 100,000 rollouts, filtered by status;
-//   store.rollout — loading one rollout with its 50 llm calls (getRollout + listLlmCalls).
+//   store.rollout — loading one rollout with its 50 llm calls (getRollout + listLlmCalls);
+//   store.agent   — agent rollouts as the proxy records them: 32 rollouts of 40 turns, each turn's
+//                   prompt the last one plus its answer and a tool result (2k → ~30k ids), a turn of
+//                   all rollouts per recordLlmCalls (the proxy's group commit); calls/s, CPU and
+//                   prompt bytes stored per call, loading a rollout's calls and its last call alone.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -179,6 +183,82 @@ async function loadRollout(store: Store, backend: string): Promise<void> {
   });
 }
 
+const AGENT_ROLLOUTS = 32;
+const AGENT_TURNS = 40;
+
+/** Turn `t` of an agent rollout: its prompt (the last one, its answer, a tool result) and answer. */
+function agentTurn(prompt: number[], r: number, t: number): { prompt: number[]; response: number[] } {
+  const response = Array.from({ length: 200 }, (_, i) => (i * 31 + r * 7 + t) % 151_000);
+  const tool = Array.from({ length: 300 + (t % 5) * 40 }, (_, i) => (i * 17 + t * 13 + r) % 151_000);
+  return { prompt, response: response.concat(tool) };
+}
+
+async function agentRollouts(store: Store, backend: string): Promise<void> {
+  const rollouts = await store.createRollouts(
+    Array.from({ length: AGENT_ROLLOUTS }, () => ({ kind: 'standalone' as const })),
+  );
+  const template = makeCalls(1)[0];
+  const prompts = rollouts.map((_, r) => Array.from({ length: 2000 }, (_, i) => (i * 7919 + r) % 151_000));
+  let calls = 0;
+  let ids = 0;
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  for (let t = 0; t < AGENT_TURNS; t++) {
+    const batch: NewLlmCall[] = rollouts.map((ro, r) => {
+      const { prompt, response } = agentTurn(prompts[r], r, t);
+      const answer = response.slice(0, 200);
+      prompts[r] = prompt.concat(response);
+      ids += prompt.length;
+      return {
+        ...template,
+        rollout_id: ro.id,
+        prompt_ids: prompt,
+        response_ids: answer,
+        response_logprobs: answer.map((_, i) => -Math.abs(Math.sin(i + t))),
+        usage: { prompt_tokens: prompt.length, completion_tokens: answer.length },
+      };
+    });
+    await store.recordLlmCalls(batch);
+    calls += batch.length;
+  }
+  const seconds = (performance.now() - start) / 1000;
+  const used = process.cpuUsage(cpu);
+  const driver = (store as SqlStore).driver;
+  const stored = await driver.get<{ bytes: number }>(
+    'SELECT SUM(length(prompt_ids)) AS bytes FROM llm_calls',
+  );
+  const last = rollouts[rollouts.length - 1];
+  const lastPrompt = prompts[prompts.length - 1];
+  const listed: number[] = [];
+  const single: number[] = [];
+  for (let i = 0; i < 60; i++) {
+    let t0 = performance.now();
+    const all = await store.listLlmCalls(last.id);
+    listed.push(performance.now() - t0);
+    t0 = performance.now();
+    const one = await store.getLlmCall(all[all.length - 1].id);
+    single.push(performance.now() - t0);
+    const expected = lastPrompt.length - 500 - ((AGENT_TURNS - 1) % 5) * 40;
+    if (all.length !== AGENT_TURNS || one?.prompt_ids?.length !== expected)
+      throw new Error(
+        `rollout read back wrong (${all.length} calls, last prompt ${one?.prompt_ids?.length})`,
+      );
+  }
+  emit('store.agent', {
+    backend,
+    rollouts: AGENT_ROLLOUTS,
+    turns: AGENT_TURNS,
+    mean_prompt_tokens: Math.round(ids / calls),
+    calls_per_s: Math.round(calls / seconds),
+    cpu_ms_per_call: round((used.user + used.system) / 1000 / calls),
+    prompt_bytes_per_call: Math.round(Number(stored?.bytes ?? 0) / calls),
+    prompt_bytes_per_token: round(Number(stored?.bytes ?? 0) / ids, 2),
+    list_rollout_p50_ms: round(quantile(listed.slice(10), 0.5)),
+    last_call_p50_ms: round(quantile(single.slice(10), 0.5)),
+    load1: round(loadavg()[0], 1),
+  });
+}
+
 export default async function bench(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'hrl-bench-store-'));
   try {
@@ -188,7 +268,7 @@ export default async function bench(): Promise<void> {
       if (backend === 'postgres') {
         const problem = await postgresProblem();
         if (problem) {
-          for (const name of ['store.ingest', 'store.page', 'store.rollout']) {
+          for (const name of ['store.ingest', 'store.page', 'store.rollout', 'store.agent']) {
             emit(name, { backend, skipped: `PostgreSQL unreachable at ${PG_SHOWN}: ${problem}` });
           }
           continue;
@@ -197,7 +277,7 @@ export default async function bench(): Promise<void> {
         spec = pgSchemaUrl(schema);
       }
       // A fresh database per figure, so one figure's data does not skew the next.
-      for (const [i, fn] of [ingest, paging, loadRollout].entries()) {
+      for (const [i, fn] of [ingest, paging, loadRollout, agentRollouts].entries()) {
         if (ONLY && ONLY !== `${backend}:${fn.name}`) continue;
         const dataDir = join(dir, `${backend}-${i}`);
         const figureSpec = schema ? spec.replace(schema, `${schema}_${i}`) : spec;
