@@ -4,31 +4,31 @@ import { endianness } from 'node:os';
 
 const LE = endianness() === 'LE';
 
-/** Encode token ids (non-negative integers < 2^31) as little-endian Int32. */
-export function encodeIds(ids: readonly number[] | Int32Array | Uint32Array): Buffer {
-  const out = ArrayBuffer.isView(ids) ? checkedTypedIds(ids) : checkedIds(ids);
+/** Encode token ids (non-negative integers < 2^31) from index `from` on as little-endian Int32. */
+export function encodeIds(ids: readonly number[] | Int32Array | Uint32Array, from = 0): Buffer {
+  const out = ArrayBuffer.isView(ids) ? checkedTypedIds(ids, from) : checkedIds(ids, from);
   return LE ? Buffer.from(out.buffer, out.byteOffset, out.byteLength) : swap32(out);
 }
 
 // Plain loops over one array kind each, so V8 keeps them monomorphic (about 10x faster than generic).
-function checkedIds(ids: readonly number[]): Int32Array {
+function checkedIds(ids: readonly number[], from: number): Int32Array {
   const n = ids.length;
-  const out = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
+  const out = new Int32Array(Math.max(0, n - from));
+  for (let i = from; i < n; i++) {
     const v = ids[i];
     if ((v | 0) !== v || v < 0) throw new RangeError(`token id at ${i} is not an integer in [0, 2^31): ${v}`);
-    out[i] = v;
+    out[i - from] = v;
   }
   return out;
 }
 
-function checkedTypedIds(ids: Int32Array | Uint32Array): Int32Array {
-  const out = new Int32Array(ids.length);
-  for (let i = 0; i < ids.length; i++) {
+function checkedTypedIds(ids: Int32Array | Uint32Array, from: number): Int32Array {
+  const out = new Int32Array(Math.max(0, ids.length - from));
+  for (let i = from; i < ids.length; i++) {
     const v = ids[i];
     if (v < 0 || v > 0x7fffffff)
       throw new RangeError(`token id at ${i} is not an integer in [0, 2^31): ${v}`);
-    out[i] = v;
+    out[i - from] = v;
   }
   return out;
 }

@@ -240,6 +240,15 @@ UPDATE recordings SET key_sha256 = encode(sha256(convert_to(key_sha256, 'UTF8'))
     name: 'rollouts keep their token bridge choice (tito)',
     up: 'ALTER TABLE rollouts ADD COLUMN tito {INT}',
   },
+  {
+    // An agent's call repeats the last one's tokens: its prompt ids are stored as the rest after them
+    // (sql/prompt-chain.ts), so a rollout's ids grow with its turns, not with their square.
+    version: 7,
+    name: "llm calls store their prompt ids as the rest after an earlier call's tokens",
+    up: `
+ALTER TABLE llm_calls ADD COLUMN prompt_base TEXT;
+ALTER TABLE llm_calls ADD COLUMN prompt_shared {INT}`,
+  },
 ];
 
 export function migrations(

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   Attempt,
@@ -16,6 +17,7 @@ import {
   Task,
 } from '../protocol/entities';
 import { DaemonEvent } from '../protocol/events';
+import { encodeIds } from './codec';
 import { keyHash, newKey } from './ids';
 import { openStore } from './open';
 import { freshStoreSpace, PG_SHOWN, postgresProblem, type TestStoreSpace } from './pg-testing';
@@ -833,7 +835,12 @@ describe.each(active)('$name store', (backend) => {
       "INSERT INTO rollouts (id, kind, run_id, status, attempt_count, max_attempts, key, created_at, updated_at) VALUES (?, 'run', ?, 'queued', 0, 1, ?, ?, ?)",
       [ro.id, run.id, ro.key, t, t],
     );
-    const call = await old.recordLlmCall(newCall({ rollout_id: ro.id, prompt_ids: [5, 6, 7] }));
+    // A call as version 1 wrote it (today's code writes columns that version 1 lacks).
+    const call = { id: 'call_before_upgrade' };
+    await raw.run(
+      "INSERT INTO llm_calls (id, rollout_id, seq, wire_api, stream, request, prompt_ids, token_source, status, tags, created_at) VALUES (?, ?, 0, 'chat', 0, '{}', ?, 'backend', 'ok', '[]', ?)",
+      [call.id, ro.id, encodeIds([5, 6, 7]), t],
+    );
     const versions = async (s: Store) =>
       (
         await (s as SqlStore).driver.all<{ version: number }>(
@@ -845,7 +852,7 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     // Version 4 hashed the keys in place: the old keys still work, and the database holds none.
     expect(await upgraded.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
     expect(await upgraded.getRecordingKeyHash(rec.id)).toBe(keyHash(rec.key));
@@ -887,8 +894,99 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
+  });
+
+  it("stores an agent's prompt ids once: each call holds only the ids since the last call's, every 16th whole", async () => {
+    const { store, db } = await fresh();
+    const ro = await store.createRollout({ kind: 'standalone' });
+    const ids = (n: number, seed: number) => Array.from({ length: n }, (_, i) => (i * 7919 + seed) % 151_000);
+    let prompt = ids(1000, 1);
+    const recorded: number[][] = [];
+    for (let t = 0; t < 40; t++) {
+      const response = ids(50, t);
+      await store.recordLlmCall(newCall({ rollout_id: ro.id, prompt_ids: prompt, response_ids: response }));
+      recorded.push(prompt);
+      prompt = [...prompt, ...response, ...ids(100 + t, 1000 + t)];
+    }
+    const raw = (store as SqlStore).driver;
+    const rows = await raw.all<{ seq: number; prompt_base: string | null; bytes: number }>(
+      'SELECT seq, prompt_base, length(prompt_ids) AS bytes FROM llm_calls WHERE rollout_id = ? ORDER BY seq',
+      [ro.id],
+    );
+    expect(rows.filter((r) => r.prompt_base === null).map((r) => Number(r.seq))).toEqual([0, 16, 32]);
+    for (const r of rows) {
+      const t = Number(r.seq);
+      // A linked call holds what came after the last call's answer: the tool result.
+      expect(Number(r.bytes)).toBe(4 * (r.prompt_base === null ? recorded[t].length : 100 + t - 1));
+    }
+    const calls = await store.listLlmCalls(ro.id);
+    expect(calls.map((c) => c.prompt_ids)).toEqual(recorded);
+    expect((await store.getLlmCall(calls[31].id))?.prompt_ids).toEqual(recorded[31]);
+    // Another store on the same database (a restart) has no bases: it reads the chains and stores
+    // the next call whole.
+    const again = await openStore(db.spec, db.dataDir);
+    cleanups.push(() => again.close());
+    expect((await again.getLlmCall(calls[15].id))?.prompt_ids).toEqual(recorded[15]);
+    const next = await again.recordLlmCall(newCall({ rollout_id: ro.id, prompt_ids: prompt }));
+    const nextRow = await raw.get<{ prompt_base: string | null }>(
+      'SELECT prompt_base FROM llm_calls WHERE id = ?',
+      [next.id],
+    );
+    expect(nextRow?.prompt_base).toBeNull();
+    expect((await store.listLlmCalls(ro.id)).map((c) => c.prompt_ids)).toEqual([...recorded, prompt]);
+  });
+
+  it("reads every call back token-exact however its prompt repeats its attempt's last call", async () => {
+    const { store } = await fresh();
+    const idList = (max: number) => fc.array(fc.nat(151_000), { maxLength: max });
+    const step = fc.record({
+      attempt: fc.nat(1),
+      // extend: the last prompt, its answer and more; cut: part of them and more; fresh: new ids;
+      // failed: a call without token ids.
+      kind: fc.constantFrom('extend', 'extend', 'cut', 'fresh', 'failed'),
+      keep: fc.double({ min: 0, max: 1, noNaN: true }),
+      more: idList(40),
+      response: fc.option(idList(30), { nil: null }),
+      choices: fc.constantFrom(1, 1, 2),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), async (steps) => {
+        const ro = await store.createRollout({ kind: 'standalone' });
+        const attempts = [null, (await store.startAttempt(ro.id, 'w')).id];
+        const last: ({ prompt: number[]; response: number[] } | null)[] = [null, null];
+        const expected: { prompt: number[] | null; response: number[] | null }[] = [];
+        for (const s of steps) {
+          const before = last[s.attempt];
+          const tokens = before ? [...before.prompt, ...before.response] : [];
+          let prompt: number[] | null;
+          if (s.kind === 'failed') prompt = null;
+          else if (s.kind === 'fresh' || !before) prompt = [...Array(300).keys(), ...s.more];
+          else if (s.kind === 'extend') prompt = [...tokens, ...s.more];
+          else prompt = [...tokens.slice(0, Math.round(s.keep * tokens.length)), ...s.more];
+          const response = prompt ? s.response : null;
+          const calls = Array.from({ length: s.choices }, (_, i) =>
+            newCall({
+              rollout_id: ro.id,
+              attempt_id: attempts[s.attempt],
+              prompt_ids: prompt,
+              response_ids: response && [...response, i],
+              response_logprobs: response && [...response, i].map(() => -1),
+              status: prompt ? 'ok' : 'error',
+            }),
+          );
+          await store.recordLlmCalls(calls);
+          for (const c of calls) expected.push({ prompt: c.prompt_ids, response: c.response_ids });
+          if (prompt) last[s.attempt] = { prompt, response: calls[calls.length - 1].response_ids ?? [] };
+        }
+        const listed = await store.listLlmCalls(ro.id);
+        expect(listed.map((c) => ({ prompt: c.prompt_ids, response: c.response_ids }))).toEqual(expected);
+        for (const [i, c] of listed.entries())
+          expect((await store.getLlmCall(c.id))?.prompt_ids).toEqual(expected[i].prompt);
+      }),
+      { numRuns: backend.name === 'sqlite' ? 60 : 25 },
+    );
   });
 
   it('keeps committed data across a close and reopen', async () => {

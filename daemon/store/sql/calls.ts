@@ -1,4 +1,5 @@
-// LLM calls, recorded token-exactly (ids and logprobs as packed blobs, see ../codec.ts).
+// LLM calls, recorded token-exactly (ids and logprobs as packed blobs, see ../codec.ts; prompt ids
+// as the rest after an earlier call's tokens where they repeat them, see prompt-chain.ts).
 import type { LlmCall, NewLlmCall } from '../../protocol/entities';
 import type { LlmCallSummary } from '../../protocol/events';
 import { decodeIds, decodeLogprobs, encodeIds, encodeLogprobs } from '../codec';
@@ -7,6 +8,7 @@ import { newId } from '../ids';
 import { jsonText, plainValue } from '../json-text';
 import { StoreError } from '../store';
 import type { SqlContext } from './context';
+import { chainKey, rebuildPrompts } from './prompt-chain';
 import { invalid, iso, json, notFound, now, num, numOrNull, oneOf, parse, str } from './values';
 
 const CALL_COLUMNS = [
@@ -38,11 +40,16 @@ const CALL_COLUMNS = [
   'ttft_ms',
   'total_ms',
   'created_at',
+  'prompt_base',
+  'prompt_shared',
 ] as const;
 const CALL_COLS = CALL_COLUMNS.join(', ');
 
-/** A call's bodies and token arrays as written: request, backend_request, response, the three blobs. */
-type Encoded = (Buffer | string | null)[];
+/**
+ * A call's bodies and token arrays as written: request, backend_request, response, the three blobs,
+ * and the prompt's base and the ids it shares with it.
+ */
+type Encoded = (Buffer | string | number | null)[];
 
 function toCall(r: Row): LlmCall {
   return {
@@ -144,17 +151,22 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       created_at: t,
     };
   });
+  const keys = calls.map(chainKey);
+  const links = calls.map((call, i) => c.promptBases.link(keys[i], call.prompt_ids));
   // Encode outside the transaction (it is the bulk of the CPU work); bodies whose text is known
   // (JsonText) are written as that text.
   const encoded = calls.map((c, i): Encoded => {
     try {
+      const link = links[i];
       return [
         jsonText(c.request) ?? 'null',
         jsonText(c.backend_request),
         jsonText(c.response),
-        c.prompt_ids ? encodeIds(c.prompt_ids) : null,
+        c.prompt_ids ? encodeIds(c.prompt_ids, link?.shared) : null,
         c.response_ids ? encodeIds(c.response_ids) : null,
         c.response_logprobs ? encodeLogprobs(c.response_logprobs) : null,
+        link?.base ?? null,
+        link?.shared ?? null,
       ];
     } catch (err) {
       return invalid(`calls[${i}]`, (err as Error).message);
@@ -162,12 +174,15 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
   });
   // PostgreSQL: one round trip. SQLite (exclusive write transactions, no round trips), a batch too
   // big for one query and one that names an unknown row take the transaction below.
-  if (
-    c.db.dialect === 'postgres' &&
-    out.length <= MAX_SCRIPT_ROWS &&
-    (await insertInOneTrip(c, out, encoded))
-  )
-    return out;
+  const stored =
+    c.db.dialect === 'postgres' && out.length <= MAX_SCRIPT_ROWS && (await insertInOneTrip(c, out, encoded))
+      ? out
+      : await insertInTransaction(c, out, encoded);
+  for (const [i, call] of stored.entries()) c.promptBases.remember(keys[i], call, links[i]);
+  return stored;
+}
+
+async function insertInTransaction(c: SqlContext, out: LlmCall[], encoded: Encoded[]): Promise<LlmCall[]> {
   return c.tx(async (q, emit) => {
     await joinRecordings(q, out);
     const perRollout = new Map<string, LlmCall[]>();
@@ -221,7 +236,8 @@ async function joinRecordings(q: Queryable, out: LlmCall[]): Promise<void> {
 }
 
 function callRow(c: LlmCall, encoded: Encoded): Param[] {
-  const [request, backendRequest, response, promptIds, responseIds, logprobs] = encoded;
+  const [request, backendRequest, response, promptIds, responseIds, logprobs, promptBase, promptShared] =
+    encoded;
   return [
     c.id,
     c.rollout_id,
@@ -251,6 +267,8 @@ function callRow(c: LlmCall, encoded: Encoded): Param[] {
     c.ttft_ms,
     c.total_ms,
     c.created_at,
+    promptBase,
+    promptShared,
   ];
 }
 
@@ -307,9 +325,18 @@ async function insertInOneTrip(c: SqlContext, out: LlmCall[], encoded: Encoded[]
   return true;
 }
 
+/** Rows as calls, each with its whole prompt ids. */
+async function callsOf(q: Queryable, rows: Row[]): Promise<LlmCall[]> {
+  const calls = rows.map(toCall);
+  await rebuildPrompts(q, rows, calls);
+  return calls;
+}
+
 export async function getLlmCall(c: SqlContext, id: string): Promise<LlmCall | null> {
-  const row = await c.read(() => c.db.get(`SELECT ${CALL_COLS} FROM llm_calls WHERE id = ?`, [id]));
-  return row ? toCall(row) : null;
+  return c.read(async () => {
+    const row = await c.db.get(`SELECT ${CALL_COLS} FROM llm_calls WHERE id = ?`, [id]);
+    return row ? (await callsOf(c.db, [row]))[0] : null;
+  });
 }
 
 export async function listLlmCalls(c: SqlContext, rolloutId: string): Promise<LlmCall[]> {
@@ -318,7 +345,7 @@ export async function listLlmCalls(c: SqlContext, rolloutId: string): Promise<Ll
     const rows = await c.db.all(`SELECT ${CALL_COLS} FROM llm_calls WHERE rollout_id = ? ORDER BY seq, id`, [
       rolloutId,
     ]);
-    return rows.map(toCall);
+    return callsOf(c.db, rows);
   });
 }
 
@@ -329,6 +356,6 @@ export async function listRecordingCalls(c: SqlContext, recordingId: string): Pr
       `SELECT ${CALL_COLS} FROM llm_calls WHERE recording_id = ? ORDER BY seq, id`,
       [recordingId],
     );
-    return rows.map(toCall);
+    return callsOf(c.db, rows);
   });
 }

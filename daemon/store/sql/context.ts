@@ -3,6 +3,7 @@
 import type { DaemonEvent, DaemonEventType } from '../../protocol/events';
 import type { Driver, Queryable } from '../driver';
 import { StoreError } from '../store';
+import { PromptBases } from './prompt-chain';
 import { notFound } from './values';
 
 export type Emit = (event: DaemonEvent) => void;
@@ -26,6 +27,8 @@ export class SqlContext {
   private readonly typed = new Map<DaemonEventType, number>();
   private untyped = 0;
   closed = false;
+  /** The calls that later calls' prompt ids are stored from (prompt-chain.ts). */
+  readonly promptBases = new PromptBases();
 
   constructor(readonly db: Driver) {}
 
