@@ -5,14 +5,17 @@
 //   store.rollout — loading one rollout with its 50 llm calls (getRollout + listLlmCalls);
 //   store.agent   — agent rollouts as the proxy records them: 32 rollouts of 40 turns, each turn's
 //                   prompt the last one plus its answer and a tool result (2k → ~30k ids), a turn of
-//                   all rollouts per recordLlmCalls (the proxy's group commit); calls/s, CPU and
-//                   prompt bytes stored per call, loading a rollout's calls and its last call alone.
+//                   all rollouts per recordLlmCalls (the proxy's group commit), the request's history
+//                   growing alike (2 → 80 messages) and the backend's the same with the proxy's extras;
+//                   calls/s, CPU and prompt and body bytes stored per call, loading a rollout's calls
+//                   and its last call alone.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { NewLlmCall } from '../daemon/protocol/entities';
+import { JsonText } from '../daemon/store/json-text';
 import { openStore } from '../daemon/store/open';
 import { dropPgSchema, PG_SHOWN, pgSchemaUrl, postgresProblem } from '../daemon/store/pg-testing';
 import type { SqlStore } from '../daemon/store/sql-store';
@@ -185,6 +188,14 @@ async function loadRollout(store: Store, backend: string): Promise<void> {
 
 const AGENT_ROLLOUTS = 32;
 const AGENT_TURNS = 40;
+const AGENT_TOOLS = Array.from({ length: 8 }, (_, i) => ({
+  type: 'function',
+  function: {
+    name: `tool_${i}`,
+    description: 'Runs one step of the task and reports what it found. '.repeat(4),
+    parameters: { type: 'object', properties: { path: { type: 'string' }, query: { type: 'string' } } },
+  },
+}));
 
 /** Turn `t` of an agent rollout: its prompt (the last one, its answer, a tool result) and answer. */
 function agentTurn(prompt: number[], r: number, t: number): { prompt: number[]; response: number[] } {
@@ -193,42 +204,74 @@ function agentTurn(prompt: number[], r: number, t: number): { prompt: number[]; 
   return { prompt, response: response.concat(tool) };
 }
 
+/** Every turn's calls, as the proxy hands them to the store (request and backend request as text). */
+function agentCalls(rollouts: { id: string }[]): { turns: NewLlmCall[][]; ids: number } {
+  const template = makeCalls(1)[0];
+  const prompts = rollouts.map((_, r) => Array.from({ length: 2000 }, (_, i) => (i * 7919 + r) % 151_000));
+  const histories = rollouts.map((_, r) => [
+    { role: 'system', content: 'You are a careful coding agent. '.repeat(40) },
+    { role: 'user', content: `Task ${r}: fix the failing test and explain the change.` },
+  ]);
+  const turns: NewLlmCall[][] = [];
+  let ids = 0;
+  for (let t = 0; t < AGENT_TURNS; t++)
+    turns.push(
+      rollouts.map((ro, r) => {
+        const { prompt, response } = agentTurn(prompts[r], r, t);
+        const answer = response.slice(0, 200);
+        prompts[r] = prompt.concat(response);
+        ids += prompt.length;
+        const request = {
+          model: 'qwen3-4b',
+          messages: [...histories[r]],
+          tools: AGENT_TOOLS,
+          max_tokens: 2048,
+        };
+        const text = JSON.stringify(request);
+        const sent = `${text.slice(0, -1)},"return_token_ids":true,"logprobs":true}`;
+        histories[r].push(
+          { role: 'assistant', content: `Step ${t}: reading the next file. `.repeat(8) },
+          { role: 'tool', content: `line ${t} of the tool's output\n`.repeat(40) },
+        );
+        return {
+          ...template,
+          rollout_id: ro.id,
+          request: new JsonText(text, request),
+          backend_request: new JsonText(sent, JSON.parse(sent)),
+          prompt_ids: prompt,
+          response_ids: answer,
+          response_logprobs: answer.map((_, i) => -Math.abs(Math.sin(i + t))),
+          usage: { prompt_tokens: prompt.length, completion_tokens: answer.length },
+        };
+      }),
+    );
+  return { turns, ids };
+}
+
 async function agentRollouts(store: Store, backend: string): Promise<void> {
   const rollouts = await store.createRollouts(
     Array.from({ length: AGENT_ROLLOUTS }, () => ({ kind: 'standalone' as const })),
   );
-  const template = makeCalls(1)[0];
-  const prompts = rollouts.map((_, r) => Array.from({ length: 2000 }, (_, i) => (i * 7919 + r) % 151_000));
+  const { turns, ids } = agentCalls(rollouts);
   let calls = 0;
-  let ids = 0;
   const cpu = process.cpuUsage();
   const start = performance.now();
-  for (let t = 0; t < AGENT_TURNS; t++) {
-    const batch: NewLlmCall[] = rollouts.map((ro, r) => {
-      const { prompt, response } = agentTurn(prompts[r], r, t);
-      const answer = response.slice(0, 200);
-      prompts[r] = prompt.concat(response);
-      ids += prompt.length;
-      return {
-        ...template,
-        rollout_id: ro.id,
-        prompt_ids: prompt,
-        response_ids: answer,
-        response_logprobs: answer.map((_, i) => -Math.abs(Math.sin(i + t))),
-        usage: { prompt_tokens: prompt.length, completion_tokens: answer.length },
-      };
-    });
+  for (const batch of turns) {
     await store.recordLlmCalls(batch);
     calls += batch.length;
   }
   const seconds = (performance.now() - start) / 1000;
   const used = process.cpuUsage(cpu);
   const driver = (store as SqlStore).driver;
-  const stored = await driver.get<{ bytes: number }>(
-    'SELECT SUM(length(prompt_ids)) AS bytes FROM llm_calls',
+  const bytes = (column: string) =>
+    driver.dialect === 'postgres'
+      ? `COALESCE(octet_length(${column}::text), 0)`
+      : `COALESCE(length(CAST(${column} AS BLOB)), 0)`;
+  const stored = await driver.get<{ bytes: number; body_bytes: number }>(
+    `SELECT SUM(length(prompt_ids)) AS bytes, SUM(${bytes('request')} + ${bytes('backend_request')}) AS body_bytes FROM llm_calls`,
   );
   const last = rollouts[rollouts.length - 1];
-  const lastPrompt = prompts[prompts.length - 1];
+  const lastCall = turns[turns.length - 1][rollouts.length - 1];
   const listed: number[] = [];
   const single: number[] = [];
   for (let i = 0; i < 60; i++) {
@@ -238,8 +281,11 @@ async function agentRollouts(store: Store, backend: string): Promise<void> {
     t0 = performance.now();
     const one = await store.getLlmCall(all[all.length - 1].id);
     single.push(performance.now() - t0);
-    const expected = lastPrompt.length - 500 - ((AGENT_TURNS - 1) % 5) * 40;
-    if (all.length !== AGENT_TURNS || one?.prompt_ids?.length !== expected)
+    if (
+      all.length !== AGENT_TURNS ||
+      JSON.stringify(one?.prompt_ids) !== JSON.stringify(lastCall.prompt_ids) ||
+      JSON.stringify(one?.backend_request) !== JSON.stringify(lastCall.backend_request)
+    )
       throw new Error(
         `rollout read back wrong (${all.length} calls, last prompt ${one?.prompt_ids?.length})`,
       );
@@ -253,6 +299,7 @@ async function agentRollouts(store: Store, backend: string): Promise<void> {
     cpu_ms_per_call: round((used.user + used.system) / 1000 / calls),
     prompt_bytes_per_call: Math.round(Number(stored?.bytes ?? 0) / calls),
     prompt_bytes_per_token: round(Number(stored?.bytes ?? 0) / ids, 2),
+    body_bytes_per_call: Math.round(Number(stored?.body_bytes ?? 0) / calls),
     list_rollout_p50_ms: round(quantile(listed.slice(10), 0.5)),
     last_call_p50_ms: round(quantile(single.slice(10), 0.5)),
     load1: round(loadavg()[0], 1),
