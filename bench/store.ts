@@ -248,6 +248,9 @@ function agentCalls(rollouts: { id: string }[]): { turns: NewLlmCall[][]; ids: n
   return { turns, ids };
 }
 
+/** Where a call's request and backend request are stored (whole, or as the rest after what they repeat). */
+const BODY_COLUMNS = ['request', 'backend_request', 'request_rest', 'backend_rest'];
+
 async function agentRollouts(store: Store, backend: string): Promise<void> {
   const rollouts = await store.createRollouts(
     Array.from({ length: AGENT_ROLLOUTS }, () => ({ kind: 'standalone' as const })),
@@ -268,7 +271,7 @@ async function agentRollouts(store: Store, backend: string): Promise<void> {
       ? `COALESCE(octet_length(${column}::text), 0)`
       : `COALESCE(length(CAST(${column} AS BLOB)), 0)`;
   const stored = await driver.get<{ bytes: number; body_bytes: number }>(
-    `SELECT SUM(length(prompt_ids)) AS bytes, SUM(${bytes('request')} + ${bytes('backend_request')}) AS body_bytes FROM llm_calls`,
+    `SELECT SUM(length(prompt_ids)) AS bytes, SUM(${BODY_COLUMNS.map(bytes).join(' + ')}) AS body_bytes FROM llm_calls`,
   );
   const last = rollouts[rollouts.length - 1];
   const lastCall = turns[turns.length - 1][rollouts.length - 1];

@@ -241,13 +241,18 @@ UPDATE recordings SET key_sha256 = encode(sha256(convert_to(key_sha256, 'UTF8'))
     up: 'ALTER TABLE rollouts ADD COLUMN tito {INT}',
   },
   {
-    // An agent's call repeats the last one's tokens: its prompt ids are stored as the rest after them
-    // (sql/prompt-chain.ts), so a rollout's ids grow with its turns, not with their square.
+    // An agent's call repeats the last one: its prompt ids and request text are stored as the rest
+    // after that call's, and the backend request as the rest after its own request (sql/call-chain.ts),
+    // so a rollout's storage grows with its turns, not with their square.
     version: 7,
-    name: "llm calls store their prompt ids as the rest after an earlier call's tokens",
+    name: 'llm calls store what repeats an earlier call as the rest after it',
     up: `
-ALTER TABLE llm_calls ADD COLUMN prompt_base TEXT;
-ALTER TABLE llm_calls ADD COLUMN prompt_shared {INT}`,
+ALTER TABLE llm_calls ADD COLUMN base_call TEXT;
+ALTER TABLE llm_calls ADD COLUMN prompt_shared {INT};
+ALTER TABLE llm_calls ADD COLUMN request_shared {INT};
+ALTER TABLE llm_calls ADD COLUMN request_rest TEXT;
+ALTER TABLE llm_calls ADD COLUMN backend_shared {INT};
+ALTER TABLE llm_calls ADD COLUMN backend_rest TEXT`,
   },
 ];
 

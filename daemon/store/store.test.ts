@@ -19,6 +19,7 @@ import {
 import { DaemonEvent } from '../protocol/events';
 import { encodeIds } from './codec';
 import { keyHash, newKey } from './ids';
+import { JsonText } from './json-text';
 import { openStore } from './open';
 import { freshStoreSpace, PG_SHOWN, postgresProblem, type TestStoreSpace } from './pg-testing';
 import type { SqlStore } from './sql-store';
@@ -898,78 +899,142 @@ describe.each(active)('$name store', (backend) => {
     expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
   });
 
-  it("stores an agent's prompt ids once: each call holds only the ids since the last call's, every 16th whole", async () => {
+  it("stores what an agent's call repeats once: the ids and history since the last call, every 16th call whole", async () => {
     const { store, db } = await fresh();
     const ro = await store.createRollout({ kind: 'standalone' });
     const ids = (n: number, seed: number) => Array.from({ length: n }, (_, i) => (i * 7919 + seed) % 151_000);
     let prompt = ids(1000, 1);
-    const recorded: number[][] = [];
+    const messages: object[] = [{ role: 'system', content: 'Be careful. '.repeat(200) }];
+    const recorded: { prompt: number[]; request: object; tool: string }[] = [];
+    const extras = ',"return_token_ids":true,"logprobs":true}';
     for (let t = 0; t < 40; t++) {
       const response = ids(50, t);
-      await store.recordLlmCall(newCall({ rollout_id: ro.id, prompt_ids: prompt, response_ids: response }));
-      recorded.push(prompt);
+      const request = { model: 'm', messages: [...messages], tools: [{ type: 'function', name: 'run' }] };
+      const text = JSON.stringify(request);
+      const backend = `${text.slice(0, -1)}${extras}`;
+      await store.recordLlmCall(
+        newCall({
+          rollout_id: ro.id,
+          prompt_ids: prompt,
+          response_ids: response,
+          request: new JsonText(text, request),
+          backend_request: new JsonText(backend, JSON.parse(backend)),
+        }),
+      );
+      const tool = `result ${t} ☃ "quoted" \\ `.repeat(4 + t);
+      recorded.push({ prompt, request, tool });
       prompt = [...prompt, ...response, ...ids(100 + t, 1000 + t)];
+      messages.push({ role: 'assistant', content: `step ${t}` }, { role: 'tool', content: tool });
     }
     const raw = (store as SqlStore).driver;
-    const rows = await raw.all<{ seq: number; prompt_base: string | null; bytes: number }>(
-      'SELECT seq, prompt_base, length(prompt_ids) AS bytes FROM llm_calls WHERE rollout_id = ? ORDER BY seq',
+    const rows = await raw.all<{
+      seq: number;
+      base_call: string | null;
+      bytes: number;
+      request: string;
+      request_rest: string | null;
+      backend_request: string | null;
+      backend_rest: string | null;
+    }>(
+      'SELECT seq, base_call, length(prompt_ids) AS bytes, request, request_rest, backend_request, backend_rest FROM llm_calls WHERE rollout_id = ? ORDER BY seq',
       [ro.id],
     );
-    expect(rows.filter((r) => r.prompt_base === null).map((r) => Number(r.seq))).toEqual([0, 16, 32]);
+    expect(rows.filter((r) => r.base_call === null).map((r) => Number(r.seq))).toEqual([0, 16, 32]);
     for (const r of rows) {
       const t = Number(r.seq);
-      // A linked call holds what came after the last call's answer: the tool result.
-      expect(Number(r.bytes)).toBe(4 * (r.prompt_base === null ? recorded[t].length : 100 + t - 1));
+      const linked = r.base_call !== null;
+      // A linked call holds what came after the last call's answer: the tool result's ids, and the
+      // request's text from where the last one closed its messages on.
+      expect(Number(r.bytes)).toBe(4 * (linked ? 100 + t - 1 : recorded[t].prompt.length));
+      expect(String(r.request) === 'null').toBe(linked);
+      if (linked) {
+        expect(r.request_rest?.length).toBeLessThan(400 + JSON.stringify(recorded[t - 1].tool).length);
+        expect(r.request_rest).toContain(JSON.stringify(recorded[t - 1].tool));
+      }
+      // The backend request is its request with the extras appended.
+      expect(r.backend_request).toBeNull();
+      expect(r.backend_rest).toBe(extras);
     }
     const calls = await store.listLlmCalls(ro.id);
-    expect(calls.map((c) => c.prompt_ids)).toEqual(recorded);
-    expect((await store.getLlmCall(calls[31].id))?.prompt_ids).toEqual(recorded[31]);
+    const expectCall = (c: LlmCall | null | undefined, t: number) => {
+      expect(c?.prompt_ids).toEqual(recorded[t].prompt);
+      expect(c?.request).toEqual(recorded[t].request);
+      expect(c?.backend_request).toEqual({ ...recorded[t].request, return_token_ids: true, logprobs: true });
+    };
+    calls.forEach(expectCall);
+    expectCall(await store.getLlmCall(calls[31].id), 31);
     // Another store on the same database (a restart) has no bases: it reads the chains and stores
     // the next call whole.
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect((await again.getLlmCall(calls[15].id))?.prompt_ids).toEqual(recorded[15]);
+    expectCall(await again.getLlmCall(calls[15].id), 15);
     const next = await again.recordLlmCall(newCall({ rollout_id: ro.id, prompt_ids: prompt }));
-    const nextRow = await raw.get<{ prompt_base: string | null }>(
-      'SELECT prompt_base FROM llm_calls WHERE id = ?',
+    const nextRow = await raw.get<{ base_call: string | null }>(
+      'SELECT base_call FROM llm_calls WHERE id = ?',
       [next.id],
     );
-    expect(nextRow?.prompt_base).toBeNull();
-    expect((await store.listLlmCalls(ro.id)).map((c) => c.prompt_ids)).toEqual([...recorded, prompt]);
+    expect(nextRow?.base_call).toBeNull();
+    expect((await store.listLlmCalls(ro.id)).map((c) => c.prompt_ids)).toEqual([
+      ...recorded.map((r) => r.prompt),
+      prompt,
+    ]);
   });
 
-  it("reads every call back token-exact however its prompt repeats its attempt's last call", async () => {
+  it("reads every call back exactly however its prompt and request repeat its attempt's last call", async () => {
     const { store } = await fresh();
     const idList = (max: number) => fc.array(fc.nat(151_000), { maxLength: max });
+    const text = fc.string({ unit: 'binary', minLength: 0, maxLength: 400 });
     const step = fc.record({
       attempt: fc.nat(1),
       // extend: the last prompt, its answer and more; cut: part of them and more; fresh: new ids;
-      // failed: a call without token ids.
+      // failed: a call without token ids. The request's history follows the same way.
       kind: fc.constantFrom('extend', 'extend', 'cut', 'fresh', 'failed'),
       keep: fc.double({ min: 0, max: 1, noNaN: true }),
       more: idList(40),
+      said: fc.array(text, { maxLength: 3 }),
       response: fc.option(idList(30), { nil: null }),
+      // The backend got the request with extras appended, a body of its own, or nothing.
+      backend: fc.constantFrom('extras', 'own', 'none'),
       choices: fc.constantFrom(1, 1, 2),
     });
+    const system = 'You are an agent. '.repeat(70);
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), async (steps) => {
         const ro = await store.createRollout({ kind: 'standalone' });
         const attempts = [null, (await store.startAttempt(ro.id, 'w')).id];
-        const last: ({ prompt: number[]; response: number[] } | null)[] = [null, null];
-        const expected: { prompt: number[] | null; response: number[] | null }[] = [];
+        const last: ({ prompt: number[]; response: number[]; history: string[] } | null)[] = [null, null];
+        const expected: Pick<LlmCall, 'prompt_ids' | 'response_ids' | 'request' | 'backend_request'>[] = [];
         for (const s of steps) {
           const before = last[s.attempt];
           const tokens = before ? [...before.prompt, ...before.response] : [];
           let prompt: number[] | null;
+          let history: string[];
+          if (s.kind === 'fresh' || !before) {
+            prompt = [...Array(300).keys(), ...s.more];
+            history = [system, ...s.said];
+          } else if (s.kind === 'cut') {
+            prompt = [...tokens.slice(0, Math.round(s.keep * tokens.length)), ...s.more];
+            history = [...before.history.slice(0, Math.round(s.keep * before.history.length)), ...s.said];
+          } else {
+            prompt = [...tokens, ...s.more];
+            history = [...before.history, ...s.said];
+          }
           if (s.kind === 'failed') prompt = null;
-          else if (s.kind === 'fresh' || !before) prompt = [...Array(300).keys(), ...s.more];
-          else if (s.kind === 'extend') prompt = [...tokens, ...s.more];
-          else prompt = [...tokens.slice(0, Math.round(s.keep * tokens.length)), ...s.more];
+          const request = { model: 'm', messages: history.map((content) => ({ role: 'user', content })) };
+          const raw = JSON.stringify(request);
+          const backend =
+            s.backend === 'extras'
+              ? new JsonText(`${raw.slice(0, -1)},"logprobs":true}`, { ...request, logprobs: true })
+              : s.backend === 'own'
+                ? { model: 'm', prompt: prompt ?? [] }
+                : null;
           const response = prompt ? s.response : null;
           const calls = Array.from({ length: s.choices }, (_, i) =>
             newCall({
               rollout_id: ro.id,
               attempt_id: attempts[s.attempt],
+              request: i === 0 ? new JsonText(raw, request) : request,
+              backend_request: backend,
               prompt_ids: prompt,
               response_ids: response && [...response, i],
               response_logprobs: response && [...response, i].map(() => -1),
@@ -977,13 +1042,29 @@ describe.each(active)('$name store', (backend) => {
             }),
           );
           await store.recordLlmCalls(calls);
-          for (const c of calls) expected.push({ prompt: c.prompt_ids, response: c.response_ids });
-          if (prompt) last[s.attempt] = { prompt, response: calls[calls.length - 1].response_ids ?? [] };
+          for (const c of calls)
+            expected.push({
+              prompt_ids: c.prompt_ids,
+              response_ids: c.response_ids,
+              request,
+              backend_request: backend instanceof JsonText ? backend.value : backend,
+            });
+          last[s.attempt] = {
+            prompt: prompt ?? [],
+            response: calls[calls.length - 1].response_ids ?? [],
+            history,
+          };
         }
+        const pick = (c: LlmCall | null) => ({
+          prompt_ids: c?.prompt_ids,
+          response_ids: c?.response_ids,
+          request: c?.request,
+          backend_request: c?.backend_request,
+        });
         const listed = await store.listLlmCalls(ro.id);
-        expect(listed.map((c) => ({ prompt: c.prompt_ids, response: c.response_ids }))).toEqual(expected);
+        expect(listed.map(pick)).toEqual(expected);
         for (const [i, c] of listed.entries())
-          expect((await store.getLlmCall(c.id))?.prompt_ids).toEqual(expected[i].prompt);
+          expect(pick(await store.getLlmCall(c.id))).toEqual(expected[i]);
       }),
       { numRuns: backend.name === 'sqlite' ? 60 : 25 },
     );

@@ -1,5 +1,5 @@
-// LLM calls, recorded token-exactly (ids and logprobs as packed blobs, see ../codec.ts; prompt ids
-// as the rest after an earlier call's tokens where they repeat them, see prompt-chain.ts).
+// LLM calls, recorded token-exactly (ids and logprobs as packed blobs, see ../codec.ts; what repeats an
+// earlier call, its prompt ids and request text, as the rest after it, see call-chain.ts).
 import type { LlmCall, NewLlmCall } from '../../protocol/entities';
 import type { LlmCallSummary } from '../../protocol/events';
 import { decodeIds, decodeLogprobs, encodeIds, encodeLogprobs } from '../codec';
@@ -7,8 +7,15 @@ import type { Param, Queryable, Row } from '../driver';
 import { newId } from '../ids';
 import { jsonText, plainValue } from '../json-text';
 import { StoreError } from '../store';
+import {
+  type ChainedColumns,
+  type ChainLink,
+  chainedColumns,
+  chainKey,
+  rebuildChains,
+  type Whole,
+} from './call-chain';
 import type { SqlContext } from './context';
-import { chainKey, rebuildPrompts } from './prompt-chain';
 import { invalid, iso, json, notFound, now, num, numOrNull, oneOf, parse, str } from './values';
 
 const CALL_COLUMNS = [
@@ -40,18 +47,26 @@ const CALL_COLUMNS = [
   'ttft_ms',
   'total_ms',
   'created_at',
-  'prompt_base',
+  'base_call',
   'prompt_shared',
+  'request_shared',
+  'request_rest',
+  'backend_shared',
+  'backend_rest',
 ] as const;
 const CALL_COLS = CALL_COLUMNS.join(', ');
 
-/**
- * A call's bodies and token arrays as written: request, backend_request, response, the three blobs,
- * and the prompt's base and the ids it shares with it.
- */
-type Encoded = (Buffer | string | number | null)[];
+/** A call's bodies and token arrays as written. */
+interface Encoded {
+  link: ChainLink | null;
+  texts: ChainedColumns;
+  response: string | null;
+  promptIds: Buffer | null;
+  responseIds: Buffer | null;
+  logprobs: Buffer | null;
+}
 
-function toCall(r: Row): LlmCall {
+function toCall(r: Row, whole: Whole | null, prompt: number[] | null, response: number[] | null): LlmCall {
   return {
     id: String(r.id),
     rollout_id: str(r.rollout_id),
@@ -60,11 +75,11 @@ function toCall(r: Row): LlmCall {
     seq: num(r.seq),
     wire_api: r.wire_api as LlmCall['wire_api'],
     stream: Boolean(num(r.stream)),
-    request: parse(r.request),
-    backend_request: parse(r.backend_request),
+    request: parse(whole?.request ?? r.request),
+    backend_request: parse(whole?.backend ?? r.backend_request),
     response: parse(r.response),
-    prompt_ids: r.prompt_ids == null ? null : decodeIds(r.prompt_ids as Uint8Array),
-    response_ids: r.response_ids == null ? null : decodeIds(r.response_ids as Uint8Array),
+    prompt_ids: whole?.prompt ?? prompt,
+    response_ids: response,
     response_logprobs: r.response_logprobs == null ? null : decodeLogprobs(r.response_logprobs as Uint8Array),
     token_source: r.token_source as LlmCall['token_source'],
     bridge: parse(r.bridge),
@@ -151,23 +166,21 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       created_at: t,
     };
   });
-  const keys = calls.map(chainKey);
-  const links = calls.map((call, i) => c.promptBases.link(keys[i], call.prompt_ids));
   // Encode outside the transaction (it is the bulk of the CPU work); bodies whose text is known
   // (JsonText) are written as that text.
-  const encoded = calls.map((c, i): Encoded => {
+  const keys = calls.map(chainKey);
+  const requests = calls.map((call) => jsonText(call.request) ?? 'null');
+  const encoded = calls.map((call, i): Encoded => {
     try {
-      const link = links[i];
-      return [
-        jsonText(c.request) ?? 'null',
-        jsonText(c.backend_request),
-        jsonText(c.response),
-        c.prompt_ids ? encodeIds(c.prompt_ids, link?.shared) : null,
-        c.response_ids ? encodeIds(c.response_ids) : null,
-        c.response_logprobs ? encodeLogprobs(c.response_logprobs) : null,
-        link?.base ?? null,
-        link?.shared ?? null,
-      ];
+      const link = c.chains.link(keys[i], call.prompt_ids, requests[i]);
+      return {
+        link,
+        texts: chainedColumns(link, requests[i], jsonText(call.backend_request)),
+        response: jsonText(call.response),
+        promptIds: call.prompt_ids ? encodeIds(call.prompt_ids, link?.promptShared ?? 0) : null,
+        responseIds: call.response_ids ? encodeIds(call.response_ids) : null,
+        logprobs: call.response_logprobs ? encodeLogprobs(call.response_logprobs) : null,
+      };
     } catch (err) {
       return invalid(`calls[${i}]`, (err as Error).message);
     }
@@ -178,7 +191,7 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
     c.db.dialect === 'postgres' && out.length <= MAX_SCRIPT_ROWS && (await insertInOneTrip(c, out, encoded))
       ? out
       : await insertInTransaction(c, out, encoded);
-  for (const [i, call] of stored.entries()) c.promptBases.remember(keys[i], call, links[i]);
+  for (const [i, call] of stored.entries()) c.chains.remember(keys[i], call, requests[i], encoded[i].link);
   return stored;
 }
 
@@ -235,9 +248,7 @@ async function joinRecordings(q: Queryable, out: LlmCall[]): Promise<void> {
   }
 }
 
-function callRow(c: LlmCall, encoded: Encoded): Param[] {
-  const [request, backendRequest, response, promptIds, responseIds, logprobs, promptBase, promptShared] =
-    encoded;
+function callRow(c: LlmCall, e: Encoded): Param[] {
   return [
     c.id,
     c.rollout_id,
@@ -246,12 +257,12 @@ function callRow(c: LlmCall, encoded: Encoded): Param[] {
     c.seq,
     c.wire_api,
     c.stream ? 1 : 0,
-    request,
-    backendRequest,
-    response,
-    promptIds,
-    responseIds,
-    logprobs,
+    e.texts.request,
+    e.texts.backend,
+    e.response,
+    e.promptIds,
+    e.responseIds,
+    e.logprobs,
     c.token_source,
     json(c.bridge),
     c.finish_reason,
@@ -267,8 +278,12 @@ function callRow(c: LlmCall, encoded: Encoded): Param[] {
     c.ttft_ms,
     c.total_ms,
     c.created_at,
-    promptBase,
-    promptShared,
+    e.link?.base ?? null,
+    e.link?.promptShared ?? null,
+    e.texts.requestShared,
+    e.texts.requestRest,
+    e.texts.backendShared,
+    e.texts.backendRest,
   ];
 }
 
@@ -325,11 +340,14 @@ async function insertInOneTrip(c: SqlContext, out: LlmCall[], encoded: Encoded[]
   return true;
 }
 
-/** Rows as calls, each with its whole prompt ids. */
+/** Rows as calls, each with its whole bodies and prompt ids. */
 async function callsOf(q: Queryable, rows: Row[]): Promise<LlmCall[]> {
-  const calls = rows.map(toCall);
-  await rebuildPrompts(q, rows, calls);
-  return calls;
+  const decoded = rows.map((r) => ({
+    prompt: r.prompt_ids == null ? null : decodeIds(r.prompt_ids as Uint8Array),
+    response: r.response_ids == null ? null : decodeIds(r.response_ids as Uint8Array),
+  }));
+  const wholes = await rebuildChains(q, rows, decoded);
+  return rows.map((r, i) => toCall(r, wholes[i], decoded[i].prompt, decoded[i].response));
 }
 
 export async function getLlmCall(c: SqlContext, id: string): Promise<LlmCall | null> {

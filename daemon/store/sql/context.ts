@@ -3,7 +3,7 @@
 import type { DaemonEvent, DaemonEventType } from '../../protocol/events';
 import type { Driver, Queryable } from '../driver';
 import { StoreError } from '../store';
-import { PromptBases } from './prompt-chain';
+import { CallChains } from './call-chain';
 import { notFound } from './values';
 
 export type Emit = (event: DaemonEvent) => void;
@@ -27,8 +27,8 @@ export class SqlContext {
   private readonly typed = new Map<DaemonEventType, number>();
   private untyped = 0;
   closed = false;
-  /** The calls that later calls' prompt ids are stored from (prompt-chain.ts). */
-  readonly promptBases = new PromptBases();
+  /** The calls that later calls of their chains are stored from (call-chain.ts). */
+  readonly chains = new CallChains();
 
   constructor(readonly db: Driver) {}
 

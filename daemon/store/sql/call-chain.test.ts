@@ -1,0 +1,152 @@
+// The remembered bases: what a new call may be stored from, within a budget of bytes.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { storedCall } from '../test-calls';
+import { CallChains, chainedColumns, chainKey, MAX_DEPTH, sharedChars } from './call-chain';
+
+const ids = (n: number, seed = 0) => Array.from({ length: n }, (_, i) => i + seed);
+
+describe('CallChains', () => {
+  it('links a prompt to its chain’s last call when they share enough ids, counting into its answer', () => {
+    const bases = new CallChains();
+    const first = storedCall({ id: 'c1', prompt_ids: ids(300), response_ids: [900, 901] });
+    bases.remember('k', first, null, null);
+    expect(bases.link('k', [...ids(300), 900, 901, 7], null)).toEqual({
+      base: 'c1',
+      promptShared: 302,
+      requestShared: null,
+      depth: 1,
+    });
+    expect(bases.link('k', [...ids(300), 900, 5], null)).toEqual({
+      base: 'c1',
+      promptShared: 301,
+      requestShared: null,
+      depth: 1,
+    });
+    // Too little in common, another chain, or no ids: stored whole.
+    expect(bases.link('k', ids(300, 1), null)).toBeNull();
+    expect(bases.link('other', ids(300), null)).toBeNull();
+    expect(bases.link('k', null, null)).toBeNull();
+    expect(bases.link(null, ids(300), null)).toBeNull();
+  });
+
+  it(`stores every ${MAX_DEPTH}th call of a chain whole`, () => {
+    const bases = new CallChains();
+    let link = null;
+    const depths: number[] = [];
+    for (let k = 0; k < 2 * MAX_DEPTH; k++) {
+      link = bases.link('k', ids(300 + k), null);
+      depths.push(link?.depth ?? 0);
+      bases.remember(
+        'k',
+        storedCall({ id: `c${k}`, prompt_ids: ids(300 + k), response_ids: [] }),
+        null,
+        link,
+      );
+    }
+    expect(depths.filter((d) => d === 0)).toHaveLength(2);
+    expect(Math.max(...depths)).toBe(MAX_DEPTH - 1);
+  });
+
+  it('forgets the least recently recorded chains past its budget of ids', () => {
+    const bases = new CallChains(8 * 1000);
+    for (const k of ['a', 'b', 'c'])
+      bases.remember(k, storedCall({ prompt_ids: ids(400), response_ids: [] }), null, null);
+    expect(bases.link('a', ids(400), null)).toBeNull();
+    expect(bases.link('b', ids(400), null)).not.toBeNull();
+    expect(bases.link('c', ids(400), null)).not.toBeNull();
+    // Recording into b again makes c the oldest.
+    bases.remember('b', storedCall({ prompt_ids: ids(400), response_ids: [] }), null, null);
+    bases.remember('d', storedCall({ prompt_ids: ids(400), response_ids: [] }), null, null);
+    expect(bases.link('c', ids(400), null)).toBeNull();
+    expect(bases.link('b', ids(400), null)).not.toBeNull();
+  });
+
+  it('keys a chain by rollout, attempt and recording', () => {
+    expect(chainKey({ rollout_id: null, attempt_id: null, recording_id: null })).toBeNull();
+    const keys = new Set(
+      [
+        { rollout_id: 'r', attempt_id: null, recording_id: null },
+        { rollout_id: 'r', attempt_id: 'a', recording_id: null },
+        { rollout_id: 'r', attempt_id: 'b', recording_id: null },
+        { rollout_id: null, attempt_id: null, recording_id: 'rec' },
+      ].map(chainKey),
+    );
+    expect(keys.size).toBe(4);
+  });
+
+  it('links a request that resends the last request’s text, with or without shared prompt ids', () => {
+    const bases = new CallChains();
+    const history = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(2000) }] });
+    bases.remember('k', storedCall({ id: 'c1', prompt_ids: ids(10), response_ids: [] }), history, null);
+    const next = `${history.slice(0, -2)},{"role":"tool","content":"done"}]}`;
+    expect(bases.link('k', ids(12), next)).toEqual({
+      base: 'c1',
+      promptShared: 10,
+      requestShared: history.length - 2,
+      depth: 1,
+    });
+    expect(bases.link('k', null, next)).toMatchObject({
+      promptShared: null,
+      requestShared: history.length - 2,
+    });
+    // A short shared text alone is not worth a link.
+    expect(bases.link('k', ids(12), `${history.slice(0, 500)}"}`)).toBeNull();
+  });
+});
+
+describe('sharedChars', () => {
+  it('counts the leading characters two texts share, across its chunks', () => {
+    const naive = (a: string, b: string) => {
+      let i = 0;
+      while (i < a.length && i < b.length && a[i] === b[i]) i++;
+      return i;
+    };
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'binary', maxLength: 3000 }),
+        fc.string({ maxLength: 50 }),
+        fc.string({ maxLength: 50 }),
+        fc.nat(3000),
+        (common, a, b, cut) => {
+          const x = common + a;
+          const y = common.slice(0, cut) + b + common.slice(cut);
+          expect(sharedChars(x, y)).toBe(naive(x, y));
+          expect(sharedChars(y, x)).toBe(naive(x, y));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('chainedColumns', () => {
+  const request = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'y'.repeat(1500) }] });
+
+  it('stores a backend request that extends its own request as the rest after it', () => {
+    const backend = `${request.slice(0, -1)},"return_token_ids":true,"logprobs":true}`;
+    expect(chainedColumns(null, request, backend)).toEqual({
+      request,
+      requestShared: null,
+      requestRest: null,
+      backend: null,
+      backendShared: request.length - 1,
+      backendRest: ',"return_token_ids":true,"logprobs":true}',
+    });
+    // A backend request of its own (a bridged completion) is stored whole.
+    const own = JSON.stringify({ model: 'm', prompt: [1, 2, 3] });
+    expect(chainedColumns(null, request, own)).toMatchObject({ backend: own, backendShared: null });
+  });
+
+  it('stores a linked request as the rest after its base’s, and `null` in its JSON column', () => {
+    const link = { base: 'c1', promptShared: 300, requestShared: 1200, depth: 3 };
+    expect(chainedColumns(link, request, null)).toEqual({
+      request: 'null',
+      requestShared: 1200,
+      requestRest: request.slice(1200),
+      backend: null,
+      backendShared: null,
+      backendRest: null,
+    });
+  });
+});

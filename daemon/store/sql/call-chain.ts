@@ -1,0 +1,290 @@
+// An agent's calls repeat each other: call k's prompt ids are call k-1's prompt and answer plus what
+// came since (a tool result, the next user turn), and its request resends the history as text. Stored
+// whole, a rollout's ids and text grow with the square of its turns. Here a call may be stored as the
+// rest after an earlier call of its chain (its base, `base_call`):
+//   prompt_shared  how many leading ids of the base's prompt ids, then its response ids, the prompt
+//                  shares; prompt_ids holds the ids after them (null: prompt_ids is the whole list);
+//   request_shared how many leading characters of the base's request text the request shares;
+//                  request_rest holds the text after them, and `request` the JSON `null` (null: the
+//                  request is whole in `request`).
+// And a backend request that repeats its own call's request (the proxy appends its extras) is stored
+// as backend_shared characters of that request text and backend_rest. Reads rebuild every body and
+// list; nothing outside the store sees a chain.
+//
+// Bases are calls this store committed, of the same rollout, attempt and recording (so a base is
+// deleted with the calls that build on it), remembered in memory; a call with none (an attempt's
+// first, after a restart, or another daemon's on a shared PostgreSQL) is stored whole, and so is every
+// MAX_DEPTH-th call of a chain: reading one call alone takes one recursive query.
+import type { LlmCall, NewLlmCall } from '../../protocol/entities';
+import { decodeIds } from '../codec';
+import type { Queryable, Row } from '../driver';
+import { StoreError } from '../store';
+
+type Ids = ArrayLike<number>;
+
+/** Calls stored from a base, at most, between two stored whole. */
+export const MAX_DEPTH = 16;
+/** Less in common than this (ids, characters): stored whole (a link costs a read for little saved). */
+const MIN_SHARED_IDS = 256;
+const MIN_SHARED_CHARS = 1024;
+/** Bytes the remembered bases may hold together (their id arrays at 8 bytes an id, texts at 1). */
+const BUDGET_BYTES = 96 * 1024 * 1024;
+
+interface Base {
+  id: string;
+  prompt: Ids;
+  response: Ids;
+  request: string | null;
+  /** Links to the nearest call stored whole (0: this one is). */
+  depth: number;
+}
+
+/** What a call is stored from: its base and what it shares with it. */
+export interface ChainLink {
+  base: string;
+  promptShared: number | null;
+  requestShared: number | null;
+  depth: number;
+}
+
+/** The chain a call belongs to (null: a call with neither rollout nor recording has none). */
+export function chainKey(
+  call: Pick<NewLlmCall, 'rollout_id' | 'attempt_id' | 'recording_id'>,
+): string | null {
+  if (call.rollout_id == null && call.recording_id == null) return null;
+  return `${call.rollout_id ?? ''}\n${call.attempt_id ?? ''}\n${call.recording_id ?? ''}`;
+}
+
+/** How many leading ids of `ids` equal `prompt` followed by `response`. */
+function sharedIds(prompt: Ids, response: Ids, ids: Ids): number {
+  const n = Math.min(ids.length, prompt.length + response.length);
+  const inPrompt = Math.min(n, prompt.length);
+  let i = 0;
+  while (i < inPrompt && ids[i] === prompt[i]) i++;
+  if (i < prompt.length) return i;
+  while (i < n && ids[i] === response[i - prompt.length]) i++;
+  return i;
+}
+
+const CHUNK = 1024;
+
+/**
+ * How many leading characters `a` and `b` share. Chunks are compared as substrings: V8 compares two
+ * slices of flat strings like memory (about 30x faster here than startsWith or a loop of charCodeAt).
+ */
+export function sharedChars(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i + CHUNK <= n && a.substring(i, i + CHUNK) === b.substring(i, i + CHUNK)) i += CHUNK;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+const bytesOf = (b: Base) => 8 * (b.prompt.length + b.response.length) + (b.request?.length ?? 0);
+
+/** The last committed call of each chain, least recently recorded first. */
+export class CallChains {
+  private readonly bases = new Map<string, Base>();
+  private held = 0;
+
+  constructor(private readonly budgetBytes = BUDGET_BYTES) {}
+
+  /** The base to store a call of the chain `key` from, or null to store it whole. */
+  link(key: string | null, ids: Ids | null, request: string | null): ChainLink | null {
+    if (key === null) return null;
+    const b = this.bases.get(key);
+    if (!b || b.depth + 1 >= MAX_DEPTH) return null;
+    const ps = ids === null ? 0 : sharedIds(b.prompt, b.response, ids);
+    const rs = request === null || b.request === null ? 0 : sharedChars(b.request, request);
+    if (ps < MIN_SHARED_IDS && rs < MIN_SHARED_CHARS) return null;
+    return {
+      base: b.id,
+      promptShared: ids === null ? null : ps,
+      requestShared: rs === 0 ? null : rs,
+      depth: b.depth + 1,
+    };
+  }
+
+  /** After its commit: `call` (stored from `link`, or whole) is its chain's base from now on. */
+  remember(key: string | null, call: LlmCall, request: string | null, link: ChainLink | null): void {
+    if (key === null) return;
+    this.drop(key);
+    const b: Base = {
+      id: call.id,
+      prompt: call.prompt_ids ?? [],
+      response: call.response_ids ?? [],
+      request,
+      depth: link?.depth ?? 0,
+    };
+    this.bases.set(key, b);
+    this.held += bytesOf(b);
+    for (const [oldest] of this.bases) {
+      if (this.held <= this.budgetBytes) break;
+      this.drop(oldest);
+    }
+  }
+
+  private drop(key: string): void {
+    const b = this.bases.get(key);
+    if (!b) return;
+    this.held -= bytesOf(b);
+    this.bases.delete(key);
+  }
+}
+
+/** How a call's request and backend request are written. */
+export interface ChainedColumns {
+  request: string;
+  requestShared: number | null;
+  requestRest: string | null;
+  backend: string | null;
+  backendShared: number | null;
+  backendRest: string | null;
+}
+
+/** The columns of a call with request text `request` and backend request text `backend`. */
+export function chainedColumns(
+  link: ChainLink | null,
+  request: string,
+  backend: string | null,
+): ChainedColumns {
+  const rs = link?.requestShared ?? null;
+  const bs = backend === null ? 0 : sharedChars(request, backend);
+  const backendLinked = backend !== null && bs >= MIN_SHARED_CHARS;
+  return {
+    request: rs === null ? request : 'null',
+    requestShared: rs,
+    requestRest: rs === null ? null : request.slice(rs),
+    backend: backendLinked ? null : backend,
+    backendShared: backendLinked ? bs : null,
+    backendRest: backendLinked ? (backend as string).slice(bs) : null,
+  };
+}
+
+/** A row's stored parts, as the reads need them. */
+interface Stored {
+  own: number[];
+  response: number[];
+  base: string | null;
+  promptShared: number | null;
+  request: string;
+  requestShared: number | null;
+  requestRest: string;
+  /** Rebuilt whole, once. */
+  wholeRequest?: string;
+}
+
+const intOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
+
+function storedOf(r: Row, own: number[] | null, response: number[] | null): Stored {
+  return {
+    own: own ?? [],
+    response: response ?? [],
+    base: r.base_call == null ? null : String(r.base_call),
+    promptShared: intOrNull(r.prompt_shared),
+    request: String(r.request),
+    requestShared: intOrNull(r.request_shared),
+    requestRest: String(r.request_rest ?? ''),
+  };
+}
+
+const PARTS = 'id, base_call, prompt_shared, prompt_ids, response_ids, request, request_shared, request_rest';
+/** A call and the calls it is stored from, in one query (no further than a chain can reach). */
+const CHAIN = `WITH RECURSIVE chain(${PARTS}, hops) AS (
+  SELECT ${PARTS}, 0 FROM llm_calls WHERE id = ?
+  UNION ALL
+  SELECT ${PARTS.split(', ')
+    .map((c) => `c.${c}`)
+    .join(', ')}, chain.hops + 1
+  FROM llm_calls c JOIN chain ON c.id = chain.base_call WHERE chain.hops < ${MAX_DEPTH}
+) SELECT * FROM chain`;
+
+/** A call's bodies and prompt ids rebuilt whole (undefined: the row holds them whole). */
+export interface Whole {
+  prompt?: number[];
+  request?: string;
+  backend?: string;
+}
+
+/**
+ * The whole bodies and prompt ids of `rows`, whose prompt ids and response ids `decoded` holds (as
+ * stored). Bases among the rows are taken from them, the others read with their chains. Each id is
+ * copied once, from the row that holds it.
+ */
+export async function rebuildChains(
+  q: Queryable,
+  rows: Row[],
+  decoded: { prompt: number[] | null; response: number[] | null }[],
+): Promise<(Whole | null)[]> {
+  const wholes: (Whole | null)[] = rows.map(() => null);
+  if (!rows.some((r) => r.base_call != null || r.backend_shared != null)) return wholes;
+  const known = new Map<string, Stored>();
+  rows.forEach((r, i) => {
+    known.set(String(r.id), storedOf(r, decoded[i].prompt, decoded[i].response));
+  });
+  for (const s of [...known.values()]) {
+    if (s.base === null || known.has(s.base)) continue;
+    for (const r of await q.all(CHAIN, [s.base]))
+      known.set(
+        String(r.id),
+        storedOf(
+          r,
+          r.prompt_ids == null ? null : decodeIds(r.prompt_ids as Uint8Array),
+          r.response_ids == null ? null : decodeIds(r.response_ids as Uint8Array),
+        ),
+      );
+  }
+  const baseOf = (id: string, s: Stored, hops: number): Stored => {
+    const b = known.get(s.base as string);
+    if (!b)
+      throw new StoreError('not_found', `llm call ${id} is stored from call ${s.base}, which is missing`);
+    if (hops >= MAX_DEPTH)
+      throw new StoreError('invalid', `llm call ${id} is more than ${MAX_DEPTH} calls from one stored whole`);
+    return b;
+  };
+  /** Copies the first `n` ids of the prompt then the response of `s` (call `id`) into `out`. */
+  const fill = (id: string, s: Stored, out: number[], n: number, hops = 0): void => {
+    const from = s.base === null ? 0 : (s.promptShared ?? 0);
+    const prompt = from + s.own.length;
+    if (n > prompt + s.response.length)
+      throw new StoreError('invalid', `a call stored from llm call ${id} shares more ids than it has`);
+    if (from > 0) fill(s.base as string, baseOf(id, s, hops), out, Math.min(n, from), hops + 1);
+    for (let i = from; i < Math.min(n, prompt); i++) out[i] = s.own[i - from];
+    for (let i = prompt; i < n; i++) out[i] = s.response[i - prompt];
+  };
+  const requestOf = (id: string, s: Stored, hops = 0): string => {
+    if (s.wholeRequest === undefined) {
+      const shared = s.requestShared;
+      if (s.base === null || shared === null) s.wholeRequest = s.request;
+      else {
+        const base = requestOf(s.base, baseOf(id, s, hops), hops + 1);
+        if (shared > base.length)
+          throw new StoreError(
+            'invalid',
+            `llm call ${id} shares more of call ${s.base}'s request than it has`,
+          );
+        s.wholeRequest = base.slice(0, shared) + s.requestRest;
+      }
+    }
+    return s.wholeRequest;
+  };
+  rows.forEach((r, i) => {
+    const id = String(r.id);
+    const s = known.get(id) as Stored;
+    const whole: Whole = {};
+    if (s.base !== null && s.promptShared !== null) {
+      whole.prompt = new Array<number>(s.promptShared + s.own.length);
+      fill(id, s, whole.prompt, whole.prompt.length);
+    }
+    if (s.base !== null && s.requestShared !== null) whole.request = requestOf(id, s);
+    if (r.backend_shared != null) {
+      const request = requestOf(id, s);
+      const shared = Number(r.backend_shared);
+      if (shared > request.length)
+        throw new StoreError('invalid', `llm call ${id}'s backend request shares more than its request has`);
+      whole.backend = request.slice(0, shared) + String(r.backend_rest ?? '');
+    }
+    wholes[i] = whole;
+  });
+  return wholes;
+}
