@@ -70,7 +70,9 @@ function makeCalls(n: number): Omit<NewLlmCall, 'rollout_id'>[] {
 }
 
 async function ingest(store: Store, backend: string): Promise<void> {
-  const templates = makeCalls(8);
+  // 7 templates over 64 rollouts: a rollout's next call never repeats its last one's prompt (with 8,
+  // each rollout would get one template, and the store would keep its repeats as empty rests).
+  const templates = makeCalls(7);
   const rollouts = await store.createRollouts(
     Array.from({ length: 64 }, () => ({ kind: 'standalone' as const })),
   );
