@@ -1,13 +1,14 @@
-// The proxy's parse of a whole (non-streamed) chat answer from fake-vllm, asked for token ids and
-// logprobs as the proxy asks, when the harness will not see the logprob entries:
-//   proxy.answer_parse  us_per_answer: parseChatAnswer (what the proxy runs: entries scanned to their
-//                       logprob, the rest through JSON.parse); parsed_us_per_answer: JSON.parse of
-//                       the whole text (bounded, as parseBackendJson)
-// Cases: `small` (a few tokens, a short prompt: parsed whole either way), `agent` (~12k prompt ids,
-// a short answer) and `long` (1,000 answer tokens). CPU time of this process, median over
-// alternating rounds.
+// The proxy's parse of a whole (non-streamed) answer from fake-vllm, asked for token ids and logprobs
+// as the proxy asks:
+//   proxy.answer_parse  us_per_answer: what the proxy runs (answer-scan.ts); parsed_us_per_answer:
+//                       JSON.parse of the whole text (bounded, as parseBackendJson)
+// Chat answers the harness sees without logprob entries (parseChatAnswer: entries scanned to their
+// logprob): `small` (a few tokens, a short prompt: parsed whole), `agent` (~12k prompt ids, a short
+// answer: parsed whole) and `long` (1,000 answer tokens); and `bridged`, the /v1/completions answer
+// to a bridged agent call, whose ~12k prompt ids vLLM echoes (parseWithoutPromptIds: not parsed).
+// CPU time of this process, median over alternating rounds.
 import { loadavg } from 'node:os';
-import { parseChatAnswer } from '../daemon/proxy/answer-scan';
+import { parseChatAnswer, parseWithoutPromptIds } from '../daemon/proxy/answer-scan';
 import { parseBackendJson } from '../daemon/proxy/call';
 import { child, emit, quantile, root, round } from './emit';
 
@@ -17,17 +18,17 @@ const f = await startFakeVllm({ model: 'toy' });
 process.stdout.write(JSON.stringify({ url: f.url }) + '\\n');
 `;
 
-async function answerOf(url: string, prompt: string, maxTokens: number): Promise<string> {
-  const res = await fetch(`${url}/chat/completions`, {
+async function answerOf(url: string, prompt: string | number[], maxTokens: number): Promise<string> {
+  const asked = { model: 'toy', max_tokens: maxTokens, return_token_ids: true, logprobs: true };
+  const bridged = Array.isArray(prompt);
+  const res = await fetch(`${url}/${bridged ? 'completions' : 'chat/completions'}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model: 'toy',
-      messages: [{ role: 'user', content: prompt }],
-      max_tokens: maxTokens,
-      return_token_ids: true,
-      logprobs: true,
-    }),
+    body: JSON.stringify(
+      bridged
+        ? { ...asked, prompt, logprobs: 1 }
+        : { ...asked, messages: [{ role: 'user', content: prompt }] },
+    ),
   });
   if (!res.ok) throw new Error(`fake-vllm answered ${res.status}`);
   return res.text();
@@ -48,12 +49,14 @@ function timeOf(parse: (text: string) => unknown, text: string): number {
 
 export default async function main(): Promise<void> {
   const fake = await child(FAKE);
-  let cases: [string, string][];
+  let cases: [string, string, (text: string) => unknown][];
   try {
+    const agentIds = Array.from({ length: 12_000 }, (_, i) => 300 + (i % 200));
     cases = [
-      ['small', await answerOf(fake.info.url, 'hi', 8)],
-      ['agent', await answerOf(fake.info.url, 'tool result line\n'.repeat(700), 64)],
-      ['long', await answerOf(fake.info.url, 'x'.repeat(1000), 1000)],
+      ['small', await answerOf(fake.info.url, 'hi', 8), parseChatAnswer],
+      ['agent', await answerOf(fake.info.url, 'tool result line\n'.repeat(700), 64), parseChatAnswer],
+      ['long', await answerOf(fake.info.url, 'x'.repeat(1000), 1000), parseChatAnswer],
+      ['bridged', await answerOf(fake.info.url, agentIds, 64), parseWithoutPromptIds],
     ];
   } finally {
     fake.proc.kill();
@@ -61,8 +64,8 @@ export default async function main(): Promise<void> {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 40);
   const times = cases.map(() => ({ scan: [] as number[], parsed: [] as number[] }));
   for (let i = 0; i < 10 + rounds; i++)
-    for (const [k, [, text]] of cases.entries()) {
-      const scan = timeOf(parseChatAnswer, text);
+    for (const [k, [, text, parse]] of cases.entries()) {
+      const scan = timeOf(parse, text);
       const parsed = timeOf(parseBackendJson, text);
       if (i < 10) continue;
       times[k].scan.push(scan);
@@ -75,7 +78,7 @@ export default async function main(): Promise<void> {
     emit('proxy.answer_parse', {
       case: name,
       bytes: text.length,
-      prompt_tokens: json?.prompt_token_ids?.length ?? null,
+      prompt_tokens: (json?.prompt_token_ids ?? json?.choices?.[0]?.prompt_token_ids)?.length ?? null,
       response_tokens: json?.choices?.[0]?.token_ids?.length ?? null,
       us_per_answer: round(scan, 1),
       parsed_us_per_answer: round(parsed, 1),

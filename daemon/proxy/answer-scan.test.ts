@@ -3,13 +3,23 @@
 // and as JSON.parse makes them otherwise; the token fields of the record are the same either way.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseChatAnswer } from './answer-scan';
+import { parseChatAnswer, parseWithoutPromptIds } from './answer-scan';
 import { tokensOf } from './assemble';
 import type { Json } from './json';
 
 const tricky = fc.oneof(
   fc.string({ unit: 'binary' }),
-  fc.constantFrom('', ']}', '"logprobs":{"content":[', '\\', '"', '}]},"finish_reason"', '\u2028', '\u0000'),
+  fc.constantFrom(
+    '',
+    ']}',
+    '"logprobs":{"content":[',
+    '"prompt_token_ids":[1]',
+    '\\',
+    '"',
+    '}]},"finish_reason"',
+    '\u2028',
+    '\u0000',
+  ),
 );
 
 const entry = (topLogprobs: boolean) =>
@@ -150,5 +160,54 @@ describe('parseChatAnswer', () => {
       Array.from({ length: 200 }, (_, i) => ({ logprob: -(i + 1) / 8 })),
     );
     expect(logprobsOnly(got)).toEqual(logprobsOnly(JSON.parse(long)));
+  });
+});
+
+/** A vLLM /v1/completions answer (the bridge's backend): prompt ids per choice, maybe also at the top. */
+const completion = fc.record({
+  id: tricky,
+  object: fc.constant('text_completion'),
+  model: tricky,
+  choices: fc.array(
+    fc.record({
+      index: fc.nat(3),
+      text: tricky,
+      logprobs: fc.record({ token_logprobs: fc.array(fc.double({ noNaN: true, noDefaultInfinity: true })) }),
+      finish_reason: fc.constantFrom('stop', 'length'),
+      prompt_token_ids: fc.oneof(fc.array(fc.nat(200_000), { maxLength: 20 }), fc.constant(null)),
+      token_ids: fc.array(fc.nat(200_000), { maxLength: 8 }),
+    }),
+    { maxLength: 2 },
+  ),
+  prompt_token_ids: fc.option(fc.array(fc.nat(200_000), { maxLength: 5 }), { nil: undefined }),
+});
+
+/** `json` with every prompt_token_ids list null. */
+function withoutPromptIds(json: Json): Json {
+  const copy = structuredClone(json);
+  if (Array.isArray(copy.prompt_token_ids)) copy.prompt_token_ids = null;
+  for (const c of copy.choices ?? []) if (Array.isArray(c.prompt_token_ids)) c.prompt_token_ids = null;
+  return copy;
+}
+
+describe('parseWithoutPromptIds', () => {
+  it('reads what JSON.parse reads, with the prompt id lists null, whatever the strings hold', () => {
+    fc.assert(
+      fc.property(completion, (a) => {
+        const text = JSON.stringify(a);
+        expect(parseWithoutPromptIds(text)).toEqual(withoutPromptIds(JSON.parse(text)));
+        // Formatted otherwise the lists are not found, and the text is parsed whole.
+        const spaced = JSON.stringify(a, null, 1);
+        expect(parseWithoutPromptIds(spaced)).toEqual(JSON.parse(spaced));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('parses the whole text when a list holds a `]`, and gives null for non-JSON', () => {
+    const odd = '{"prompt_token_ids":["a]",1],"choices":[]}';
+    expect(parseWithoutPromptIds(odd)).toEqual(JSON.parse(odd));
+    expect(parseWithoutPromptIds('{"prompt_token_ids":[1,2')).toBeNull();
+    expect(parseWithoutPromptIds('{"choices":[}')).toBeNull();
   });
 });

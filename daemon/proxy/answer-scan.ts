@@ -1,14 +1,16 @@
-// A whole (non-streamed) chat answer from vLLM, parsed without making its logprob entries into
-// objects, for when the harness will not see them. Each choice's `logprobs.content` array is read
-// by one sticky regex (entries as vLLM writes them, the shape chunk-scan.ts reads: token, logprob,
-// bytes, empty top_logprobs, no whitespace) and replaced by its number in the text that JSON.parse
-// then reads. The entries come back as `{logprob}`, as the stream assembler keeps them without
-// entries. Any other entry shape (top logprobs, whitespace, another key order) or a content array
-// anywhere but in a choice's logprobs makes it parse the whole text. In a long answer the entries
-// are most of the bytes: for 1,000 tokens JSON.parse of the whole text took 580-900 µs, this 270-430
-// (bench `proxy.answer_parse`). An answer of fewer tokens (by its usage, which vLLM writes after the
-// choices) is parsed whole: there the scan, and the copy of the text it makes, cost more than they
-// save (an agent's short answer with 12k prompt ids parsed 7% slower scanned).
+// Backend answers parsed without making what the proxy will not use into objects:
+// - parseChatAnswer: a whole (non-streamed) chat answer from vLLM, for when the harness will not see
+//   its logprob entries. Each choice's `logprobs.content` array is read by one sticky regex (entries
+//   as vLLM writes them, the shape chunk-scan.ts reads: token, logprob, bytes, empty top_logprobs,
+//   no whitespace) and replaced by its number in the text that JSON.parse then reads. The entries
+//   come back as `{logprob}`, as the stream assembler keeps them without entries. Any other entry
+//   shape (top logprobs, whitespace, another key order) or a content array anywhere but in a
+//   choice's logprobs makes it parse the whole text. In a long answer the entries are most of the
+//   bytes: for 1,000 tokens JSON.parse of the whole text took 580-900 µs, this 270-430 (bench
+//   `proxy.answer_parse`). An answer of fewer tokens (by its usage, which vLLM writes after the
+//   choices) is parsed whole: there the scan, and the copy of the text it makes, cost more than they
+//   save (an agent's short answer with 12k prompt ids parsed 7% slower scanned).
+// - parseWithoutPromptIds: a bridged call's answer or chunk, without the prompt ids vLLM echoes.
 import { parseBackendJson } from './call';
 import { NUM, STR } from './chunk-scan';
 import type { Json } from './json';
@@ -72,4 +74,30 @@ export function parseChatAnswer(text: string, scanFrom = SCAN_FROM_TOKENS): Json
   }
   // A list outside a choice's logprobs (no backend writes one) stands there as its number: start over.
   return placed === lists.length ? json : parseBackendJson(text);
+}
+
+const PROMPT_IDS = '"prompt_token_ids":[';
+
+/**
+ * A bridged call's answer (the proxy sent the prompt as token ids and knows them), as
+ * parseBackendJson reads it but with each `prompt_token_ids` list null, never parsed: vLLM echoes
+ * the prompt, 12k ids of an agent's call took ~150 µs to parse, and the bridge drops them anyway.
+ * A list is cut at its first `]` unread: a malformed one passes where JSON.parse would refuse it
+ * (its ids are not used); one that holds a `]` leaves text JSON.parse refuses, and the whole text
+ * is parsed.
+ */
+export function parseWithoutPromptIds(text: string): Json | null {
+  let at = text.indexOf(PROMPT_IDS);
+  if (at < 0) return parseBackendJson(text);
+  let cut = '';
+  let from = 0;
+  while (at >= 0) {
+    const list = at + PROMPT_IDS.length;
+    const end = text.indexOf(']', list);
+    if (end < 0) return parseBackendJson(text);
+    cut += `${text.slice(from, list - 1)}null`;
+    from = end + 1;
+    at = text.indexOf(PROMPT_IDS, from);
+  }
+  return parseBackendJson(cut + text.slice(from)) ?? parseBackendJson(text);
 }

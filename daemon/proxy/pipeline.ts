@@ -3,7 +3,7 @@
 // record it — always before the final byte reaches the harness, failures and cancellations included.
 import type { NewLlmCall } from '../protocol/entities';
 import { JsonText } from '../store/json-text';
-import { parseChatAnswer } from './answer-scan';
+import { parseChatAnswer, parseWithoutPromptIds } from './answer-scan';
 import { type BackendKind, tokensOf } from './assemble';
 import { type BackendPool, readText } from './backends';
 import type { BridgeMemory } from './bridge';
@@ -109,10 +109,11 @@ async function finishWhole(
   }
   if (call.settled) return;
   const status = d.res.statusCode ?? 502;
-  // The harness will not see vLLM's logprob entries: only their logprobs are read (the bulk of a long
-  // answer's bytes, never made into objects).
-  let json: Json | null =
-    o.kind === 'chat' && !d.bridged && !o.output.logprobEntries
+  // A bridged call's prompt ids are the bridge's own, and a harness that will not see vLLM's logprob
+  // entries needs only their logprobs: neither is made into objects (the bulk of an answer's bytes).
+  let json: Json | null = d.bridged
+    ? parseWithoutPromptIds(text)
+    : o.kind === 'chat' && !o.output.logprobEntries
       ? parseChatAnswer(text)
       : parseBackendJson(text);
   if (status >= 400) {

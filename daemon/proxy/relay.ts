@@ -2,6 +2,8 @@
 // data read (straight from its text when chunk-scan.ts knows the shape, else JSON.parse), folded
 // into the assembled answer, and turned into the frames the harness gets, which wait in `pending`
 // until the caller writes them.
+
+import { parseWithoutPromptIds } from './answer-scan';
 import { type BackendKind, StreamAssembler } from './assemble';
 import { backendErrorMessage, parseBackendJson } from './call';
 import { ChatChunkScanner } from './chunk-scan';
@@ -81,7 +83,8 @@ export class StreamRelay {
       this.sawDone = true;
       return null;
     }
-    const obj = parseBackendJson(data);
+    // The bridge sent the prompt as ids: the ids vLLM echoes in the first chunk are not read.
+    const obj = this.o.conv ? parseWithoutPromptIds(data) : parseBackendJson(data);
     if (obj === null)
       return `backend ${this.o.backendName} sent stream data that is not JSON (or nests too deep): ${data.slice(0, 200)}`;
     if (obj && (obj.error || obj.object === 'error'))
