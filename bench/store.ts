@@ -6,7 +6,8 @@
 //   store.agent   — agent rollouts as the proxy records them: 32 rollouts of 40 turns, each turn's
 //                   prompt the last one plus its answer and a tool result (2k → ~30k ids), a turn of
 //                   all rollouts per recordLlmCalls (the proxy's group commit), the request's history
-//                   growing alike (2 → 80 messages) and the backend's the same with the proxy's extras;
+//                   growing alike (2 → 80 messages) and the backend's the same with the proxy's extras
+//                   (`native`) or the bridge's token prompt (`bridged`);
 //                   calls/s, CPU and prompt and body bytes stored per call, loading a rollout's calls
 //                   and its last call alone.
 import { randomBytes } from 'node:crypto';
@@ -206,8 +207,14 @@ function agentTurn(prompt: number[], r: number, t: number): { prompt: number[]; 
   return { prompt, response: response.concat(tool) };
 }
 
-/** Every turn's calls, as the proxy hands them to the store (request and backend request as text). */
-function agentCalls(rollouts: { id: string }[]): { turns: NewLlmCall[][]; ids: number } {
+/**
+ * Every turn's calls, as the proxy hands them to the store: the request as text, and the backend's
+ * request the same with the proxy's extras (native) or the bridge's token prompt (bridged).
+ */
+function agentCalls(
+  rollouts: { id: string }[],
+  calls: 'native' | 'bridged',
+): { turns: NewLlmCall[][]; ids: number } {
   const template = makeCalls(1)[0];
   const prompts = rollouts.map((_, r) => Array.from({ length: 2000 }, (_, i) => (i * 7919 + r) % 151_000));
   const histories = rollouts.map((_, r) => [
@@ -230,7 +237,10 @@ function agentCalls(rollouts: { id: string }[]): { turns: NewLlmCall[][]; ids: n
           max_tokens: 2048,
         };
         const text = JSON.stringify(request);
-        const sent = `${text.slice(0, -1)},"return_token_ids":true,"logprobs":true}`;
+        const sent =
+          calls === 'native'
+            ? `${text.slice(0, -1)},"return_token_ids":true,"logprobs":true}`
+            : JSON.stringify({ model: 'qwen3-4b', prompt, max_tokens: 2048, return_token_ids: true });
         histories[r].push(
           { role: 'assistant', content: `Step ${t}: reading the next file. `.repeat(8) },
           { role: 'tool', content: `line ${t} of the tool's output\n`.repeat(40) },
@@ -254,10 +264,14 @@ function agentCalls(rollouts: { id: string }[]): { turns: NewLlmCall[][]; ids: n
 const BODY_COLUMNS = ['request', 'backend_request', 'request_rest', 'backend_rest'];
 
 async function agentRollouts(store: Store, backend: string): Promise<void> {
+  for (const calls of ['native', 'bridged'] as const) await agentRolloutsOf(store, backend, calls);
+}
+
+async function agentRolloutsOf(store: Store, backend: string, callsOf: 'native' | 'bridged'): Promise<void> {
   const rollouts = await store.createRollouts(
     Array.from({ length: AGENT_ROLLOUTS }, () => ({ kind: 'standalone' as const })),
   );
-  const { turns, ids } = agentCalls(rollouts);
+  const { turns, ids } = agentCalls(rollouts, callsOf);
   let calls = 0;
   const cpu = process.cpuUsage();
   const start = performance.now();
@@ -273,7 +287,8 @@ async function agentRollouts(store: Store, backend: string): Promise<void> {
       ? `COALESCE(octet_length(${column}::text), 0)`
       : `COALESCE(length(CAST(${column} AS BLOB)), 0)`;
   const stored = await driver.get<{ bytes: number; body_bytes: number }>(
-    `SELECT SUM(length(prompt_ids)) AS bytes, SUM(${BODY_COLUMNS.map(bytes).join(' + ')}) AS body_bytes FROM llm_calls`,
+    `SELECT SUM(length(prompt_ids)) AS bytes, SUM(${BODY_COLUMNS.map(bytes).join(' + ')}) AS body_bytes FROM llm_calls WHERE rollout_id IN (${rollouts.map(() => '?').join(', ')})`,
+    rollouts.map((r) => r.id),
   );
   const last = rollouts[rollouts.length - 1];
   const lastCall = turns[turns.length - 1][rollouts.length - 1];
@@ -300,6 +315,7 @@ async function agentRollouts(store: Store, backend: string): Promise<void> {
     throw new Error(`rollout read back wrong (${all.length} calls, last prompt ${one?.prompt_ids?.length})`);
   emit('store.agent', {
     backend,
+    calls: callsOf,
     rollouts: AGENT_ROLLOUTS,
     turns: AGENT_TURNS,
     mean_prompt_tokens: Math.round(ids / calls),

@@ -242,8 +242,9 @@ UPDATE recordings SET key_sha256 = encode(sha256(convert_to(key_sha256, 'UTF8'))
   },
   {
     // An agent's call repeats the last one: its prompt ids and request text are stored as the rest
-    // after that call's, and the backend request as the rest after its own request (sql/call-chain.ts),
-    // so a rollout's storage grows with its turns, not with their square.
+    // after that call's, and the backend request as the rest after its own request or after that
+    // call's backend request (sql/call-chain.ts), so a rollout's storage grows with its turns, not
+    // with their square.
     version: 7,
     name: 'llm calls store what repeats an earlier call as the rest after it',
     up: `
@@ -252,7 +253,8 @@ ALTER TABLE llm_calls ADD COLUMN prompt_shared {INT};
 ALTER TABLE llm_calls ADD COLUMN request_shared {INT};
 ALTER TABLE llm_calls ADD COLUMN request_rest TEXT;
 ALTER TABLE llm_calls ADD COLUMN backend_shared {INT};
-ALTER TABLE llm_calls ADD COLUMN backend_rest TEXT`,
+ALTER TABLE llm_calls ADD COLUMN backend_rest TEXT;
+ALTER TABLE llm_calls ADD COLUMN backend_from_base {INT}`,
   },
 ];
 

@@ -5,29 +5,32 @@ import { storedCall } from '../test-calls';
 import { CallChains, chainedColumns, chainKey, MAX_DEPTH, sharedChars } from './call-chain';
 
 const ids = (n: number, seed = 0) => Array.from({ length: n }, (_, i) => i + seed);
+const NO_TEXTS = { request: null, backend: null };
 
 describe('CallChains', () => {
   it('links a prompt to its chain’s last call when they share enough ids, counting into its answer', () => {
     const bases = new CallChains();
     const first = storedCall({ id: 'c1', prompt_ids: ids(300), response_ids: [900, 901] });
-    bases.remember('k', first, null, null);
-    expect(bases.link('k', [...ids(300), 900, 901, 7], null)).toEqual({
+    bases.remember('k', first, NO_TEXTS, null);
+    expect(bases.link('k', [...ids(300), 900, 901, 7], null, null)).toEqual({
       base: 'c1',
       promptShared: 302,
       requestShared: null,
+      backendShared: 0,
       depth: 1,
     });
-    expect(bases.link('k', [...ids(300), 900, 5], null)).toEqual({
+    expect(bases.link('k', [...ids(300), 900, 5], null, null)).toEqual({
       base: 'c1',
       promptShared: 301,
       requestShared: null,
+      backendShared: 0,
       depth: 1,
     });
     // Too little in common, another chain, or no ids: stored whole.
-    expect(bases.link('k', ids(300, 1), null)).toBeNull();
-    expect(bases.link('other', ids(300), null)).toBeNull();
-    expect(bases.link('k', null, null)).toBeNull();
-    expect(bases.link(null, ids(300), null)).toBeNull();
+    expect(bases.link('k', ids(300, 1), null, null)).toBeNull();
+    expect(bases.link('other', ids(300), null, null)).toBeNull();
+    expect(bases.link('k', null, null, null)).toBeNull();
+    expect(bases.link(null, ids(300), null, null)).toBeNull();
   });
 
   it(`stores every ${MAX_DEPTH}th call of a chain whole`, () => {
@@ -35,12 +38,12 @@ describe('CallChains', () => {
     let link = null;
     const depths: number[] = [];
     for (let k = 0; k < 2 * MAX_DEPTH; k++) {
-      link = bases.link('k', ids(300 + k), null);
+      link = bases.link('k', ids(300 + k), null, null);
       depths.push(link?.depth ?? 0);
       bases.remember(
         'k',
         storedCall({ id: `c${k}`, prompt_ids: ids(300 + k), response_ids: [] }),
-        null,
+        NO_TEXTS,
         link,
       );
     }
@@ -51,15 +54,15 @@ describe('CallChains', () => {
   it('forgets the least recently recorded chains past its budget of ids', () => {
     const bases = new CallChains(8 * 1000);
     for (const k of ['a', 'b', 'c'])
-      bases.remember(k, storedCall({ prompt_ids: ids(400), response_ids: [] }), null, null);
-    expect(bases.link('a', ids(400), null)).toBeNull();
-    expect(bases.link('b', ids(400), null)).not.toBeNull();
-    expect(bases.link('c', ids(400), null)).not.toBeNull();
+      bases.remember(k, storedCall({ prompt_ids: ids(400), response_ids: [] }), NO_TEXTS, null);
+    expect(bases.link('a', ids(400), null, null)).toBeNull();
+    expect(bases.link('b', ids(400), null, null)).not.toBeNull();
+    expect(bases.link('c', ids(400), null, null)).not.toBeNull();
     // Recording into b again makes c the oldest.
-    bases.remember('b', storedCall({ prompt_ids: ids(400), response_ids: [] }), null, null);
-    bases.remember('d', storedCall({ prompt_ids: ids(400), response_ids: [] }), null, null);
-    expect(bases.link('c', ids(400), null)).toBeNull();
-    expect(bases.link('b', ids(400), null)).not.toBeNull();
+    bases.remember('b', storedCall({ prompt_ids: ids(400), response_ids: [] }), NO_TEXTS, null);
+    bases.remember('d', storedCall({ prompt_ids: ids(400), response_ids: [] }), NO_TEXTS, null);
+    expect(bases.link('c', ids(400), null, null)).toBeNull();
+    expect(bases.link('b', ids(400), null, null)).not.toBeNull();
   });
 
   it('keys a chain by rollout, attempt and recording', () => {
@@ -78,20 +81,26 @@ describe('CallChains', () => {
   it('links a request that resends the last request’s text, with or without shared prompt ids', () => {
     const bases = new CallChains();
     const history = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(2000) }] });
-    bases.remember('k', storedCall({ id: 'c1', prompt_ids: ids(10), response_ids: [] }), history, null);
+    bases.remember(
+      'k',
+      storedCall({ id: 'c1', prompt_ids: ids(10), response_ids: [] }),
+      { request: history, backend: null },
+      null,
+    );
     const next = `${history.slice(0, -2)},{"role":"tool","content":"done"}]}`;
-    expect(bases.link('k', ids(12), next)).toEqual({
+    expect(bases.link('k', ids(12), next, null)).toEqual({
       base: 'c1',
       promptShared: 10,
       requestShared: history.length - 2,
+      backendShared: 0,
       depth: 1,
     });
-    expect(bases.link('k', null, next)).toMatchObject({
+    expect(bases.link('k', null, next, null)).toMatchObject({
       promptShared: null,
       requestShared: history.length - 2,
     });
     // A short shared text alone is not worth a link.
-    expect(bases.link('k', ids(12), `${history.slice(0, 500)}"}`)).toBeNull();
+    expect(bases.link('k', ids(12), `${history.slice(0, 500)}"}`, null)).toBeNull();
   });
 });
 
@@ -132,14 +141,30 @@ describe('chainedColumns', () => {
       backend: null,
       backendShared: request.length - 1,
       backendRest: ',"return_token_ids":true,"logprobs":true}',
+      backendFromBase: false,
     });
     // A backend request of its own (a bridged completion) is stored whole.
     const own = JSON.stringify({ model: 'm', prompt: [1, 2, 3] });
     expect(chainedColumns(null, request, own)).toMatchObject({ backend: own, backendShared: null });
   });
 
+  it('stores a bridged backend request (a token prompt) as the rest after its base’s', () => {
+    const bases = new CallChains();
+    const body = (n: number) => JSON.stringify({ model: 'm', prompt: ids(n, 1000), max_tokens: 4096 - n });
+    bases.remember('k', storedCall({ id: 'c1', prompt_ids: null }), { request, backend: body(400) }, null);
+    const link = bases.link('k', null, request, body(450));
+    const shared = `{"model":"m","prompt":[${ids(400, 1000).join(',')}`.length;
+    expect(link).toMatchObject({ base: 'c1', requestShared: request.length, backendShared: shared });
+    expect(chainedColumns(link, request, body(450))).toMatchObject({
+      backend: null,
+      backendShared: shared,
+      backendRest: body(450).slice(shared),
+      backendFromBase: true,
+    });
+  });
+
   it('stores a linked request as the rest after its base’s, and `null` in its JSON column', () => {
-    const link = { base: 'c1', promptShared: 300, requestShared: 1200, depth: 3 };
+    const link = { base: 'c1', promptShared: 300, requestShared: 1200, backendShared: 0, depth: 3 };
     expect(chainedColumns(link, request, null)).toEqual({
       request: 'null',
       requestShared: 1200,
@@ -147,6 +172,7 @@ describe('chainedColumns', () => {
       backend: null,
       backendShared: null,
       backendRest: null,
+      backendFromBase: false,
     });
   });
 });

@@ -7,9 +7,10 @@
 //   request_shared how many leading characters of the base's request text the request shares;
 //                  request_rest holds the text after them, and `request` the JSON `null` (null: the
 //                  request is whole in `request`).
-// And a backend request that repeats its own call's request (the proxy appends its extras) is stored
-// as backend_shared characters of that request text and backend_rest. Reads rebuild every body and
-// list; nothing outside the store sees a chain.
+// And a backend request that repeats its own call's request (the proxy appends its extras), or its
+// base's backend request (a bridged call's token prompt grows like the prompt ids), is stored as
+// backend_shared characters of that text (backend_from_base says which) and backend_rest. Reads
+// rebuild every body and list; nothing outside the store sees a chain.
 //
 // Bases are calls this store committed, of the same rollout, attempt and recording (so a base is
 // deleted with the calls that build on it), remembered in memory; a call with none (an attempt's
@@ -35,6 +36,7 @@ interface Base {
   prompt: Ids;
   response: Ids;
   request: string | null;
+  backend: string | null;
   /** Links to the nearest call stored whole (0: this one is). */
   depth: number;
 }
@@ -44,6 +46,8 @@ export interface ChainLink {
   base: string;
   promptShared: number | null;
   requestShared: number | null;
+  /** Characters of the base's backend request the call's backend request shares (0: none). */
+  backendShared: number;
   depth: number;
 }
 
@@ -80,7 +84,8 @@ export function sharedChars(a: string, b: string): number {
   return i;
 }
 
-const bytesOf = (b: Base) => 8 * (b.prompt.length + b.response.length) + (b.request?.length ?? 0);
+const bytesOf = (b: Base) =>
+  8 * (b.prompt.length + b.response.length) + (b.request?.length ?? 0) + (b.backend?.length ?? 0);
 
 /** The last committed call of each chain, least recently recorded first. */
 export class CallChains {
@@ -90,30 +95,43 @@ export class CallChains {
   constructor(private readonly budgetBytes = BUDGET_BYTES) {}
 
   /** The base to store a call of the chain `key` from, or null to store it whole. */
-  link(key: string | null, ids: Ids | null, request: string | null): ChainLink | null {
+  link(
+    key: string | null,
+    ids: Ids | null,
+    request: string | null,
+    backend: string | null,
+  ): ChainLink | null {
     if (key === null) return null;
     const b = this.bases.get(key);
     if (!b || b.depth + 1 >= MAX_DEPTH) return null;
     const ps = ids === null ? 0 : sharedIds(b.prompt, b.response, ids);
     const rs = request === null || b.request === null ? 0 : sharedChars(b.request, request);
-    if (ps < MIN_SHARED_IDS && rs < MIN_SHARED_CHARS) return null;
+    const bs = backend === null || b.backend === null ? 0 : sharedChars(b.backend, backend);
+    if (ps < MIN_SHARED_IDS && rs < MIN_SHARED_CHARS && bs < MIN_SHARED_CHARS) return null;
     return {
       base: b.id,
       promptShared: ids === null ? null : ps,
       requestShared: rs === 0 ? null : rs,
+      backendShared: bs,
       depth: b.depth + 1,
     };
   }
 
   /** After its commit: `call` (stored from `link`, or whole) is its chain's base from now on. */
-  remember(key: string | null, call: LlmCall, request: string | null, link: ChainLink | null): void {
+  remember(
+    key: string | null,
+    call: LlmCall,
+    texts: { request: string | null; backend: string | null },
+    link: ChainLink | null,
+  ): void {
     if (key === null) return;
     this.drop(key);
     const b: Base = {
       id: call.id,
       prompt: call.prompt_ids ?? [],
       response: call.response_ids ?? [],
-      request,
+      request: texts.request,
+      backend: texts.backend,
       depth: link?.depth ?? 0,
     };
     this.bases.set(key, b);
@@ -140,6 +158,8 @@ export interface ChainedColumns {
   backend: string | null;
   backendShared: number | null;
   backendRest: string | null;
+  /** backend_shared counts characters of the base's backend request (else of the call's request). */
+  backendFromBase: boolean;
 }
 
 /** The columns of a call with request text `request` and backend request text `backend`. */
@@ -149,7 +169,9 @@ export function chainedColumns(
   backend: string | null,
 ): ChainedColumns {
   const rs = link?.requestShared ?? null;
-  const bs = backend === null ? 0 : sharedChars(request, backend);
+  const own = backend === null ? 0 : sharedChars(request, backend);
+  const fromBase = (link?.backendShared ?? 0) > own;
+  const bs = fromBase ? (link?.backendShared ?? 0) : own;
   const backendLinked = backend !== null && bs >= MIN_SHARED_CHARS;
   return {
     request: rs === null ? request : 'null',
@@ -158,6 +180,7 @@ export function chainedColumns(
     backend: backendLinked ? null : backend,
     backendShared: backendLinked ? bs : null,
     backendRest: backendLinked ? (backend as string).slice(bs) : null,
+    backendFromBase: backendLinked && fromBase,
   };
 }
 
@@ -170,8 +193,13 @@ interface Stored {
   request: string;
   requestShared: number | null;
   requestRest: string;
+  backend: string | null;
+  backendShared: number | null;
+  backendRest: string;
+  backendFromBase: boolean;
   /** Rebuilt whole, once. */
   wholeRequest?: string;
+  wholeBackend?: string | null;
 }
 
 const intOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
@@ -185,17 +213,32 @@ function storedOf(r: Row, own: number[] | null, response: number[] | null): Stor
     request: String(r.request),
     requestShared: intOrNull(r.request_shared),
     requestRest: String(r.request_rest ?? ''),
+    backend: r.backend_request == null ? null : String(r.backend_request),
+    backendShared: intOrNull(r.backend_shared),
+    backendRest: String(r.backend_rest ?? ''),
+    backendFromBase: Number(r.backend_from_base ?? 0) === 1,
   };
 }
 
-const PARTS = 'id, base_call, prompt_shared, prompt_ids, response_ids, request, request_shared, request_rest';
+const PARTS = [
+  'id',
+  'base_call',
+  'prompt_shared',
+  'prompt_ids',
+  'response_ids',
+  'request',
+  'request_shared',
+  'request_rest',
+  'backend_request',
+  'backend_shared',
+  'backend_rest',
+  'backend_from_base',
+];
 /** A call and the calls it is stored from, in one query (no further than a chain can reach). */
-const CHAIN = `WITH RECURSIVE chain(${PARTS}, hops) AS (
-  SELECT ${PARTS}, 0 FROM llm_calls WHERE id = ?
+const CHAIN = `WITH RECURSIVE chain(${PARTS.join(', ')}, hops) AS (
+  SELECT ${PARTS.join(', ')}, 0 FROM llm_calls WHERE id = ?
   UNION ALL
-  SELECT ${PARTS.split(', ')
-    .map((c) => `c.${c}`)
-    .join(', ')}, chain.hops + 1
+  SELECT ${PARTS.map((c) => `c.${c}`).join(', ')}, chain.hops + 1
   FROM llm_calls c JOIN chain ON c.id = chain.base_call WHERE chain.hops < ${MAX_DEPTH}
 ) SELECT * FROM chain`;
 
@@ -268,6 +311,24 @@ export async function rebuildChains(
     }
     return s.wholeRequest;
   };
+  const backendOf = (id: string, s: Stored, hops = 0): string | null => {
+    if (s.wholeBackend === undefined) {
+      const shared = s.backendShared;
+      if (shared === null) s.wholeBackend = s.backend;
+      else {
+        const from = s.backendFromBase
+          ? backendOf(s.base as string, baseOf(id, s, hops), hops + 1)
+          : requestOf(id, s, hops);
+        if (from === null || shared > from.length)
+          throw new StoreError(
+            'invalid',
+            `llm call ${id}'s backend request shares more than it was stored from`,
+          );
+        s.wholeBackend = from.slice(0, shared) + s.backendRest;
+      }
+    }
+    return s.wholeBackend;
+  };
   rows.forEach((r, i) => {
     const id = String(r.id);
     const s = known.get(id) as Stored;
@@ -277,13 +338,7 @@ export async function rebuildChains(
       fill(id, s, whole.prompt, whole.prompt.length);
     }
     if (s.base !== null && s.requestShared !== null) whole.request = requestOf(id, s);
-    if (r.backend_shared != null) {
-      const request = requestOf(id, s);
-      const shared = Number(r.backend_shared);
-      if (shared > request.length)
-        throw new StoreError('invalid', `llm call ${id}'s backend request shares more than its request has`);
-      whole.backend = request.slice(0, shared) + String(r.backend_rest ?? '');
-    }
+    if (s.backendShared !== null) whole.backend = backendOf(id, s) as string;
     wholes[i] = whole;
   });
   return wholes;

@@ -53,6 +53,7 @@ const CALL_COLUMNS = [
   'request_rest',
   'backend_shared',
   'backend_rest',
+  'backend_from_base',
 ] as const;
 const CALL_COLS = CALL_COLUMNS.join(', ');
 
@@ -169,13 +170,17 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
   // Encode outside the transaction (it is the bulk of the CPU work); bodies whose text is known
   // (JsonText) are written as that text.
   const keys = calls.map(chainKey);
-  const requests = calls.map((call) => jsonText(call.request) ?? 'null');
+  const texts = calls.map((call) => ({
+    request: jsonText(call.request) ?? 'null',
+    backend: jsonText(call.backend_request),
+  }));
   const encoded = calls.map((call, i): Encoded => {
     try {
-      const link = c.chains.link(keys[i], call.prompt_ids, requests[i]);
+      const { request, backend } = texts[i];
+      const link = c.chains.link(keys[i], call.prompt_ids, request, backend);
       return {
         link,
-        texts: chainedColumns(link, requests[i], jsonText(call.backend_request)),
+        texts: chainedColumns(link, request, backend),
         response: jsonText(call.response),
         promptIds: call.prompt_ids ? encodeIds(call.prompt_ids, link?.promptShared ?? 0) : null,
         responseIds: call.response_ids ? encodeIds(call.response_ids) : null,
@@ -191,7 +196,7 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
     c.db.dialect === 'postgres' && out.length <= MAX_SCRIPT_ROWS && (await insertInOneTrip(c, out, encoded))
       ? out
       : await insertInTransaction(c, out, encoded);
-  for (const [i, call] of stored.entries()) c.chains.remember(keys[i], call, requests[i], encoded[i].link);
+  for (const [i, call] of stored.entries()) c.chains.remember(keys[i], call, texts[i], encoded[i].link);
   return stored;
 }
 
@@ -284,6 +289,7 @@ function callRow(c: LlmCall, e: Encoded): Param[] {
     e.texts.requestRest,
     e.texts.backendShared,
     e.texts.backendRest,
+    e.texts.backendFromBase ? 1 : null,
   ];
 }
 
