@@ -127,7 +127,7 @@ export async function dispatch(
       : null;
     if (call.settled) throw new ProxyError(499, 'the client closed the request');
     const sendBody = decision?.ok ? decision.body : sent;
-    const payload = textOf(sendBody);
+    const payload = (decision?.ok ? decision.bodyText : null) ?? textOf(sendBody);
     call.snapshot = () => ({
       backend_request: sendBody,
       backend: target.name,
@@ -199,17 +199,19 @@ export async function dispatch(
     let bridged: Dispatched['bridged'] = null;
     let fallback: BridgeRecord | null = null;
     let sendBody = sent;
+    let sendText: string | null = null;
     let sendPath = path;
     if (bridge) {
       const decision = await bridge(b, sent);
       if (decision.ok) {
         bridged = bridgedOf(decision);
         sendBody = decision.body;
+        sendText = decision.bodyText;
         sendPath = '/v1/completions';
       } else fallback = fallbackOf(decision);
       if (call.settled) throw new ProxyError(499, 'the client closed the request');
     }
-    const payload = textOf(sendBody);
+    const payload = sendText ?? textOf(sendBody);
     call.snapshot = () => ({
       backend_request: sendBody,
       backend: b.name,

@@ -1,0 +1,58 @@
+// The bridged body's text, written from the last prompt's text: the same bytes JSON.stringify writes.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { completionText, PromptTexts } from './bridge';
+import { completionRequestFor } from './tito';
+
+const ids = fc.array(fc.nat(200_000), { maxLength: 40 });
+
+describe('PromptTexts and completionText', () => {
+  it('write a conversation’s token prompts as JSON.stringify does, turn after turn', () => {
+    fc.assert(
+      fc.property(
+        fc.string(),
+        fc.array(fc.record({ keep: fc.double({ min: 0, max: 1.2, noNaN: true }), more: ids }), {
+          minLength: 1,
+          maxLength: 8,
+        }),
+        fc.record({
+          temperature: fc.option(fc.double({ noNaN: true, noDefaultInfinity: true })),
+          logprobs: fc.boolean(),
+        }),
+        (model, turns, sampling) => {
+          const texts = new PromptTexts();
+          let previous: number[] | null = null;
+          for (const t of turns) {
+            // Mostly the last prompt and more; sometimes cut (then the text is written whole).
+            const base: number[] = previous ?? [];
+            const kept: number[] = t.keep >= 1 ? base : base.slice(0, Math.floor(t.keep * base.length));
+            const prompt: number[] = [...kept, ...t.more];
+            const chat = { model, messages: [], max_tokens: 64, ...sampling };
+            const req = completionRequestFor(chat, prompt);
+            if (!req.ok) throw new Error(req.reason);
+            const text = texts.text(previous, prompt);
+            expect(text).toBe(prompt.join(','));
+            expect(completionText(req.body, text as string)).toBe(JSON.stringify(req.body));
+            previous = prompt;
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('writes no text for ids JSON would not write as integers, and none for a body of another shape', () => {
+    const texts = new PromptTexts();
+    expect(texts.text(null, [1, Number.NaN])).toBeNull();
+    expect(texts.text(null, [1, 2.5])).toBeNull();
+    expect(completionText({ prompt: [1], model: 'm' }, '1')).toBeNull();
+  });
+
+  it('forgets a prompt’s text: the next one is written whole, and still right', () => {
+    const texts = new PromptTexts();
+    const first = [1, 2, 3];
+    texts.text(null, first);
+    texts.forget(first);
+    expect(texts.text(first, [1, 2, 3, 4])).toBe('1,2,3,4');
+  });
+});
