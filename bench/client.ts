@@ -1,5 +1,6 @@
 // The benches' harness side: timed chat calls over a keep-alive agent, as a harness makes them.
 import { type Agent, request } from 'node:http';
+import type { Json } from '../daemon/proxy/json';
 
 export interface Target {
   base: string;
@@ -59,6 +60,44 @@ export function post(agent: Agent, url: string, key: string, body: object): Prom
           if (res.statusCode !== 200)
             return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
           resolve({ firstMs: first >= 0 ? first : totalMs, totalMs, tokens });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** One POST of `body` as JSON to `url`, resolving with the parsed answer; rejects on a status other than 200. */
+export function postJson(agent: Agent, url: string, key: string, body: object): Promise<Json> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          authorization: `Bearer ${key}`,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          text += c;
+        });
+        res.on('end', () => {
+          if (res.statusCode !== 200)
+            return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
+          try {
+            resolve(JSON.parse(text));
+          } catch (e) {
+            reject(e);
+          }
         });
         res.on('error', reject);
       },

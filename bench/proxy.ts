@@ -8,6 +8,9 @@
 //   proxy.agent      concurrency 16, an agent's mid-task call (~12 KB: tools, tool calls, results):
 //                    what the proxy costs where per-byte work (parsing, checking, the record) counts
 //   proxy.stream     streamed tokens/s: proxy / direct and / pass-through (goal >= 0.9 of it)
+//   proxy.conversation 16 agent conversations at once, each resending its growing history (12 turns,
+//                    then anew), on rollouts with the token bridge on and off: calls/s, the proxy's
+//                    CPU per call and the share of calls bridged (no pass-through can bridge)
 //   proxy.profile    with BENCH_PROFILE=dir: the proxy's CPU per call by stage in the throughput and
 //                    stream phases, from a V8 CPU profile (the profiler itself adds to every stage)
 //   BENCH_ROUNDS=k   measures each target k times per phase in a rotating order (median rate)
@@ -25,7 +28,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
 import { dropPgSchema, pgSchemaUrl, postgresProblem } from '../daemon/store/pg-testing';
-import { chat, post, type Target } from './client';
+import { chat, post, postJson, type Target } from './client';
 import { bundledChild, child, cpuOf, emit, machineTimes, quantile, root, round } from './emit';
 import { monotonicUs, newestProfile, stagesPerCall } from './profile';
 
@@ -230,6 +233,47 @@ interface Proxied {
   profileDir: string | null;
   /** Monotonic µs windows of its measured phases, for proxy.profile. */
   windows: { phase: string; from: number; to: number; calls: number }[];
+  /** Its rollouts for proxy.conversation (a baseline from before they existed has none). */
+  conversations: Conversations | null;
+}
+
+interface Conversations {
+  origin: string;
+  bridged: (Target & { id: string })[];
+  native: (Target & { id: string })[];
+}
+
+const CONVERSATIONS = 16;
+const conversationsOf = (info: Record<string, unknown>): Conversations | null =>
+  info.conversations
+    ? { origin: String(info.origin), ...(info.conversations as Omit<Conversations, 'origin'>) }
+    : null;
+
+/**
+ * An agent's conversation, over and over until `end`: 12 turns, each resending the history with the
+ * last answer and a tool result appended (the bridge reuses the sampled tokens when it may). The calls made.
+ */
+async function converse(t: Target, end: number): Promise<number> {
+  let calls = 0;
+  while (performance.now() < end) {
+    const messages: object[] = [
+      { role: 'system', content: 'You are a careful coding agent. '.repeat(40) },
+      { role: 'user', content: 'Fix the failing test in src/parser.ts.' },
+    ];
+    for (let turn = 0; turn < 12 && performance.now() < end; turn++) {
+      const answer = await postJson(agent, `${t.base}/chat/completions`, t.key, {
+        model: 'toy',
+        messages,
+        max_tokens: 16,
+      });
+      calls++;
+      messages.push(
+        { role: 'assistant', content: answer.choices[0].message.content },
+        { role: 'user', content: `export const line${turn} = ${turn};\n`.repeat(40) },
+      );
+    }
+  }
+  return calls;
 }
 
 export default async function main(): Promise<void> {
@@ -255,16 +299,18 @@ export default async function main(): Promise<void> {
     const profileDir = profile ? join(profile, store) : null;
     if (profileDir) mkdirSync(profileDir, { recursive: true });
     const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_SCHEMA);
-    const p = await bundledChild('servers/proxy.ts', { BACKEND: fake.info.url, STORE: spec }, [
-      ...DAEMON_NODE_FLAGS,
-      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-    ]);
+    const p = await bundledChild(
+      'servers/proxy.ts',
+      { BACKEND: fake.info.url, STORE: spec, CONVERSATIONS: String(CONVERSATIONS) },
+      [...DAEMON_NODE_FLAGS, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
+    );
     proxies.push({
       store,
       target: { base: p.info.url, key: p.info.key },
       proc: p.proc,
       profileDir,
       windows: [],
+      conversations: conversationsOf(p.info),
     });
   }
   // BENCH_BASELINE=<git rev>: that commit's proxy measured beside this checkout's, on each store,
@@ -288,6 +334,7 @@ export default async function main(): Promise<void> {
         proc: p.proc,
         profileDir: null,
         windows: [],
+        conversations: conversationsOf(p.info),
       });
     }
   const direct: Target = { base: fake.info.url, key: 'none' };
@@ -300,8 +347,8 @@ export default async function main(): Promise<void> {
     await latencies(all, 200, chat('warm up'), 'total');
     await latencies(all, 50, chat('warm up', { stream: true }), 'first');
 
-    // BENCH_ONLY=overhead,throughput,agent,stream runs a subset (profiling).
-    const only = (process.env.BENCH_ONLY ?? 'overhead,throughput,agent,stream').split(',');
+    // BENCH_ONLY=overhead,throughput,agent,stream,conversation runs a subset (profiling).
+    const only = (process.env.BENCH_ONLY ?? 'overhead,throughput,agent,stream,conversation').split(',');
     const n = Number(process.env.BENCH_N ?? 1000);
     for (const mode of only.includes('overhead') ? (['nonstream', 'stream_ttft'] as const) : []) {
       const body =
@@ -451,6 +498,39 @@ export default async function main(): Promise<void> {
         });
       }
     }
+    if (only.includes('conversation'))
+      for (const p of proxies) {
+        const c = p.conversations;
+        if (!c) continue;
+        const run = async (targets: Conversations['bridged']) => {
+          const cpu0 = cpuOf(p.proc);
+          const end = performance.now() + seconds;
+          const calls = (await Promise.all(targets.map((t) => converse(t, end)))).reduce((a, b) => a + b, 0);
+          const cpuUs = cpuOf(p.proc) - cpu0;
+          const ids = targets.map((t) => t.id).join(',');
+          const sources = (await (
+            await fetch(`${c.origin}/bench/token-sources?rollouts=${ids}`)
+          ).json()) as Record<string, number>;
+          const all = Object.values(sources).reduce((a, b) => a + b, 0);
+          return {
+            rate: (calls * 1000) / seconds,
+            cpuUs: cpuUs / calls,
+            bridged: (sources.bridge ?? 0) / (all || 1),
+          };
+        };
+        const bridged = await run(c.bridged);
+        const native = await run(c.native);
+        emit('proxy.conversation', {
+          store: p.store,
+          conversations: CONVERSATIONS,
+          bridged_rps: round(bridged.rate, 1),
+          native_rps: round(native.rate, 1),
+          bridged_cpu_us_per_call: round(bridged.cpuUs, 0),
+          native_cpu_us_per_call: round(native.cpuUs, 0),
+          bridged_share: round(bridged.bridged),
+          ...load(),
+        });
+      }
   } finally {
     /** Signals `proc` and resolves once it has exited (a proxy closes its store on SIGINT). */
     const stopped = (proc: Proxied['proc'], signal: NodeJS.Signals) => {
