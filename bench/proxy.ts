@@ -324,7 +324,7 @@ export default async function main(): Promise<void> {
       const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_BASELINE_SCHEMA);
       const p = await bundledChild(
         'servers/proxy.ts',
-        { BACKEND: fake.info.url, STORE: spec },
+        { BACKEND: fake.info.url, STORE: spec, CONVERSATIONS: String(CONVERSATIONS) },
         baselineFlags,
         baselineTree,
       );
@@ -501,7 +501,7 @@ export default async function main(): Promise<void> {
     if (only.includes('conversation'))
       for (const p of proxies) {
         const c = p.conversations;
-        if (!c) continue;
+        if (!c?.bridged.length) continue;
         const run = async (targets: Conversations['bridged']) => {
           const cpu0 = cpuOf(p.proc);
           const end = performance.now() + seconds;
