@@ -24,5 +24,6 @@ export {
   contentText,
   localQwen3Tokenizer,
   qwen3ChatTemplate,
+  type TokenizerFetch,
   templateMessages,
 } from './tokenizer';

@@ -56,13 +56,19 @@ export function templateMessages(messages: ChatMessageLike[]): ChatMessageLike[]
   });
 }
 
+/** The part of fetch a backend tokenizer uses (the proxy passes its own pooled client). */
+export type TokenizerFetch = (
+  url: string,
+  init: { method: 'POST'; headers: Record<string, string>; body: string },
+) => Promise<{ ok: boolean; status: number; text(): Promise<string>; json(): Promise<any> }>;
+
 /** A tokenizer backed by a vLLM server's `/tokenize` and `/detokenize` (baseUrl with or without `/v1`). */
 export function backendTokenizer(
   baseUrl: string,
-  options: { model?: string; headers?: Record<string, string>; fetch?: typeof fetch } = {},
+  options: { model?: string; headers?: Record<string, string>; fetch?: TokenizerFetch } = {},
 ): ChatTokenizer {
   const root = baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
-  const doFetch = options.fetch ?? fetch;
+  const doFetch: TokenizerFetch = options.fetch ?? fetch;
   async function post(path: string, body: Record<string, unknown>): Promise<any> {
     const res = await doFetch(`${root}${path}`, {
       method: 'POST',
