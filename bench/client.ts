@@ -1,5 +1,5 @@
 // The benches' harness side: timed chat calls over a keep-alive agent, as a harness makes them.
-import { type Agent, request } from 'node:http';
+import { type Agent, type IncomingMessage, request } from 'node:http';
 import type { Json } from '../daemon/proxy/json';
 
 export interface Target {
@@ -15,22 +15,42 @@ export interface Timed {
   tokens: number;
 }
 
+/** POSTs `body` as JSON to `url` with the rollout's key, as a harness does; `onResponse` reads the answer. */
+function postBody(
+  agent: Agent,
+  url: string,
+  key: string,
+  body: object,
+  onResponse: (res: IncomingMessage) => void,
+  reject: (err: Error) => void,
+): void {
+  const payload = JSON.stringify(body);
+  const req = request(
+    url,
+    {
+      method: 'POST',
+      agent,
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+        authorization: `Bearer ${key}`,
+      },
+    },
+    onResponse,
+  );
+  req.on('error', reject);
+  req.end(payload);
+}
+
 /** One POST of `body` as JSON to `url`; rejects on a status other than 200, with the body's start. */
 export function post(agent: Agent, url: string, key: string, body: object): Promise<Timed> {
-  const payload = JSON.stringify(body);
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request(
+    postBody(
+      agent,
       url,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-          authorization: `Bearer ${key}`,
-        },
-      },
+      key,
+      body,
       (res) => {
         let first = -1;
         let tokens = 0;
@@ -63,27 +83,19 @@ export function post(agent: Agent, url: string, key: string, body: object): Prom
         });
         res.on('error', reject);
       },
+      reject,
     );
-    req.on('error', reject);
-    req.end(payload);
   });
 }
 
 /** One POST of `body` as JSON to `url`, resolving with the parsed answer; rejects on a status other than 200. */
 export function postJson(agent: Agent, url: string, key: string, body: object): Promise<Json> {
-  const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request(
+    postBody(
+      agent,
       url,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-          authorization: `Bearer ${key}`,
-        },
-      },
+      key,
+      body,
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -96,14 +108,13 @@ export function postJson(agent: Agent, url: string, key: string, body: object): 
           try {
             resolve(JSON.parse(text));
           } catch (e) {
-            reject(e);
+            reject(e as Error);
           }
         });
         res.on('error', reject);
       },
+      reject,
     );
-    req.on('error', reject);
-    req.end(payload);
   });
 }
 
