@@ -76,6 +76,13 @@ const viaProxyClient: TokenizerFetch = async (url, init) => {
   };
 };
 
+/** Whether `ids` begins with every id of `prefix`. */
+function startsWith(ids: readonly number[], prefix: readonly number[]): boolean {
+  if (ids.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (ids[i] !== prefix[i]) return false;
+  return true;
+}
+
 /** Whether every id is an integer, as JSON writes it and `join(',')` alike. */
 function integers(ids: readonly number[], from: number): boolean {
   for (let i = from; i < ids.length; i++) if (!Number.isSafeInteger(ids[i])) return false;
@@ -104,14 +111,8 @@ export class PromptTexts {
   /** The text of `ids` (kept for the next prompt), from `previous`'s when `ids` starts with it. */
   text(previous: readonly number[] | null, ids: number[]): string | null {
     let head = previous ? this.texts.get(previous) : undefined;
-    let from = 0;
-    if (head !== undefined && previous && ids.length >= previous.length) {
-      while (from < previous.length && ids[from] === previous[from]) from++;
-      if (from < previous.length) {
-        head = undefined;
-        from = 0;
-      }
-    } else head = undefined;
+    if (head !== undefined && !startsWith(ids, previous as readonly number[])) head = undefined;
+    const from = head === undefined ? 0 : (previous as readonly number[]).length;
     if (!integers(ids, from)) return null;
     const tail = ids.slice(from).join(',');
     const text = head === undefined || head === '' ? tail : tail === '' ? head : `${head},${tail}`;

@@ -54,6 +54,10 @@ export function decodeIdsTyped(blob: Uint8Array): Int32Array {
   return out;
 }
 
+/** decodeIds of a column that may be NULL. */
+export const decodeIdsOrNull = (blob: unknown): number[] | null =>
+  blob == null ? null : decodeIds(blob as Uint8Array);
+
 export function decodeIds(blob: Uint8Array): number[] {
   // Read straight from the blob when it is aligned (no intermediate copy), else via an aligned copy.
   const typed =

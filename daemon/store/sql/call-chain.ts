@@ -17,7 +17,7 @@
 // first, after a restart, or another daemon's on a shared PostgreSQL) is stored whole, and so is every
 // MAX_DEPTH-th call of a chain: reading one call alone takes one recursive query.
 import type { LlmCall, NewLlmCall } from '../../protocol/entities';
-import { decodeIds } from '../codec';
+import { decodeIdsOrNull } from '../codec';
 import type { Queryable, Row } from '../driver';
 import { StoreError } from '../store';
 
@@ -268,14 +268,7 @@ export async function rebuildChains(
   for (const s of [...known.values()]) {
     if (s.base === null || known.has(s.base)) continue;
     for (const r of await q.all(CHAIN, [s.base]))
-      known.set(
-        String(r.id),
-        storedOf(
-          r,
-          r.prompt_ids == null ? null : decodeIds(r.prompt_ids as Uint8Array),
-          r.response_ids == null ? null : decodeIds(r.response_ids as Uint8Array),
-        ),
-      );
+      known.set(String(r.id), storedOf(r, decodeIdsOrNull(r.prompt_ids), decodeIdsOrNull(r.response_ids)));
   }
   const baseOf = (id: string, s: Stored, hops: number): Stored => {
     const b = known.get(s.base as string);

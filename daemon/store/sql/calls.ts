@@ -2,7 +2,7 @@
 // earlier call, its prompt ids and request text, as the rest after it, see call-chain.ts).
 import type { LlmCall, NewLlmCall } from '../../protocol/entities';
 import type { LlmCallSummary } from '../../protocol/events';
-import { decodeIds, decodeLogprobs, encodeIds, encodeLogprobs } from '../codec';
+import { decodeIdsOrNull, decodeLogprobs, encodeIds, encodeLogprobs } from '../codec';
 import type { Param, Queryable, Row } from '../driver';
 import { newId } from '../ids';
 import { jsonText, plainValue } from '../json-text';
@@ -349,8 +349,8 @@ async function insertInOneTrip(c: SqlContext, out: LlmCall[], encoded: Encoded[]
 /** Rows as calls, each with its whole bodies and prompt ids. */
 async function callsOf(q: Queryable, rows: Row[]): Promise<LlmCall[]> {
   const decoded = rows.map((r) => ({
-    prompt: r.prompt_ids == null ? null : decodeIds(r.prompt_ids as Uint8Array),
-    response: r.response_ids == null ? null : decodeIds(r.response_ids as Uint8Array),
+    prompt: decodeIdsOrNull(r.prompt_ids),
+    response: decodeIdsOrNull(r.response_ids),
   }));
   const wholes = await rebuildChains(q, rows, decoded);
   return rows.map((r, i) => toCall(r, wholes[i], decoded[i].prompt, decoded[i].response));
