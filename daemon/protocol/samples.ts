@@ -29,6 +29,11 @@ export const SampleJson = z.object({
   advantages: z.array(z.number()),
   old_logprobs: z.array(z.number().nullable()),
   loss_weights: z.array(z.number()),
+  temperature: z
+    .number()
+    .positive()
+    .optional()
+    .describe('sampling temperature the rollout logprobs were taken at; the trainer divides its logits by it (absent = 1)'),
 });
 
 export const SamplesSummary = z.object({

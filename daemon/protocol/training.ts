@@ -15,6 +15,8 @@ export interface Sample {
   advantages: Float32Array;
   old_logprobs: Float64Array;
   loss_weights: Float64Array;
+  /** Sampling temperature of the calls behind this sample (absent = 1); trainers divide logits by it. */
+  temperature?: number;
 }
 
 export const PolicyLossConfig = z.object({
@@ -40,6 +42,24 @@ export const TrainBatchJson = z.object({
   samples: z.array(SampleJson),
 });
 
+/**
+ * Train/inference agreement of one step (spec/samples.md, "Each step reports"), over mask tokens whose
+ * rollout logprob mu is known; null when the batch has none. Thresholds in the run's `validation:`
+ * block are checked against these names.
+ */
+export const StepValidation = z.object({
+  tokens: z.number().int().nonnegative().describe('mask tokens with a known rollout logprob'),
+  logprob_diff_mean: z.number().describe('mean |old - mu|'),
+  logprob_diff_max: z.number().describe('max |old - mu|'),
+  prob_correlation: z.number().nullable().describe('Pearson correlation of exp(old) and exp(mu); null when constant'),
+  tis_weight_mean: z.number().describe('mean min(exp(old - mu), tis_cap); 1 in bypass mode'),
+  tis_capped_fraction: z.number().describe('share of tokens whose TIS weight hit the cap'),
+  scatter: z
+    .array(z.tuple([z.number(), z.number()]))
+    .max(512)
+    .describe('up to 512 (rollout prob, trainer prob) pairs, a deterministic subsample, for the scatter plot'),
+});
+
 export const TrainResult = z.object({
   model_version: z.number().int().nonnegative().describe('the new weight version after this step'),
   loss: z.number(),
@@ -49,6 +69,7 @@ export const TrainResult = z.object({
   tokens: z.number().int().nonnegative(),
   seconds: z.number().nonnegative(),
   checkpoint: z.string().nullable(),
+  validation: StepValidation.nullable().optional(),
 });
 
 export interface TrainBatch {
@@ -61,6 +82,7 @@ export interface TrainBatch {
 
 export type PolicyLossConfig = z.infer<typeof PolicyLossConfig>;
 export type TrainResult = z.infer<typeof TrainResult>;
+export type StepValidation = z.infer<typeof StepValidation>;
 
 /** Anything that takes a batch and updates the weights the inference side serves. */
 export interface Trainer {
