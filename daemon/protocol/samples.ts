@@ -33,7 +33,9 @@ export const SampleJson = z.object({
     .number()
     .positive()
     .optional()
-    .describe('sampling temperature the rollout logprobs were taken at; the trainer divides its logits by it (absent = 1)'),
+    .describe(
+      'sampling temperature the rollout logprobs were taken at; the trainer divides its logits by it (absent = 1)',
+    ),
 });
 
 export const SamplesSummary = z.object({

@@ -51,13 +51,18 @@ export const StepValidation = z.object({
   tokens: z.number().int().nonnegative().describe('mask tokens with a known rollout logprob'),
   logprob_diff_mean: z.number().describe('mean |old - mu|'),
   logprob_diff_max: z.number().describe('max |old - mu|'),
-  prob_correlation: z.number().nullable().describe('Pearson correlation of exp(old) and exp(mu); null when constant'),
+  prob_correlation: z
+    .number()
+    .nullable()
+    .describe('Pearson correlation of exp(old) and exp(mu); null when constant'),
   tis_weight_mean: z.number().describe('mean min(exp(old - mu), tis_cap); 1 in bypass mode'),
   tis_capped_fraction: z.number().describe('share of tokens whose TIS weight hit the cap'),
   scatter: z
     .array(z.tuple([z.number(), z.number()]))
     .max(512)
-    .describe('up to 512 (rollout prob, trainer prob) pairs, a deterministic subsample, for the scatter plot'),
+    .describe(
+      'up to 512 (rollout prob, trainer prob) pairs, a deterministic subsample, for the scatter plot',
+    ),
 });
 
 export const TrainResult = z.object({
