@@ -32,7 +32,7 @@ describe('validation thresholds', () => {
     const gate = new ValidationGate(config({ tis_capped_fraction_max: 0.05 }));
     expect(gate.observe(0, step({ tis_capped_fraction: 0.01 })).pause).toBeNull();
     expect(gate.observe(1, step({ tis_capped_fraction: 0.123456 })).pause).toBe(
-      'validation paused the run at step 1: tis_capped_fraction 0.1235 > 0.05 (validation.tis_capped_fraction_max)',
+      'validation paused the run after step 1: tis_capped_fraction 0.1235 > 0.05 (validation.tis_capped_fraction_max)',
     );
   });
 
@@ -43,7 +43,7 @@ describe('validation thresholds', () => {
     const pauses = [bad, bad, good, bad, bad, bad].map((m, i) => gate.observe(i, m).pause);
     expect(pauses.slice(0, 5)).toEqual([null, null, null, null, null]);
     expect(pauses[5]).toBe(
-      'validation paused the run at step 5: logprob_diff_mean 0.5 > 0.1 (validation.logprob_diff_mean_max) (3 steps in a row, patience 3)',
+      'validation paused the run after step 5: logprob_diff_mean 0.5 > 0.1 (validation.logprob_diff_mean_max) (3 steps in a row, patience 3)',
     );
   });
 

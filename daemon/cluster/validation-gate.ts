@@ -83,7 +83,7 @@ export class ValidationGate {
       this.config.patience > 1 ? ` (${this.streak} steps in a row, patience ${this.config.patience})` : '';
     return {
       breaches,
-      pause: `validation paused the run at step ${step}: ${breaches.map(breachText).join('; ')}${streak}`,
+      pause: `validation paused the run after step ${step}: ${breaches.map(breachText).join('; ')}${streak}`,
     };
   }
 }

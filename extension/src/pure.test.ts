@@ -191,12 +191,12 @@ describe('the status bar', () => {
       run: 'math',
       step: 4,
       message:
-        'validation paused the run at step 3: logprob_diff_mean 0.25 > 0.1 (validation.logprob_diff_mean_max)',
+        'validation paused the run after step 3: logprob_diff_mean 0.25 > 0.1 (validation.logprob_diff_mean_max)',
       url: 'u',
     });
     expect(s.text).toBe('$(debug-pause) math paused at step 4');
     expect(s.detail).toBe(
-      'Run **math** paused: validation paused the run at step 3: logprob\\_diff\\_mean 0.25 \\> 0.1 (validation.logprob\\_diff\\_mean\\_max)',
+      'Run **math** paused: validation paused the run after step 3: logprob\\_diff\\_mean 0.25 \\> 0.1 (validation.logprob\\_diff\\_mean\\_max)',
     );
   });
 

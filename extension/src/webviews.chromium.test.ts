@@ -489,7 +489,7 @@ describe('run dashboard in Chromium', () => {
 
   it("plots the train/inference agreement against the run's thresholds, shows a step's scatter, and a pause with Resume", async () => {
     const message =
-      'validation paused the run at step 2: logprob_diff_mean 0.3 > 0.1 (validation.logprob_diff_mean_max). ' +
+      'validation paused the run after step 2: logprob_diff_mean 0.3 > 0.1 (validation.logprob_diff_mean_max). ' +
       'Resume with: harness-rl run resume run_fixture';
     const paused = {
       ...run,

@@ -105,7 +105,7 @@ describe('train/inference validation of a run on the reference engine', () => {
     const paused = await getRun(id);
     expect(paused.step).toBe(2);
     expect(paused.error).toBe(
-      'validation paused the run at step 1: tis_capped_fraction 1 > 0.2 (validation.tis_capped_fraction_max) ' +
+      'validation paused the run after step 1: tis_capped_fraction 1 > 0.2 (validation.tis_capped_fraction_max) ' +
         `(2 steps in a row, patience 2). Resume with: harness-rl run resume ${id}`,
     );
     // A paused run is not over: its workers wait and claim nothing.
