@@ -1,6 +1,7 @@
 // The reference trainer: PPO-clip policy loss (spec/samples.md) with Adam, on the engine's own weights.
 import type { PolicyLossConfig, Sample, TrainBatch, Trainer, TrainResult } from '../protocol/training';
 import { dualClipped, klK3, ppoClipped, ppoClipTokenLoss, truncatedIsWeight } from '../samples/loss';
+import { stepValidation } from '../samples/validation';
 import { initParams, Model } from './model';
 
 /**
@@ -48,6 +49,8 @@ interface TokenStats {
   clipped: number;
   kl: number;
   entropy: number;
+  /** Per mask token: the trainer's pre-update logprob and the rollout's (NaN: unknown), for stepValidation. */
+  agreement?: { old: number[]; mu: number[] };
 }
 
 const emptyStats = (): TokenStats => ({ loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 });
@@ -126,6 +129,8 @@ export function sampleLossAndGrad(
     dlogp[k * V + tok] = w * g;
     stats.loss += w * tokLoss;
     stats.tokens += 1;
+    stats.agreement?.old.push(lp);
+    stats.agreement?.mu.push(rolloutOld);
     if (r.clipped) stats.clipped += 1;
     stats.kl += klK3(old, lp); // k3 of KL(old || current)
     let ent = 0;
@@ -155,7 +160,7 @@ export class ReferenceTrainer implements Trainer {
     // Work on a copy so requests served meanwhile see one consistent version.
     const working = new Model(model.config, new Float64Array(model.params));
     const grad = new Float64Array(working.params.length);
-    const stats: TokenStats = { loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 };
+    const stats: TokenStats = { ...emptyStats(), agreement: { old: [], mu: [] } };
     // Validate everything before touching the weights: a bad batch changes nothing.
     for (const sample of batch.samples)
       sampleLossAndGrad(working, sample, batch.loss, null, emptyStats(), null, true);
@@ -176,6 +181,7 @@ export class ReferenceTrainer implements Trainer {
       tokens: stats.tokens,
       seconds: (performance.now() - started) / 1000,
       checkpoint: null,
+      validation: stepValidation(stats.agreement!.old, stats.agreement!.mu, batch.loss.tis_cap),
     };
     if (this.onStep) result.checkpoint = await this.onStep(result);
     return result;

@@ -168,6 +168,60 @@ export const ScheduleConfig = z
   })
   .strict();
 
+/**
+ * Thresholds on each step's train/inference agreement (StepValidation) and clip fraction: a step past one
+ * pauses the run (`run resume` lifts it). Each `<figure>_max` / `<figure>_min` names a per-step metric.
+ */
+export const ValidationConfig = z
+  .object({
+    logprob_diff_mean_max: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe('mean |trainer − rollout logprob| above this pauses'),
+    logprob_diff_max_max: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe('max |trainer − rollout logprob| above this pauses'),
+    prob_correlation_min: z
+      .number()
+      .min(-1)
+      .max(1)
+      .optional()
+      .describe('correlation of trainer and rollout token probabilities below this pauses'),
+    tis_weight_mean_min: z.number().nonnegative().optional().describe('mean TIS weight below this pauses'),
+    tis_weight_mean_max: z.number().nonnegative().optional().describe('mean TIS weight above this pauses'),
+    tis_capped_fraction_max: z
+      .number()
+      .min(0)
+      .max(1)
+      .optional()
+      .describe('share of tokens whose TIS weight hit tis_cap above this pauses'),
+    clip_fraction_max: z.number().min(0).max(1).optional().describe('PPO clip fraction above this pauses'),
+    after_step: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe('steps before this one are not checked (warm-up)'),
+    patience: z
+      .number()
+      .int()
+      .positive()
+      .default(1)
+      .describe(
+        'consecutive steps past a threshold before the run pauses (counted since the run last started)',
+      ),
+    min_tokens: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1)
+      .describe('a step with fewer tokens with a rollout logprob is not checked on the agreement figures'),
+  })
+  .strict();
+
 export const RunConfig = z
   .object({
     name: z.string().min(1).max(200),
@@ -188,6 +242,9 @@ export const RunConfig = z
     }),
     algorithm: AlgorithmConfig.default(AlgorithmConfig.parse({})),
     schedule: ScheduleConfig.default(ScheduleConfig.parse({})),
+    validation: ValidationConfig.optional().describe(
+      "thresholds on each step's train/inference agreement; a step past one pauses the run",
+    ),
   })
   .strict();
 
@@ -220,6 +277,7 @@ export type RunConfig = z.infer<typeof RunConfig>;
 export type RunConfigInput = z.input<typeof RunConfig>;
 export type AlgorithmConfig = z.infer<typeof AlgorithmConfig>;
 export type ScheduleConfig = z.infer<typeof ScheduleConfig>;
+export type ValidationConfig = z.infer<typeof ValidationConfig>;
 export type HarnessConfig = z.infer<typeof HarnessConfig>;
 export type DaemonConfig = z.infer<typeof DaemonConfig>;
 export type DaemonConfigInput = z.input<typeof DaemonConfig>;

@@ -140,6 +140,28 @@ describe.each(active)('$name store', (backend) => {
     expect(await storeError(store.listRunMetrics('run_nope'))).toMatchObject({ code: 'not_found' });
   });
 
+  it("keeps a step's train/inference agreement with its scatter, one per step, and names a bad one", async () => {
+    const { store } = await fresh();
+    const run = await store.createRun({ name: 'r', config: {} });
+    const v = {
+      tokens: 3,
+      logprob_diff_mean: 0.25,
+      logprob_diff_max: 0.5,
+      prob_correlation: null,
+      tis_weight_mean: 1,
+      tis_capped_fraction: 0,
+      scatter: [[0.5, 0.25] as [number, number]],
+    };
+    await store.setStepValidation(run.id, 4, v);
+    expect(await store.getStepValidation(run.id, 4)).toEqual(v);
+    await store.setStepValidation(run.id, 4, { ...v, tokens: 7 });
+    expect((await store.getStepValidation(run.id, 4))?.tokens).toBe(7);
+    expect(await store.getStepValidation(run.id, 5)).toBeNull();
+    expect(await storeError(store.setStepValidation('run_nope', 0, v))).toMatchObject({ field: 'run_id' });
+    const bad = { ...v, scatter: 'x' } as never;
+    expect(await storeError(store.setStepValidation(run.id, 0, bad))).toMatchObject({ field: 'validation' });
+  });
+
   it('numbers tasks per run and filters them by split', async () => {
     const { store } = await fresh();
     const run = await store.createRun({ name: 'r', config: {} });
@@ -853,7 +875,7 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6, 7, 10]);
     // Version 4 hashed the keys in place: the old keys still work, and the database holds none.
     expect(await upgraded.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
     expect(await upgraded.getRecordingKeyHash(rec.id)).toBe(keyHash(rec.key));
@@ -895,7 +917,7 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 10]);
     expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
   });
 
