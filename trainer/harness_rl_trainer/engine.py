@@ -46,6 +46,7 @@ class TrainerConfig:
     token_budget: int = 8192  # padded tokens per micro-batch
     grad_ckpt: bool = True
     keep_versions: int = 3
+    save_train_state: bool = True  # False: weights only, no optimiser state to resume from (gpu_check)
     max_grad_norm: float = 1.0
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
@@ -379,11 +380,13 @@ class Trainer:
             }
         del full
         train_name = f"train-v{version}"
-        self._save_train_state(run_dir / train_name)
+        keep = self.cfg.save_train_state
+        if keep:
+            self._save_train_state(run_dir / train_name)
         result["weights"] = weights
-        result["checkpoint"] = str((run_dir / train_name).resolve())
+        result["checkpoint"] = str((run_dir / train_name).resolve()) if keep else None
         result["seconds"] = time.perf_counter() - started
-        if ctx.is_main:
+        if ctx.is_main and keep:
             state = {
                 "version": version,
                 "last": {"key": key, "result": result},
@@ -394,6 +397,7 @@ class Trainer:
             tmp = run_dir / "state.json.tmp"
             tmp.write_text(json.dumps(state, allow_nan=False))
             os.replace(tmp, run_dir / "state.json")
+        if ctx.is_main:
             self._prune(run_dir, version)
         result = ctx.broadcast(result)
         self.version, self.last, self.weights = version, {"key": key, "result": result}, result["weights"]
