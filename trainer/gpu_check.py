@@ -195,7 +195,7 @@ def main() -> int:
     p.add_argument("--modes", default="lora,full")
     p.add_argument("--seqs", type=int, default=None, help="sequences per batch (default 16, small 4)")
     p.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (default 1024, small 64)")
-    p.add_argument("--token-budget", type=int, default=8192)
+    p.add_argument("--token-budget", type=int, default=4096, help="padded tokens per micro-batch")
     p.add_argument("--lora-rank", type=int, default=32)
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     a = p.parse_args()
