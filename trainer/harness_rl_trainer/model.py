@@ -33,7 +33,7 @@ def check_lora(lora: dict | None) -> None:
     rank = lora["rank"]
     if not 1 <= rank <= VLLM_MAX_LORA_RANK:
         raise TrainerError(
-            f"LoRA rank {rank} is more than vLLM serves (--max-lora-rank is at most {VLLM_MAX_LORA_RANK})",
+            f"LoRA rank {rank} is outside 1..{VLLM_MAX_LORA_RANK} (vLLM's --max-lora-rank is at most {VLLM_MAX_LORA_RANK})",
             field="run.model.lora.rank",
         )
 
