@@ -252,6 +252,19 @@ class Trainer:
             t["num"][row, :n] = torch.from_numpy(numbers[s:e])
         return t, b * width
 
+    def _optimizer_step(self, lr: float | None) -> float:
+        """Clips the accumulated gradients, steps (unless ``lr`` is None: nothing was trained), returns the norm."""
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
+        if hasattr(grad_norm, "full_tensor"):
+            grad_norm = grad_norm.full_tensor()
+        if lr is not None:
+            for g in self.optim.param_groups:
+                g["lr"] = lr
+            self.optim.step()
+        self.optim.zero_grad(set_to_none=True)
+        return float(grad_norm)
+
     def _step(self, header: dict, samples: Samples) -> dict:
         started = time.perf_counter()
         ctx, model, loss_cfg = self.ctx, self.model, header["loss"]
@@ -310,16 +323,7 @@ class Trainer:
         sums = dict(zip(keys, ctx.all_sum([sums[k] for k in keys]), strict=True))
         validation = check.result(ctx)
         tokens = int(sums["tokens"])
-        params = [p for p in model.parameters() if p.requires_grad]
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
-        if hasattr(grad_norm, "full_tensor"):
-            grad_norm = grad_norm.full_tensor()
-        grad_norm = float(grad_norm)
-        if tokens > 0:
-            for g in self.optim.param_groups:
-                g["lr"] = loss_cfg["learning_rate"]
-            self.optim.step()
-        self.optim.zero_grad(set_to_none=True)
+        grad_norm = self._optimizer_step(loss_cfg["learning_rate"] if tokens > 0 else None)
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
         train_seconds = time.perf_counter() - started
