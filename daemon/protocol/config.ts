@@ -139,7 +139,9 @@ export const AlgorithmConfig = z
       .positive()
       .nullable()
       .default(2)
-      .describe('truncated importance sampling cap, null = off'),
+      .describe(
+        "decoupled PPO's truncated importance-sampling cap C (ratio against the trainer's own logprob, weight min(π/μ, C)); null = bypass (ratio against the rollout logprob, no weight)",
+      ),
     dual_clip: z
       .number()
       .gt(1)

@@ -1,17 +1,18 @@
 // Train/inference agreement of one training step (shared/spec/samples.md, "Each step reports"): from the
 // trainer's pre-update logprobs and the rollout logprobs of the same mask tokens. Pure.
 import type { StepValidation } from '../protocol/training';
+import { knownLogprob } from './loss';
 
-/** vLLM writes −9999 for a logprob it could not compute: at or below it a rollout logprob is unknown. */
-export const LOGPROB_FLOOR = -9999;
-/** Pairs kept for the rollout-vs-trainer scatter (StepValidation.scatter's limit). */
-export const SCATTER_POINTS = 512;
-/** Of those, the tokens whose logprobs disagree most (the points a scatter is looked at for). */
-export const SCATTER_WORST = 64;
+/** The most (rollout prob, trainer prob) pairs a step's validation scatter carries (its schema's limit). */
+export const SCATTER_MAX = 512;
 
-/** Whether a rollout logprob is known: finite and above vLLM's floor. */
-export function rolloutLogprobKnown(mu: number): boolean {
-  return Number.isFinite(mu) && mu > LOGPROB_FLOOR;
+/**
+ * The deterministic scatter subsample, the same in both trainers: of n tokens (in batch order, then
+ * position), all when n ≤ max, else the tokens at floor(i · n / max) for i = 0 … max − 1.
+ */
+export function scatterIndices(n: number, max = SCATTER_MAX): number[] {
+  if (n <= max) return Array.from({ length: n }, (_, i) => i);
+  return Array.from({ length: max }, (_, i) => Math.floor((i * n) / max));
 }
 
 const clamp20 = (x: number) => Math.min(20, Math.max(-20, x));
@@ -23,8 +24,7 @@ const clamp20 = (x: number) => Math.min(20, Math.max(-20, x));
  *   or fewer than two tokens);
  * - `tis_weight_mean`: mean `w_t = min(exp(clamp20(old_t − mu_t)), C)`, 1 in bypass mode (`tisCap` null);
  * - `tis_capped_fraction`: share of tokens with `exp(clamp20(old_t − mu_t)) ≥ C` (0 in bypass mode);
- * - `scatter`: (rollout prob, trainer prob) pairs, all of them up to 512, else the 64 tokens with the
- *   largest `|old_t − mu_t|` and 448 others evenly spaced in batch order; 4 significant digits.
+ * - `scatter`: (rollout prob, trainer prob) pairs of the `scatterIndices` subsample.
  * Null when no token has a known rollout logprob. `old` and `mu` are aligned (same length).
  */
 export function stepValidation(
@@ -36,7 +36,7 @@ export function stepValidation(
     throw new RangeError(`stepValidation: ${old.length} trainer logprobs but ${mu.length} rollout logprobs`);
   const known: number[] = [];
   for (let i = 0; i < old.length; i++)
-    if (rolloutLogprobKnown(mu[i]) && Number.isFinite(old[i])) known.push(i);
+    if (knownLogprob(mu[i]) && Number.isFinite(old[i])) known.push(i);
   const n = known.length;
   if (n === 0) return null;
   let diffSum = 0;
@@ -91,21 +91,7 @@ function correlation(
   return Math.max(-1, Math.min(1, sxy / Math.sqrt(sxx * syy)));
 }
 
-const sig4 = (x: number) => Number(x.toPrecision(4));
-
-/** The scatter's subsample (see stepValidation), in batch order. */
+/** The scatter's pairs (see stepValidation), in batch order. */
 function scatterOf(known: number[], old: ArrayLike<number>, mu: ArrayLike<number>): [number, number][] {
-  let picked = known;
-  if (known.length > SCATTER_POINTS) {
-    const worst = new Set(
-      [...known]
-        .sort((a, b) => Math.abs(old[b] - mu[b]) - Math.abs(old[a] - mu[a]) || a - b)
-        .slice(0, SCATTER_WORST),
-    );
-    const rest = known.filter((i) => !worst.has(i));
-    const spread = SCATTER_POINTS - SCATTER_WORST;
-    const even = Array.from({ length: spread }, (_, k) => rest[Math.floor((k * rest.length) / spread)]);
-    picked = [...worst, ...even].sort((a, b) => a - b);
-  }
-  return picked.map((i) => [sig4(Math.exp(mu[i])), sig4(Math.exp(old[i]))]);
+  return scatterIndices(known.length).map((k) => [Math.exp(mu[known[k]]), Math.exp(old[known[k]])]);
 }

@@ -20,15 +20,25 @@ from pathlib import Path
 
 import torch
 
+from .model import VLLM_MAX_LORA_RANKS
+
 
 class Engine:
     """One model (plus LoRA adapters by name), greedy or sampled decoding, raw-model logprobs."""
 
-    def __init__(self, model_dir: str, served_name: str | None, enable_lora: bool, max_model_len: int = 2048):
+    def __init__(
+        self,
+        model_dir: str,
+        served_name: str | None,
+        enable_lora: bool,
+        max_model_len: int = 2048,
+        max_lora_rank: int = 16,
+    ):
         from transformers import AutoTokenizer
 
         self.lock = threading.Lock()
         self.enable_lora = enable_lora
+        self.max_lora_rank = max_lora_rank
         self.max_model_len = max_model_len
         self.model_dir = model_dir
         self.name = served_name or model_dir
@@ -238,6 +248,16 @@ def make_handler(engine: Engine):
                     )
                 if not (Path(lpath) / "adapter_config.json").is_file():
                     raise ApiError(404, f"No adapter found for {lpath}", "NotFoundError")
+                acfg = json.loads((Path(lpath) / "adapter_config.json").read_text())
+                rank = max([acfg.get("r", 8), *(acfg.get("rank_pattern") or {}).values()])
+                if (
+                    rank > engine.max_lora_rank
+                ):  # vllm/lora/peft_helper.py:201, answered 500 by serving.py:209
+                    raise ApiError(
+                        500,
+                        f"LoRA rank {rank} is greater than max_lora_rank {engine.max_lora_rank}.",
+                        "InternalServerError",
+                    )
                 engine._add_adapter(name, lpath)
                 return self._text(200, f"Success: LoRA adapter '{name}' added successfully.")
             if path == "/v1/unload_lora_adapter":
@@ -468,8 +488,9 @@ def make_server(
     port: int = 0,
     served_name: str | None = None,
     enable_lora: bool = False,
+    max_lora_rank: int = 16,
 ) -> ThreadingHTTPServer:
-    engine = Engine(model, served_name, enable_lora)
+    engine = Engine(model, served_name, enable_lora, max_lora_rank=max_lora_rank)
     server = ThreadingHTTPServer((host, port), make_handler(engine))
     server.daemon_threads = True
     server.engine = engine
@@ -481,11 +502,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", required=True)
     p.add_argument("--served-model-name")
     p.add_argument("--enable-lora", action="store_true")
+    p.add_argument(  # vllm/config/lora.py:26 (MaxLoRARanks), default 16
+        "--max-lora-rank",
+        type=int,
+        default=16,
+        choices=VLLM_MAX_LORA_RANKS,
+        help="the largest adapter rank served",
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     a = p.parse_args(argv)
     server = make_server(
-        a.model, host=a.host, port=a.port, served_name=a.served_model_name, enable_lora=a.enable_lora
+        a.model,
+        host=a.host,
+        port=a.port,
+        served_name=a.served_model_name,
+        enable_lora=a.enable_lora,
+        max_lora_rank=a.max_lora_rank,
     )
     print(f"serving {server.engine.name} on http://{a.host}:{server.server_address[1]}/v1", flush=True)
     server.serve_forever()
