@@ -35,8 +35,7 @@ export function stepValidation(
   if (old.length !== mu.length)
     throw new RangeError(`stepValidation: ${old.length} trainer logprobs but ${mu.length} rollout logprobs`);
   const known: number[] = [];
-  for (let i = 0; i < old.length; i++)
-    if (knownLogprob(mu[i]) && Number.isFinite(old[i])) known.push(i);
+  for (let i = 0; i < old.length; i++) if (knownLogprob(mu[i]) && Number.isFinite(old[i])) known.push(i);
   const n = known.length;
   if (n === 0) return null;
   let diffSum = 0;
