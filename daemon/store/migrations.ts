@@ -256,6 +256,12 @@ ALTER TABLE llm_calls ADD COLUMN backend_shared {INT};
 ALTER TABLE llm_calls ADD COLUMN backend_rest TEXT;
 ALTER TABLE llm_calls ADD COLUMN backend_from_base {INT}`,
   },
+  {
+    // The sampling parameters each call's backend got (training rollouts: the run's, not the harness's).
+    version: 8,
+    name: 'llm calls keep their sampling parameters',
+    up: 'ALTER TABLE llm_calls ADD COLUMN sampling {JSON}',
+  },
 ];
 
 export function migrations(
