@@ -74,6 +74,17 @@ describe('node protocol frames', () => {
     );
   });
 
+  it("each sample's sampling temperature travels with it to the trainer (none: the field is left out)", () => {
+    const samples = [{ ...sample(3, 0), temperature: 0.7 }, sample(4, 1)];
+    const { meta, payload } = packSamples(samples);
+    expect(meta.temperatures).toEqual([0.7, null]);
+    expect(unpackSamples(meta, payload).map((s) => s.temperature)).toEqual([0.7, undefined]);
+    expect(packSamples([sample(3, 0)]).meta).not.toHaveProperty('temperatures');
+    expect(() => unpackSamples({ ...meta, temperatures: [1] }, payload)).toThrow(
+      /temperatures has 1 entries/,
+    );
+  });
+
   it('bad frames are refused with what is wrong', () => {
     expect(() => decodeFrame(Buffer.from([1, 0]))).toThrow(/shorter than its length field/);
     const notJson = Buffer.concat([Buffer.from([3, 0, 0, 0]), Buffer.from('{no')]);

@@ -108,15 +108,15 @@ export function packSamples(samples: readonly Sample[]): { meta: PackedSamples; 
     u8.set(s.loss_mask, at);
     at += len;
   });
-  return {
-    meta: {
-      rollout_ids: samples.map((s) => s.rollout_id),
-      group_ids: samples.map((s) => s.group_id),
-      indexes: samples.map((s) => s.index),
-      lengths,
-    },
-    payload,
+  const meta: PackedSamples = {
+    rollout_ids: samples.map((s) => s.rollout_id),
+    group_ids: samples.map((s) => s.group_id),
+    indexes: samples.map((s) => s.index),
+    lengths,
   };
+  if (samples.some((s) => s.temperature !== undefined))
+    meta.temperatures = samples.map((s) => s.temperature ?? null);
+  return { meta, payload };
 }
 
 /** The inverse of packSamples; throws FrameError when the payload does not match the lengths. */
@@ -140,11 +140,15 @@ export function unpackSamples(meta: PackedSamples, payload: Buffer): Sample[] {
   const i32 = new Int32Array(buf, 16 * n, n);
   const f32 = new Float32Array(buf, 20 * n, n);
   const u8 = new Uint8Array(buf, 24 * n, n);
+  if (meta.temperatures !== undefined && meta.temperatures.length !== count)
+    throw new FrameError(`samples: temperatures has ${meta.temperatures.length} entries, lengths ${count}`);
   const out: Sample[] = [];
   let at = 0;
   for (let i = 0; i < count; i++) {
     const len = meta.lengths[i];
+    const temperature = meta.temperatures?.[i];
     out.push({
+      ...(temperature != null ? { temperature } : {}),
       rollout_id: meta.rollout_ids[i],
       group_id: meta.group_ids[i],
       index: meta.indexes[i],

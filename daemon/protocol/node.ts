@@ -91,6 +91,12 @@ export const PackedSamples = z.object({
   group_ids: z.array(z.string()),
   indexes: z.array(z.number().int().nonnegative()),
   lengths: z.array(z.number().int().positive()),
+  temperatures: z
+    .array(z.number().positive().nullable())
+    .optional()
+    .describe(
+      "per sample, the temperature its rollout logprobs were sampled at (null = 1); absent when no sample has one. The trainer divides that sample's logits by it",
+    ),
 });
 
 /** `NodeInfo.detail` of a node agent in the store (GET /api/nodes, the Nodes view). */

@@ -100,6 +100,7 @@ class Samples:
     input_ids: np.ndarray  # i32
     advantages: np.ndarray  # f32
     loss_mask: np.ndarray  # u8
+    temperatures: list[float] | None = None  # per sample, the sampling temperature (None: all at 1)
 
     def offsets(self) -> list[int]:
         out = [0]
@@ -127,6 +128,7 @@ def unpack_samples(meta: dict, payload: bytes | memoryview) -> Samples:
         )
     buf = bytes(payload)  # own, aligned copy
     return Samples(
+        temperatures=_temperatures(meta, count),
         rollout_ids=list(meta["rollout_ids"]),
         group_ids=list(meta["group_ids"]),
         indexes=list(meta["indexes"]),
@@ -137,6 +139,19 @@ def unpack_samples(meta: dict, payload: bytes | memoryview) -> Samples:
         advantages=np.frombuffer(buf, dtype="<f4", count=n, offset=20 * n).copy(),
         loss_mask=np.frombuffer(buf, dtype="u1", count=n, offset=24 * n).copy(),
     )
+
+
+def _temperatures(meta: dict, count: int) -> list[float] | None:
+    """PackedSamples.temperatures as one float per sample (null = 1), or None when absent."""
+    temps = meta.get("temperatures")
+    if temps is None:
+        return None
+    if len(temps) != count:
+        raise FrameError(
+            f"samples: temperatures has {len(temps)} entries, lengths has {count}",
+            field="samples.temperatures",
+        )
+    return [1.0 if t is None else float(t) for t in temps]
 
 
 def pack_samples(samples: list[dict]) -> tuple[dict, bytes]:
@@ -164,4 +179,6 @@ def pack_samples(samples: list[dict]) -> tuple[dict, bytes]:
         "indexes": [s.get("index", 0) for s in samples],
         "lengths": lengths,
     }
+    if any(s.get("temperature") is not None for s in samples):
+        meta["temperatures"] = [s.get("temperature") for s in samples]
     return meta, payload

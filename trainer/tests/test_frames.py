@@ -33,6 +33,20 @@ def test_samples_round_trip():
     assert got.old_logprobs[7] == -0.5 and math.isnan(got.old_logprobs[0])
 
 
+def test_each_samples_temperature_arrives_with_it():
+    s = make_samples(100, n=2)
+    assert unpack_samples(*pack_samples(s)).temperatures is None
+    s[0]["temperature"] = 0.7
+    meta, payload = pack_samples(s)
+    assert meta["temperatures"] == [0.7, None]
+    header, _ = train_header("run", 0, s)
+    validate(header)  # the generated JSON Schema knows the field
+    assert unpack_samples(meta, payload).temperatures == [0.7, 1.0]
+    with pytest.raises(FrameError) as e:
+        unpack_samples({**meta, "temperatures": [1.0]}, payload)
+    assert e.value.field == "samples.temperatures"
+
+
 def test_length_mismatch_names_the_field():
     meta, payload = pack_samples(make_samples(100, n=2))
     with pytest.raises(FrameError, match="payload has") as e:
