@@ -6,12 +6,17 @@ logprobs, ``return_token_ids``, token-id prompts), /v1/models, /tokenize, /detok
 /v1/load_lora_adapter, /v1/unload_lora_adapter, and the dev-mode full-weight reload
 (/collective_rpc update_config + reload_weights, /reset_prefix_cache). For tests and laptops only:
 with a GPU, run vLLM itself.
+
+Sampling is vLLM's: a field a request leaves out comes from the model folder's generation_config.json
+(``--generation-config auto``, the default; ``vllm`` for neutral defaults), and logprobs are the raw
+model's, before penalties, temperature and truncation (``--logprobs-mode raw_logprobs``, the default).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 import time
 import uuid
@@ -24,9 +29,21 @@ import torch
 class Engine:
     """One model (plus LoRA adapters by name), greedy or sampled decoding, raw-model logprobs."""
 
-    def __init__(self, model_dir: str, served_name: str | None, enable_lora: bool, max_model_len: int = 2048):
+    def __init__(
+        self,
+        model_dir: str,
+        served_name: str | None,
+        enable_lora: bool,
+        max_model_len: int = 2048,
+        generation_config: str = "auto",
+        logprobs_mode: str = "raw_logprobs",
+        log_requests: bool = False,
+    ):
         from transformers import AutoTokenizer
 
+        self.sampling_defaults = generation_defaults(generation_config, model_dir)
+        self.logprobs_mode = logprobs_mode
+        self.log_requests = log_requests
         self.lock = threading.Lock()
         self.enable_lora = enable_lora
         self.max_model_len = max_model_len
@@ -65,8 +82,8 @@ class Engine:
             return self.peft
         raise ApiError(404, f"The model `{name}` does not exist.", "NotFoundError")
 
-    def generate(self, model, prompt: list[int], n: int, max_tokens: int, temperature: float, seed, stop_ids):
-        """Per choice: (token ids, their logprobs, finish_reason)."""
+    def generate(self, model, prompt: list[int], n: int, max_tokens: int, params: dict, seed, stop_ids):
+        """Per choice: (token ids, their logprobs, finish_reason); ``params`` from request_sampling."""
         gen = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         out = []
         for _ in range(n):
@@ -79,21 +96,121 @@ class Engine:
                         break
                     with torch.no_grad():
                         logits = m(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1].float()
-                    lsm = torch.log_softmax(logits, -1)
-                    if temperature and temperature > 0:
-                        tok = int(
-                            torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=gen)
-                        )
-                    else:
-                        tok = int(torch.argmax(lsm))
+                    tok, lp = sample_token(logits, ids, len(prompt), params, gen, self.logprobs_mode)
                     ids.append(tok)
                     toks.append(tok)
-                    lps.append(float(lsm[tok]))
+                    lps.append(lp)
                     if tok in stop_ids:
                         finish = "stop"
                         break
             out.append((toks, lps, finish))
         return out
+
+
+# ---------- sampling as vLLM 0.34 does it ----------
+
+# vLLM's own defaults for the fields a request and the server leave unset
+# (vllm/entrypoints/openai/chat_completion/protocol.py:707 _DEFAULT_SAMPLING_PARAMS).
+NEUTRAL_SAMPLING = {
+    "repetition_penalty": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": 0,
+    "min_p": 0.0,
+}
+_GREEDY_BELOW = 1e-5  # vllm/sampling_params.py _SAMPLING_EPS: a lower temperature is greedy
+
+
+def generation_defaults(source: str, model_dir: str) -> dict:
+    """The server-wide sampling defaults, as vLLM's ModelConfig.get_diff_sampling_param
+    (vllm/config/model.py:1884) reads them: with ``--generation-config auto`` (the default) the
+    sampling fields of the model folder's generation_config.json that differ from transformers'
+    defaults (GenerationConfig.to_diff_dict), ``vllm`` none, or a folder path that folder's file.
+    Requests that leave a field out get these (Qwen3: temperature 0.6, top_k 20, top_p 0.95)."""
+    if source == "vllm":
+        return {}
+    from transformers import GenerationConfig
+
+    try:
+        config = GenerationConfig.from_pretrained(model_dir if source == "auto" else source).to_diff_dict()
+    except OSError:
+        return {}
+    return {k: config[k] for k in NEUTRAL_SAMPLING if config.get(k) is not None}
+
+
+def request_sampling(body: dict, defaults: dict) -> dict:
+    """The sampling parameters of a request: its own value, else the server default, else vLLM's
+    (priority "user -> server default -> OpenAI default", chat_completion/protocol.py:755)."""
+    out = {}
+    for k, neutral in NEUTRAL_SAMPLING.items():
+        v = body.get(k)
+        out[k] = type(neutral)(v if v is not None else defaults.get(k, neutral))
+    if out["temperature"] < _GREEDY_BELOW:  # greedy: truncation is moot (sampling_params.py:619)
+        out.update(top_p=1.0, top_k=0, min_p=0.0)
+    return out
+
+
+def log_request(rid: str, p: dict, n: int, seed, max_tokens: int) -> None:
+    """vLLM's ``--enable-log-requests`` line (entrypoints/serve/utils/request_logger.py:67, the fields
+    of SamplingParams.__repr__ that decide the distribution, sampling_params.py:1450)."""
+    params = (
+        f"SamplingParams(n={n}, presence_penalty={p['presence_penalty']}, "
+        f"frequency_penalty={p['frequency_penalty']}, repetition_penalty={p['repetition_penalty']}, "
+        f"temperature={p['temperature']}, top_p={p['top_p']}, top_k={p['top_k']}, min_p={p['min_p']}, "
+        f"seed={seed}, max_tokens={max_tokens})"
+    )
+    print(f"Received request {rid}: params: {params}, lora_request: None.", file=sys.stderr, flush=True)
+
+
+def _penalized(logits: torch.Tensor, ids: list[int], prompt_len: int, p: dict) -> torch.Tensor:
+    """Repetition (prompt and output tokens), presence and frequency (output tokens) penalties."""
+    if p["repetition_penalty"] == 1.0 and p["presence_penalty"] == 0.0 and p["frequency_penalty"] == 0.0:
+        return logits
+    x = logits.clone()
+    if p["repetition_penalty"] != 1.0 and ids:
+        seen = torch.tensor(sorted(set(ids)))
+        v = x[seen]
+        x[seen] = torch.where(v > 0, v / p["repetition_penalty"], v * p["repetition_penalty"])
+    out = ids[prompt_len:]
+    if out:
+        counts = torch.bincount(torch.tensor(out), minlength=x.numel()).to(x.dtype)
+        x -= p["frequency_penalty"] * counts + p["presence_penalty"] * (counts > 0).to(x.dtype)
+    return x
+
+
+def _truncated(x: torch.Tensor, p: dict) -> torch.Tensor:
+    """min-p, then top-k and top-p (vLLM's order: v1/worker/gpu/sample/sampler.py:259-273)."""
+    if p["min_p"] > 0:
+        probs = torch.softmax(x, -1)
+        x = x.masked_fill(probs < p["min_p"] * probs.max(), float("-inf"))
+    k = int(p["top_k"])
+    if 0 < k < x.numel():
+        x = x.masked_fill(x < torch.topk(x, k).values[-1], float("-inf"))
+    if p["top_p"] < 1.0:
+        order = torch.argsort(x, descending=True)
+        probs = torch.softmax(x[order], -1)
+        drop = torch.cumsum(probs, -1) - probs >= p["top_p"]  # vLLM: ascending cumsum <= 1 - top_p
+        x = x.clone()
+        x[order[drop]] = float("-inf")
+    return x
+
+
+def sample_token(
+    logits: torch.Tensor, ids: list[int], prompt_len: int, p: dict, gen, logprobs_mode: str
+) -> tuple[int, float]:
+    """One token and its logprob. ``raw_logprobs`` (vLLM's default, config/model.py:305) gives the
+    logprob under the model's own distribution, before penalties, temperature and truncation, whatever
+    was sampled from; ``processed_logprobs`` the one under the distribution actually sampled from."""
+    x = _penalized(logits, ids, prompt_len, p)
+    if p["temperature"] < _GREEDY_BELOW:
+        tok = int(torch.argmax(x))
+    else:
+        x = _truncated(x / p["temperature"], p)
+        tok = int(torch.multinomial(torch.softmax(x, -1), 1, generator=gen))
+    source = x if logprobs_mode == "processed_logprobs" else logits
+    return tok, float(torch.log_softmax(source, -1)[tok])
 
 
 class _NoAdapter:
@@ -287,14 +404,16 @@ def make_handler(engine: Engine):
                     raise ApiError(400, "prompt: must be a string or a list of token ids")
             n = int(body.get("n") or 1)
             max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
-            temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
+            params = request_sampling(body, engine.sampling_defaults)
             stop_ids = set(body.get("stop_token_ids") or [])
             if not body.get("ignore_eos") and tok.eos_token_id is not None:
                 stop_ids.add(tok.eos_token_id)
-            gens = engine.generate(model, prompt, n, max_tokens, temperature, body.get("seed"), stop_ids)
+            gens = engine.generate(model, prompt, n, max_tokens, params, body.get("seed"), stop_ids)
             want_ids = bool(body.get("return_token_ids"))
             want_lp = body.get("logprobs") is True if chat else isinstance(body.get("logprobs"), int)
             rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+            if engine.log_requests:
+                log_request(rid, params, n, body.get("seed"), max_tokens)
             created = int(time.time())
             ct = sum(len(g[0]) for g in gens)
             usage = {"prompt_tokens": len(prompt), "completion_tokens": ct, "total_tokens": len(prompt) + ct}
@@ -468,12 +587,43 @@ def make_server(
     port: int = 0,
     served_name: str | None = None,
     enable_lora: bool = False,
+    generation_config: str = "auto",
+    logprobs_mode: str = "raw_logprobs",
+    log_requests: bool = False,
 ) -> ThreadingHTTPServer:
-    engine = Engine(model, served_name, enable_lora)
+    engine = Engine(
+        model,
+        served_name,
+        enable_lora,
+        generation_config=generation_config,
+        logprobs_mode=logprobs_mode,
+        log_requests=log_requests,
+    )
     server = ThreadingHTTPServer((host, port), make_handler(engine))
     server.daemon_threads = True
     server.engine = engine
     return server
+
+
+def add_sampling_flags(p: argparse.ArgumentParser) -> None:
+    """vLLM's flags that decide what a request samples with and which logprobs it gets back."""
+    p.add_argument(
+        "--generation-config",
+        default="auto",
+        help="auto: the model folder's generation_config.json supplies the sampling defaults (vLLM's "
+        "default); vllm: neutral defaults; or a folder with a generation_config.json",
+    )
+    p.add_argument(
+        "--logprobs-mode",
+        default="raw_logprobs",
+        choices=["raw_logprobs", "processed_logprobs"],
+        help="raw_logprobs (vLLM's default): before penalties, temperature and truncation",
+    )
+    p.add_argument(
+        "--enable-log-requests",
+        action="store_true",
+        help="print each request's sampling parameters to stderr, as vLLM does",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -483,9 +633,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--enable-lora", action="store_true")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
+    add_sampling_flags(p)
     a = p.parse_args(argv)
     server = make_server(
-        a.model, host=a.host, port=a.port, served_name=a.served_model_name, enable_lora=a.enable_lora
+        a.model,
+        host=a.host,
+        port=a.port,
+        served_name=a.served_model_name,
+        enable_lora=a.enable_lora,
+        generation_config=a.generation_config,
+        logprobs_mode=a.logprobs_mode,
+        log_requests=a.enable_log_requests,
     )
     print(f"serving {server.engine.name} on http://{a.host}:{server.server_address[1]}/v1", flush=True)
     server.serve_forever()
