@@ -209,9 +209,11 @@ export const LlmCall = z.object({
   bridge: Json.nullable().describe(
     'token-in-token-out bridge decision (BridgeRecord): reused prefix length or fallback reason',
   ),
-  sampling: CallSampling.nullable().describe(
-    'the sampling parameters the backend got (null: not known, e.g. calls recorded before they were)',
-  ),
+  sampling: CallSampling.nullable()
+    .default(null)
+    .describe(
+      'the sampling parameters the backend got (null: not known, e.g. calls recorded before they were)',
+    ),
   finish_reason: z.string().nullable(),
   usage: Usage.nullable(),
   model: z.string().nullable(),
