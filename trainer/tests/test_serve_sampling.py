@@ -10,7 +10,8 @@ import urllib.request
 import pytest
 import torch
 
-from harness_rl_trainer.serve import generation_defaults, make_server, request_sampling, sample_token
+from harness_rl_trainer.sampling import generation_defaults, request_sampling, sample_token
+from harness_rl_trainer.serve import make_server
 
 QWEN3_SAMPLING = {"temperature": 0.6, "top_k": 20, "top_p": 0.95}
 
