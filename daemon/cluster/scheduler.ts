@@ -388,6 +388,7 @@ class RunLoop {
       failed_rollouts: rollouts.filter((r) => r.status === 'failed').length,
       samples: built.samples.length,
       prefix_breaks: built.summary.prefix_breaks,
+      temperature_breaks: built.summary.temperature_breaks,
       mask_tokens: built.summary.mask_tokens,
       zero_variance_groups: built.summary.zero_variance_groups,
       dropped_groups: built.summary.dropped_groups,

@@ -6,6 +6,10 @@ logprobs, ``return_token_ids``, token-id prompts), /v1/models, /tokenize, /detok
 /v1/load_lora_adapter, /v1/unload_lora_adapter, and the dev-mode full-weight reload
 (/collective_rpc update_config + reload_weights, /reset_prefix_cache). For tests and laptops only:
 with a GPU, run vLLM itself.
+
+Sampling is vLLM's: a field a request leaves out comes from the model folder's generation_config.json
+(``--generation-config auto``, the default; ``vllm`` for neutral defaults), and logprobs are the raw
+model's, before penalties, temperature and truncation (``--logprobs-mode raw_logprobs``, the default).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 import torch
 
 from .model import VLLM_MAX_LORA_RANKS
+from .sampling import add_sampling_flags, generation_defaults, log_request, request_sampling, sample_token
 
 
 class Engine:
@@ -33,9 +38,15 @@ class Engine:
         enable_lora: bool,
         max_model_len: int = 2048,
         max_lora_rank: int = 16,
+        generation_config: str = "auto",
+        logprobs_mode: str = "raw_logprobs",
+        log_requests: bool = False,
     ):
         from transformers import AutoTokenizer
 
+        self.sampling_defaults = generation_defaults(generation_config, model_dir)
+        self.logprobs_mode = logprobs_mode
+        self.log_requests = log_requests
         self.lock = threading.Lock()
         self.enable_lora = enable_lora
         self.max_lora_rank = max_lora_rank
@@ -75,8 +86,8 @@ class Engine:
             return self.peft
         raise ApiError(404, f"The model `{name}` does not exist.", "NotFoundError")
 
-    def generate(self, model, prompt: list[int], n: int, max_tokens: int, temperature: float, seed, stop_ids):
-        """Per choice: (token ids, their logprobs, finish_reason)."""
+    def generate(self, model, prompt: list[int], n: int, max_tokens: int, params: dict, seed, stop_ids):
+        """Per choice: (token ids, their logprobs, finish_reason); ``params`` from request_sampling."""
         gen = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         out = []
         for _ in range(n):
@@ -89,16 +100,10 @@ class Engine:
                         break
                     with torch.no_grad():
                         logits = m(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1].float()
-                    lsm = torch.log_softmax(logits, -1)
-                    if temperature and temperature > 0:
-                        tok = int(
-                            torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=gen)
-                        )
-                    else:
-                        tok = int(torch.argmax(lsm))
+                    tok, lp = sample_token(logits, ids, len(prompt), params, gen, self.logprobs_mode)
                     ids.append(tok)
                     toks.append(tok)
-                    lps.append(float(lsm[tok]))
+                    lps.append(lp)
                     if tok in stop_ids:
                         finish = "stop"
                         break
@@ -307,14 +312,16 @@ def make_handler(engine: Engine):
                     raise ApiError(400, "prompt: must be a string or a list of token ids")
             n = int(body.get("n") or 1)
             max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
-            temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
+            params = request_sampling(body, engine.sampling_defaults)
             stop_ids = set(body.get("stop_token_ids") or [])
             if not body.get("ignore_eos") and tok.eos_token_id is not None:
                 stop_ids.add(tok.eos_token_id)
-            gens = engine.generate(model, prompt, n, max_tokens, temperature, body.get("seed"), stop_ids)
+            gens = engine.generate(model, prompt, n, max_tokens, params, body.get("seed"), stop_ids)
             want_ids = bool(body.get("return_token_ids"))
             want_lp = body.get("logprobs") is True if chat else isinstance(body.get("logprobs"), int)
             rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+            if engine.log_requests:
+                log_request(rid, params, n, body.get("seed"), max_tokens)
             created = int(time.time())
             ct = sum(len(g[0]) for g in gens)
             usage = {"prompt_tokens": len(prompt), "completion_tokens": ct, "total_tokens": len(prompt) + ct}
@@ -489,8 +496,19 @@ def make_server(
     served_name: str | None = None,
     enable_lora: bool = False,
     max_lora_rank: int = 16,
+    generation_config: str = "auto",
+    logprobs_mode: str = "raw_logprobs",
+    log_requests: bool = False,
 ) -> ThreadingHTTPServer:
-    engine = Engine(model, served_name, enable_lora, max_lora_rank=max_lora_rank)
+    engine = Engine(
+        model,
+        served_name,
+        enable_lora,
+        max_lora_rank=max_lora_rank,
+        generation_config=generation_config,
+        logprobs_mode=logprobs_mode,
+        log_requests=log_requests,
+    )
     server = ThreadingHTTPServer((host, port), make_handler(engine))
     server.daemon_threads = True
     server.engine = engine
@@ -511,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
+    add_sampling_flags(p)
     a = p.parse_args(argv)
     server = make_server(
         a.model,
@@ -519,6 +538,9 @@ def main(argv: list[str] | None = None) -> int:
         served_name=a.served_model_name,
         enable_lora=a.enable_lora,
         max_lora_rank=a.max_lora_rank,
+        generation_config=a.generation_config,
+        logprobs_mode=a.logprobs_mode,
+        log_requests=a.enable_log_requests,
     )
     print(f"serving {server.engine.name} on http://{a.host}:{server.server_address[1]}/v1", flush=True)
     server.serve_forever()
