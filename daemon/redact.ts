@@ -9,7 +9,7 @@ export const REDACTED = '[redacted]';
 const KEYS = [
   'sk-[A-Za-z0-9_-]{16,}', // OpenAI (sk-, sk-proj-), Anthropic (sk-ant-)
   'hr[klt]_[A-Za-z0-9_-]{16,}', // harness-rl rollout keys, daemon and node tokens, event tickets
-  'AIza[A-Za-z0-9_-]{35}', // Google API keys
+  'AIza[A-Za-z0-9_-]{30,}', // Google API keys (35 after AIza)
   'gh[pousr]_[A-Za-z0-9]{36,}', // GitHub tokens
   'github_pat_[A-Za-z0-9_]{22,}', // GitHub fine-grained tokens
   'hf_[A-Za-z0-9]{30,}', // Hugging Face

@@ -63,7 +63,7 @@ export class SqlStore implements Store {
 
   /** Publish an event that changes nothing stored (who is attached to a run …). */
   announce(event: DaemonEvent): void {
-    if (!this.c.closed) this.c.publish([event]);
+    if (!this.c.closed) this.c.publish([redactValue(event)]);
   }
 
   // ---- runs
