@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { apiJsonParser, registerApi } from './api';
 import { registerCluster } from './cluster';
 import { boundUrl, checkBind, isLoopback } from './config/bind';
+import { readSecrets } from './config/secrets';
 import { ensureToken } from './config/token';
 import type { DaemonContext } from './context';
 import { DaemonConfig, type DaemonConfigInput } from './protocol/config';
@@ -57,6 +58,16 @@ export interface Daemon {
   close(): Promise<void>;
 }
 
+/** The user's upstream API keys (<data>/secrets.json) are redacted wherever they might show up. */
+function registerUpstreamKeys(dataDir: string): void {
+  try {
+    for (const [name, value] of Object.entries(readSecrets(dataDir)))
+      if (!name.includes(':')) registerSecret(value);
+  } catch {
+    // A malformed file is reported when a recording needs a key from it.
+  }
+}
+
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -77,6 +88,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const { token, created } = ensureToken(dataDir, options.token ?? process.env.HARNESS_RL_TOKEN);
   // A token of the user's own choosing need not look like one: the redactor is told it.
   registerSecret(token);
+  registerUpstreamKeys(dataDir);
   const write = options.log;
   const log = (message: string, detail?: Record<string, unknown>) => {
     if (write)
