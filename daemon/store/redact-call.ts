@@ -4,8 +4,7 @@
 import type { NewLlmCall } from '../protocol/entities';
 import { mayHoldSecret, redactJson, redactText, redactValue } from '../redact';
 import { jsonText } from './json-text';
-import type { ChainLink } from './sql/call-chain';
-import { sharedChars } from './sql/call-chain';
+import type { Shared } from './sql/call-chain';
 
 /** Characters before the end of a shared prefix scanned again: a key that straddles it is found. */
 const OVERLAP = 512;
@@ -29,21 +28,16 @@ export function redactFields(call: NewLlmCall): NewLlmCall {
 const tail = (text: string, shared: number) => (shared > OVERLAP ? text.slice(shared - OVERLAP) : text);
 
 /**
- * Must the bodies be redacted? `request`/`backend` are their texts, `link` the call's place in its chain
- * (what it shares with a base that is stored clean).
+ * Must the bodies be redacted? `texts` are the request's and backend request's texts, `shared` what
+ * they share with the chain's base (stored, hence clean), so only the rest is scanned.
  */
 export function bodiesNeedRedaction(
   call: NewLlmCall,
   texts: { request: string; backend: string | null },
-  link: ChainLink | null,
+  shared: Pick<Shared, 'request' | 'backend'> | null,
 ): boolean {
-  const { request, backend } = texts;
-  if (mayHoldSecret(tail(request, link?.requestShared ?? 0))) return true;
-  if (backend !== null) {
-    // The request is clean by now, so whatever the backend request shares with it is too.
-    const shared = Math.max(link?.backendShared ?? 0, sharedChars(request, backend));
-    if (mayHoldSecret(tail(backend, shared))) return true;
-  }
+  if (mayHoldSecret(tail(texts.request, shared?.request ?? 0))) return true;
+  if (texts.backend !== null && mayHoldSecret(tail(texts.backend, shared?.backend ?? 0))) return true;
   const response = jsonText(call.response);
   return response !== null && mayHoldSecret(response);
 }

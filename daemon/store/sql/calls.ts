@@ -149,14 +149,14 @@ export async function recordLlmCalls(c: SqlContext, input: NewLlmCall[]): Promis
     try {
       let call = redactFields(raw);
       let text = textsOf(call);
-      let link = c.chains.link(keys[i], call.prompt_ids, text.request, text.backend);
-      if (bodiesNeedRedaction(call, text, link)) {
+      let shared = c.chains.compare(keys[i], call.prompt_ids, text.request, text.backend);
+      if (bodiesNeedRedaction(call, text, shared)) {
         call = redactBodies(call);
         text = textsOf(call);
-        link = c.chains.link(keys[i], call.prompt_ids, text.request, text.backend);
+        shared = c.chains.compare(keys[i], call.prompt_ids, text.request, text.backend);
       }
       texts.push(text);
-      links.push(link);
+      links.push(c.chains.linkOf(shared));
       return call;
     } catch (err) {
       return invalid(`calls[${i}]`, (err as Error).message);
