@@ -7,25 +7,37 @@ import { jsonText } from './json-text';
 import type { Shared } from './sql/call-chain';
 
 /** Characters before the end of a shared prefix scanned again: a key that straddles it is found. */
-const OVERLAP = 512;
+const OVERLAP = 256;
 
 const orNull = <T>(s: T): T => (typeof s === 'string' ? (redactText(s) as T) : s);
 
 /** The call with every small text field redacted (the bodies are left to redactBodies). */
 export function redactFields(call: NewLlmCall): NewLlmCall {
+  // One scan of them all: the common clean call costs one short JSON text.
+  const { bridge, error, backend, model, finish_reason, usage, tags } = call;
+  if (!mayHoldSecret(JSON.stringify([bridge, error, backend, model, finish_reason, usage, tags])))
+    return call;
   return {
     ...call,
-    bridge: call.bridge == null ? call.bridge : redactValue(call.bridge),
-    error: orNull(call.error),
-    backend: orNull(call.backend),
-    model: orNull(call.model),
-    finish_reason: orNull(call.finish_reason),
-    usage: call.usage == null ? call.usage : redactValue(call.usage),
-    tags: call.tags == null ? call.tags : redactValue(call.tags),
+    bridge: bridge == null ? bridge : redactValue(bridge),
+    error: orNull(error),
+    backend: orNull(backend),
+    model: orNull(model),
+    finish_reason: orNull(finish_reason),
+    usage: usage == null ? usage : redactValue(usage),
+    tags: tags == null ? tags : redactValue(tags),
   };
 }
 
-const tail = (text: string, shared: number) => (shared > OVERLAP ? text.slice(shared - OVERLAP) : text);
+/**
+ * What to scan of `text` when its first `shared` characters are known clean. A private key block may
+ * be longer than OVERLAP: one that ends past that point has the whole text scanned.
+ */
+function tail(text: string, shared: number): string {
+  if (shared <= OVERLAP) return text;
+  const rest = text.slice(shared - OVERLAP);
+  return rest.includes('-----END') ? text : rest;
+}
 
 /**
  * Must the bodies be redacted? `texts` are the request's and backend request's texts, `shared` what

@@ -134,7 +134,7 @@ for (const kind of kinds) {
       expect(leaks(await storedText(space))).toEqual([]);
     });
 
-    it('finds a key split where a call parts from the last one (its scan starts before that point)', async () => {
+    it('finds a key, and a private key block, split where a call parts from the last one', async () => {
       await open();
       const a = await agent('hello');
       for (let i = 0; i < 3; i++) await a.turn(`turn ${i} ${'x'.repeat(600)}`, `done ${i}`);
@@ -144,7 +144,16 @@ for (const kind of kinds) {
       const calls = await a.calls();
       expect(JSON.stringify(calls[4].request)).toContain('half [redacted]');
       expect(leaks(JSON.stringify(calls))).toEqual([]);
-      expect(leaks(await storedText(space))).toEqual([]);
+      // A private key block longer than the overlap, its end in the next call.
+      const b = await agent('hello');
+      for (let i = 0; i < 3; i++) await b.turn(`turn ${i} ${'x'.repeat(600)}`, `done ${i}`);
+      const pem = `-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA${'Q7x'.repeat(400)}`;
+      await b.turn(pem, null);
+      await b.turn(`${pem}\n-----END RSA PRIVATE KEY-----`, 'done');
+      expect(JSON.stringify((await b.calls())[4].request)).toContain('"content":"[redacted]"');
+      const stored = await storedText(space);
+      expect(leaks(stored)).toEqual([]);
+      expect(stored).not.toContain('-----END RSA PRIVATE KEY-----');
     });
   });
 }
