@@ -29,7 +29,7 @@ const NATIVE: [string, (f: Frame) => boolean][] = [
 const STAGES: [string, RegExp][] = [
   ['store_record', /daemon\/store\/|better-sqlite3|\/pg\/|pg-protocol/],
   ['recorder', /daemon\/proxy\/recorder/],
-  ['redact', /daemon\/proxy\/redact/],
+  ['redact', /daemon\/redact/],
   ['tito_bridge', /daemon\/proxy\/(tito\/|bridge)/],
   ['json_parse_checked', /daemon\/api\/body/],
   ['assemble_strip', /daemon\/proxy\/(assemble|sse)/],

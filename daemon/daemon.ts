@@ -5,11 +5,14 @@ import { resolve } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { apiJsonParser, registerApi } from './api';
 import { registerCluster } from './cluster';
+import { boundUrl, checkBind, isLoopback } from './config/bind';
+import { readSecrets } from './config/secrets';
 import { ensureToken } from './config/token';
 import type { DaemonContext } from './context';
 import { DaemonConfig, type DaemonConfigInput } from './protocol/config';
 import { registerProxy } from './proxy';
 import { proxyServerFactory } from './proxy/front';
+import { redactText, registerSecret } from './redact';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
 
@@ -32,13 +35,19 @@ export interface DaemonOptions {
   log?: (line: string) => void;
   /** Options for the cluster (scheduler sweep and heartbeat intervals). */
   cluster?: Parameters<typeof registerCluster>[3];
+  /** PEM certificate and key: serve https (required to bind anything but loopback). */
+  tls?: { cert: string; key: string };
+  /** Bind a non-loopback host over plain HTTP anyway (logged as a warning on every start). */
+  allowPlainHttp?: boolean;
   /** Opens the store (default: openStore from store/open). */
   openStore?: (spec: string, dataDir: string) => Promise<Store>;
 }
 
 export interface Daemon {
-  /** http://127.0.0.1:PORT */
+  /** http(s)://127.0.0.1:PORT (loopback where the daemon listens on every address) */
   url: string;
+  /** The address as bound: http(s)://ADDRESS:PORT (`0.0.0.0` or `[::]` for every address). */
+  boundUrl: string;
   port: number;
   token: string;
   /** True when this start created the token (the CLI prints it once). */
@@ -47,6 +56,16 @@ export interface Daemon {
   /** The fastify app (tests may use app.inject / app.hasRoute). */
   app: FastifyInstance;
   close(): Promise<void>;
+}
+
+/** The user's upstream API keys (<data>/secrets.json) are redacted wherever they might show up. */
+function registerUpstreamKeys(dataDir: string): void {
+  try {
+    for (const [name, value] of Object.entries(readSecrets(dataDir)))
+      if (!name.includes(':')) registerSecret(value);
+  } catch {
+    // A malformed file is reported when a recording needs a key from it.
+  }
 }
 
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
@@ -67,16 +86,23 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     data: dataDir,
   });
   const { token, created } = ensureToken(dataDir, options.token ?? process.env.HARNESS_RL_TOKEN);
+  // A token of the user's own choosing need not look like one: the redactor is told it.
+  registerSecret(token);
+  registerUpstreamKeys(dataDir);
   const write = options.log;
   const log = (message: string, detail?: Record<string, unknown>) => {
-    if (write) write(`${new Date().toISOString()} ${message}${detail ? ` ${JSON.stringify(detail)}` : ''}`);
+    if (write)
+      write(
+        redactText(`${new Date().toISOString()} ${message}${detail ? ` ${JSON.stringify(detail)}` : ''}`),
+      );
   };
 
+  await checkBind(config.host, options.tls !== undefined, options.allowPlainHttp === true);
   const store = await (options.openStore ?? openStore)(config.store, dataDir);
   let url = '';
   const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log };
   const app = Fastify({
-    serverFactory: proxyServerFactory(),
+    serverFactory: proxyServerFactory(options.tls),
     logger: false,
     bodyLimit: config.body_limit_bytes,
     forceCloseConnections: true,
@@ -117,13 +143,21 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-  log('daemon listening', { url, store: store.kind, dataDir });
+  const bound = typeof address === 'object' && address ? address.address : config.host;
+  const scheme = options.tls ? 'https' : 'http';
+  const everywhere = bound === '0.0.0.0' || bound === '::';
+  url = boundUrl(scheme, everywhere ? (bound === '::' ? '::1' : '127.0.0.1') : bound, port);
+  const shown = boundUrl(scheme, bound, port);
+  log('daemon listening', { url: shown, store: store.kind, dataDir });
+  if (!options.tls && !isLoopback(bound))
+    log(
+      `WARNING: --allow-plain-http: serving plain HTTP on ${shown}; the token, rollout keys and every prompt cross the network unencrypted`,
+    );
 
   let closing: Promise<void> | null = null;
   return {
     url,
+    boundUrl: shown,
     port,
     token,
     tokenCreated: created,

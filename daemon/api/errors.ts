@@ -3,6 +3,7 @@ import type { FastifyError } from 'fastify';
 import type { z } from 'zod';
 import type { ErrorBody } from '../protocol/api';
 import { issueField } from '../protocol/fields';
+import { redactText } from '../redact';
 import { StoreError } from '../store/store';
 
 export class ApiError extends Error {
@@ -35,7 +36,7 @@ export function validationError(
 }
 
 export function errorBody(err: ApiError): ErrorBody {
-  return { error: { message: err.message, field: err.field, code: err.code } };
+  return { error: { message: redactText(err.message), field: err.field, code: err.code } };
 }
 
 /** Any thrown value → an ApiError (store errors and fastify's own request errors keep their meaning). */

@@ -3,6 +3,7 @@
 
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { holdSecrets, splitSecrets } from '../config/held-secrets';
 import { VERSION } from '../config/version';
 import type { DaemonContext } from '../context';
 import {
@@ -277,11 +278,14 @@ export const routes: AnyRoute[] = [
     handler: async ({ ctx, body }) => {
       // Everything that can reject the request is checked before anything is written.
       const tasks = await readTasks(body.config, body.base_dir);
+      // The store gets the config without its credentials; this daemon holds them to start the run.
+      const { value: config, held } = splitSecrets(body.config);
       const run = await ctx.store.createRun({
         name: body.config.name,
-        config: body.config,
+        config,
         ...(body.base_dir === undefined ? {} : { base_dir: resolve(body.base_dir) }),
       });
+      holdSecrets(ctx.dataDir, `run:${run.id}`, held);
       await ctx.store.createTasks(run.id, tasks);
       if (ctx.runs) {
         try {
@@ -449,11 +453,13 @@ export const routes: AnyRoute[] = [
     response: CreatedRecording,
     status: 201,
     handler: async ({ ctx, body }) => {
+      const { value: upstream, held } = splitSecrets(body.upstream ?? { kind: 'reference' });
       const recording = await ctx.store.createRecording({
         name: body.name ?? `recording ${new Date().toISOString()}`,
-        upstream: body.upstream ?? { kind: 'reference' },
+        upstream,
         tito: body.tito,
       });
+      holdSecrets(ctx.dataDir, `recording:${recording.id}`, held);
       // Recording keys work on the unscoped proxy paths, which record into the active recording.
       const base = ctx.baseUrl();
       return { ...recording, openai_base_url: `${base}/v1`, anthropic_base_url: base };

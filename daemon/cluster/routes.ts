@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { z } from 'zod';
 import { authorize, bearerToken } from '../api/auth';
 import { ApiError, errorBody, toApiError, validationError } from '../api/errors';
+import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
 import type { Attempt, Rollout } from '../protocol/entities';
@@ -86,7 +87,8 @@ export async function registerWorkerRoutes(
         if (claimed) {
           const { rollout, attempt } = claimed;
           attemptRollout.set(attempt.id, rollout.id);
-          const config = RunConfig.parse(run.config);
+          // The worker runs the verifier: it gets the argv with the credentials this daemon holds.
+          const config = RunConfig.parse(restoreSecrets(ctx.dataDir, `run:${runId}`, run.config));
           const base = ctx.baseUrl();
           const answer: Claimed = {
             rollout,

@@ -3,6 +3,7 @@
 // reference engine or a trainer node), brings every inference backend to the new weights, records
 // metrics and the new model version, and tells the proxy which versions may serve (sync: the newest
 // only; async: within `max_staleness`).
+import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext, RunController } from '../context';
 import { RunConfig } from '../protocol/config';
 import type { Group, Rollout, Run, Task } from '../protocol/entities';
@@ -463,7 +464,7 @@ export class Scheduler implements RunController {
     const run = await this.ctx.store.getRun(runId);
     if (!run) throw new StoreError('not_found', `no run ${runId}`, 'id');
     if (run.status === 'finished') return;
-    const config = RunConfig.parse(run.config);
+    const config = RunConfig.parse(restoreSecrets(this.ctx.dataDir, `run:${runId}`, run.config));
     checkEndpoints(config);
     await this.ctx.store.updateRun(runId, { status: 'running', error: null });
     const loop = new RunLoop(this.ctx, this.proxy, this.nodes, runId, config);

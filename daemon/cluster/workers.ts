@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { DaemonContext } from '../context';
 import { RunConfig, workersMode } from '../protocol/config';
 import type { AttemptOutput, Run, RunWorkers } from '../protocol/entities';
+import { redactText } from '../redact';
 import { commandRollout } from './command';
 import { type RolloutContext, runWorker } from './worker';
 
@@ -68,7 +69,8 @@ class OutputTail {
   private flush(): Promise<void> {
     if (!this.dirty) return this.writing;
     this.dirty = false;
-    const body = `${this.truncated ? '1' : '0'}\n${this.text}`;
+    // Harness output is shown by the API, so it is kept as the store keeps text: redacted.
+    const body = `${this.truncated ? '1' : '0'}\n${redactText(this.text)}`;
     this.writing = this.writing.then(() => writeFile(this.file, body).catch(() => {}));
     return this.writing;
   }
@@ -123,7 +125,9 @@ export class Workers {
   }
 
   /** A worker claimed (or waits to claim) a rollout of the run, or sent a heartbeat for one. */
-  saw(runId: string, worker: string): void {
+  saw(runId: string, name: string): void {
+    // Names come from workers and are shown by the API and the events, like stored text: redacted.
+    const worker = redactText(name);
     let workers = this.seen.get(runId);
     if (!workers) {
       workers = new Map();

@@ -9,6 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 import type { BackendStatus } from '../protocol/api';
+import { redactText, redactUrl } from '../redact';
 
 // undici rather than node:http: it costs about half the CPU per request (measured 26-29 µs against
 // 46-47 µs at 64 concurrent keep-alive calls), which is most of what the proxy adds to a call.
@@ -115,7 +116,7 @@ export class BackendPool implements Backends {
     const b: Backend = {
       url,
       root: rootUrl(url),
-      name: options.name ?? url,
+      name: options.name ?? redactUrl(url),
       runId: options.runId ?? null,
       modelVersion: options.modelVersion ?? null,
       outstanding: 0,
@@ -234,14 +235,14 @@ export class BackendPool implements Backends {
   list(): BackendStatus[] {
     const now = Date.now();
     return [...this.backends.values()].map((b) => ({
-      url: b.url,
-      name: b.name,
+      url: redactUrl(b.url),
+      name: redactText(b.name),
       run_id: b.runId,
       model_version: b.modelVersion,
       outstanding: b.outstanding,
       total: b.total,
       healthy: b.unhealthyUntil <= now && b.ready,
-      last_error: b.lastError,
+      last_error: b.lastError === null ? null : redactText(b.lastError),
       models: b.models,
     }));
   }

@@ -4,13 +4,13 @@ import type { ServerResponse } from 'node:http';
 import { parseBoundedJson } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { NewLlmCall, WireApi } from '../protocol/entities';
-import { JsonText, plainValue } from '../store/json-text';
+import { redactText } from '../redact';
+import { JsonText } from '../store/json-text';
 import { type ErrorWire, errorBody, type ProxyError } from './errors';
 import { sendJson } from './front';
 import type { Json } from './json';
 import type { Output } from './output';
 import type { Recorder } from './recorder';
-import { hasSecret, redact } from './redact';
 import type { Scope } from './scope';
 
 export interface CallInit {
@@ -124,15 +124,9 @@ export class Call {
       total_ms: this.elapsed(),
       ...fields,
     };
-    // Bodies are walked only when the request carries something key-like (the common case skips it);
-    // what the backend got and returned derives from the request, so it is redacted alike.
-    // Otherwise the request is stored as the harness sent it (its text, not re-serialised).
-    if (this.raw === undefined || hasSecret(this.raw, s.secrets)) {
-      call.request = redact(call.request, s.secrets);
-      if (call.backend_request != null)
-        call.backend_request = redact(plainValue(call.backend_request), s.secrets);
-      if (call.response != null) call.response = redact(plainValue(call.response), s.secrets);
-    } else if (call.request === this.request && this.request != null)
+    // The request is stored as the harness sent it (its text, not re-serialised); the store redacts
+    // every field (../redact.ts).
+    if (this.raw !== undefined && call.request === this.request && this.request != null)
       call.request = new JsonText(this.raw, this.request);
     const choices = this.choices;
     if (choices && choices.length > 1)
@@ -152,7 +146,7 @@ export class Call {
       this.ctx.log('proxy: recording a failed call failed', { error: String(e) });
     }
     const body = output
-      ? output.error(err.status, err.message, err.param, err.code)
+      ? output.error(err.status, redactText(err.message), err.param, err.code)
       : errorBody(this.errorWire, err);
     if (this.res.headersSent || this.res.writableEnded) {
       this.res.destroy();

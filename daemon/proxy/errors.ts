@@ -2,6 +2,7 @@
 // Anthropic `{type:'error', error:{type, message}}` (and as SSE frames mid-stream).
 import type { z } from 'zod';
 import { fieldPath, issueField } from '../protocol/fields';
+import { redactText } from '../redact';
 
 export type ErrorWire = 'openai' | 'anthropic';
 
@@ -77,9 +78,10 @@ export function anthropicErrorBody(status: number, message: string) {
 }
 
 export function errorBody(wire: ErrorWire, err: ProxyError): unknown {
+  const message = redactText(err.message);
   return wire === 'anthropic'
-    ? anthropicErrorBody(err.status, err.message)
-    : openaiErrorBody(err.status, err.message, err.param, err.code);
+    ? anthropicErrorBody(err.status, message)
+    : openaiErrorBody(err.status, message, err.param, err.code);
 }
 
 /** The error wire a URL's clients speak: Anthropic for …/v1/messages, OpenAI otherwise. */

@@ -11,6 +11,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { ProxyError } from './errors';
 
 /** Takes a request (true) or leaves it to fastify (false). */
@@ -23,15 +24,21 @@ interface Slot {
 const FRONT = Symbol('harness-rl proxy front');
 
 /**
- * Fastify's `serverFactory` for a daemon that serves the proxy: node:http servers that offer each
- * request to the proxy's front first (every server fastify makes for one listen shares the front).
+ * Fastify's `serverFactory` for a daemon that serves the proxy: node:http (or, with `tls`, node:https)
+ * servers that offer each request to the proxy's front first (every server fastify makes for one
+ * listen shares the front).
  */
-export function proxyServerFactory(): (handler: RequestListener, options: Record<string, unknown>) => Server {
+export function proxyServerFactory(tls?: {
+  cert: string;
+  key: string;
+}): (handler: RequestListener, options: Record<string, unknown>) => Server {
   const slot: Slot = { handler: null };
   return (fastifyHandler, options) => {
-    const server = createServer((req, res) => {
+    const handler: RequestListener = (req, res) => {
       if (!slot.handler?.(req, res)) fastifyHandler(req, res);
-    });
+    };
+    // An https.Server is a net.Server like http.Server, with the same request and timeout surface.
+    const server = tls ? (createHttpsServer(tls, handler) as unknown as Server) : createServer(handler);
     // Fastify sets its timeouts only on servers it makes itself. Node's own keep-alive limit (5 s)
     // would close a harness's idle socket whenever a tool step between two calls ran longer, and a
     // client that reuses it just as it closes gets a reset instead of an answer.

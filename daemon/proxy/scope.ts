@@ -2,10 +2,12 @@
 // active recording session (unscoped `/v1/...`, recording key or daemon token). Lookups are cached
 // and dropped on the store's rollout/recording events, so the hot path does no store reads.
 import { timingSafeEqual } from 'node:crypto';
+import { restoreSecrets } from '../config/held-secrets';
 import { readSecrets } from '../config/secrets';
 import type { DaemonContext } from '../context';
 import type { RunConfig } from '../protocol/config';
 import type { Recording, Rollout } from '../protocol/entities';
+import { registerSecret } from '../redact';
 import { keyHash } from '../store/ids';
 import { ProxyError } from './errors';
 
@@ -22,8 +24,6 @@ export interface Scope {
   /** Where a recording's calls go; null = the backend pool. */
   upstream: Upstream | null;
   runConfig: RunConfig | null;
-  /** Secrets to redact from recorded bodies (the keys valid for this scope). */
-  secrets: string[];
 }
 
 interface Entry {
@@ -56,13 +56,12 @@ function same(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** The scope with the caller's own key among the secrets redacted from recorded bodies. */
-function withSecret(scope: Scope, key: string): Scope {
-  return { ...scope, secrets: [...scope.secrets, key] };
-}
-
-function upstreamOf(recording: Recording | null): Upstream | null {
-  const u = recording?.upstream as { kind?: unknown; base_url?: unknown } | null | undefined;
+/** Where a recording's calls go, with the credentials this daemon holds for it put back. */
+function upstreamOf(dataDir: string, recording: Recording | null): Upstream | null {
+  const u = (recording && restoreSecrets(dataDir, `recording:${recording.id}`, recording.upstream)) as
+    | { kind?: unknown; base_url?: unknown }
+    | null
+    | undefined;
   if (!u || typeof u !== 'object' || typeof u.kind !== 'string') return null;
   if (!['openai', 'anthropic', 'vllm', 'reference'].includes(u.kind)) return null;
   if (u.kind === 'reference') return null;
@@ -114,7 +113,7 @@ export class Scopes {
       if (!entry?.keyHash || !same(hash, entry.keyHash))
         throw new ProxyError(403, `this key is not valid for rollout ${rolloutId}`, null, 'wrong_key');
     }
-    entry.verified = { key, scope: withSecret(entry.scope, key) };
+    entry.verified = { key, scope: entry.scope };
     return entry.verified.scope;
   }
 
@@ -146,7 +145,7 @@ export class Scopes {
     if (!ok)
       throw new ProxyError(401, 'this key is not valid for the active recording session', null, 'wrong_key');
     if (!entry) throw new ProxyError(404, `the recording's rollout ${recording.rollout_id} is gone`);
-    return isToken ? entry.scope : withSecret(entry.scope, key);
+    return entry.scope;
   }
 
   /** True when `key` is the daemon token (enough for listing models without a recording). */
@@ -188,9 +187,8 @@ export class Scopes {
         rollout,
         attemptId: running?.id ?? null,
         recording,
-        upstream: upstreamOf(recording),
+        upstream: upstreamOf(this.ctx.dataDir, recording),
         runConfig,
-        secrets: [this.ctx.token],
       },
     };
     this.rollouts.set(rolloutId, entry);
@@ -221,5 +219,7 @@ export function upstreamKey(dataDir: string, name: 'openai' | 'anthropic'): stri
   } catch (e) {
     throw new ProxyError(500, `cannot read the upstream keys: ${e instanceof Error ? e.message : String(e)}`);
   }
-  return secrets[name] || undefined;
+  const key = secrets[name] || undefined;
+  registerSecret(key);
+  return key;
 }

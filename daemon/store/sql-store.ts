@@ -1,6 +1,7 @@
 // The Store, written once over the Driver seam; SQLite and PostgreSQL differ only in their drivers.
 // Every method is one transaction; events are published to subscribers after the commit. The SQL
-// of each entity lives in ./sql/<entity>.ts; this class only hands each call to its home.
+// of each entity lives in ./sql/<entity>.ts; this class only hands each call to its home, with every
+// text it stores through the one redactor (../redact.ts; a call's fields in sql/calls.ts).
 import type {
   Attempt,
   Group,
@@ -21,6 +22,7 @@ import type {
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
 import type { StepValidation } from '../protocol/training';
+import { redactText, redactValue } from '../redact';
 import type { Driver } from './driver';
 import * as calls from './sql/calls';
 import { SqlContext } from './sql/context';
@@ -62,12 +64,16 @@ export class SqlStore implements Store {
 
   /** Publish an event that changes nothing stored (who is attached to a run …). */
   announce(event: DaemonEvent): void {
-    if (!this.c.closed) this.c.publish([event]);
+    if (!this.c.closed) this.c.publish([redactValue(event)]);
   }
 
   // ---- runs
   createRun(input: { name: string; config: unknown; base_dir?: string }): Promise<Run> {
-    return runs.createRun(this.c, input);
+    return runs.createRun(this.c, {
+      ...input,
+      name: redactText(input.name),
+      config: redactValue(input.config),
+    });
   }
   getRun(id: string): Promise<Run | null> {
     return runs.getRun(this.c, id);
@@ -79,7 +85,7 @@ export class SqlStore implements Store {
     id: string,
     patch: Partial<Pick<Run, 'status' | 'step' | 'model_version' | 'error'>>,
   ): Promise<Run> {
-    return runs.updateRun(this.c, id, patch);
+    return runs.updateRun(this.c, id, patch.error ? { ...patch, error: redactText(patch.error) } : patch);
   }
   addRunMetrics(runId: string, step: number, metrics: Record<string, number | null>): Promise<RunMetrics> {
     return runs.addRunMetrics(this.c, runId, step, metrics);
@@ -134,10 +140,13 @@ export class SqlStore implements Store {
     return rollouts.listRollouts(this.c, filter);
   }
   claimRollout(filter?: { run_id?: string; worker?: string }) {
-    return rollouts.claimRollout(this.c, filter);
+    return rollouts.claimRollout(
+      this.c,
+      filter?.worker ? { ...filter, worker: redactText(filter.worker) } : filter,
+    );
   }
   startAttempt(rolloutId: string, worker?: string): Promise<Attempt> {
-    return rollouts.startAttempt(this.c, rolloutId, worker);
+    return rollouts.startAttempt(this.c, rolloutId, worker && redactText(worker));
   }
   heartbeat(attemptId: string): Promise<void> {
     return rollouts.heartbeat(this.c, attemptId);
@@ -147,13 +156,13 @@ export class SqlStore implements Store {
     status: Exclude<Attempt['status'], 'running'>,
     error?: string,
   ): Promise<Rollout> {
-    return rollouts.finishAttempt(this.c, attemptId, status, error);
+    return rollouts.finishAttempt(this.c, attemptId, status, error && redactText(error));
   }
   completeRollout(id: string): Promise<Rollout> {
     return rollouts.completeRollout(this.c, id);
   }
   failRollout(id: string, error: string): Promise<Rollout> {
-    return rollouts.failRollout(this.c, id, error);
+    return rollouts.failRollout(this.c, id, typeof error === 'string' ? redactText(error) : error);
   }
   cancelRollout(id: string): Promise<Rollout> {
     return rollouts.cancelRollout(this.c, id);
@@ -165,7 +174,7 @@ export class SqlStore implements Store {
     return rollouts.listAttempts(this.c, rolloutId);
   }
   setRolloutStats(id: string, stats: RolloutStats, prefixBreaks: PrefixBreak[]): Promise<void> {
-    return rollouts.setRolloutStats(this.c, id, stats, prefixBreaks);
+    return rollouts.setRolloutStats(this.c, id, stats, redactValue(prefixBreaks));
   }
   getPrefixBreaks(id: string): Promise<PrefixBreak[]> {
     return rollouts.getPrefixBreaks(this.c, id);
@@ -190,7 +199,7 @@ export class SqlStore implements Store {
 
   // ---- rewards
   addReward(rolloutId: string, input: { value: number; source: string; detail?: unknown }): Promise<Reward> {
-    return rewards.addReward(this.c, rolloutId, input);
+    return rewards.addReward(this.c, rolloutId, redactValue(input));
   }
   listRewards(rolloutId: string): Promise<Reward[]> {
     return rewards.listRewards(this.c, rolloutId);
@@ -198,19 +207,19 @@ export class SqlStore implements Store {
 
   // ---- model versions, nodes, recordings
   addModelVersion(v: Omit<ModelVersion, 'created_at'>): Promise<ModelVersion> {
-    return modelVersions.addModelVersion(this.c, v);
+    return modelVersions.addModelVersion(this.c, redactValue(v));
   }
   listModelVersions(runId?: string | null): Promise<ModelVersion[]> {
     return modelVersions.listModelVersions(this.c, runId);
   }
   upsertNode(node: NodeInfo): Promise<NodeInfo> {
-    return nodes.upsertNode(this.c, node);
+    return nodes.upsertNode(this.c, redactValue(node));
   }
   listNodes(): Promise<NodeInfo[]> {
     return nodes.listNodes(this.c);
   }
   createRecording(input: NewRecording): Promise<Recording & { key: string }> {
-    return recordings.createRecording(this.c, input);
+    return recordings.createRecording(this.c, redactValue(input));
   }
   getRecording(id: string): Promise<Recording | null> {
     return recordings.getRecording(this.c, id);

@@ -80,7 +80,7 @@ export async function startDaemonProcess(
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (d) => {
       stdout += d;
-      const m = /listening on (http:\/\/\S+)/.exec(stdout);
+      const m = /listening on (https?:\/\/[^\s,]+)/.exec(stdout);
       if (m) resolve(m[1]!);
     });
     child.on('exit', (code) => reject(new Error(`daemon exited early (${code}): ${stderr}`)));

@@ -1,4 +1,5 @@
 // `harness-rl daemon`: start the daemon in the foreground; SIGINT / SIGTERM stop it cleanly.
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -7,7 +8,9 @@ import { tokenPath } from '../../config/token';
 import { type DaemonOptions, startDaemon } from '../../daemon';
 
 const USAGE = `usage: harness-rl daemon [--port N] [--host H] [--data DIR] [--store sqlite|postgres://…]
-                        [--token T] [--backend URL]... [--config FILE]`;
+                        [--token T] [--backend URL]... [--config FILE]
+                        [--tls-cert PEM --tls-key PEM] [--allow-plain-http]
+  --host other than loopback needs --tls-cert/--tls-key (https), or --allow-plain-http`;
 
 export function defaultDataDir(): string {
   return process.env.HARNESS_RL_DATA || join(homedir(), '.harness-rl');
@@ -17,6 +20,11 @@ export function defaultDataDir(): string {
  * The daemon's options from the command line and the optional config file's `daemon` section (flags
  * win; the section's `data` resolves against the file's folder). null for --help.
  */
+/** The PEM pair named by --tls-cert/--tls-key, read (the node agent's flags, the same way). */
+function readTls(cert: string | undefined, key: string | undefined): DaemonOptions['tls'] {
+  return cert && key ? { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } : undefined;
+}
+
 export async function daemonOptions(argv: string[]): Promise<DaemonOptions | null> {
   const { values } = parseArgs({
     args: argv,
@@ -28,6 +36,9 @@ export async function daemonOptions(argv: string[]): Promise<DaemonOptions | nul
       token: { type: 'string' },
       backend: { type: 'string', multiple: true },
       config: { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'allow-plain-http': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -37,6 +48,8 @@ export async function daemonOptions(argv: string[]): Promise<DaemonOptions | nul
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new Error(`--port must be 0…65535, got ${values.port}\n${USAGE}`);
   }
+  if (Boolean(values['tls-cert']) !== Boolean(values['tls-key']))
+    throw new Error(`--tls-cert and --tls-key go together\n${USAGE}`);
   const loaded = values.config ? await loadConfigFile(values.config) : null;
   const section = loaded?.config.daemon;
   return {
@@ -49,6 +62,8 @@ export async function daemonOptions(argv: string[]): Promise<DaemonOptions | nul
     store: values.store,
     token: values.token,
     backends: values.backend ? [...(section?.backends ?? []), ...values.backend] : undefined,
+    tls: readTls(values['tls-cert'], values['tls-key']),
+    allowPlainHttp: values['allow-plain-http'],
   };
 }
 
@@ -89,8 +104,9 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
     // Printed once the signals are handled: whoever reads the URL may stop the daemon at once.
+    const local = daemon.boundUrl === daemon.url ? '' : `, locally ${daemon.url}`;
     process.stdout.write(
-      `harness-rl daemon listening on ${daemon.url} (data ${dataDir}, store ${daemon.ctx.store.kind})\n`,
+      `harness-rl daemon listening on ${daemon.boundUrl}${local} (data ${dataDir}, store ${daemon.ctx.store.kind})\n`,
     );
     if (daemon.tokenCreated) {
       process.stdout.write(`access token (saved to ${tokenPath(dataDir)}, shown once): ${daemon.token}\n`);

@@ -41,6 +41,14 @@ interface Base {
   depth: number;
 }
 
+/** What a call shares with its chain's base: ids, request characters, backend request characters. */
+export interface Shared {
+  base: Base;
+  prompt: number | null;
+  request: number;
+  backend: number;
+}
+
 /** What a call is stored from: its base and what it shares with it. */
 export interface ChainLink {
   base: string;
@@ -94,6 +102,27 @@ export class CallChains {
 
   constructor(private readonly budgetBytes = BUDGET_BYTES) {}
 
+  /**
+   * What a call of the chain `key` shares with the chain's base (null: no base), whether or not it
+   * may be stored from it: the redactor scans only what comes after (see ../redact-call.ts).
+   */
+  compare(
+    key: string | null,
+    ids: Ids | null,
+    request: string | null,
+    backend: string | null,
+  ): Shared | null {
+    if (key === null) return null;
+    const b = this.bases.get(key);
+    if (!b) return null;
+    return {
+      base: b,
+      prompt: ids === null ? null : sharedIds(b.prompt, b.response, ids),
+      request: request === null || b.request === null ? 0 : sharedChars(b.request, request),
+      backend: backend === null || b.backend === null ? 0 : sharedChars(b.backend, backend),
+    };
+  }
+
   /** The base to store a call of the chain `key` from, or null to store it whole. */
   link(
     key: string | null,
@@ -101,19 +130,22 @@ export class CallChains {
     request: string | null,
     backend: string | null,
   ): ChainLink | null {
-    if (key === null) return null;
-    const b = this.bases.get(key);
-    if (!b || b.depth + 1 >= MAX_DEPTH) return null;
-    const ps = ids === null ? 0 : sharedIds(b.prompt, b.response, ids);
-    const rs = request === null || b.request === null ? 0 : sharedChars(b.request, request);
-    const bs = backend === null || b.backend === null ? 0 : sharedChars(b.backend, backend);
+    return this.linkOf(this.compare(key, ids, request, backend));
+  }
+
+  /** The base to store a call from (`shared` from compare), or null to store it whole. */
+  linkOf(shared: Shared | null): ChainLink | null {
+    if (!shared || shared.base.depth + 1 >= MAX_DEPTH) return null;
+    const ps = shared.prompt ?? 0;
+    const rs = shared.request;
+    const bs = shared.backend;
     if (ps < MIN_SHARED_IDS && rs < MIN_SHARED_CHARS && bs < MIN_SHARED_CHARS) return null;
     return {
-      base: b.id,
-      promptShared: ids === null ? null : ps,
+      base: shared.base.id,
+      promptShared: shared.prompt,
       requestShared: rs === 0 ? null : rs,
       backendShared: bs,
-      depth: b.depth + 1,
+      depth: shared.base.depth + 1,
     };
   }
 

@@ -6,6 +6,7 @@ import { decodeIdsOrNull, decodeLogprobs, encodeIds, encodeLogprobs } from '../c
 import type { Param, Queryable, Row } from '../driver';
 import { newId } from '../ids';
 import { jsonText, plainValue } from '../json-text';
+import { bodiesNeedRedaction, redactBodies, redactFields } from '../redact-call';
 import { StoreError } from '../store';
 import {
   type ChainedColumns,
@@ -102,6 +103,11 @@ function toCall(r: Row, whole: Whole | null, prompt: number[] | null, response: 
   };
 }
 
+const textsOf = (call: NewLlmCall) => ({
+  request: jsonText(call.request) ?? 'null',
+  backend: jsonText(call.backend_request),
+});
+
 /** The live-event form of a call: no bodies or token arrays, only their lengths. */
 export function summarizeCall(call: LlmCall): LlmCallSummary {
   const {
@@ -130,11 +136,35 @@ export async function recordLlmCall(c: SqlContext, call: NewLlmCall): Promise<Ll
  * serialized by its row lock), or 0 without one. A call with only a recording_id joins the
  * recording's rollout.
  */
-export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promise<LlmCall[]> {
-  if (calls.length === 0) return [];
+export async function recordLlmCalls(c: SqlContext, input: NewLlmCall[]): Promise<LlmCall[]> {
+  if (input.length === 0) return [];
   const t = now();
-  const out: LlmCall[] = calls.map((c, i) => {
+  input.forEach((c, i) => {
     if (!c || typeof c !== 'object') invalid(`calls[${i}]`, 'a call must be an object');
+  });
+  // Redacted first (see ../redact-call.ts): the chain's bases, the rows and the events hold only
+  // redacted text. Bodies whose text is known (JsonText) are written as that text.
+  const keys = input.map(chainKey);
+  const texts: { request: string; backend: string | null }[] = [];
+  const links: (ChainLink | null)[] = [];
+  const calls = input.map((raw, i) => {
+    try {
+      let call = redactFields(raw);
+      let text = textsOf(call);
+      let shared = c.chains.compare(keys[i], call.prompt_ids, text.request, text.backend);
+      if (bodiesNeedRedaction(call, text, shared)) {
+        call = redactBodies(call);
+        text = textsOf(call);
+        shared = c.chains.compare(keys[i], call.prompt_ids, text.request, text.backend);
+      }
+      texts.push(text);
+      links.push(c.chains.linkOf(shared));
+      return call;
+    } catch (err) {
+      return invalid(`calls[${i}]`, (err as Error).message);
+    }
+  });
+  const out: LlmCall[] = calls.map((c) => {
     oneOf('wire_api', c.wire_api, ['chat', 'completions', 'responses', 'messages', 'gemini']);
     oneOf('token_source', c.token_source, ['backend', 'bridge', 'text']);
     oneOf('status', c.status, ['ok', 'error', 'cancelled']);
@@ -170,17 +200,11 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       created_at: t,
     };
   });
-  // Encode outside the transaction (it is the bulk of the CPU work); bodies whose text is known
-  // (JsonText) are written as that text.
-  const keys = calls.map(chainKey);
-  const texts = calls.map((call) => ({
-    request: jsonText(call.request) ?? 'null',
-    backend: jsonText(call.backend_request),
-  }));
+  // Encode outside the transaction (it is the bulk of the CPU work).
   const encoded = calls.map((call, i): Encoded => {
     try {
       const { request, backend } = texts[i];
-      const link = c.chains.link(keys[i], call.prompt_ids, request, backend);
+      const link = links[i];
       return {
         link,
         texts: chainedColumns(link, request, backend),
