@@ -6,7 +6,7 @@ import { authorize, bearerToken } from '../api/auth';
 import { ApiError, errorBody, toApiError, validationError } from '../api/errors';
 import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
-import type { Attempt, Rollout } from '../protocol/entities';
+import { type Attempt, Id, type Rollout } from '../protocol/entities';
 import { nextEvent, rolloutOf } from './events';
 import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from './wire';
 import type { Workers } from './workers';
@@ -67,6 +67,8 @@ export async function registerWorkerRoutes(
     });
     scope.addHook('onRequest', async (request) => {
       await authorize(ctx, 'token', bearerToken(request.headers), undefined);
+      const id = Id.safeParse((request.params as { id?: unknown }).id);
+      if (!id.success) throw validationError(id.error, 'path', ['id']);
     });
 
     scope.post<{ Params: { id: string } }>('/api/runs/:id/claim', async (request, reply) => {

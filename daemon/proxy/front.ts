@@ -11,6 +11,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
+import { Id } from '../protocol/entities';
 import { ProxyError } from './errors';
 
 /** Takes a request (true) or leaves it to fastify (false). */
@@ -30,7 +31,19 @@ export function proxyServerFactory(): (handler: RequestListener, options: Record
   const slot: Slot = { handler: null };
   return (fastifyHandler, options) => {
     const server = createServer((req, res) => {
-      if (!slot.handler?.(req, res)) fastifyHandler(req, res);
+      let taken = false;
+      try {
+        taken = slot.handler?.(req, res) ?? false;
+      } catch (err) {
+        // The front decodes and checks everything before it can throw; should a bug still throw here,
+        // outside any handler, it must cost one request, never the process.
+        if (!res.headersSent) {
+          const e = new ProxyError(500, `proxy error: ${err instanceof Error ? err.message : String(err)}`);
+          sendJson(res, 500, JSON.stringify({ error: { message: e.message, type: 'server_error' } }));
+        } else res.destroy();
+        return;
+      }
+      if (!taken) fastifyHandler(req, res);
     });
     // Fastify sets its timeouts only on servers it makes itself. Node's own keep-alive limit (5 s)
     // would close a harness's idle socket whenever a tool step between two calls ran longer, and a
@@ -69,6 +82,25 @@ export interface ProxyRequest {
   body: unknown;
   /** The body's text, once read. */
   raw: string | undefined;
+  /** What is wrong with the URL itself (a malformed escape, a bad rollout id): answered as a 400. */
+  problem: ProxyError | null;
+}
+
+/**
+ * A path segment from a URL, decoded; a 400 naming `field` when its percent-escapes are malformed
+ * (decodeURIComponent throws a URIError on `%E0%A4%A`, which outside a handler would end the process).
+ */
+export function decodeSegment(text: string, field: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new ProxyError(
+      400,
+      `${field}: malformed percent-escape in ${JSON.stringify(text.slice(0, 200))}`,
+      field,
+      'invalid_url',
+    );
+  }
 }
 
 /** The proxy request of `url`, or null when the URL is not the proxy's. */
@@ -77,13 +109,23 @@ export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
   const q = url.indexOf('?');
   let path = q < 0 ? url : url.slice(0, q);
   let rid: string | undefined;
+  let problem: ProxyError | null = null;
   if (path.startsWith('/r/')) {
     const end = path.indexOf('/', 3);
     if (end <= 3) return null;
     try {
-      rid = decodeURIComponent(path.slice(3, end));
-    } catch {
-      return null;
+      rid = decodeSegment(path.slice(3, end), 'rollout_id');
+      const checked = Id.safeParse(rid);
+      if (!checked.success)
+        throw new ProxyError(
+          400,
+          `rollout_id: ${checked.error.issues[0]?.message}`,
+          'rollout_id',
+          'invalid_url',
+        );
+    } catch (e) {
+      problem = e as ProxyError;
+      rid = undefined;
     }
     path = path.slice(end);
   }
@@ -97,6 +139,7 @@ export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
     search: q < 0 ? '' : url.slice(q + 1),
     body: undefined,
     raw: undefined,
+    problem,
   };
 }
 

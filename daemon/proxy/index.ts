@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { parseJsonBody } from '../api/body';
 import type { DaemonContext } from '../context';
+import { hasNul, NO_NUL_MESSAGE } from '../protocol/bounds';
 import type { WireApi } from '../protocol/entities';
 import {
   askServedModels,
@@ -20,13 +21,14 @@ import { BridgeMemory } from './bridge';
 import { Call } from './call';
 import { backendBody, backendText, type FixedTarget, servedBody } from './dispatch';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
-import { installFront, type ProxyRequest, proxyRequest, readBody, sendJson } from './front';
+import { decodeSegment, installFront, type ProxyRequest, proxyRequest, readBody, sendJson } from './front';
 import type { Json } from './json';
 import { nativeOutput, type Output, translatedOutput } from './output';
 import { passthrough } from './passthrough';
 import { runCall } from './pipeline';
 import { Recorder } from './recorder';
 import { ChatBody, CompletionBody, surelyChatBody } from './requests';
+import { GEMINI_PATH, PROXY_ROUTES, type ProxyRoutePath } from './route-table';
 import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
 import { geminiCountTokens, geminiTranslator } from './translate/gemini';
@@ -231,7 +233,12 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       const early = wire === 'gemini' ? translatedOutput(geminiTranslator, null) : undefined;
       let body = req.body as Json;
       if (wire === 'gemini') {
-        const found = geminiTarget(req);
+        let found: ReturnType<typeof geminiTarget>;
+        try {
+          found = geminiTarget(req);
+        } catch (e) {
+          return call.fail(asProxyError(e), {}, early);
+        }
         if (!found || found.method === 'countTokens')
           return call.fail(
             new ProxyError(404, `no Gemini method ${req.path}`, null, 'unknown_route'),
@@ -343,9 +350,10 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       const t0 = performance.now();
       const call = newCall(req, res, wire, t0);
       const early = wire === 'gemini' ? translatedOutput(geminiTranslator, null) : undefined;
-      const model = wire === 'gemini' ? (geminiTarget(req)?.model ?? '') : '';
-      if (wire === 'gemini') geminiKey(req);
+      let model = '';
       try {
+        if (wire === 'gemini') model = geminiTarget(req)?.model ?? '';
+        if (wire === 'gemini') geminiKey(req);
         call.scope = await scopeOf(req);
       } catch (e) {
         return call.fail(asProxyError(e), {}, early);
@@ -480,24 +488,30 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   };
 
   type Handler = (req: ProxyRequest, res: ServerResponse) => Promise<unknown>;
-  const posts: Record<string, Handler> = {
+  const geminiGenerate = translated('gemini');
+  // One handler per route of PROXY_ROUTES (the type makes the two lists agree).
+  const handlers: Record<ProxyRoutePath, Handler> = {
     '/v1/chat/completions': native('chat'),
     '/v1/completions': native('completions'),
     '/v1/responses': translated('responses'),
     '/v1/messages': translated('messages'),
     '/v1/messages/count_tokens': countTokensRoute('messages'),
+    '/v1/models': models,
+    '/v1beta/models/{model}:generateContent': geminiGenerate,
+    '/v1beta/models/{model}:streamGenerateContent': geminiGenerate,
+    '/v1beta/models/{model}:countTokens': countTokensRoute('gemini'),
   };
-  const geminiCount = countTokensRoute('gemini');
-  const geminiGenerate = translated('gemini');
+  const byRoute = new Map(PROXY_ROUTES.map((r) => [`${r.method} ${r.path}`, handlers[r.path]]));
   /** The handler of a request under the proxy's paths; null leaves it to fastify (its 404). */
   const routeOf = (req: ProxyRequest): Handler | null => {
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
     if (req.path.startsWith('/v1beta/models/')) {
-      if (req.method !== 'POST') return null;
-      return geminiTarget(req)?.method === 'countTokens' ? geminiCount : geminiGenerate;
+      if (method !== 'POST') return null;
+      // An unknown Gemini method still reaches its handler, which answers 404 in Google's shape.
+      const gemini = GEMINI_PATH.exec(req.path)?.[2] ?? 'generateContent';
+      return byRoute.get(`POST /v1beta/models/{model}:${gemini}`) ?? null;
     }
-    if (req.method === 'POST') return posts[req.path] ?? unknownRoute;
-    if ((req.method === 'GET' || req.method === 'HEAD') && req.path === '/v1/models') return models;
-    return unknownRoute;
+    return byRoute.get(`${method} ${req.path}`) ?? unknownRoute;
   };
 
   /** A request that failed before its handler answered: a failed call on a known rollout, and the error. */
@@ -509,7 +523,8 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       return;
     }
     try {
-      if (req.method === 'POST') {
+      // A URL that names no rollout (a malformed escape in its id) has no call to record.
+      if (req.method === 'POST' && !req.problem) {
         const call = newCall(req, res, wireApiOfUrl(req.path), performance.now());
         call.scope = await scopeOf(req);
         return await call.fail(e);
@@ -539,6 +554,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       }
       req.body = parsed.value;
     }
+    if (req.problem) throw req.problem;
     await handler(req, res);
   };
   installFront(app.server, (msg, res) => {
@@ -564,13 +580,18 @@ function truncate(raw: string): string {
     : `${raw.slice(0, RAW_KEEP)}… (${raw.length - RAW_KEEP} more characters)`;
 }
 
-/** `…/v1beta/models/<model>:generateContent` or `:streamGenerateContent`: the model and whether to stream. */
+/**
+ * `…/v1beta/models/<model>:generateContent` or `:streamGenerateContent`: the model and whether to
+ * stream; a ProxyError 400 naming `model` when the model's escapes are malformed or it holds a NUL.
+ */
 function geminiTarget(
   req: ProxyRequest,
 ): { model: string; method: 'generateContent' | 'streamGenerateContent' | 'countTokens' } | null {
-  const m = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent|countTokens)$/.exec(req.path);
+  const m = GEMINI_PATH.exec(req.path);
   if (!m) return null;
-  return { model: decodeURIComponent(m[1]), method: m[2] as 'generateContent' };
+  const model = decodeSegment(m[1], 'model');
+  if (hasNul(model)) throw new ProxyError(400, `model: ${NO_NUL_MESSAGE}`, 'model', 'invalid_url');
+  return { model, method: m[2] as 'generateContent' };
 }
 
 /** Google clients may send the key as `?key=` instead of x-goog-api-key: read it as that header. */
