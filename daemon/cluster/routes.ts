@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { z } from 'zod';
 import { authorize, bearerToken } from '../api/auth';
+import { keepConnectionFor413 } from '../api/body';
 import { ApiError, errorBody, toApiError, validationError } from '../api/errors';
 import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
@@ -60,10 +61,11 @@ export async function registerWorkerRoutes(
 
   // Its own scope: the API's error shape and token check, without touching the proxy's routes.
   await app.register(async (scope) => {
-    scope.setErrorHandler((err, _request, reply) => {
+    scope.setErrorHandler(async (err, request, reply) => {
       const e = toApiError(err, ctx.config.body_limit_bytes);
       if (e.status >= 500) ctx.log('worker route error', { error: e.message });
-      reply.code(e.status).send(errorBody(e));
+      await keepConnectionFor413(e, request.raw, reply);
+      return reply.code(e.status).send(errorBody(e));
     });
     scope.addHook('onRequest', async (request) => {
       await authorize(ctx, 'token', bearerToken(request.headers), undefined);

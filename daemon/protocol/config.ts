@@ -204,7 +204,14 @@ export const DaemonConfig = z
       .int()
       .positive()
       .default(32 * 1024 * 1024),
-    backend_timeout_ms: durationMs().default(300_000),
+    backend_timeout_ms: durationMs()
+      .default(300_000)
+      .describe('a backend that sends no byte for this long fails the call (an idle limit)'),
+    call_deadline_ms: durationMs()
+      .default(1_800_000)
+      .describe(
+        'the longest a streamed call may take in all, however often the backend sends keep-alive comments',
+      ),
     side_models: z
       .string()
       .optional()

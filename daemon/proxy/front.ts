@@ -11,6 +11,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
+import { discardBody } from '../api/body';
 import { Id } from '../protocol/entities';
 import { ProxyError } from './errors';
 
@@ -143,28 +144,39 @@ export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
   };
 }
 
-/** The request body as text; a ProxyError 413 past `limit` bytes (by its content-length, or as read). */
-export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+/**
+ * The request body as text; a ProxyError 413 past `limit` bytes (by its content-length, or as read),
+ * answered once the rest is read and dropped (discardBody), or with `Connection: close` past its bound.
+ */
+export function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
-    const tooLarge = () =>
-      new ProxyError(413, `request body too large (limit ${limit} bytes)`, null, 'body_too_large');
+    let refused = false;
+    const tooLarge = (read: number) => {
+      refused = true;
+      return discardBody(req, read).then((ended) => {
+        if (!ended) res.setHeader('connection', 'close');
+        reject(
+          new ProxyError(413, `request body too large (limit ${limit} bytes)`, 'body', 'body_too_large'),
+        );
+      });
+    };
     const declared = Number(req.headers['content-length']);
-    if (declared > limit) {
-      req.resume();
-      return reject(tooLarge());
-    }
+    if (declared > limit) return void tooLarge(0);
     const parts: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > limit) {
         req.removeAllListeners('data');
-        req.resume();
-        reject(tooLarge());
+        parts.length = 0;
+        void tooLarge(size);
       } else parts.push(c);
     });
-    req.on('end', () =>
-      resolve(parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8')),
+    req.on(
+      'end',
+      () =>
+        refused ||
+        resolve(parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8')),
     );
     req.on('error', reject);
   });

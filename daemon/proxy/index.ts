@@ -6,7 +6,6 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { parseJsonBody } from '../api/body';
 import type { DaemonContext } from '../context';
-import { hasNul, NO_NUL_MESSAGE } from '../protocol/bounds';
 import type { WireApi } from '../protocol/entities';
 import {
   askServedModels,
@@ -21,14 +20,21 @@ import { BridgeMemory } from './bridge';
 import { Call } from './call';
 import { backendBody, backendText, type FixedTarget, servedBody } from './dispatch';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
-import { decodeSegment, installFront, type ProxyRequest, proxyRequest, readBody, sendJson } from './front';
+import { installFront, type ProxyRequest, proxyRequest, readBody, sendJson } from './front';
 import type { Json } from './json';
 import { nativeOutput, type Output, translatedOutput } from './output';
 import { passthrough } from './passthrough';
 import { runCall } from './pipeline';
 import { Recorder } from './recorder';
 import { ChatBody, CompletionBody, surelyChatBody } from './requests';
-import { GEMINI_PATH, PROXY_ROUTES, type ProxyRoutePath } from './route-table';
+import {
+  GEMINI_PATH,
+  geminiTarget,
+  isCountTokens,
+  PROXY_ROUTES,
+  type ProxyRoutePath,
+  wireApiOfUrl,
+} from './route-table';
 import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
 import { geminiCountTokens, geminiTranslator } from './translate/gemini';
@@ -361,7 +367,9 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       const scope = call.scope;
       call.tags.push(...sideTags(scope, req.body, true));
       const recordIt = scope.recording !== null;
-      if (!recordIt) call.recorded = true; // count_tokens of run rollouts is not an LLM call worth a record
+      // count_tokens of a rollout is no LLM call of its trajectory: not recorded (failRequest keeps the
+      // same rule for bodies that do not parse); in a recording it is a side call, recorded.
+      if (!recordIt) call.recorded = true;
       const u = scope.upstream;
       try {
         if (u?.kind === 'anthropic' && wire === 'messages') {
@@ -388,6 +396,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
             ),
             headers: target?.headers,
             timeoutMs: ctx.config.backend_timeout_ms,
+            idempotent: true, // counting tokens changes nothing
           });
           const text = await readText(res);
           if (res.statusCode !== 200) throw new ProxyError(502, `tokenize failed: ${text.slice(0, 300)}`);
@@ -527,6 +536,8 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       if (req.method === 'POST' && !req.problem) {
         const call = newCall(req, res, wireApiOfUrl(req.path), performance.now());
         call.scope = await scopeOf(req);
+        // count_tokens has one rule whatever the outcome: recorded in a recording, never in a rollout.
+        if (isCountTokens(req.path) && !call.scope.recording) call.recorded = true;
         return await call.fail(e);
       }
     } catch {
@@ -539,7 +550,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   const serve = async (req: ProxyRequest, msg: IncomingMessage, res: ServerResponse, handler: Handler) => {
     if (closing) throw new ProxyError(503, 'the daemon is shutting down', null, 'closing');
     if (req.method === 'POST') {
-      req.raw = await readBody(msg, bodyLimit);
+      req.raw = await readBody(msg, res, bodyLimit);
       const parsed = parseJsonBody(req.raw);
       if ('problem' in parsed) {
         const { code, message } = parsed.problem;
@@ -580,32 +591,10 @@ function truncate(raw: string): string {
     : `${raw.slice(0, RAW_KEEP)}… (${raw.length - RAW_KEEP} more characters)`;
 }
 
-/**
- * `…/v1beta/models/<model>:generateContent` or `:streamGenerateContent`: the model and whether to
- * stream; a ProxyError 400 naming `model` when the model's escapes are malformed or it holds a NUL.
- */
-function geminiTarget(
-  req: ProxyRequest,
-): { model: string; method: 'generateContent' | 'streamGenerateContent' | 'countTokens' } | null {
-  const m = GEMINI_PATH.exec(req.path);
-  if (!m) return null;
-  const model = decodeSegment(m[1], 'model');
-  if (hasNul(model)) throw new ProxyError(400, `model: ${NO_NUL_MESSAGE}`, 'model', 'invalid_url');
-  return { model, method: m[2] as 'generateContent' };
-}
-
 /** Google clients may send the key as `?key=` instead of x-goog-api-key: read it as that header. */
 function geminiKey(req: ProxyRequest): void {
   const key = new URLSearchParams(req.search).get('key');
   if (key !== null && !keyOf(req.headers)) req.headers['x-goog-api-key'] = key;
-}
-
-function wireApiOfUrl(url: string): WireApi {
-  if (url.includes('/v1beta/models/')) return 'gemini';
-  if (url.includes('/v1/messages')) return 'messages';
-  if (url.includes('/v1/responses')) return 'responses';
-  if (url.includes('/v1/completions') && !url.includes('/chat/')) return 'completions';
-  return 'chat';
 }
 
 function asProxyError(e: unknown): ProxyError {
