@@ -46,6 +46,8 @@ const BAD_QUERIES = [
   '?status=%ff',
   `?cursor=${'x'.repeat(3000)}`,
 ];
+/** Values each declared query parameter gets in turn. */
+const BAD_QUERY_VALUES = ['', '%', '%E0%A4%A', '%00', '-1', 'abc', '1e999', 'x'.repeat(3000)];
 /** Values each declared body field gets in turn (wrong types, NULs, extremes, malformed escapes). */
 const BAD_VALUES: unknown[] = [
   null,
@@ -102,6 +104,8 @@ interface Target {
   path: string;
   /** Declared JSON body properties (from the OpenAPI document), or the proxy's base body. */
   fields: string[];
+  /** Declared query parameters (from the OpenAPI document). */
+  query: string[];
   base: Record<string, unknown>;
   proxy: boolean;
 }
@@ -113,7 +117,13 @@ async function targets(url: string, token: string): Promise<Target[]> {
   ).json()) as {
     paths: Record<
       string,
-      Record<string, { requestBody?: { content?: Record<string, { schema?: { properties?: object } }> } }>
+      Record<
+        string,
+        {
+          requestBody?: { content?: Record<string, { schema?: { properties?: object } }> };
+          parameters?: { name: string; in: string }[];
+        }
+      >
     >;
   };
   const out: Target[] = [];
@@ -124,6 +134,7 @@ async function targets(url: string, token: string): Promise<Target[]> {
         method: method.toUpperCase(),
         path,
         fields: Object.keys(schema?.properties ?? {}),
+        query: (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name),
         base: {},
         proxy: false,
       });
@@ -134,6 +145,7 @@ async function targets(url: string, token: string): Promise<Target[]> {
       method: r.method,
       path: r.path,
       fields: [...Object.keys(base), ...WIRE_FIELDS],
+      query: ['key', 'alt'],
       base,
       proxy: true,
     });
@@ -163,6 +175,9 @@ function inputs(t: Target, ids: { rollout: string }): { path: string; body?: str
         out.push({ path: scope + t.path.replace('{model}', seg), body: bodyOf(t.base) });
     }
     for (const q of BAD_QUERIES) out.push({ path: `${scope}${good}${q}`, body: bodyOf(t.base) });
+    for (const name of t.query)
+      for (const v of BAD_QUERY_VALUES)
+        out.push({ path: `${scope}${good}?${name}=${v}`, body: bodyOf(t.base) });
     if (!post) continue;
     for (const b of BAD_BODIES) out.push({ path: scope + good, body: b });
     // Field by field where the body is read (unscoped calls without a recording stop before it).
