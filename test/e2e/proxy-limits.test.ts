@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { writeSecret } from '../../daemon/config/secrets';
 import { startTestDaemon } from '../helpers/daemon';
 import { proxyOnFakeVllm, startTestProxy } from './proxy-setup';
 
@@ -198,6 +199,31 @@ describe('limits', () => {
       expect(detail.llm_calls[0]).toMatchObject({
         status: 'error',
         error: expect.stringMatching(/deadline/),
+      });
+      // A recording that passes through to Anthropic: the upstream's keep-alive pings likewise.
+      writeSecret(daemon.dataDir, 'anthropic', 'sk-ant-test');
+      const rec = (
+        await daemon.api('POST', '/api/recordings', {
+          upstream: { kind: 'anthropic', base_url: backend.url },
+        })
+      ).body;
+      const t1 = Date.now();
+      const passed = await fetch(`${daemon.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': rec.key },
+        body: JSON.stringify({
+          model: 'toy',
+          max_tokens: 4,
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      });
+      await passed.text();
+      expect(Date.now() - t1).toBeLessThan(5000);
+      const calls = (await daemon.api('GET', `/api/recordings/${rec.id}`)).body.calls;
+      expect(calls[0]).toMatchObject({
+        status: 'error',
+        error: expect.stringMatching(/deadline of 1000 ms/),
       });
     } finally {
       await daemon.close();
