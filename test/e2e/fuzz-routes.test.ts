@@ -213,14 +213,21 @@ async function fuzz(store: (dataDir: string) => string) {
   const sent: Sent[] = [];
   const bad: (Sent & { detail: string })[] = [];
   try {
-    const created = await fetch(`${daemon.url}/api/rollouts`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: '{"input":"fuzz"}',
-    });
-    const rollout = (await created.json()) as { id: string; key: string };
+    const create = async () =>
+      (await (
+        await fetch(`${daemon.url}/api/rollouts`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: '{"input":"fuzz"}',
+        })
+      ).json()) as { id: string; key: string };
+    // The REST routes complete, fail and cancel their rollout; the proxy's calls go to one they leave open.
+    const [restRollout, proxyRollout] = [await create(), await create()];
     const all = (await targets(daemon.url, token)).flatMap((t) =>
-      inputs(t, { rollout: rollout.id }).map((i) => ({ ...i, method: t.method })),
+      inputs(t, { rollout: (t.proxy ? proxyRollout : restRollout).id }).map((i) => ({
+        ...i,
+        method: t.method,
+      })),
     );
     let next = 0;
     const worker = async () => {
@@ -228,7 +235,7 @@ async function fuzz(store: (dataDir: string) => string) {
         const i = all[next++];
         const url = `${daemon.url}${i.path}`;
         const headers: Record<string, string> = {};
-        const auth = i.auth ?? (i.path.startsWith(`/r/${rollout.id}/`) ? rollout.key : token);
+        const auth = i.auth ?? (i.path.startsWith(`/r/${proxyRollout.id}/`) ? proxyRollout.key : token);
         if (auth) headers.authorization = `Bearer ${auth}`;
         if (i.body !== undefined) headers['content-type'] = 'application/json';
         try {
