@@ -2,8 +2,9 @@
 // startDaemon builds the context, registers the parts in order and closes them in reverse.
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { apiJsonParser, registerApi } from './api';
+import { errorBody, frameworkApiError } from './api/errors';
 import { registerCluster } from './cluster';
 import { boundUrl, checkBind, isLoopback } from './config/bind';
 import { readSecrets } from './config/secrets';
@@ -101,12 +102,21 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const store = await (options.openStore ?? openStore)(config.store, dataDir);
   let url = '';
   const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log };
+  // Every route pattern, for naming the parameter of a URL whose escapes do not decode.
+  const patterns = new Set<string>();
   const app = Fastify({
     serverFactory: proxyServerFactory(options.tls),
+    frameworkErrors: (err, req, reply) => {
+      const e = frameworkApiError(err, req.raw.url ?? '/', patterns);
+      (reply as FastifyReply).code(e.status).send(errorBody(e));
+    },
     logger: false,
     bodyLimit: config.body_limit_bytes,
     forceCloseConnections: true,
     return503OnClosing: true,
+  });
+  app.addHook('onRoute', (route) => {
+    patterns.add(route.url);
   });
   // Routes outside /api and the proxy (the cluster's worker routes) parse JSON bodies like the API.
   app.removeContentTypeParser('application/json');

@@ -2,6 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { DaemonContext } from '../context';
+import { Id } from '../protocol/entities';
 import { keyHash } from '../store/ids';
 import { ApiError } from './errors';
 import type { Auth, Caller } from './route';
@@ -28,6 +29,7 @@ export function bearerToken(headers: IncomingHttpHeaders): string | null {
  * keeps only SHA-256 hashes of keys, so the presented key's hash is compared (in constant time).
  */
 async function isRolloutKey(ctx: DaemonContext, rolloutId: string, key: string): Promise<boolean> {
+  if (!Id.safeParse(rolloutId).success) return false; // no rollout has it (the handler's 400 names it)
   const presented = keyHash(key);
   const own = await ctx.store.getRolloutKeyHash(rolloutId);
   if (own && sameSecret(own, presented)) return true;

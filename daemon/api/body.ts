@@ -1,7 +1,51 @@
 // Request bodies as JSON text, checked before anything else walks them: nesting is bounded (V8's
 // JSON.parse copes with any depth, but JSON.stringify, zod, redaction and every other recursive walk
 // would overflow the stack on a body like 10,000 nested `[`), and `null` is not an object body.
+import type { IncomingMessage } from 'node:http';
 import { ApiError } from './errors';
+
+/**
+ * The most of a refused (too large) body that is read and dropped before its 413, and for how long:
+ * a client that sends the whole body before reading the answer (Python's requests, curl) gets the
+ * 413 instead of a broken pipe. Past either bound the answer closes the connection.
+ */
+export const DISCARD_LIMIT_BYTES = 256 * 1024 * 1024;
+export const DISCARD_LIMIT_MS = 30_000;
+
+/**
+ * Reads and drops the rest of `req` (of which `read` bytes were read already); resolves true once it
+ * ended within DISCARD_LIMIT_BYTES and DISCARD_LIMIT_MS, false otherwise (then close the connection).
+ */
+export function discardBody(req: IncomingMessage, read = 0): Promise<boolean> {
+  if (req.complete) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let size = read;
+    let settled = false;
+    const done = (ended: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onClose);
+      req.off('close', onClose);
+      if (!ended) req.pause();
+      resolve(ended);
+    };
+    const onData = (c: Buffer) => {
+      size += c.length;
+      if (size > DISCARD_LIMIT_BYTES) done(false);
+    };
+    const onEnd = () => done(true);
+    const onClose = () => done(req.complete);
+    const timer = setTimeout(() => done(false), DISCARD_LIMIT_MS);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onClose);
+    req.on('close', onClose);
+    req.resume();
+  });
+}
 
 /**
  * The deepest nesting of arrays and objects a request body may have. Real requests stay far below
@@ -71,6 +115,18 @@ export function parseBoundedJson(text: string): any {
   const value = JSON.parse(text);
   if (tooDeep(text, value)) throw new SyntaxError(`JSON nests deeper than ${MAX_JSON_DEPTH} levels`);
   return value;
+}
+
+/**
+ * Before a 413 goes out: the rest of the body is read and dropped, and the connection fastify marked
+ * `Connection: close` (it stops reading at the limit) stays open when that ended within the bounds.
+ */
+export async function keepConnectionFor413(
+  e: ApiError,
+  req: IncomingMessage,
+  reply: { removeHeader(name: string): unknown },
+): Promise<void> {
+  if (e.status === 413 && (await discardBody(req))) reply.removeHeader('connection');
 }
 
 /** What went wrong with a body, for the caller's own error type. */

@@ -39,6 +39,44 @@ export function errorBody(err: ApiError): ErrorBody {
   return { error: { message: redactText(err.message), field: err.field, code: err.code } };
 }
 
+/**
+ * The field a malformed URL is wrong in: the `:param` of a route pattern (from `patterns`, fastify
+ * style) at the first segment whose percent-escapes do not decode, else `path`.
+ */
+export function badUrlField(url: string, patterns: Iterable<string>): string {
+  const segments = url.split('?')[0].split('/');
+  const at = segments.findIndex((s) => {
+    try {
+      decodeURIComponent(s);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  if (at < 0) return 'path';
+  for (const pattern of patterns) {
+    const parts = pattern.split('/');
+    if (parts.length !== segments.length || !parts[at]?.startsWith(':')) continue;
+    if (parts.every((p, i) => i === at || p.startsWith(':') || p === segments[i])) return parts[at].slice(1);
+  }
+  return 'path';
+}
+
+/** Fastify's errors before any route runs (a URL that does not decode, a parameter too long) → an ApiError. */
+export function frameworkApiError(
+  err: Partial<FastifyError>,
+  url: string,
+  patterns: Iterable<string>,
+): ApiError {
+  if (err.code === 'FST_ERR_BAD_URL') {
+    const field = badUrlField(url, patterns);
+    return new ApiError(400, 'invalid_url', `${field}: malformed percent-escape in the URL`, field);
+  }
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH')
+    return new ApiError(414, 'uri_too_long', 'a path parameter is longer than 100 characters', 'path');
+  return new ApiError(400, 'invalid_request', err.message ?? 'bad request', 'path');
+}
+
 /** Any thrown value → an ApiError (store errors and fastify's own request errors keep their meaning). */
 export function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (err instanceof ApiError) return err;

@@ -148,7 +148,13 @@ function stream(ctx: DaemonContext, ws: WebSocket, runId: string | undefined): v
 export function attachEvents(server: Server, ctx: DaemonContext): { close(): Promise<void> } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      // `//host:99999` as the request target: URL refuses it; an event handler must not throw.
+      return reject(socket, new ApiError(400, 'invalid_url', 'the request URL does not parse', 'path'));
+    }
     if (url.pathname !== EVENTS_PATH) {
       // Nobody else listens for upgrades on this path: answer rather than leave the socket hanging.
       if (server.listeners('upgrade').length === 1)

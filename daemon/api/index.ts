@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { DaemonContext } from '../context';
 import { authorize, bearerToken } from './auth';
-import { apiJsonParser } from './body';
+import { apiJsonParser, keepConnectionFor413 } from './body';
 import { ApiError, errorBody, toApiError, validationError } from './errors';
 import { attachEvents } from './events';
 import { addOtherRoute } from './openapi';
@@ -54,10 +54,11 @@ export async function registerApi(
       // deeper than MAX_JSON_DEPTH are 400s naming the body.
       api.removeContentTypeParser('application/json');
       api.addContentTypeParser('application/json', { parseAs: 'string' }, apiJsonParser);
-      api.setErrorHandler((err, req, reply) => {
+      api.setErrorHandler(async (err, req, reply) => {
         const e = toApiError(err, bodyLimit);
         if (e.status >= 500) ctx.log('api error', { method: req.method, url: req.url, error: e.message });
-        reply.code(e.status).send(errorBody(e));
+        await keepConnectionFor413(e, req.raw, reply);
+        return reply.code(e.status).send(errorBody(e));
       });
       api.setNotFoundHandler((req, reply) => {
         const e = new ApiError(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0]}`);

@@ -3,11 +3,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { z } from 'zod';
 import { authorize, bearerToken } from '../api/auth';
+import { keepConnectionFor413 } from '../api/body';
 import { ApiError, errorBody, toApiError, validationError } from '../api/errors';
 import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
-import type { Attempt, Rollout } from '../protocol/entities';
+import { type Attempt, Id, type Rollout } from '../protocol/entities';
 import { nextEvent, rolloutOf } from './events';
 import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from './wire';
 import type { Workers } from './workers';
@@ -61,13 +62,16 @@ export async function registerWorkerRoutes(
 
   // Its own scope: the API's error shape and token check, without touching the proxy's routes.
   await app.register(async (scope) => {
-    scope.setErrorHandler((err, _request, reply) => {
+    scope.setErrorHandler(async (err, request, reply) => {
       const e = toApiError(err, ctx.config.body_limit_bytes);
       if (e.status >= 500) ctx.log('worker route error', { error: e.message });
-      reply.code(e.status).send(errorBody(e));
+      await keepConnectionFor413(e, request.raw, reply);
+      return reply.code(e.status).send(errorBody(e));
     });
     scope.addHook('onRequest', async (request) => {
       await authorize(ctx, 'token', bearerToken(request.headers), undefined);
+      const id = Id.safeParse((request.params as { id?: unknown }).id);
+      if (!id.success) throw validationError(id.error, 'path', ['id']);
     });
 
     scope.post<{ Params: { id: string } }>('/api/runs/:id/claim', async (request, reply) => {

@@ -1,11 +1,12 @@
 // The worker protocol: the bodies of the claim / heartbeat / finish routes, shared by the routes
 // (which validate with them) and the SDK worker (which reads with them).
 import { z } from 'zod';
+import { durationS, storedText } from '../protocol/bounds';
 import { Attempt, Id, Json, Rollout } from '../protocol/entities';
 
 export const ClaimBody = z
   .object({
-    worker: z.string().max(200).optional().describe('a name for the worker, stored on the attempt'),
+    worker: storedText().max(200).optional().describe('a name for the worker, stored on the attempt'),
     wait_ms: z
       .number()
       .int()
@@ -24,8 +25,8 @@ export const Claimed = z.object({
   anthropic_base_url: z.string(),
   input: Json.describe('the task input'),
   model: z.string().describe('the served model name to ask for'),
-  timeout_s: z.number().positive().describe('the attempt is timed out after this long'),
-  heartbeat_s: z.number().positive().describe('post a heartbeat at least this often'),
+  timeout_s: durationS().describe('the attempt is timed out after this long'),
+  heartbeat_s: durationS().describe('post a heartbeat at least this often'),
   reward: z
     .enum(['harness', 'verifier'])
     .optional()
@@ -42,7 +43,7 @@ export const HeartbeatReply = z.object({
 export const FinishBody = z
   .object({
     status: z.enum(['succeeded', 'failed', 'timed_out', 'cancelled']),
-    error: z.string().max(10_000).optional(),
+    error: storedText().max(10_000).optional(),
     reward: z
       .number()
       .finite()

@@ -1,6 +1,7 @@
 // REST request and response bodies. The server validates with these, the OpenAPI document is
 // generated from them, and the extension and webviews import the same types.
 import { z } from 'zod';
+import { cursorOf, httpUrl, storedText } from './bounds';
 import { RunConfig } from './config';
 import {
   Attempt,
@@ -67,7 +68,7 @@ export const RolloutQuery = z
     min_reward: z.coerce.number().optional(),
     max_reward: z.coerce.number().optional(),
     has_reward: z.enum(['true', 'false']).optional(),
-    cursor: z.string().optional(),
+    cursor: cursorOf('ro').optional(),
     limit: z.coerce.number().int().min(1).max(1000).default(100),
   })
   .strict();
@@ -82,12 +83,12 @@ export const RolloutDetail = Rollout.extend({
 export const RewardBody = z
   .object({
     value: z.number().finite(),
-    source: z.string().max(100).optional(),
+    source: storedText().max(100).optional(),
     detail: Json.optional(),
   })
   .strict();
 
-export const FailBody = z.object({ error: z.string().max(10_000) }).strict();
+export const FailBody = z.object({ error: storedText().max(10_000) }).strict();
 
 export const CreateRunBody = z
   .object({
@@ -97,7 +98,10 @@ export const CreateRunBody = z
   .strict();
 
 export const RunQuery = z
-  .object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).default(100) })
+  .object({
+    cursor: cursorOf('run').optional(),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+  })
   .strict();
 
 export const GroupQuery = z
@@ -105,18 +109,18 @@ export const GroupQuery = z
     status: RolloutStatus.optional().describe('only groups with a rollout of this status'),
     min_reward: z.coerce.number().optional().describe('only groups with a rollout rewarded at least this'),
     max_reward: z.coerce.number().optional().describe('only groups with a rollout rewarded at most this'),
-    cursor: z.string().optional(),
+    cursor: cursorOf('grp').optional(),
     limit: z.coerce.number().int().min(1).max(1000).default(100),
   })
   .strict();
 
 export const CreateRecordingBody = z
   .object({
-    name: z.string().min(1).max(200).optional(),
+    name: storedText().min(1).max(200).optional(),
     upstream: z
       .object({
         kind: z.enum(['openai', 'anthropic', 'vllm', 'reference']),
-        base_url: z.string().url().optional(),
+        base_url: httpUrl().optional(),
       })
       .strict()
       .optional(),

@@ -1,6 +1,7 @@
 // The config file (harness.yaml or JSON): one schema for the daemon section and for runs.
 // JSON Schema for editors is generated from these (`npm run schema` → harness-rl.schema.json).
 import { z } from 'zod';
+import { durationMs, durationS } from './bounds';
 
 const Endpoint = z.union([
   z.literal('reference').describe('the built-in reference engine'),
@@ -31,7 +32,7 @@ export const InferenceConfig = z
     endpoints: z.array(Endpoint).min(1).default(['reference']),
     token: z.string().optional().describe('token for node agents'),
     tls_ca: TlsCa,
-    timeout_ms: z.number().int().positive().default(120_000),
+    timeout_ms: durationMs().default(120_000),
     while_loading: z
       .enum(['wait', 'reject'])
       .default('wait')
@@ -80,7 +81,7 @@ export const HarnessConfig = z
         'daemon (the default when a command is given): the daemon runs `command` itself, `concurrency` rollouts at a time, for as long as the run runs; external: `harness-rl worker` processes or SDK workers elsewhere claim rollouts',
       ),
     concurrency: z.number().int().positive().default(8),
-    timeout_s: z.number().positive().default(600),
+    timeout_s: durationS().default(600),
     max_attempts: z.number().int().positive().default(2),
     reward: z
       .enum(['harness', 'verifier'])
@@ -327,7 +328,14 @@ export const DaemonConfig = z
       .int()
       .positive()
       .default(32 * 1024 * 1024),
-    backend_timeout_ms: z.number().int().positive().default(300_000),
+    backend_timeout_ms: durationMs()
+      .default(300_000)
+      .describe('a backend that sends no byte for this long fails the call (an idle limit)'),
+    call_deadline_ms: durationMs()
+      .default(1_800_000)
+      .describe(
+        'the longest a streamed call may take in all, however often the backend sends keep-alive comments',
+      ),
     side_models: z
       .string()
       .optional()

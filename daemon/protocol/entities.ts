@@ -1,8 +1,9 @@
 // The trace store's entities as they cross every boundary (REST, events, extension, webview).
 // Token ids and logprobs are plain number arrays here; the store keeps them as binary blobs.
 import { z } from 'zod';
+import { Id } from './bounds';
 
-export const Id = z.string().min(1).max(200);
+export { Id };
 export const Timestamp = z.string().describe('ISO 8601 time');
 export const Json = z.unknown();
 

@@ -4,6 +4,7 @@
 // (token arrays, HTTP bodies, file chunks). `npm run schema -- --node` writes the JSON Schema of
 // these headers for the Python side (trainer/harness_rl_trainer/protocol.schema.json).
 import { z } from 'zod';
+import { durationMs } from './bounds';
 import { PolicyLossConfig, TrainResult } from './training';
 
 /** Bumped on any change a peer of the previous version would misread. */
@@ -126,7 +127,7 @@ export const NodeMessage = z.discriminatedUnion('t', [
     method: z.enum(['GET', 'POST']),
     path: z.string().startsWith('/'),
     headers: z.record(z.string(), z.string()).default({}),
-    deadline_ms: z.number().int().positive().describe('the node gives up after this long without a byte'),
+    deadline_ms: durationMs().describe('the node gives up after this long without a byte'),
   }),
   z.object({
     t: z.literal('http_head'),

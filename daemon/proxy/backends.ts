@@ -13,7 +13,10 @@ import { redactText, redactUrl } from '../redact';
 
 // undici rather than node:http: it costs about half the CPU per request (measured 26-29 µs against
 // 46-47 µs at 64 concurrent keep-alive calls), which is most of what the proxy adds to a call.
-const agent = new Agent({ keepAliveTimeout: 10_000, connections: null, pipelining: 1 });
+// Idle sockets are closed after 4 s, before vLLM's server closes them (VLLM_HTTP_TIMEOUT_KEEP_ALIVE,
+// 5 s by default: vllm/envs.py:112), so a request rarely meets a socket the server is just closing;
+// generation requests are not retried when it happens (see `send`).
+const agent = new Agent({ keepAliveTimeout: 4_000, connections: null, pipelining: 1 });
 
 /** `http://h:p/v1/` and `http://h:p` both → `http://h:p` (endpoints are appended as `/v1/...`). */
 export function rootUrl(url: string): string {
@@ -441,6 +444,12 @@ export interface SendOptions {
   timeoutMs: number;
   /** Set to the live request so the caller can abort it (client disconnect). */
   onRequest?: (abort: () => void) => void;
+  /**
+   * Safe to send twice (no generation runs twice): such a request, and every GET, is retried once
+   * when a reused socket closes before any answer. A POST that is not is never retried: a backend
+   * that closed before its headers may have run it already.
+   */
+  idempotent?: boolean;
 }
 
 /** What `send` resolves with: an HTTP response, or one tunnelled over a node agent's WebSocket. */
@@ -502,8 +511,10 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
       response?.destroy();
     });
   }
+  const method = opts.method ?? 'POST';
+  const retryable = opts.idempotent === true || method === 'GET' || method === 'HEAD';
   return new Promise((resolve, reject) => {
-    attempt(true);
+    attempt(retryable);
     function attempt(mayRetry: boolean): void {
       if (aborted) {
         reject(new SendError('aborted', 'request aborted'));
@@ -513,7 +524,7 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
         {
           origin: t.origin,
           path: t.path,
-          method: (opts.method ?? 'POST') as Dispatcher.HttpMethod,
+          method: method as Dispatcher.HttpMethod,
           headers,
           body: opts.body,
           headersTimeout: opts.timeoutMs,
@@ -522,8 +533,16 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
         },
         (err, data) => {
           if (err) {
-            // A kept-alive socket the server had just closed: the request never arrived; retry once.
+            // A kept-alive socket closed before any answer: the request may never have arrived, or the
+            // backend may have run it and died; only a request that is safe to repeat is sent again.
             if (mayRetry && !aborted && reusedSocketClosed(err)) attempt(false);
+            else if (!aborted && !retryable && reusedSocketClosed(err))
+              reject(
+                new SendError(
+                  'other',
+                  `backend closed the connection before answering (${(err as { code?: string }).code ?? err.message}); not retried: the backend may have run the request already`,
+                ),
+              );
             else reject(sendError(err, aborted, opts.timeoutMs));
             return;
           }

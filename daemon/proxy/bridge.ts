@@ -65,6 +65,7 @@ const viaProxyClient: TokenizerFetch = async (url, init) => {
     headers: init.headers,
     body: init.body,
     timeoutMs: 30_000,
+    idempotent: true, // /tokenize and /detokenize: safe to send again
   });
   const text = await readText(res);
   const status = res.statusCode ?? 502;

@@ -12,6 +12,8 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { discardBody } from '../api/body';
+import { Id } from '../protocol/entities';
 import { ProxyError } from './errors';
 
 /** Takes a request (true) or leaves it to fastify (false). */
@@ -35,7 +37,19 @@ export function proxyServerFactory(tls?: {
   const slot: Slot = { handler: null };
   return (fastifyHandler, options) => {
     const handler: RequestListener = (req, res) => {
-      if (!slot.handler?.(req, res)) fastifyHandler(req, res);
+      let taken = false;
+      try {
+        taken = slot.handler?.(req, res) ?? false;
+      } catch (err) {
+        // The front decodes and checks everything before it can throw; should a bug still throw here,
+        // outside any handler, it must cost one request, never the process.
+        if (!res.headersSent) {
+          const e = new ProxyError(500, `proxy error: ${err instanceof Error ? err.message : String(err)}`);
+          sendJson(res, 500, JSON.stringify({ error: { message: e.message, type: 'server_error' } }));
+        } else res.destroy();
+        return;
+      }
+      if (!taken) fastifyHandler(req, res);
     };
     // An https.Server is a net.Server like http.Server, with the same request and timeout surface.
     const server = tls ? (createHttpsServer(tls, handler) as unknown as Server) : createServer(handler);
@@ -76,6 +90,25 @@ export interface ProxyRequest {
   body: unknown;
   /** The body's text, once read. */
   raw: string | undefined;
+  /** What is wrong with the URL itself (a malformed escape, a bad rollout id): answered as a 400. */
+  problem: ProxyError | null;
+}
+
+/**
+ * A path segment from a URL, decoded; a 400 naming `field` when its percent-escapes are malformed
+ * (decodeURIComponent throws a URIError on `%E0%A4%A`, which outside a handler would end the process).
+ */
+export function decodeSegment(text: string, field: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new ProxyError(
+      400,
+      `${field}: malformed percent-escape in ${JSON.stringify(text.slice(0, 200))}`,
+      field,
+      'invalid_url',
+    );
+  }
 }
 
 /** The proxy request of `url`, or null when the URL is not the proxy's. */
@@ -84,13 +117,23 @@ export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
   const q = url.indexOf('?');
   let path = q < 0 ? url : url.slice(0, q);
   let rid: string | undefined;
+  let problem: ProxyError | null = null;
   if (path.startsWith('/r/')) {
     const end = path.indexOf('/', 3);
     if (end <= 3) return null;
     try {
-      rid = decodeURIComponent(path.slice(3, end));
-    } catch {
-      return null;
+      rid = decodeSegment(path.slice(3, end), 'rollout_id');
+      const checked = Id.safeParse(rid);
+      if (!checked.success)
+        throw new ProxyError(
+          400,
+          `rollout_id: ${checked.error.issues[0]?.message}`,
+          'rollout_id',
+          'invalid_url',
+        );
+    } catch (e) {
+      problem = e as ProxyError;
+      rid = undefined;
     }
     path = path.slice(end);
   }
@@ -104,31 +147,43 @@ export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
     search: q < 0 ? '' : url.slice(q + 1),
     body: undefined,
     raw: undefined,
+    problem,
   };
 }
 
-/** The request body as text; a ProxyError 413 past `limit` bytes (by its content-length, or as read). */
-export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+/**
+ * The request body as text; a ProxyError 413 past `limit` bytes (by its content-length, or as read),
+ * answered once the rest is read and dropped (discardBody), or with `Connection: close` past its bound.
+ */
+export function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
-    const tooLarge = () =>
-      new ProxyError(413, `request body too large (limit ${limit} bytes)`, null, 'body_too_large');
+    let refused = false;
+    const tooLarge = (read: number) => {
+      refused = true;
+      return discardBody(req, read).then((ended) => {
+        if (!ended) res.setHeader('connection', 'close');
+        reject(
+          new ProxyError(413, `request body too large (limit ${limit} bytes)`, 'body', 'body_too_large'),
+        );
+      });
+    };
     const declared = Number(req.headers['content-length']);
-    if (declared > limit) {
-      req.resume();
-      return reject(tooLarge());
-    }
+    if (declared > limit) return void tooLarge(0);
     const parts: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > limit) {
         req.removeAllListeners('data');
-        req.resume();
-        reject(tooLarge());
+        parts.length = 0;
+        void tooLarge(size);
       } else parts.push(c);
     });
-    req.on('end', () =>
-      resolve(parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8')),
+    req.on(
+      'end',
+      () =>
+        refused ||
+        resolve(parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8')),
     );
     req.on('error', reject);
   });

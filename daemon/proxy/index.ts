@@ -27,6 +27,14 @@ import { passthrough } from './passthrough';
 import { runCall } from './pipeline';
 import { Recorder } from './recorder';
 import { ChatBody, CompletionBody, surelyChatBody } from './requests';
+import {
+  GEMINI_PATH,
+  geminiTarget,
+  isCountTokens,
+  PROXY_ROUTES,
+  type ProxyRoutePath,
+  wireApiOfUrl,
+} from './route-table';
 import { sampledBody } from './sampling';
 import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
@@ -238,7 +246,12 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       const early = wire === 'gemini' ? translatedOutput(geminiTranslator, null) : undefined;
       let body = req.body as Json;
       if (wire === 'gemini') {
-        const found = geminiTarget(req);
+        let found: ReturnType<typeof geminiTarget>;
+        try {
+          found = geminiTarget(req);
+        } catch (e) {
+          return call.fail(asProxyError(e), {}, early);
+        }
         if (!found || found.method === 'countTokens')
           return call.fail(
             new ProxyError(404, `no Gemini method ${req.path}`, null, 'unknown_route'),
@@ -353,9 +366,10 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       const t0 = performance.now();
       const call = newCall(req, res, wire, t0);
       const early = wire === 'gemini' ? translatedOutput(geminiTranslator, null) : undefined;
-      const model = wire === 'gemini' ? (geminiTarget(req)?.model ?? '') : '';
-      if (wire === 'gemini') geminiKey(req);
+      let model = '';
       try {
+        if (wire === 'gemini') model = geminiTarget(req)?.model ?? '';
+        if (wire === 'gemini') geminiKey(req);
         call.scope = await scopeOf(req);
       } catch (e) {
         return call.fail(asProxyError(e), {}, early);
@@ -363,7 +377,9 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       const scope = call.scope;
       call.tags.push(...sideTags(scope, req.body, true));
       const recordIt = scope.recording !== null;
-      if (!recordIt) call.recorded = true; // count_tokens of run rollouts is not an LLM call worth a record
+      // count_tokens of a rollout is no LLM call of its trajectory: not recorded (failRequest keeps the
+      // same rule for bodies that do not parse); in a recording it is a side call, recorded.
+      if (!recordIt) call.recorded = true;
       const u = scope.upstream;
       try {
         if (u?.kind === 'anthropic' && wire === 'messages') {
@@ -390,6 +406,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
             ),
             headers: target?.headers,
             timeoutMs: ctx.config.backend_timeout_ms,
+            idempotent: true, // counting tokens changes nothing
           });
           const text = await readText(res);
           if (res.statusCode !== 200) throw new ProxyError(502, `tokenize failed: ${text.slice(0, 300)}`);
@@ -490,24 +507,30 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   };
 
   type Handler = (req: ProxyRequest, res: ServerResponse) => Promise<unknown>;
-  const posts: Record<string, Handler> = {
+  const geminiGenerate = translated('gemini');
+  // One handler per route of PROXY_ROUTES (the type makes the two lists agree).
+  const handlers: Record<ProxyRoutePath, Handler> = {
     '/v1/chat/completions': native('chat'),
     '/v1/completions': native('completions'),
     '/v1/responses': translated('responses'),
     '/v1/messages': translated('messages'),
     '/v1/messages/count_tokens': countTokensRoute('messages'),
+    '/v1/models': models,
+    '/v1beta/models/{model}:generateContent': geminiGenerate,
+    '/v1beta/models/{model}:streamGenerateContent': geminiGenerate,
+    '/v1beta/models/{model}:countTokens': countTokensRoute('gemini'),
   };
-  const geminiCount = countTokensRoute('gemini');
-  const geminiGenerate = translated('gemini');
+  const byRoute = new Map(PROXY_ROUTES.map((r) => [`${r.method} ${r.path}`, handlers[r.path]]));
   /** The handler of a request under the proxy's paths; null leaves it to fastify (its 404). */
   const routeOf = (req: ProxyRequest): Handler | null => {
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
     if (req.path.startsWith('/v1beta/models/')) {
-      if (req.method !== 'POST') return null;
-      return geminiTarget(req)?.method === 'countTokens' ? geminiCount : geminiGenerate;
+      if (method !== 'POST') return null;
+      // An unknown Gemini method still reaches its handler, which answers 404 in Google's shape.
+      const gemini = GEMINI_PATH.exec(req.path)?.[2] ?? 'generateContent';
+      return byRoute.get(`POST /v1beta/models/{model}:${gemini}`) ?? null;
     }
-    if (req.method === 'POST') return posts[req.path] ?? unknownRoute;
-    if ((req.method === 'GET' || req.method === 'HEAD') && req.path === '/v1/models') return models;
-    return unknownRoute;
+    return byRoute.get(`${method} ${req.path}`) ?? unknownRoute;
   };
 
   /** A request that failed before its handler answered: a failed call on a known rollout, and the error. */
@@ -519,9 +542,12 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       return;
     }
     try {
-      if (req.method === 'POST') {
+      // A URL that names no rollout (a malformed escape in its id) has no call to record.
+      if (req.method === 'POST' && !req.problem) {
         const call = newCall(req, res, wireApiOfUrl(req.path), performance.now());
         call.scope = await scopeOf(req);
+        // count_tokens has one rule whatever the outcome: recorded in a recording, never in a rollout.
+        if (isCountTokens(req.path) && !call.scope.recording) call.recorded = true;
         return await call.fail(e);
       }
     } catch {
@@ -534,7 +560,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   const serve = async (req: ProxyRequest, msg: IncomingMessage, res: ServerResponse, handler: Handler) => {
     if (closing) throw new ProxyError(503, 'the daemon is shutting down', null, 'closing');
     if (req.method === 'POST') {
-      req.raw = await readBody(msg, bodyLimit);
+      req.raw = await readBody(msg, res, bodyLimit);
       const parsed = parseJsonBody(req.raw);
       if ('problem' in parsed) {
         const { code, message } = parsed.problem;
@@ -549,6 +575,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       }
       req.body = parsed.value;
     }
+    if (req.problem) throw req.problem;
     await handler(req, res);
   };
   installFront(app.server, (msg, res) => {
@@ -574,27 +601,10 @@ function truncate(raw: string): string {
     : `${raw.slice(0, RAW_KEEP)}… (${raw.length - RAW_KEEP} more characters)`;
 }
 
-/** `…/v1beta/models/<model>:generateContent` or `:streamGenerateContent`: the model and whether to stream. */
-function geminiTarget(
-  req: ProxyRequest,
-): { model: string; method: 'generateContent' | 'streamGenerateContent' | 'countTokens' } | null {
-  const m = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent|countTokens)$/.exec(req.path);
-  if (!m) return null;
-  return { model: decodeURIComponent(m[1]), method: m[2] as 'generateContent' };
-}
-
 /** Google clients may send the key as `?key=` instead of x-goog-api-key: read it as that header. */
 function geminiKey(req: ProxyRequest): void {
   const key = new URLSearchParams(req.search).get('key');
   if (key !== null && !keyOf(req.headers)) req.headers['x-goog-api-key'] = key;
-}
-
-function wireApiOfUrl(url: string): WireApi {
-  if (url.includes('/v1beta/models/')) return 'gemini';
-  if (url.includes('/v1/messages')) return 'messages';
-  if (url.includes('/v1/responses')) return 'responses';
-  if (url.includes('/v1/completions') && !url.includes('/chat/')) return 'completions';
-  return 'chat';
 }
 
 function asProxyError(e: unknown): ProxyError {

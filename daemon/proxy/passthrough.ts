@@ -208,9 +208,14 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
     return { ...base, ...summaryOf(o.shape, response), response, ttft_ms: ttft, http_status: status };
   };
   call.snapshot = partial;
+  let deadline: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve) => {
-    call.onClientClose(() => resolve());
+    call.onClientClose(() => {
+      clearTimeout(deadline);
+      resolve();
+    });
     const finish = (status: 'ok' | 'error', error: string | null) => {
+      clearTimeout(deadline);
       if (call.settled) return resolve();
       call.settled = true;
       const done = async () => {
@@ -260,6 +265,13 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
     };
     res.on('end', () =>
       finish(status < 400 ? 'ok' : 'error', status < 400 ? null : `upstream answered ${status}`),
+    );
+    // Like a backend's stream (stream.ts): keep-alive events do not hold a call past its deadline.
+    const limit = call.ctx.config.call_deadline_ms;
+    deadline = setTimeout(
+      () =>
+        finish('error', `the call passed its deadline of ${limit} ms (daemon.call_deadline_ms) mid-stream`),
+      Math.max(0, limit - call.elapsed()),
     );
     res.on('close', () => {
       if (res.complete) return;

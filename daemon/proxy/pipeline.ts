@@ -136,8 +136,25 @@ async function finishWhole(
     );
     return;
   }
+  // vLLM answers a stream request with an event stream, JSON only for errors (>= 400, above) and
+  // for requests without `stream` (vllm/entrypoints/openai/chat_completion/api_router.py:69-82): a
+  // 200 JSON answer means the backend ignored `stream`. The harness asked for events and its client
+  // cannot read JSON there, so it is a recorded 502 rather than an answer in the wrong shape.
+  if (o.stream) {
+    await call.fail(
+      new ProxyError(
+        502,
+        `backend ${d.backendName} answered ${d.res.headers['content-type'] ?? 'no content type'} instead of an event stream to a streamed request: ${text.slice(0, 200)}`,
+        null,
+        'backend_not_streamed',
+      ),
+      { ...base, response: json ?? text.slice(0, 10_000) },
+      o.output,
+    );
+    return;
+  }
   if (!json || typeof json !== 'object' || !Array.isArray(json.choices)) {
-    const what = o.stream ? 'a non-stream answer to a stream request' : 'a response that is not a completion';
+    const what = 'a response that is not a completion';
     await call.fail(
       new ProxyError(
         502,

@@ -127,22 +127,35 @@ const Common = {
   return_token_ids: z.boolean().nullish(),
 };
 
-export const ChatBody = z.looseObject({
-  ...Common,
-  messages: z.array(Message).min(1),
-  max_completion_tokens: z.number().int().positive().nullish(),
-  tools: z.array(Tool).nullish(),
-  tool_choice: ToolChoice.nullish(),
-  parallel_tool_calls: z.boolean().nullish(),
-  response_format: ResponseFormat.nullish(),
-  logprobs: z.boolean().nullish(),
-  top_logprobs: z.number().int().min(0).max(20).nullish(),
-  store: z.boolean().nullish(),
-  metadata: z.record(z.string(), z.string()).nullish(),
-  reasoning_effort: z.string().nullish(),
-  modalities: z.array(z.string()).nullish(),
-  service_tier: z.string().nullish(),
-});
+export const ChatBody = z
+  .looseObject({
+    ...Common,
+    messages: z.array(Message).min(1),
+    max_completion_tokens: z.number().int().positive().nullish(),
+    tools: z.array(Tool).nullish(),
+    tool_choice: ToolChoice.nullish(),
+    parallel_tool_calls: z.boolean().nullish(),
+    response_format: ResponseFormat.nullish(),
+    logprobs: z.boolean().nullish(),
+    top_logprobs: z.number().int().min(0).max(20).nullish(),
+    store: z.boolean().nullish(),
+    metadata: z.record(z.string(), z.string()).nullish(),
+    reasoning_effort: z.string().nullish(),
+    modalities: z.array(z.string()).nullish(),
+    service_tier: z.string().nullish(),
+  })
+  .superRefine((body, ctx) => {
+    // OpenAI refuses a tool_choice that names a function the request does not declare.
+    const choice = body.tool_choice;
+    if (!choice || typeof choice !== 'object' || choice.type !== 'function') return;
+    const declared = (body.tools ?? []).flatMap((t) => (t.type === 'function' ? [t.function.name] : []));
+    if (!declared.includes(choice.function.name))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tool_choice', 'function', 'name'],
+        message: `names ${JSON.stringify(choice.function.name)}, which is not one of the request's tools (${declared.join(', ') || 'none'})`,
+      });
+  });
 
 export const CompletionBody = z.looseObject({
   ...Common,

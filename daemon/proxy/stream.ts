@@ -56,8 +56,10 @@ export async function finishStream(
   };
 
   call.snapshot = () => partial();
+  let deadline: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve) => {
     const finish = (fn: () => Promise<void>) => {
+      clearTimeout(deadline);
       if (call.settled) return resolve();
       call.settled = true;
       d.res.removeAllListeners('data');
@@ -94,7 +96,17 @@ export async function finishStream(
         }
         if (!raw.destroyed) raw.end(relay.take() + closing);
       });
-    call.onClientClose(() => resolve());
+    call.onClientClose(() => {
+      clearTimeout(deadline);
+      resolve();
+    });
+    // The idle limit (backend_timeout_ms) never fires while a backend sends keep-alive comments: the
+    // whole stream has a deadline too.
+    const limit = call.ctx.config.call_deadline_ms;
+    deadline = setTimeout(
+      () => failMid(`the call passed its deadline of ${limit} ms (daemon.call_deadline_ms) mid-stream`),
+      Math.max(0, limit - call.elapsed()),
+    );
 
     // Frames that arrived in one event-loop turn (libuv reads a socket many times per poll phase, a
     // few hundred bytes each) go out in one write right after it: one syscall instead of dozens,

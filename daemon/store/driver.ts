@@ -3,6 +3,26 @@
 export type Param = string | number | null | Buffer;
 export type Row = Record<string, unknown>;
 
+/**
+ * The parameters as both stores can hold them: a NUL (U+0000) in a string becomes U+FFFD. PostgreSQL's
+ * text refuses NUL (error 22021, a 500 for whoever sent it) and SQLite's keeps it; this keeps the two
+ * stores alike for text that reaches them from elsewhere (a backend's error, a model name in a proxied
+ * body). What a client sends to the REST API is refused earlier, with a 400 naming the field
+ * (protocol/bounds storedText and Id). JSON text never holds a raw NUL (JSON escapes it as \u0000),
+ * so bodies are stored unchanged. Returns `params` itself when nothing needs replacing.
+ */
+export function storable(params: Param[]): Param[] {
+  let out: Param[] | null = null;
+  for (let i = 0; i < params.length; i++) {
+    const v = params[i];
+    if (typeof v === 'string' && v.includes('\u0000')) {
+      out ??= params.slice();
+      out[i] = v.replaceAll('\u0000', '\ufffd');
+    }
+  }
+  return out ?? params;
+}
+
 export interface Queryable {
   all<T = Row>(sql: string, params?: Param[]): Promise<T[]>;
   get<T = Row>(sql: string, params?: Param[]): Promise<T | undefined>;

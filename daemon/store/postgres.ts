@@ -1,7 +1,7 @@
 // PostgreSQL driver (pg Pool). `?` placeholders become $1…$n. A `schema` query parameter in the URL
 // (not a libpq one; removed before connecting) selects a schema via search_path, created if missing.
 import pg from 'pg';
-import type { Driver, Param, Queryable, Row } from './driver';
+import { type Driver, type Param, type Queryable, type Row, storable } from './driver';
 
 const JSON_OIDS = new Set([114, 3802]);
 const INT8_OID = 20;
@@ -62,7 +62,8 @@ function inlined(sql: string, params: Param[]): string {
   if (parts.length !== params.length + 1)
     throw new Error(`${params.length} parameters for ${parts.length - 1} placeholders`);
   let out = parts[0];
-  for (let i = 0; i < params.length; i++) out += pgLiteral(params[i]) + parts[i + 1];
+  const values = storable(params);
+  for (let i = 0; i < values.length; i++) out += pgLiteral(values[i]) + parts[i + 1];
   return out;
 }
 
@@ -83,15 +84,15 @@ function statementName(sql: string): string | undefined {
 function queryable(client: pg.Pool | pg.PoolClient): Queryable {
   return {
     async all<T = Row>(sql: string, params: Param[] = []): Promise<T[]> {
-      const res = await client.query({ name: statementName(sql), text: toPg(sql), values: params });
+      const res = await client.query({ name: statementName(sql), text: toPg(sql), values: storable(params) });
       return res.rows as T[];
     },
     async get<T = Row>(sql: string, params: Param[] = []): Promise<T | undefined> {
-      const res = await client.query({ name: statementName(sql), text: toPg(sql), values: params });
+      const res = await client.query({ name: statementName(sql), text: toPg(sql), values: storable(params) });
       return res.rows[0] as T | undefined;
     },
     async run(sql: string, params: Param[] = []): Promise<number> {
-      const res = await client.query({ name: statementName(sql), text: toPg(sql), values: params });
+      const res = await client.query({ name: statementName(sql), text: toPg(sql), values: storable(params) });
       return res.rowCount ?? 0;
     },
     async insertMany(table: string, columns: readonly string[], rows: Param[][]): Promise<void> {
@@ -102,7 +103,7 @@ function queryable(client: pg.Pool | pg.PoolClient): Queryable {
         const values: string[] = [];
         for (const row of chunk) {
           const slots: string[] = [];
-          for (const v of row) {
+          for (const v of storable(row)) {
             params.push(v);
             slots.push(`$${params.length}`);
           }

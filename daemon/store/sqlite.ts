@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import type { Driver, Param, Queryable, Row } from './driver';
+import { type Driver, type Param, type Queryable, type Row, storable } from './driver';
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -84,8 +84,9 @@ export class SqliteDriver implements Driver {
     return stmt;
   }
 
-  private allSync<T>(sql: string, params: Param[], one = false): T[] {
+  private allSync<T>(sql: string, given: Param[], one = false): T[] {
     const stmt = this.prepare(sql);
+    const params = storable(given);
     if (!stmt.reader) {
       stmt.run(...params);
       return [];
@@ -97,8 +98,9 @@ export class SqliteDriver implements Driver {
     return stmt.all(...params) as T[];
   }
 
-  private runSync(sql: string, params: Param[]): number {
+  private runSync(sql: string, given: Param[]): number {
     const stmt = this.prepare(sql);
+    const params = storable(given);
     if (stmt.reader) return stmt.all(...params).length;
     return stmt.run(...params).changes;
   }
@@ -108,7 +110,7 @@ export class SqliteDriver implements Driver {
     const stmt = this.prepare(
       `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
     );
-    for (const row of rows) stmt.run(...row);
+    for (const row of rows) stmt.run(...storable(row));
   }
 
   private async acquire(): Promise<void> {

@@ -66,7 +66,7 @@ export const GeminiRequest = z.object({
   stream: z.boolean(),
   contents: z.preprocess(
     (v) => (v && !Array.isArray(v) ? [v] : v),
-    z.array(Content),
+    z.array(Content).min(1, { error: 'contents: at least one content is required' }),
   ) as unknown as z.ZodArray<typeof Content>,
   systemInstruction: z
     .preprocess(
@@ -108,7 +108,8 @@ export const GeminiRequest = z.object({
     })
     .loose()
     .optional(),
-  safetySettings: z.unknown().optional(),
+  // Checked as Google types them, then not applied (the backend has no safety filters).
+  safetySettings: z.array(z.object({ category: z.string(), threshold: z.string() }).loose()).optional(),
   cachedContent: z.null({ error: 'cachedContent is not supported: send the whole conversation' }).optional(),
 });
 export type GeminiRequest = z.infer<typeof GeminiRequest>;

@@ -137,7 +137,11 @@ describe('Anthropic Messages → chat request', () => {
       stream_options: { include_usage: true },
     });
     const named = t.toChat(
-      t.parse({ ...base, messages: [], tool_choice: { type: 'tool', name: 'weather' } }),
+      t.parse({
+        ...base,
+        messages: [{ role: 'user', content: 'hi' }],
+        tool_choice: { type: 'tool', name: 'weather' },
+      }),
     ).tool_choice;
     expect(named).toEqual({ type: 'function', function: { name: 'weather' } });
   });
@@ -172,7 +176,7 @@ describe('Anthropic Messages → chat request', () => {
     expect(t.leftOut?.(req)).toEqual([
       { path: 'tools[0]', tool: 'web_search_20250305', reason: expect.stringMatching(/server tool/) },
     ]);
-    const e = parseError({ ...base, messages: [], tools: [{ name: 'Bash' }] });
+    const e = parseError({ ...base, messages: [{ role: 'user', content: 'hi' }], tools: [{ name: 'Bash' }] });
     expect(e.issues[0].path).toEqual(['tools', 0, 'input_schema']);
   });
 

@@ -106,7 +106,7 @@ const ToolChoice = z.discriminatedUnion('type', [
 const base = {
   model: z.string().min(1),
   system: z.union([z.string(), z.array(TextBlock)]).optional(),
-  messages: z.array(MessageParam),
+  messages: z.array(MessageParam).min(1, { error: 'messages: at least one message is required' }),
   tools: z.array(Tool).optional(),
   tool_choice: ToolChoice.optional(),
   stop_sequences: z.array(z.string()).optional(),

@@ -157,6 +157,10 @@ export const ResponsesRequest = z.object({
   reasoning: z.object({ effort: z.string().nullish(), summary: z.string().nullish() }).loose().nullish(),
   metadata: z.record(z.string(), z.string()).nullish(),
   user: z.string().nullish(),
+  // Accepted as OpenAI types them; the proxy stores nothing upstream and answers whole (README).
+  store: z.boolean().nullish(),
+  include: z.array(z.string()).nullish(),
+  truncation: z.enum(['auto', 'disabled']).nullish(),
   previous_response_id: z
     .null({ error: 'previous_response_id is not supported: send the whole conversation in input' })
     .optional(),
