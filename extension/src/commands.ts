@@ -179,11 +179,41 @@ async function startRun(ctx: Ctx, client: DaemonClient, arg: unknown) {
   }
 }
 
+/** Stopping a run cannot be undone: ask first (the status bar, the dashboard and the tree all come here). */
+async function confirmStopRun(run: Run): Promise<boolean> {
+  const pick = await vscode.window.showWarningMessage(
+    `Stop run "${run.name}" at step ${run.step}?`,
+    {
+      modal: true,
+      detail: 'Its queued and running rollouts are cancelled; a stopped run does not resume.',
+    },
+    'Stop Run',
+  );
+  return pick === 'Stop Run';
+}
+
+/** Stopping the daemon VS Code started while runs train pauses them: say so, and how to stop a run instead. */
+async function confirmStopDaemon(ctx: Ctx): Promise<boolean> {
+  const runs = ctx.trainingRuns();
+  if (!ctx.daemon.owned || runs.length === 0) return true;
+  const pick = await vscode.window.showWarningMessage(
+    `Stop the Harness RL daemon? It is training ${runs.map((r) => `"${r}"`).join(', ')}.`,
+    {
+      modal: true,
+      detail:
+        'The run pauses and resumes from its last finished step when the daemon starts again. To end the run itself, use Stop Run….',
+    },
+    'Stop Daemon',
+  );
+  return pick === 'Stop Daemon';
+}
+
 export const COMMANDS: Record<string, CommandSpec> = {
   'harnessRl.startDaemon': { needsDaemon: false, run: (ctx) => ctx.startDaemon() },
   'harnessRl.stopDaemon': {
     needsDaemon: false,
     run: async (ctx) => {
+      if (!(await confirmStopDaemon(ctx))) return;
       if (!ctx.daemon.owned && ctx.daemon.state === 'running') {
         void vscode.window.showInformationMessage(
           'Harness RL: this daemon was not started by VS Code; disconnected from it.',
@@ -226,7 +256,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
         arg,
         (r) => r.status === 'running' || r.status === 'created' || r.status === 'paused',
       );
-      if (!run) return;
+      if (!run || !(await confirmStopRun(run))) return;
       try {
         await c!.stopRun(run.id);
         ctx.runsTree.refresh();

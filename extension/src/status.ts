@@ -11,7 +11,6 @@ export class StatusBar implements vscode.Disposable {
 
   constructor() {
     this.item.name = 'Harness RL';
-    this.item.command = 'harnessRl.showLogs';
     this.set({ kind: 'stopped' });
     this.item.show();
   }
@@ -29,21 +28,24 @@ export class StatusBar implements vscode.Disposable {
         'harnessRl.showLogs',
         'harnessRl.stopRecording',
         'harnessRl.openDashboard',
+        'harnessRl.stopRun',
       ],
     };
     md.appendMarkdown(`**Harness RL** — ${detail}\n\n`);
+    if (s.kind === 'training' && s.runId) md.appendMarkdown(`${runLinks(s.runId).join(' · ')}\n\n`);
     const links =
       s.kind === 'stopped' || s.kind === 'failed'
-        ? ['[$(play) Start](command:harnessRl.startDaemon)']
+        ? ['[$(play) Start Daemon](command:harnessRl.startDaemon)']
         : s.kind === 'found'
           ? ['[$(key) Set Token…](command:harnessRl.setDaemonToken)']
           : [
-              '[$(debug-stop) Stop](command:harnessRl.stopDaemon)',
-              '[$(debug-restart) Restart](command:harnessRl.restartDaemon)',
+              '[$(debug-stop) Stop Daemon](command:harnessRl.stopDaemon)',
+              '[$(debug-restart) Restart Daemon](command:harnessRl.restartDaemon)',
             ];
     if (s.kind === 'recording') links.push('[$(debug-stop) Stop recording](command:harnessRl.stopRecording)');
     links.push('[$(output) Logs](command:harnessRl.showLogs)');
     md.appendMarkdown(links.join(' · '));
+    this.item.command = itemCommand(s);
     this.item.tooltip = md;
     this.item.backgroundColor =
       s.kind === 'failed'
@@ -56,4 +58,24 @@ export class StatusBar implements vscode.Disposable {
   dispose(): void {
     this.item.dispose();
   }
+}
+
+/** A click on the item: the training run's dashboard while a run trains, else the logs. */
+function itemCommand(s: StatusView): vscode.Command {
+  if (s.kind === 'training' && s.runId)
+    return {
+      command: 'harnessRl.openDashboard',
+      title: 'Open Run Dashboard',
+      arguments: [{ kind: 'runId', id: s.runId }],
+    };
+  return { command: 'harnessRl.showLogs', title: 'Show Logs' };
+}
+
+/** The tooltip's line for the training run (its own, apart from the daemon's Stop and Restart). */
+function runLinks(runId: string): string[] {
+  const arg = encodeURIComponent(JSON.stringify([{ kind: 'runId', id: runId }]));
+  return [
+    `[$(graph) Open Dashboard](command:harnessRl.openDashboard?${arg})`,
+    `[$(debug-stop) Stop Run…](command:harnessRl.stopRun?${arg})`,
+  ];
 }

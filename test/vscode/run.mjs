@@ -4,7 +4,10 @@
 // commands from the palette, the sidebar, a short run on the reference engine, the trajectory
 // webview's token view, a recording through an integrated terminal, config diagnostics.
 // Screenshots: test/artifacts/vscode-*.png. Exits non-zero on the first failed step.
-//   node test/vscode/run.mjs [--keep] [--headed]
+//   node test/vscode/run.mjs [--keep] [--headed] [--only REGEX]
+// --only runs the set-up and, of the checks, those whose name matches REGEX (a focused run while
+// iterating: name the steps a check needs too, e.g. --only 'Start Daemon|needs the daemon|Start Run').
+// --keep-going (with --only) goes on after a failed check, to see every check fail on old code.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -26,6 +29,10 @@ import { chromium } from 'playwright-core';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const artifacts = join(root, 'test', 'artifacts');
 const keep = process.argv.includes('--keep');
+const onlyArg = process.argv.indexOf('--only');
+const only = onlyArg > 0 ? new RegExp(process.argv[onlyArg + 1]) : null;
+const keepGoing = only !== null && process.argv.includes('--keep-going');
+let inChecks = false;
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const csDir = process.env.HARNESS_RL_CODE_SERVER_DIR ?? join(root, '.cache', 'code-server');
 const codeServer = join(csDir, 'node_modules', '.bin', 'code-server');
@@ -73,6 +80,10 @@ async function shot(name) {
 
 let stepNo = 0;
 async function step(name, fn) {
+  if (inChecks && only && !only.test(name)) {
+    log(`- skipped: ${name}`);
+    return;
+  }
   stepNo++;
   const started = Date.now();
   log(`▶ ${stepNo}. ${name}`);
@@ -83,7 +94,7 @@ async function step(name, fn) {
     failed = true;
     log(`✘ ${stepNo}. ${name}: ${err?.stack ?? err}`);
     await shot(`failed-${stepNo}`);
-    throw err;
+    if (!keepGoing) throw err;
   }
 }
 
@@ -639,6 +650,20 @@ async function checks() {
       await expand(runsPane().locator('.monaco-list-row', { hasText: 'vscode-math' }).first());
       ctx.runWhenExpanded = await api('GET', `/api/runs/${runs.id}`);
       ctx.groupsWhenExpanded = (await api('GET', `/api/runs/${runs.id}/groups`)).items.length;
+      // and the first step's group, opened while its rollouts are queued or running: the sidebar is
+      // to follow it to the end (rollout events were undone when the group redrew)
+      const first = await waitFor(
+        'the first group',
+        async () => (await api('GET', `/api/runs/${runs.id}/groups`)).items.find((g) => g.step === 0),
+        30_000,
+      );
+      await expand(treeRow(runsPane(), 'step 0'));
+      await expand(treeRow(runsPane(), first.task_input.id));
+      const { rollouts: early } = await api('GET', `/api/groups/${first.id}`);
+      ctx.earlyGroup = first;
+      figures.early_group_open_rollouts = early.filter(
+        (r) => r.status === 'queued' || r.status === 'running',
+      ).length;
       // no worker is started by hand: the daemon runs the run's harness command itself
       const frame = webview();
       await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
@@ -689,6 +714,9 @@ async function checks() {
         async () => /finished/.test((await runRow.textContent()) ?? ''),
         20_000,
       );
+      await expectRollouts(tree, ctx.earlyGroup);
+      await collapse(treeRow(tree, ctx.earlyGroup.task_input.id));
+      await collapse(treeRow(tree, 'step 0'));
       const groups = (await api('GET', `/api/runs/${run.id}/groups`)).items;
       const steps = [...new Set(groups.map((g) => g.step))].sort((a, b) => a - b);
       if (groups.length <= ctx.groupsWhenExpanded) throw new Error('no group was made after the row opened');
@@ -703,18 +731,7 @@ async function checks() {
         20_000,
       );
       await expand(groupRow);
-      const { rollouts } = await api('GET', `/api/groups/${last.id}`);
-      const ids = rollouts.map((r) => r.id).sort();
-      for (const r of rollouts) {
-        const row = treeRow(tree, `#${ids.indexOf(r.id) + 1}`);
-        // three significant digits and a typographic minus, as the sidebar rounds
-        const want = r.reward === null ? r.status : String(Number(r.reward.toPrecision(3))).replace('-', '−');
-        await waitFor(
-          `rollout #${ids.indexOf(r.id) + 1} with ${want} first`,
-          async () => ((await row.locator('.label-description').textContent()) ?? '').startsWith(want),
-          20_000,
-        );
-      }
+      await expectRollouts(tree, last);
       await shot('06b-tree-live');
       // leave only the run open (rollout numbers repeat from group to group)
       await collapse(groupRow);
@@ -765,6 +782,24 @@ async function checks() {
       );
     },
   );
+
+  /** The rows of an expanded group's rollouts (the only group open) show what the daemon says. */
+  async function expectRollouts(tree, group) {
+    const { rollouts } = await api('GET', `/api/groups/${group.id}`);
+    const ids = rollouts.map((r) => r.id).sort();
+    for (const r of rollouts) {
+      const row = treeRow(tree, `#${ids.indexOf(r.id) + 1}`);
+      // three significant digits and a typographic minus, as the sidebar rounds
+      const want = r.reward === null ? r.status : String(Number(r.reward.toPrecision(3))).replace('-', '−');
+      await waitFor(
+        `rollout #${ids.indexOf(r.id) + 1} of step ${group.step} with ${want} first`,
+        async () => ((await row.locator('.label-description').textContent()) ?? '').startsWith(want),
+        20_000,
+      ).catch(async (e) => {
+        throw new Error(`${e.message}; it shows "${await row.locator('.label-description').textContent()}"`);
+      });
+    }
+  }
 
   /** The run's rollout row in the Runs view: run → step → group (its task) → rollout, expanded. */
   async function rolloutRow() {
@@ -1014,25 +1049,10 @@ async function checks() {
     await frame.locator('h1, .error').first().waitFor({ timeout: 60_000 });
     if (await frame.locator('.error').count()) {
       await shot('13-dashboard-restored-daemon-down');
-      await palette('Harness RL: Start Daemon');
-      await waitFor(
-        'the daemon',
-        async () => (await fetch(`http://127.0.0.1:${ctx.daemonPort}/api/health`)).ok,
-        60_000,
-      );
-      // the daemon answers a moment before the extension has read its token and holds a client:
-      // a Retry in between shows "not running" again, so retry until the run is there
-      await waitFor(
-        'the restored dashboard after Retry',
-        async () => {
-          if (await frame.locator('h1', { hasText: 'vscode-math' }).count()) return true;
-          const retry = frame.getByRole('button', { name: 'Retry' });
-          if (await retry.count()) await retry.click({ timeout: 2_000 });
-          return false;
-        },
-        60_000,
-        1_000,
-      );
+      // the page says what is wrong and offers what fixes it: Start Daemon, then the run by itself
+      const text = await frame.locator('#root').innerText();
+      if (/press Refresh/.test(text)) throw new Error(`the error page names a button it lacks: ${text}`);
+      await frame.getByRole('button', { name: 'Start Daemon' }).click({ timeout: 10_000 });
     }
     await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
     await frame.locator('.chart').first().waitFor({ timeout: 30_000 });
@@ -1065,6 +1085,156 @@ async function checks() {
     } finally {
       theme(undefined); // the setting goes; the window may keep the light theme until it reloads
     }
+  });
+
+  /** The status bar item of the run that trains now (its text is the run's name and step). */
+  const runItem = (name) => page.locator('.statusbar-item', { hasText: name }).first();
+
+  /** The status bar item's hover (shown after a delay; hover again until it is there). */
+  async function statusHover(name, text) {
+    const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: text }).first();
+    await waitFor(
+      'the status bar hover',
+      async () => {
+        await page.mouse.move(0, 0);
+        await runItem(name).hover();
+        await hover.waitFor({ timeout: 3_000 });
+        return true;
+      },
+      30_000,
+    );
+    return hover;
+  }
+
+  await step(
+    "the status bar follows the training run: a click opens its dashboard, which counts the step's rollouts",
+    async () => {
+      await palette('View: Close All Editors');
+      // a run whose rollouts take long (the daemon's own workers run `sleep`): it trains on step 0
+      ctx.longRun = await api('POST', '/api/runs', {
+        base_dir: ctx.ws,
+        config: {
+          name: 'vscode-long',
+          tasks: { file: 'tasks.jsonl', limit: 2 },
+          harness: { command: ['sleep', '600'], concurrency: 2, timeout_s: 600 },
+          algorithm: { n: 2, max_response_tokens: 4 },
+          schedule: { groups_per_step: 1, steps: 3 },
+        },
+      });
+      const item = runItem('vscode-long');
+      await waitFor(
+        'the status bar to show the run',
+        async () => /step 0\/3/.test(await item.innerText()),
+        30_000,
+      );
+      await item.click();
+      const frame = webview();
+      await frame.locator('h1', { hasText: 'vscode-long' }).waitFor({ timeout: 20_000 });
+      // the rollouts of the current step, live: both start running in the daemon's workers
+      await waitFor(
+        'the step progress',
+        async () =>
+          /step 0: 0 of 2 rollouts finished · 2 running/.test(
+            await frame.locator('#step-progress').innerText(),
+          ),
+        30_000,
+      ).catch(async (e) => {
+        throw new Error(`${e.message}; the header says: ${await frame.locator('header').innerText()}`);
+      });
+      await shot('15-status-bar-dashboard-progress');
+    },
+  );
+
+  await step("the status bar's Stop Run… asks first and leaves the run running when cancelled", async () => {
+    const hover = await statusHover('vscode-long', 'Stop Run');
+    await shot('15b-status-bar-tooltip');
+    const text = (await hover.textContent()) ?? '';
+    if (!/Stop Daemon/.test(text))
+      throw new Error(`the tooltip does not tell the daemon's Stop apart: ${text}`);
+    await hover.locator('a', { hasText: 'Stop Run' }).first().click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: 'vscode-long' });
+    await dialog.waitFor({ timeout: 10_000 });
+    await shot('15c-stop-run-confirm');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.waitForTimeout(1000);
+    const run = await api('GET', `/api/runs/${ctx.longRun.id}`);
+    if (run.status !== 'running') throw new Error(`the run is ${run.status} after Cancel`);
+  });
+
+  await step('after Restart Daemon the run resumes and the status bar says so, not "no worker"', async () => {
+    await palette('Harness RL: Restart Daemon');
+    await waitFor(
+      'the restarted daemon',
+      async () => (await fetch(`http://127.0.0.1:${ctx.daemonPort}/api/health`)).ok,
+      60_000,
+    );
+    const item = runItem('vscode-long');
+    await waitFor(
+      'the run back in the status bar',
+      async () => /step 0\/3/.test(await item.innerText()),
+      30_000,
+    );
+    // its workers start again with the resumed run: the bar must not keep the old daemon's "no worker"
+    await waitFor(
+      'the bar to show the run training',
+      async () => (await item.innerHTML()).includes('codicon-sync') && !/worker/.test(await item.innerText()),
+      20_000,
+    ).catch(async (e) => {
+      throw new Error(`${e.message}; it says "${await item.innerText()}"`);
+    });
+    await shot('15d-status-bar-after-restart');
+  });
+
+  await step('the dashboard after the daemon stops says so, with Start Daemon, not "running"', async () => {
+    await runItem('vscode-long').click();
+    const frame = webview();
+    await frame.locator('h1', { hasText: 'vscode-long' }).waitFor({ timeout: 20_000 });
+    await palette('Harness RL: Stop Daemon');
+    const dialog = page.locator('.monaco-dialog-box', { hasText: 'vscode-long' });
+    await dialog.waitFor({ timeout: 10_000 });
+    await dialog.getByRole('button', { name: 'Stop Daemon' }).click();
+    await waitFor(
+      'the dashboard to say the daemon stopped',
+      async () => /daemon stopped/.test(await frame.locator('#run-status').innerText()),
+      20_000,
+    );
+    const text = await frame.locator('#root').innerText();
+    if (/Waiting for a worker|Stop run/.test(text))
+      throw new Error(`stale advice on a stopped daemon: ${text}`);
+    await shot('15e-dashboard-daemon-stopped');
+    await frame.locator('#daemon-stopped').getByRole('button', { name: 'Start Daemon' }).click();
+    await waitFor(
+      'the dashboard to show the run again',
+      async () => (await frame.locator('#run-status').innerText()) === 'running',
+      60_000,
+    );
+  });
+
+  await step("Stop Run… from the status bar stops the run; its step's group says cancelled", async () => {
+    const hover = await statusHover('vscode-long', 'Stop Run');
+    await hover.locator('a', { hasText: 'Stop Run' }).first().click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: 'vscode-long' });
+    await dialog.waitFor({ timeout: 10_000 });
+    await dialog.getByRole('button', { name: 'Stop Run' }).click();
+    await waitFor(
+      'the run stopped',
+      async () => (await api('GET', `/api/runs/${ctx.longRun.id}`)).status === 'stopped',
+      30_000,
+    );
+    await palette('View: Close All Editors');
+    const tree = runsPane();
+    if (!(await tree.isVisible()))
+      await page.locator('.activitybar [aria-label*="Harness RL"]').first().click();
+    await collapse(tree.locator('.monaco-list-row', { hasText: 'vscode-math' }).first());
+    await expand(tree.locator('.monaco-list-row', { hasText: 'vscode-long' }).first());
+    const stepRow = treeRow(tree, 'step 0');
+    await waitFor(
+      'step 0 to say cancelled',
+      async () => /cancelled/.test((await stepRow.textContent()) ?? ''),
+      20_000,
+    );
+    await shot('15f-tree-stopped-run');
+    await collapse(tree.locator('.monaco-list-row', { hasText: 'vscode-long' }).first());
   });
 
   await step('a daemon that crashes is restarted by the extension', async () => {
@@ -1118,6 +1288,7 @@ async function cleanup() {
 
 try {
   await setup();
+  inChecks = true;
   await checks();
 } catch {
   failed = true;

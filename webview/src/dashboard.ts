@@ -6,9 +6,18 @@ import uPlot from 'uplot';
 import type { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
 import { configSections } from './configView';
 import { clear, h } from './dom';
+import { errorPage } from './errorPage';
 import { formatNumber } from './format';
 import { alignSeries, chartSpecs, flatRange, latest, seriesOf, smooth, upsertMetrics } from './metrics';
-import { type DashboardState, MAX_COMPARED, ToDashboard, type VsCodeApi } from './protocol';
+import { progressText } from './progress';
+import {
+  type DashboardState,
+  MAX_COMPARED,
+  type StepProgress,
+  ToDashboard,
+  type VsCodeApi,
+} from './protocol';
+import { runLabels } from './runLabels';
 import { describeWorkers } from './workers';
 
 declare function acquireVsCodeApi(): VsCodeApi<DashboardState>;
@@ -21,7 +30,11 @@ let rows: RunMetrics[] = [];
 let workers: RunWorkers | undefined;
 /** Other runs drawn on the same charts, in the order picked. */
 let compared: { run: Run; rows: RunMetrics[] }[] = [];
-let otherRuns: Pick<Run, 'id' | 'name' | 'status'>[] = [];
+let otherRuns: Pick<Run, 'id' | 'name' | 'status' | 'created_at'>[] = [];
+/** The current step's rollouts (running runs only). */
+let progress: StepProgress | null = null;
+/** Whether the daemon runs (when it stopped, what is shown is what it last said). */
+let daemonRunning = true;
 let smoothing = vscode.getState()?.smoothing ?? 0;
 let compareIds = vscode.getState()?.compare ?? [];
 const plots = new Map<string, uPlot>();
@@ -41,6 +54,7 @@ window.addEventListener('message', (ev: MessageEvent) => {
   const msg = parsed.data;
   switch (msg.type) {
     case 'dashboard':
+      daemonRunning = true;
       if (run?.id !== msg.run.id) workers = undefined;
       run = msg.run;
       rows = msg.metrics;
@@ -51,7 +65,8 @@ window.addEventListener('message', (ev: MessageEvent) => {
       break;
     case 'runs':
       otherRuns = msg.runs.filter((r) => r.id !== run?.id);
-      renderToolbar();
+      // a run of the same name may have come: the title and legends name runs apart
+      render();
       break;
     case 'compare':
       compared = msg.runs.map((c) => ({ run: c.run, rows: c.metrics }));
@@ -80,12 +95,21 @@ window.addEventListener('message', (ev: MessageEvent) => {
       else updatePlots();
       break;
     }
+    case 'progress':
+      if (run && msg.progress.run_id === run.id) {
+        progress = msg.progress;
+        renderProgress();
+      }
+      break;
+    case 'daemon':
+      daemonRunning = msg.running;
+      renderHeader();
+      break;
     case 'error':
+      for (const p of plots.values()) p.destroy();
+      plots.clear();
       clear(root);
-      root.append(
-        h('p', { class: 'error' }, msg.message),
-        h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Retry'),
-      );
+      root.append(...errorPage(msg.message, msg.daemon_stopped, (m) => vscode.postMessage(m)));
       break;
   }
 });
@@ -106,11 +130,17 @@ function allRows(): RunMetrics[] {
   return [...rows, ...compared.flatMap((c) => c.rows)];
 }
 
+/** Each run's name as shown: where names clash, with when it started (the sidebar's labels). */
+function labelOf(r: Pick<Run, 'id' | 'name'>): string {
+  const known = [...(run ? [run] : []), ...otherRuns, ...compared.map((c) => c.run)];
+  return runLabels(known.filter((x, i) => known.findIndex((y) => y.id === x.id) === i)).get(r.id) ?? r.name;
+}
+
 /** The runs on the charts, each with its rows and colour. */
 function drawn(): { name: string; rows: RunMetrics[]; stroke: string }[] {
   if (!run) return [];
   return [{ run, rows }, ...compared].map((c, i) => ({
-    name: c.run.name,
+    name: labelOf(c.run),
     rows: c.rows,
     stroke: color(PALETTE[i % PALETTE.length], '#3794ff'),
   }));
@@ -145,25 +175,69 @@ function renderHeader() {
   const r = run;
   clear(header);
   const steps = (r.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
+  const live = daemonRunning || r.status !== 'running';
   const parts: (Node | null)[] = [
-    h('h1', {}, r.name),
-    h('span', { class: 'badge', id: 'run-status' }, r.status),
+    h('h1', {}, labelOf(r)),
+    h('span', { class: 'badge', id: 'run-status' }, live ? r.status : 'paused: daemon stopped'),
     h('span', { id: 'run-step' }, `step ${r.step}${steps ? ` of ${steps}` : ''}`),
     h('span', {}, `model v${r.model_version}`),
     r.error ? h('span', { class: 'error' }, r.error) : null,
-    r.status === 'running' || r.status === 'created'
+    live && (r.status === 'running' || r.status === 'created')
       ? h('button', { onclick: () => vscode.postMessage({ type: 'stopRun', run_id: r.id }) }, 'Stop run')
       : null,
     h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Refresh'),
   ];
   header.append(...parts.filter((p): p is Node => p !== null));
+  renderProgress();
   renderWorkers(r);
+  renderDaemonStopped(r);
+}
+
+/** In the header while the run trains: the current step's rollouts finished / running / queued. */
+function renderProgress() {
+  document.getElementById('step-progress')?.remove();
+  const p = progress;
+  if (!run || !p || run.status !== 'running' || !daemonRunning) return;
+  document
+    .getElementById('run-step')
+    ?.after(
+      h(
+        'span',
+        { id: 'step-progress', role: 'status', 'aria-live': 'polite' },
+        h('progress', { max: Math.max(1, p.total), value: p.finished, 'aria-hidden': 'true' }),
+        ` ${progressText(p)}`,
+      ),
+    );
+}
+
+/** Below the header while the daemon is down: the run waits for it, not for a worker. */
+function renderDaemonStopped(r: Run) {
+  document.getElementById('daemon-stopped')?.remove();
+  if (daemonRunning) return;
+  const resumes =
+    r.status === 'running'
+      ? ` Run ${r.name} is paused; it resumes from step ${r.step} when the daemon starts again.`
+      : '';
+  document
+    .getElementById('header')
+    ?.after(
+      h(
+        'div',
+        { id: 'daemon-stopped', class: 'notice', role: 'status' },
+        h('span', {}, `The Harness RL daemon is not running.${resumes} `),
+        h(
+          'button',
+          { class: 'primary', onclick: () => vscode.postMessage({ type: 'startDaemon' }) },
+          'Start Daemon',
+        ),
+      ),
+    );
 }
 
 /** Below the header: nothing runs the rollouts (waiting for a worker, the last one went away). */
 function renderWorkers(r: Run) {
   document.getElementById('run-workers')?.remove();
-  const note = r.status === 'running' ? describeWorkers(workers) : null;
+  const note = r.status === 'running' && daemonRunning ? describeWorkers(workers) : null;
   if (!note?.waiting) return;
   const [before, command] = note.command ? note.detail.split(/`([^`]*)`/) : [note.detail, null];
   document.getElementById('header')?.after(
@@ -224,7 +298,7 @@ function renderToolbar() {
         render();
       } else vscode.postMessage({ type: 'compareRuns', run_ids: compareIds });
     });
-    return h('label', { class: 'pick' }, box, ` ${r.name} `, h('span', { class: 'muted' }, r.status));
+    return h('label', { class: 'pick' }, box, ` ${labelOf(r)} `, h('span', { class: 'muted' }, r.status));
   });
   bar.append(
     h('label', { for: 'smoothing' }, 'Smoothing '),
@@ -266,6 +340,7 @@ function renderCharts() {
   clear(grid);
   const fg = color('--vscode-foreground', '#ccc');
   const gridColor = color('--vscode-panel-border', '#8883');
+  grid.dataset.axisStroke = fg;
   const runs = drawn();
   const all = allRows();
   for (const spec of chartSpecs(all)) {
@@ -282,8 +357,10 @@ function renderCharts() {
     }
     const axis = {
       stroke: fg,
+      font: AXIS_FONT(),
       grid: { stroke: gridColor, width: 1 },
-      ticks: { stroke: gridColor, width: 1 },
+      ticks: { stroke: gridColor, width: 1, size: TICK_SIZE },
+      gap: TICK_GAP,
     };
     const data = chartData(spec.key);
     const points = { show: data[0].length < 50 };
@@ -312,7 +389,7 @@ function renderCharts() {
         // steps are integers: no fractional ticks on x
         axes: [
           { ...axis, label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] },
-          { ...axis, values: (_u, ticks) => ticks.map((t) => formatNumber(t)) },
+          { ...axis, values: (_u, ticks) => ticks.map((t) => formatNumber(t)), size: yAxisSize },
         ],
         series,
         legend: { show: true },
@@ -336,6 +413,36 @@ function renderCharts() {
     plots.set(spec.key, plot);
   }
 }
+
+const TICK_SIZE = 6;
+const TICK_GAP = 4;
+const AXIS_FONT = () => `11px ${color('--vscode-font-family', 'sans-serif')}`;
+const measurer = document.createElement('canvas').getContext('2d');
+
+/** The y axis as wide as its widest label ("−0.0236" whole, not "0.024" under a fixed 50 px). */
+function yAxisSize(_u: uPlot, values: string[] | null): number {
+  if (!values || !measurer) return 50;
+  measurer.font = AXIS_FONT();
+  const widest = Math.max(0, ...values.map((v) => measurer.measureText(v).width));
+  return Math.ceil(widest) + TICK_SIZE + TICK_GAP + 6;
+}
+
+/** A theme switch changes VS Code's colour variables on <html> and the class of <body>: redraw. */
+function followTheme() {
+  let pending = false;
+  const redraw = () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      if (plots.size > 0) renderCharts();
+    });
+  };
+  const watch = new MutationObserver(redraw);
+  watch.observe(document.documentElement, { attributes: true, attributeFilter: ['style', 'class'] });
+  watch.observe(document.body, { attributes: true, attributeFilter: ['class'] });
+}
+followTheme();
 
 function configForm(config: unknown): HTMLElement {
   return h(
