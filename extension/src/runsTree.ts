@@ -191,8 +191,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
       const out: RunsNode[] = filterText(this.filter) ? [this.filterNode] : [];
       out.push(...runs.map((r) => this.runNode(r)));
       if (this.runs.hasMore) out.push({ kind: 'more', list: this.runs, parent: undefined });
-      if (runs.length === 0)
-        out.push({ kind: 'message', text: 'No runs yet — Start Run… from a config file', icon: 'info' });
+      // no rows: the view's welcome content says so, with its Start Run… button
       return out;
     }
     switch (node.kind) {

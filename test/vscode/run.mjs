@@ -531,17 +531,25 @@ async function checks() {
     log(`activation: activate() ${figures.activate_ms} ms + bundle load ${figures.bundle_load_ms} ms`);
   });
 
-  await step('the sidebar shows the Runs and Recordings views', async () => {
-    await page
-      .locator(
-        '.activitybar .action-item a[aria-label*="Harness RL"], .activitybar .action-item [aria-label*="Harness RL"]',
-      )
-      .first()
-      .click();
-    await page.locator('.pane-header', { hasText: 'Runs' }).first().waitFor();
-    await page.locator('.pane-header', { hasText: 'Recordings' }).first().waitFor();
-    await shot('04-sidebar');
-  });
+  await step(
+    'the sidebar shows the Runs and Recordings views; an empty Runs view offers Start Run…',
+    async () => {
+      await page
+        .locator(
+          '.activitybar .action-item a[aria-label*="Harness RL"], .activitybar .action-item [aria-label*="Harness RL"]',
+        )
+        .first()
+        .click();
+      await page.locator('.pane-header', { hasText: 'Runs' }).first().waitFor();
+      await page.locator('.pane-header', { hasText: 'Recordings' }).first().waitFor();
+      // connected, no runs yet: the Runs view keeps a Start Run… button
+      await runsPane()
+        .locator('.welcome-view-content', { hasText: 'No runs yet' })
+        .getByRole('button', { name: 'Start Run…' })
+        .waitFor({ timeout: 20_000 });
+      await shot('04-sidebar');
+    },
+  );
 
   await step(
     'the Nodes view says how to add GPU nodes, then shows the node agent a run connects to',
