@@ -1,12 +1,12 @@
 // Every command as a small factory in one table. `needsDaemon` commands get the client from
 // ctx.requireClient(), which shows ONE clear message with a "Start Daemon" button when it is down.
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Recording, Run } from '../../daemon/protocol/entities';
 import { count } from '../../webview/src/format';
 import { type DaemonClient, errorText } from './client';
-import { checkRunConfig } from './configDiagnostics';
+import { checkRunConfig, isRunConfigText } from './configDiagnostics';
 import type { Ctx } from './ctx';
 import { exportSamples } from './export';
 import { rolloutDescription, runDescription, runLabels, startedAt, taskText } from './labels';
@@ -102,7 +102,7 @@ async function findRunConfigs(): Promise<vscode.Uri[]> {
   for (const uri of files) {
     try {
       const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
-      if (/^\s*"?tasks"?\s*:/m.test(text) && /^\s*"?name"?\s*:/m.test(text)) out.push(uri);
+      if (isRunConfigText(text)) out.push(uri);
     } catch {
       // unreadable
     }
@@ -112,7 +112,10 @@ async function findRunConfigs(): Promise<vscode.Uri[]> {
 
 /** Validates a config document and shows its problems as diagnostics; returns the config when valid. */
 export function validateConfigDocument(ctx: Ctx, doc: vscode.TextDocument) {
-  const check = checkRunConfig(doc.getText());
+  const dir = path.dirname(doc.uri.fsPath);
+  const check = checkRunConfig(doc.getText(), (file) =>
+    doc.uri.scheme === 'file' ? existsSync(path.resolve(dir, file)) : true,
+  );
   ctx.diagnostics.set(
     doc.uri,
     check.problems.map((p) => {
@@ -137,7 +140,15 @@ async function startRun(ctx: Ctx, client: DaemonClient, arg: unknown) {
   let uri = arg instanceof vscode.Uri ? arg : undefined;
   if (!uri) {
     const configs = await findRunConfigs();
-    const active = vscode.window.activeTextEditor?.document.uri;
+    const activeDoc = vscode.window.activeTextEditor?.document;
+    const active = activeDoc?.uri;
+    // the config open in the editor comes first, wherever it lives (inside the workspace or not)
+    if (
+      activeDoc &&
+      isRunConfigText(activeDoc.getText()) &&
+      !configs.some((u) => u.toString() === active?.toString())
+    )
+      configs.unshift(activeDoc.uri);
     const items = configs.map((u) => ({ label: vscode.workspace.asRelativePath(u), uri: u }));
     if (active && configs.some((u) => u.toString() === active.toString())) {
       items.sort((a) => (a.uri.toString() === active.toString() ? -1 : 0));

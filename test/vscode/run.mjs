@@ -285,6 +285,12 @@ async function setup() {
     steps: 2
 `,
     );
+    // a config whose tasks file is not there, and the JSON Schema (not a run config) beside them
+    writeFileSync(
+      join(ctx.ws, 'missing.run.yaml'),
+      'run:\n  name: missing\n  tasks:\n    file: nope.jsonl\n',
+    );
+    copyFileSync(join(root, 'harness-rl.schema.json'), join(ctx.ws, 'harness-rl.schema.json'));
     writeFileSync(
       join(ctx.ws, 'bad.run.yaml'),
       `run:
@@ -623,6 +629,45 @@ async function checks() {
       await shot('04b-nodes');
       await page.mouse.move(0, 0);
       await api('POST', `/api/runs/${nodeRun.id}/stop`, {});
+    },
+  );
+
+  await step(
+    'a run config shows its problems as soon as it opens, a missing tasks file too; Start Run… lists run configs only',
+    async () => {
+      const open = async (name) => {
+        await page.keyboard.press('Escape');
+        await page.keyboard.press('Control+P');
+        await page.locator('.quick-input-widget input').waitFor({ state: 'visible' });
+        await page.keyboard.type(name, { delay: 10 });
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().click();
+        await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 10_000 });
+      };
+      for (const name of ['bad.run.yaml', 'missing.run.yaml']) {
+        await open(name);
+        await waitFor(
+          `squiggles in ${name}`,
+          async () => (await page.locator('.squiggly-error').count()) > 0,
+          20_000,
+        );
+      }
+      await page.locator('.squiggly-error').first().hover();
+      await page
+        .locator('.monaco-hover', { hasText: 'no file nope.jsonl' })
+        .first()
+        .waitFor({ timeout: 10_000 })
+        .catch(() => log('no hover over the squiggle; the squiggle is there'));
+      await shot('05a-diagnostics-on-open');
+      await palette('Harness RL: Start Run…');
+      await page
+        .locator('.quick-input-list .monaco-list-row', { hasText: 'math.run.yaml' })
+        .first()
+        .waitFor();
+      const rows = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+      if (rows.some((r) => r.includes('harness-rl.schema.json')))
+        throw new Error(`the picker offers the JSON Schema as a run config: ${rows.join(' | ')}`);
+      await page.keyboard.press('Escape');
+      await palette('View: Close All Editors');
     },
   );
 
