@@ -9,7 +9,7 @@ import { type DaemonClient, errorText } from './client';
 import { checkRunConfig, isRunConfigText } from './configDiagnostics';
 import type { Ctx } from './ctx';
 import { exportSamples } from './export';
-import { rolloutDescription, runDescription, runLabels, startedAt, taskText } from './labels';
+import { runDescription, runLabels, startedAt } from './labels';
 import { DashboardPanel, TrajectoryPanel } from './panels';
 import { parseRange } from './parse';
 import {
@@ -20,6 +20,7 @@ import {
   startRecording,
   stopRecording,
 } from './recording';
+import { rolloutPicks } from './rolloutPicks';
 import type { RunsNode } from './runsTree';
 
 interface CommandSpec {
@@ -67,16 +68,14 @@ async function rolloutArg(
   if (isObj(arg) && arg.kind === 'recording' && isObj(arg.recording))
     return { id: String((arg.recording as Recording).rollout_id), call_id: null };
   if (typeof arg === 'string') return { id: arg, call_id: null };
-  const recent = await client.listRollouts({ limit: 50 }).catch(() => ({ items: [] }));
+  const [recent, runs] = await Promise.all([
+    client.listRollouts({ limit: 50 }).catch(() => ({ items: [] })),
+    client.listRuns(undefined, 200).catch(() => ({ items: [] })),
+  ]);
   const quick = vscode.window.createQuickPick<vscode.QuickPickItem & { id?: string }>();
   quick.title = 'Open trajectory: pick a rollout or type its id';
   quick.placeholder = 'rollout id';
-  quick.items = recent.items.map((r) => ({
-    label: taskText(r.input) || `${r.kind} rollout ${r.id.slice(-8)}`,
-    description: `${rolloutDescription(r)} · ${r.kind}`,
-    detail: `started ${startedAt(r.created_at)}`,
-    id: r.id,
-  }));
+  quick.items = rolloutPicks(recent.items, runLabels(runs.items));
   return new Promise((resolve) => {
     quick.onDidAccept(() => {
       const id = quick.selectedItems[0]?.id ?? quick.value.trim();

@@ -1,0 +1,30 @@
+// The rows of Open Trajectory's picker, pure: finished rollouts first, each row told apart from its
+// group siblings (same task) by its reward, run and id.
+import type { Rollout } from '../../daemon/protocol/entities';
+import { rolloutDescription, startedAt, taskText } from './labels';
+
+export interface RolloutPick {
+  label: string;
+  description: string;
+  detail: string;
+  id: string;
+}
+
+const OPEN = new Set(['queued', 'running']);
+
+/** `runNames`: run id → the name the sidebar shows. */
+export function rolloutPicks(
+  rollouts: readonly Rollout[],
+  runNames: ReadonlyMap<string, string>,
+): RolloutPick[] {
+  const finishedFirst = [...rollouts].sort((a, b) => Number(OPEN.has(a.status)) - Number(OPEN.has(b.status)));
+  return finishedFirst.map((r) => {
+    const where = r.run_id ? `run ${runNames.get(r.run_id) ?? r.run_id}` : r.kind;
+    return {
+      label: `${taskText(r.input) || `${r.kind} rollout`} · ${r.id.slice(-6)}`,
+      description: `${rolloutDescription(r)} · ${where}`,
+      detail: `started ${startedAt(r.created_at)}`,
+      id: r.id,
+    };
+  });
+}
