@@ -38,7 +38,10 @@ export function createCore(
   );
   for (const doc of vscode.workspace.textDocuments) validateIfRunConfig(ctx, doc);
   try {
-    registerLanguageModel(ctx);
+    if (!registerLanguageModel(ctx))
+      log.appendLine(
+        `The Harness RL chat models (Chat's model picker) need VS Code 1.104 or newer; this is ${vscode.version}, so they are not offered.`,
+      );
   } catch (err) {
     // an API shape this VS Code does not have must not take the rest of the extension down
     log.appendLine(

@@ -520,6 +520,9 @@ async function checks() {
     if (!m)
       throw new Error(`no activation time in the output channel logs (${logs.join(', ') || 'none found'})`);
     figures.activate_ms = Number(m[1]);
+    // code-server 4.100.3 is VS Code 1.100: the chat models are not offered, and the log says why
+    if (!/chat models .*need VS Code 1\.104/.test(text))
+      throw new Error('the log does not say why no chat models');
     // module load time of the bundle itself (outside VS Code, with a stub vscode module)
     const loadMs = execFileSync(
       'node',
