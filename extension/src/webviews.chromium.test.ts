@@ -255,6 +255,27 @@ describe.each(cases)('trajectory webview in Chromium: $name', ({ name, rollout, 
     await p.close();
   });
 
+  it('wraps the token view between tokens, never inside one (<|end|> stays on one line)', async () => {
+    const p = await open('trajectory');
+    await p.setViewportSize({ width: 420, height: 900 });
+    await p.evaluate((m) => window.postMessage(m, '*'), message);
+    await p.locator('button[data-tab="training"]').click();
+    await p.locator('.tokens').first().waitFor();
+    const split = await p.evaluate(() => {
+      const out: string[] = [];
+      for (const t of Array.from(document.querySelectorAll('.tokens .tok')) as {
+        textContent: string;
+        getClientRects(): { length: number };
+      }[]) {
+        const text = t.textContent ?? '';
+        if (!text.includes('\n') && text.length < 20 && t.getClientRects().length > 1) out.push(text);
+      }
+      return out;
+    });
+    expect(split).toEqual([]);
+    await p.close();
+  });
+
   it('reaches the token details from the keyboard: Tab to a sample, arrow keys move the cursor token', async () => {
     const p = await open('trajectory');
     await p.evaluate((m) => window.postMessage(m, '*'), message);

@@ -142,7 +142,9 @@ function entryEl(e: Entry, response: boolean): HTMLElement {
     'div',
     { class: `entry ${e.role} ${e.kind}${response ? ' response' : ''}` },
     h('span', { class: 'role' }, roleText),
-    h('pre', {}, e.text),
+    e.kind === 'text' && e.text === ''
+      ? h('pre', { class: 'muted empty-turn' }, '(empty: no text, no tool calls)')
+      : h('pre', {}, e.text),
   );
 }
 
