@@ -406,6 +406,9 @@ async function checks() {
         throw new Error(`internal command ${c.title} is in the palette`);
     }
     figures.palette_commands_seen = ours.length;
+    // what cannot apply now stays out: nothing to stop yet
+    for (const title of ['Stop Daemon', 'Restart Daemon', 'Stop Recording'])
+      if (rows.includes(`Harness RL: ${title}`)) throw new Error(`${title} is offered with nothing to stop`);
     await page.keyboard.press('Escape');
   });
 
@@ -551,6 +554,22 @@ async function checks() {
         .click();
       await page.locator('.pane-header', { hasText: 'Runs' }).first().waitFor();
       await page.locator('.pane-header', { hasText: 'Recordings' }).first().waitFor();
+      // the Runs view gets most of the sidebar, the Nodes view a fifth (not a third)
+      const heightOf = async (name) =>
+        (
+          await page
+            .locator('.pane', { has: page.locator('.pane-header', { hasText: name }) })
+            .first()
+            .boundingBox()
+        )?.height ?? 0;
+      const [runsH, recH, nodesH] = [
+        await heightOf('Runs'),
+        await heightOf('Recordings'),
+        await heightOf('Nodes'),
+      ];
+      figures.sidebar_nodes_share = Math.round((100 * nodesH) / (runsH + recH + nodesH)) / 100;
+      if (figures.sidebar_nodes_share > 0.27 || runsH < 2 * nodesH)
+        throw new Error(`Runs ${runsH} px, Recordings ${recH} px, Nodes ${nodesH} px`);
       // connected, no runs yet: the Runs view keeps a Start Run… button
       await runsPane()
         .locator('.welcome-view-content', { hasText: 'No runs yet' })
@@ -654,12 +673,12 @@ async function checks() {
           20_000,
         );
       }
-      await page.locator('.squiggly-error').first().hover();
+      // the missing tasks file's mark says so where it is written
+      await page.locator('.view-lines span', { hasText: 'nope.jsonl' }).first().hover();
       await page
         .locator('.monaco-hover', { hasText: 'no file nope.jsonl' })
         .first()
-        .waitFor({ timeout: 10_000 })
-        .catch(() => log('no hover over the squiggle; the squiggle is there'));
+        .waitFor({ timeout: 15_000 });
       await shot('05a-diagnostics-on-open');
       await palette('Harness RL: Start Run…');
       await page
