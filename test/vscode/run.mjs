@@ -235,7 +235,16 @@ async function setup() {
   await step('package the extension with vsce (dist/, media/, package.json only)', async () => {
     ctx.vsix = join(artifacts, 'harness-rl.vsix');
     rmSync(ctx.vsix, { force: true });
-    run('npx', ['vsce', 'package', '--no-dependencies', '--skip-license', '-o', ctx.vsix]);
+    run('npx', [
+      'vsce',
+      'package',
+      '--no-dependencies',
+      '--skip-license',
+      '--readme-path',
+      'extension/README.md',
+      '-o',
+      ctx.vsix,
+    ]);
     const listing = run('python3', [
       '-c',
       'import sys,zipfile;print("\\n".join(n[10:] for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("extension/")))',
@@ -250,6 +259,13 @@ async function setup() {
     );
     if (unexpected.length) throw new Error(`the vsix would hold unexpected files: ${unexpected.join(', ')}`);
     figures.vsix_kb = Math.round(statSync(ctx.vsix).size / 1024);
+    // the Marketplace page is the extension's own README (how to use it in VS Code), not the repository's
+    const readme = run('python3', [
+      '-c',
+      'import sys,zipfile;z=zipfile.ZipFile(sys.argv[1]);print(z.read(next(n for n in z.namelist() if n.lower()=="extension/readme.md")).decode())',
+      ctx.vsix,
+    ]);
+    if (!readme.startsWith('# Harness RL for VS Code')) throw new Error(`the vsix README is not the extension's: ${readme.slice(0, 80)}`);
   });
   await step('code-server 4.100.3 is set up and the extension installs into it', async () => {
     if (!existsSync(codeServer)) run(join(root, 'scripts', 'setup-code-server.sh'), [], { stdio: 'inherit' });
