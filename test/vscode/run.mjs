@@ -265,7 +265,8 @@ async function setup() {
       'import sys,zipfile;z=zipfile.ZipFile(sys.argv[1]);print(z.read(next(n for n in z.namelist() if n.lower()=="extension/readme.md")).decode())',
       ctx.vsix,
     ]);
-    if (!readme.startsWith('# Harness RL for VS Code')) throw new Error(`the vsix README is not the extension's: ${readme.slice(0, 80)}`);
+    if (!readme.startsWith('# Harness RL for VS Code'))
+      throw new Error(`the vsix README is not the extension's: ${readme.slice(0, 80)}`);
   });
   await step('code-server 4.100.3 is set up and the extension installs into it', async () => {
     if (!existsSync(codeServer)) run(join(root, 'scripts', 'setup-code-server.sh'), [], { stdio: 'inherit' });
