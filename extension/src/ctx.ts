@@ -156,8 +156,11 @@ export class Ctx implements vscode.Disposable {
         (e) => this.eventEmitter.fire(e),
         (connected) => {
           if (!connected) void this.checkAlive();
-          // events missed while the socket was down: reload what the views show
-          if (connected && dropped) this.refreshViews();
+          // events missed while the socket was down: reload what the views and the status bar show
+          if (connected && dropped) {
+            this.refreshViews();
+            this.reloadTraining();
+          }
           dropped = !connected;
         },
       );

@@ -9,6 +9,8 @@ export class StatusBar implements vscode.Disposable {
     10,
   );
 
+  private commandKey = '';
+
   constructor() {
     this.item.name = 'Harness RL';
     this.set({ kind: 'stopped' });
@@ -45,7 +47,7 @@ export class StatusBar implements vscode.Disposable {
     if (s.kind === 'recording') links.push('[$(debug-stop) Stop recording](command:harnessRl.stopRecording)');
     links.push('[$(output) Logs](command:harnessRl.showLogs)');
     md.appendMarkdown(links.join(' · '));
-    this.item.command = itemCommand(s);
+    this.setCommand(itemCommand(s));
     this.item.tooltip = md;
     this.item.backgroundColor =
       s.kind === 'failed'
@@ -53,6 +55,18 @@ export class StatusBar implements vscode.Disposable {
         : s.kind === 'recording'
           ? new vscode.ThemeColor('statusBarItem.warningBackground')
           : undefined;
+  }
+
+  /**
+   * Sets the click command only when it changed: VS Code registers a new internal command for each
+   * command with arguments and drops the old one, so a click on the item just redrawn by the next
+   * event would find "command not found".
+   */
+  private setCommand(command: vscode.Command) {
+    const key = JSON.stringify([command.command, command.arguments]);
+    if (key === this.commandKey) return;
+    this.commandKey = key;
+    this.item.command = command;
   }
 
   dispose(): void {
