@@ -1160,33 +1160,63 @@ async function checks() {
     await shot('13-dashboard-restored');
   });
 
-  await step('the dashboard, the sidebar and the trajectory in the light theme', async () => {
-    const file = join(ctx.ud, 'User', 'settings.json');
-    /** Sets the colour theme (undefined: back to the default, dark). */
-    const theme = (name) =>
-      writeFileSync(
-        file,
-        JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), 'workbench.colorTheme': name }, null, 2),
-      );
-    theme('Default Light Modern');
-    try {
-      await waitFor('the light theme', async () => (await page.locator('.monaco-workbench.vs').count()) > 0);
-      await webview().locator('.chart').first().waitFor({ timeout: 30_000 });
-      await page.waitForTimeout(500); // the webview takes the new theme's colours a moment later
-      await shot('14-light-dashboard');
-      const row = await rolloutRow();
-      await shot('14-light-tree');
-      await row.click();
-      const frame = webview();
-      await frame.locator('button[data-tab="training"]').click();
-      await frame.locator('.tokens .tok.m1').first().waitFor({ timeout: 20_000 });
-      await page.waitForTimeout(500);
-      await shot('14-light-trajectory-tokens');
-      await palette('View: Close All Editors');
-    } finally {
-      theme(undefined); // the setting goes; the window may keep the light theme until it reloads
-    }
-  });
+  await step(
+    'the dashboard follows a theme switch while open; the dashboard, the sidebar and the trajectory in both themes',
+    async () => {
+      /** Picks a colour theme as a person does (the picker writes workbench.colorTheme). */
+      const theme = async (label) => {
+        await palette('Preferences: Color Theme');
+        const input = page.locator('.quick-input-widget input');
+        await input.fill(label);
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor();
+        await page.keyboard.press('Enter');
+      };
+      const axisStroke = () => webview().locator('#charts').getAttribute('data-axis-stroke');
+      try {
+        const themes = [
+          ['Dark Modern', 'vs-dark', 'dark'],
+          ['Light Modern', 'vs', 'light'],
+        ];
+        // switch away from the theme the window has now first
+        if ((await page.locator('.monaco-workbench.vs-dark').count()) > 0) themes.reverse();
+        for (const [name, css, slug] of themes) {
+          await webview().locator('.chart canvas').first().waitFor({ timeout: 30_000 });
+          const before = await axisStroke();
+          await theme(name);
+          await waitFor(
+            `the ${slug} theme`,
+            async () => (await page.locator(`.monaco-workbench.${css}`).count()) > 0,
+          );
+          // the open dashboard redraws its charts in the new colours, without a reload
+          await waitFor(
+            `the charts in the ${slug} theme's colours`,
+            async () => (await axisStroke()) !== before,
+            15_000,
+          ).catch(async (e) => {
+            throw new Error(`${e.message}: axis colour stays ${before}`);
+          });
+          await page.waitForTimeout(500);
+          await shot(`14-${slug}-dashboard`);
+          const row = await rolloutRow();
+          await shot(`14-${slug}-tree`);
+          await row.click();
+          const frame = webview();
+          await frame.locator('section.call').first().waitFor({ timeout: 30_000 });
+          await shot(`14-${slug}-trajectory-conversation`);
+          await frame.locator('button[data-tab="training"]').click();
+          await frame.locator('.tokens .tok.m1').first().waitFor({ timeout: 20_000 });
+          await page.waitForTimeout(500);
+          await shot(`14-${slug}-trajectory-tokens`);
+          await palette('View: Close All Editors');
+          await palette('Harness RL: Open Run Dashboard');
+          await quickPick('vscode-math');
+          await webview().locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
+        }
+      } finally {
+        await page.keyboard.press('Escape');
+      }
+    },
+  );
 
   /** The status bar item of the run that trains now (its text is the run's name and step). */
   const runItem = (name) => page.locator('.statusbar-item', { hasText: name }).first();
