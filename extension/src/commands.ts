@@ -276,6 +276,15 @@ export const COMMANDS: Record<string, CommandSpec> = {
       }
     },
   },
+  'harnessRl.showTrainingRun': {
+    needsDaemon: true,
+    run: async (ctx, c) => {
+      // the run the status bar shows; with none training, the picker
+      const id = ctx.trainingRunId();
+      const run = await runArg(c!, id ? { kind: 'runId', id } : undefined);
+      if (run) DashboardPanel.show(ctx, run.id, run.name);
+    },
+  },
   'harnessRl.openDashboard': {
     needsDaemon: true,
     run: async (ctx, c, arg) => {

@@ -286,6 +286,11 @@ export class Ctx implements vscode.Disposable {
     }
   }
 
+  /** The run the status bar shows (the most recently updated of those training). */
+  trainingRunId(): string | undefined {
+    return [...this.training.keys()].at(-1);
+  }
+
   /** The names of the runs training now (as the status bar counts them). */
   trainingRuns(): string[] {
     return [...this.training.values()].map((t) => t.name);

@@ -9,8 +9,6 @@ export class StatusBar implements vscode.Disposable {
     10,
   );
 
-  private commandKey = '';
-
   constructor() {
     this.item.name = 'Harness RL';
     this.set({ kind: 'stopped' });
@@ -47,7 +45,7 @@ export class StatusBar implements vscode.Disposable {
     if (s.kind === 'recording') links.push('[$(debug-stop) Stop recording](command:harnessRl.stopRecording)');
     links.push('[$(output) Logs](command:harnessRl.showLogs)');
     md.appendMarkdown(links.join(' · '));
-    this.setCommand(itemCommand(s));
+    this.item.command = itemCommand(s);
     this.item.tooltip = md;
     this.item.backgroundColor =
       s.kind === 'failed'
@@ -57,32 +55,18 @@ export class StatusBar implements vscode.Disposable {
           : undefined;
   }
 
-  /**
-   * Sets the click command only when it changed: VS Code registers a new internal command for each
-   * command with arguments and drops the old one, so a click on the item just redrawn by the next
-   * event would find "command not found".
-   */
-  private setCommand(command: vscode.Command) {
-    const key = JSON.stringify([command.command, command.arguments]);
-    if (key === this.commandKey) return;
-    this.commandKey = key;
-    this.item.command = command;
-  }
-
   dispose(): void {
     this.item.dispose();
   }
 }
 
-/** A click on the item: the training run's dashboard while a run trains, else the logs. */
-function itemCommand(s: StatusView): vscode.Command {
-  if (s.kind === 'training' && s.runId)
-    return {
-      command: 'harnessRl.openDashboard',
-      title: 'Open Run Dashboard',
-      arguments: [{ kind: 'runId', id: s.runId }],
-    };
-  return { command: 'harnessRl.showLogs', title: 'Show Logs' };
+/**
+ * A click on the item: the training run's dashboard while a run trains, else the logs. Commands
+ * without arguments: VS Code wraps one with arguments in an internal command it replaces on every
+ * change, and a click on an item redrawn a moment before found "command not found".
+ */
+function itemCommand(s: StatusView): string {
+  return s.kind === 'training' && s.runId ? 'harnessRl.showTrainingRun' : 'harnessRl.showLogs';
 }
 
 /** The tooltip's line for the training run (its own, apart from the daemon's Stop and Restart). */
