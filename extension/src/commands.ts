@@ -3,7 +3,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { Recording, Run } from '../../daemon/protocol/entities';
+import type { Recording, Rollout, Run } from '../../daemon/protocol/entities';
 import { count } from '../../webview/src/format';
 import { type DaemonClient, errorText } from './client';
 import { checkRunConfig, isRunConfigText } from './configDiagnostics';
@@ -57,6 +57,19 @@ async function runArg(
   return pick?.r;
 }
 
+/** The steps of the groups of these rollouts: one page of groups per run they belong to. */
+async function groupSteps(client: DaemonClient, rollouts: readonly Rollout[]): Promise<Map<string, number>> {
+  const steps = new Map<string, number>();
+  const runIds = [...new Set(rollouts.map((r) => r.run_id).filter((id): id is string => id !== null))];
+  await Promise.all(
+    runIds.slice(0, 5).map(async (id) => {
+      const page = await client.runGroups(id, { limit: 200 }).catch(() => ({ items: [] }));
+      for (const g of page.items) steps.set(g.id, g.step);
+    }),
+  );
+  return steps;
+}
+
 async function rolloutArg(
   client: DaemonClient,
   arg: unknown,
@@ -75,7 +88,7 @@ async function rolloutArg(
   const quick = vscode.window.createQuickPick<vscode.QuickPickItem & { id?: string }>();
   quick.title = 'Open trajectory: pick a rollout or type its id';
   quick.placeholder = 'rollout id';
-  quick.items = rolloutPicks(recent.items, runLabels(runs.items));
+  quick.items = rolloutPicks(recent.items, runLabels(runs.items), await groupSteps(client, recent.items));
   return new Promise((resolve) => {
     quick.onDidAccept(() => {
       const id = quick.selectedItems[0]?.id ?? quick.value.trim();

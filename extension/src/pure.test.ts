@@ -220,7 +220,7 @@ describe('the status bar', () => {
 });
 
 describe('Open Trajectory', () => {
-  it('lists finished rollouts first, each group sibling told apart by its reward, run and id', () => {
+  it('lists finished rollouts first, each group sibling told apart by its reward, run, step and id', () => {
     const base = {
       kind: 'run' as const,
       run_id: 'run_1',
@@ -244,9 +244,10 @@ describe('Open Trajectory', () => {
         { ...base, id: 'r_aaaaaa02', status: 'succeeded', reward: 1 },
       ] as unknown as Rollout[],
       new Map([['run_1', 'math']]),
+      new Map([['g1', 3]]),
     );
     expect(rows.map((r) => r.id)).toEqual(['r_aaaaaa02', 'r_aaaaaa01']);
     expect(new Set(rows.map((r) => r.label)).size).toBe(2);
-    expect(rows[0].description).toBe('1 · succeeded · run math');
+    expect(rows[0].description).toBe('1 · succeeded · run math · step 3');
   });
 });
