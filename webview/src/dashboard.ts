@@ -4,6 +4,7 @@ import 'uplot/dist/uPlot.min.css';
 import './dashboard.css';
 import uPlot from 'uplot';
 import type { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
+import { axisFont, followTheme, TICK_GAP, TICK_SIZE, yAxisSize } from './chartStyle';
 import { configSections } from './configView';
 import { clear, h } from './dom';
 import { errorPage } from './errorPage';
@@ -357,7 +358,7 @@ function renderCharts() {
     }
     const axis = {
       stroke: fg,
-      font: AXIS_FONT(),
+      font: axisFont(),
       grid: { stroke: gridColor, width: 1 },
       ticks: { stroke: gridColor, width: 1, size: TICK_SIZE },
       gap: TICK_GAP,
@@ -414,35 +415,9 @@ function renderCharts() {
   }
 }
 
-const TICK_SIZE = 6;
-const TICK_GAP = 4;
-const AXIS_FONT = () => `11px ${color('--vscode-font-family', 'sans-serif')}`;
-const measurer = document.createElement('canvas').getContext('2d');
-
-/** The y axis as wide as its widest label ("−0.0236" whole, not "0.024" under a fixed 50 px). */
-function yAxisSize(_u: uPlot, values: string[] | null): number {
-  if (!values || !measurer) return 50;
-  measurer.font = AXIS_FONT();
-  const widest = Math.max(0, ...values.map((v) => measurer.measureText(v).width));
-  return Math.ceil(widest) + TICK_SIZE + TICK_GAP + 6;
-}
-
-/** A theme switch changes VS Code's colour variables on <html> and the class of <body>: redraw. */
-function followTheme() {
-  let pending = false;
-  const redraw = () => {
-    if (pending) return;
-    pending = true;
-    requestAnimationFrame(() => {
-      pending = false;
-      if (plots.size > 0) renderCharts();
-    });
-  };
-  const watch = new MutationObserver(redraw);
-  watch.observe(document.documentElement, { attributes: true, attributeFilter: ['style', 'class'] });
-  watch.observe(document.body, { attributes: true, attributeFilter: ['class'] });
-}
-followTheme();
+followTheme(() => {
+  if (plots.size > 0) renderCharts();
+});
 
 function configForm(config: unknown): HTMLElement {
   return h(
