@@ -71,6 +71,27 @@ export async function cancelOpenRollouts(store: Store, runId: string): Promise<v
   }
 }
 
+/**
+ * Mark every open group of a run cancelled: its step will not finish (the run stopped or failed, or a
+ * restarted daemon starts the step over with new groups). Without this they would say "running" forever.
+ */
+async function cancelOpenGroups(store: Store, runId: string): Promise<void> {
+  const open: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.listGroups(runId, { cursor, limit: 1000 });
+    open.push(...page.items.filter((g) => g.status === 'pending' || g.status === 'running').map((g) => g.id));
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor);
+  for (const id of open) await store.setGroupStatus(id, 'cancelled');
+}
+
+/** Cancel a run's open rollouts, then their groups. */
+async function cancelOpenWork(store: Store, runId: string): Promise<void> {
+  await cancelOpenRollouts(store, runId);
+  await cancelOpenGroups(store, runId);
+}
+
 /** One running run. `done` settles when the loop ends (finished, stopped, failed or halted). */
 class RunLoop {
   private readonly abort = new AbortController();
@@ -134,7 +155,7 @@ class RunLoop {
         this.ctx.log('run failed', { run_id: this.runId, error: errorText(err) });
         patch = { status: 'failed', error: errorText(err) };
       }
-      if (patch) await cancelOpenRollouts(this.store, this.runId).catch(() => {});
+      if (patch) await cancelOpenWork(this.store, this.runId).catch(() => {});
     }
     if (this.backends) {
       await this.backends.close().catch(() => {});
@@ -148,8 +169,8 @@ class RunLoop {
   private async body(): Promise<void> {
     const { config, runId, store } = this;
     const run = await this.mustRun();
-    // Rollouts left open by an earlier daemon belong to a step that starts over now.
-    await cancelOpenRollouts(this.store, this.runId);
+    // Rollouts and groups left open by an earlier daemon belong to a step that starts over now.
+    await cancelOpenWork(this.store, this.runId);
     const train = (await store.listTasks(runId, 'train')).sort((a, b) => a.index - b.index);
     const validation = (await store.listTasks(runId, 'validation')).sort((a, b) => a.index - b.index);
     if (train.length === 0) throw new Error('the run has no train tasks');
@@ -496,7 +517,7 @@ export class Scheduler implements RunController {
     }
     const run = await this.ctx.store.getRun(runId);
     if (!run || run.status === 'finished' || run.status === 'failed' || run.status === 'stopped') return;
-    await cancelOpenRollouts(this.ctx.store, runId);
+    await cancelOpenWork(this.ctx.store, runId);
     await this.ctx.store.updateRun(runId, { status: 'stopped' });
   }
 

@@ -134,7 +134,8 @@ export const Task = z.object({
   input: Json,
 });
 
-export const GroupStatus = z.enum(['pending', 'running', 'complete', 'failed']);
+/** `cancelled`: its step never finished (the run stopped or failed, or a restarted daemon began the step again). */
+export const GroupStatus = z.enum(['pending', 'running', 'complete', 'failed', 'cancelled']);
 export const Group = z.object({
   id: Id,
   run_id: Id,

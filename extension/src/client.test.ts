@@ -64,7 +64,8 @@ describe('DaemonClient against a real daemon', () => {
     expect(requests).toBe(3);
     const detail = await client.getRollout(list.items[0].id);
     expect(detail.llm_calls).toEqual([]);
-    expect(client.rolloutUrl(detail.id)).toBe(`${daemon.url}/api/rollouts/${detail.id}`);
+    // the base URL a harness uses (the claim's openai_base_url), not the REST resource
+    expect(client.rolloutUrl(detail.id)).toBe(`${daemon.url}/r/${detail.id}/v1`);
   });
 
   it('a reward posted from the extension arrives as a live event', async () => {

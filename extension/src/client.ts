@@ -181,8 +181,9 @@ export class DaemonClient {
   }
 
   /** The URL of a rollout in the REST API (what "Copy rollout URL" copies). */
+  /** The rollout's OpenAI-style base URL, what a harness is pointed at (`/r/<id>/v1`, as claims give it). */
   rolloutUrl(id: string): string {
-    return new URL(`/api/rollouts/${enc(id)}`, this.baseUrl).toString();
+    return new URL(`/r/${enc(id)}/v1`, this.baseUrl).toString();
   }
 
   /**

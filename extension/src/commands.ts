@@ -1,15 +1,15 @@
 // Every command as a small factory in one table. `needsDaemon` commands get the client from
 // ctx.requireClient(), which shows ONE clear message with a "Start Daemon" button when it is down.
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { Recording, Run } from '../../daemon/protocol/entities';
+import type { Recording, Rollout, Run } from '../../daemon/protocol/entities';
 import { count } from '../../webview/src/format';
 import { type DaemonClient, errorText } from './client';
-import { checkRunConfig } from './configDiagnostics';
+import { checkRunConfig, isRunConfigText } from './configDiagnostics';
 import type { Ctx } from './ctx';
 import { exportSamples } from './export';
-import { rolloutDescription, runDescription, runLabels, startedAt, taskText } from './labels';
+import { runDescription, runLabels, startedAt } from './labels';
 import { DashboardPanel, TrajectoryPanel } from './panels';
 import { parseRange } from './parse';
 import {
@@ -20,6 +20,7 @@ import {
   startRecording,
   stopRecording,
 } from './recording';
+import { rolloutPicks } from './rolloutPicks';
 import type { RunsNode } from './runsTree';
 
 interface CommandSpec {
@@ -56,6 +57,19 @@ async function runArg(
   return pick?.r;
 }
 
+/** The steps of the groups of these rollouts: one page of groups per run they belong to. */
+async function groupSteps(client: DaemonClient, rollouts: readonly Rollout[]): Promise<Map<string, number>> {
+  const steps = new Map<string, number>();
+  const runIds = [...new Set(rollouts.map((r) => r.run_id).filter((id): id is string => id !== null))];
+  await Promise.all(
+    runIds.slice(0, 5).map(async (id) => {
+      const page = await client.runGroups(id, { limit: 200 }).catch(() => ({ items: [] }));
+      for (const g of page.items) steps.set(g.id, g.step);
+    }),
+  );
+  return steps;
+}
+
 async function rolloutArg(
   client: DaemonClient,
   arg: unknown,
@@ -67,16 +81,14 @@ async function rolloutArg(
   if (isObj(arg) && arg.kind === 'recording' && isObj(arg.recording))
     return { id: String((arg.recording as Recording).rollout_id), call_id: null };
   if (typeof arg === 'string') return { id: arg, call_id: null };
-  const recent = await client.listRollouts({ limit: 50 }).catch(() => ({ items: [] }));
+  const [recent, runs] = await Promise.all([
+    client.listRollouts({ limit: 50 }).catch(() => ({ items: [] })),
+    client.listRuns(undefined, 200).catch(() => ({ items: [] })),
+  ]);
   const quick = vscode.window.createQuickPick<vscode.QuickPickItem & { id?: string }>();
   quick.title = 'Open trajectory: pick a rollout or type its id';
   quick.placeholder = 'rollout id';
-  quick.items = recent.items.map((r) => ({
-    label: taskText(r.input) || `${r.kind} rollout ${r.id.slice(-8)}`,
-    description: `${rolloutDescription(r)} · ${r.kind}`,
-    detail: `started ${startedAt(r.created_at)}`,
-    id: r.id,
-  }));
+  quick.items = rolloutPicks(recent.items, runLabels(runs.items), await groupSteps(client, recent.items));
   return new Promise((resolve) => {
     quick.onDidAccept(() => {
       const id = quick.selectedItems[0]?.id ?? quick.value.trim();
@@ -102,7 +114,7 @@ async function findRunConfigs(): Promise<vscode.Uri[]> {
   for (const uri of files) {
     try {
       const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
-      if (/^\s*"?tasks"?\s*:/m.test(text) && /^\s*"?name"?\s*:/m.test(text)) out.push(uri);
+      if (isRunConfigText(text)) out.push(uri);
     } catch {
       // unreadable
     }
@@ -112,7 +124,10 @@ async function findRunConfigs(): Promise<vscode.Uri[]> {
 
 /** Validates a config document and shows its problems as diagnostics; returns the config when valid. */
 export function validateConfigDocument(ctx: Ctx, doc: vscode.TextDocument) {
-  const check = checkRunConfig(doc.getText());
+  const dir = path.dirname(doc.uri.fsPath);
+  const check = checkRunConfig(doc.getText(), (file) =>
+    doc.uri.scheme === 'file' ? existsSync(path.resolve(dir, file)) : true,
+  );
   ctx.diagnostics.set(
     doc.uri,
     check.problems.map((p) => {
@@ -137,7 +152,15 @@ async function startRun(ctx: Ctx, client: DaemonClient, arg: unknown) {
   let uri = arg instanceof vscode.Uri ? arg : undefined;
   if (!uri) {
     const configs = await findRunConfigs();
-    const active = vscode.window.activeTextEditor?.document.uri;
+    const activeDoc = vscode.window.activeTextEditor?.document;
+    const active = activeDoc?.uri;
+    // the config open in the editor comes first, wherever it lives (inside the workspace or not)
+    if (
+      activeDoc &&
+      isRunConfigText(activeDoc.getText()) &&
+      !configs.some((u) => u.toString() === active?.toString())
+    )
+      configs.unshift(activeDoc.uri);
     const items = configs.map((u) => ({ label: vscode.workspace.asRelativePath(u), uri: u }));
     if (active && configs.some((u) => u.toString() === active.toString())) {
       items.sort((a) => (a.uri.toString() === active.toString() ? -1 : 0));
@@ -179,11 +202,41 @@ async function startRun(ctx: Ctx, client: DaemonClient, arg: unknown) {
   }
 }
 
+/** Stopping a run cannot be undone: ask first (the status bar, the dashboard and the tree all come here). */
+async function confirmStopRun(run: Run): Promise<boolean> {
+  const pick = await vscode.window.showWarningMessage(
+    `Stop run "${run.name}" at step ${run.step}?`,
+    {
+      modal: true,
+      detail: 'Its queued and running rollouts are cancelled; a stopped run does not resume.',
+    },
+    'Stop Run',
+  );
+  return pick === 'Stop Run';
+}
+
+/** Stopping the daemon VS Code started while runs train pauses them: say so, and how to stop a run instead. */
+async function confirmStopDaemon(ctx: Ctx): Promise<boolean> {
+  const runs = ctx.trainingRuns();
+  if (!ctx.daemon.owned || runs.length === 0) return true;
+  const pick = await vscode.window.showWarningMessage(
+    `Stop the Harness RL daemon? It is training ${runs.map((r) => `"${r}"`).join(', ')}.`,
+    {
+      modal: true,
+      detail:
+        'The run pauses and resumes from its last finished step when the daemon starts again. To end the run itself, use Stop Run….',
+    },
+    'Stop Daemon',
+  );
+  return pick === 'Stop Daemon';
+}
+
 export const COMMANDS: Record<string, CommandSpec> = {
   'harnessRl.startDaemon': { needsDaemon: false, run: (ctx) => ctx.startDaemon() },
   'harnessRl.stopDaemon': {
     needsDaemon: false,
     run: async (ctx) => {
+      if (!(await confirmStopDaemon(ctx))) return;
       if (!ctx.daemon.owned && ctx.daemon.state === 'running') {
         void vscode.window.showInformationMessage(
           'Harness RL: this daemon was not started by VS Code; disconnected from it.',
@@ -226,7 +279,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
         arg,
         (r) => r.status === 'running' || r.status === 'created' || r.status === 'paused',
       );
-      if (!run) return;
+      if (!run || !(await confirmStopRun(run))) return;
       try {
         await c!.stopRun(run.id);
         ctx.runsTree.refresh();
@@ -250,6 +303,15 @@ export const COMMANDS: Record<string, CommandSpec> = {
       } catch (err) {
         void vscode.window.showErrorMessage(`Harness RL: could not resume the run: ${errorText(err)}`);
       }
+    },
+  },
+  'harnessRl.showTrainingRun': {
+    needsDaemon: true,
+    run: async (ctx, c) => {
+      // the run the status bar shows; with none training, the picker
+      const id = ctx.trainingRunId();
+      const run = await runArg(c!, id ? { kind: 'runId', id } : undefined);
+      if (run) DashboardPanel.show(ctx, run.id, run.name);
     },
   },
   'harnessRl.openDashboard': {

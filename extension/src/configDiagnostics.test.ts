@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkRunConfig } from './configDiagnostics';
+import { checkRunConfig, isRunConfigText } from './configDiagnostics';
 
 const good = `run:
   name: demo
@@ -57,5 +57,28 @@ describe('run config diagnostics', () => {
     const bad = checkRunConfig('run:\n  name: [unclosed\n');
     expect(bad.config).toBeUndefined();
     expect(bad.problems[0].message).toMatch(/^syntax/);
+  });
+
+  it('marks a tasks file that is not there on its line, and gives no config to start', () => {
+    const text = 'run:\n  name: demo\n  tasks:\n    file: missing.jsonl\n';
+    const check = checkRunConfig(text, (f) => f !== 'missing.jsonl');
+    expect(check.config).toBeUndefined();
+    expect(check.problems).toHaveLength(1);
+    expect(check.problems[0]).toMatchObject({ path: 'tasks.file', line: 3, col: 10 });
+    expect(check.problems[0].message).toBe('run.tasks.file: no file missing.jsonl next to this config');
+    expect(checkRunConfig(good, () => true).config?.name).toBe('demo');
+  });
+
+  it('tells run configs from other YAML and JSON: the JSON Schema with nested name and tasks is not one', () => {
+    expect(isRunConfigText(good)).toBe(true);
+    expect(isRunConfigText('{"name": "x", "tasks": {"file": "t.jsonl"}}')).toBe(true);
+    const schema = JSON.stringify(
+      { $schema: 'x', properties: { run: { properties: { name: {}, tasks: {} } } } },
+      null,
+      2,
+    );
+    expect(isRunConfigText(schema)).toBe(false);
+    expect(isRunConfigText('jobs:\n  tasks:\n    name: build\n')).toBe(false);
+    expect(isRunConfigText('run: [unclosed')).toBe(false);
   });
 });

@@ -24,7 +24,7 @@ export interface ConfigCheck {
  * A file may be a bare RunConfig or a config file with a `run:` section (and maybe `daemon:`).
  * Returns the parsed config when valid, else the problems with positions.
  */
-export function checkRunConfig(text: string): ConfigCheck {
+export function checkRunConfig(text: string, fileExists?: (relative: string) => boolean): ConfigCheck {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
   const pos = (offset: number) => {
@@ -47,7 +47,15 @@ export function checkRunConfig(text: string): ConfigCheck {
     data && typeof data === 'object' && !Array.isArray(data) && 'run' in data ? ['run'] : [];
   const value = prefix.length ? (data as { run: unknown }).run : data;
   const parsed = RunConfig.safeParse(value);
-  if (parsed.success) return { config: parsed.data, problems: [] };
+  if (parsed.success) {
+    const missing = fileExists && !fileExists(parsed.data.tasks.file);
+    if (!missing) return { config: parsed.data, problems: [] };
+    // the daemon would refuse the run for it: mark it where it is written, not in a toast
+    const path = [...prefix, 'tasks', 'file'];
+    const { node } = locate(doc.contents, path, { code: 'custom' } as z.core.$ZodIssue);
+    const message = `${path.join('.')}: no file ${parsed.data.tasks.file} next to this config`;
+    return { problems: [span(node?.range as [number, number] | undefined, message, 'tasks.file')] };
+  }
   const problems = parsed.error.issues.map((issue) => {
     const path = [...prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
     const label = path.join('.') || '(root)';
@@ -103,4 +111,23 @@ function childOf(
     }
   }
   return undefined;
+}
+
+/**
+ * Whether a YAML or JSON text is a run config: `name` and `tasks` at the top, or under `run`
+ * (a JSON Schema or another tool's file with such keys nested deeper is not).
+ */
+export function isRunConfigText(text: string): boolean {
+  if (!/\btasks\b/.test(text) || text.length > 1_000_000) return false;
+  let data: unknown;
+  try {
+    data = parseDocument(text, { prettyErrors: false }).toJS();
+  } catch {
+    return false;
+  }
+  const obj = (v: unknown): v is Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!obj(data)) return false;
+  const run = obj(data.run) ? data.run : data;
+  return 'name' in run && 'tasks' in run && !('$schema' in data && 'properties' in data);
 }

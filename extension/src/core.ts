@@ -3,6 +3,7 @@
 // activation stays fast.
 import * as vscode from 'vscode';
 import { runCommand, validateConfigDocument } from './commands';
+import { isRunConfigText } from './configDiagnostics';
 import { Ctx } from './ctx';
 import { registerLanguageModel } from './lm';
 import { DashboardPanel, TrajectoryPanel } from './panels';
@@ -12,6 +13,12 @@ export interface Core {
   ctx: Ctx;
   run(id: string, args: unknown[]): Promise<unknown>;
   serializers: { trajectory: vscode.WebviewPanelSerializer; dashboard: vscode.WebviewPanelSerializer };
+}
+
+function validateIfRunConfig(ctx: Ctx, doc: vscode.TextDocument) {
+  const kinds = ['yaml', 'json', 'jsonc'];
+  if (doc.uri.scheme !== 'file' || !kinds.includes(doc.languageId)) return;
+  if (isRunConfigText(doc.getText())) validateConfigDocument(ctx, doc);
 }
 
 export function createCore(
@@ -26,9 +33,15 @@ export function createCore(
       if (ctx.diagnostics.has(e.document.uri)) validateConfigDocument(ctx, e.document);
     }),
     vscode.workspace.onDidCloseTextDocument((doc) => ctx.diagnostics.delete(doc.uri)),
+    // a run config shows its problems as soon as it is open, not only once Start Run is tried
+    vscode.workspace.onDidOpenTextDocument((doc) => validateIfRunConfig(ctx, doc)),
   );
+  for (const doc of vscode.workspace.textDocuments) validateIfRunConfig(ctx, doc);
   try {
-    registerLanguageModel(ctx);
+    if (!registerLanguageModel(ctx))
+      log.appendLine(
+        `The Harness RL chat models (Chat's model picker) need VS Code 1.104 or newer; this is ${vscode.version}, so they are not offered.`,
+      );
   } catch (err) {
     // an API shape this VS Code does not have must not take the rest of the extension down
     log.appendLine(

@@ -158,14 +158,47 @@ export class Ctx implements vscode.Disposable {
         (e) => this.eventEmitter.fire(e),
         (connected) => {
           if (!connected) void this.checkAlive();
-          // events missed while the socket was down: reload what the views show
-          if (connected && dropped) this.refreshViews();
+          // events missed while the socket was down: reload what the views and the status bar show
+          if (connected && dropped) {
+            this.refreshViews();
+            this.reloadTraining();
+          }
           dropped = !connected;
         },
       );
     }
     this.refreshViews();
+    this.reloadTraining();
+  }
+
+  /**
+   * What trains is the daemon's to say: forget it when the daemon goes, and ask again when one is
+   * (back) up (a restarted daemon resumes the run with new workers; the old "no worker" must not stay).
+   */
+  private reloadTraining() {
+    this.training.clear();
+    this.paused.clear();
     this.updateStatus();
+    const client = this.client;
+    if (client) void this.loadTraining(client);
+  }
+
+  /** The running runs and their workers, from the daemon. */
+  private async loadTraining(client: DaemonClient): Promise<void> {
+    try {
+      const runs = await client.listRuns(undefined, 20);
+      if (client !== this.client) return;
+      for (const run of runs.items.filter((r) => r.status === 'running').reverse()) {
+        if (this.training.has(run.id)) continue; // a run event came first: it is newer
+        const steps = (run.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
+        this.training.set(run.id, { name: run.name, step: run.step, steps });
+        void this.fetchWorkers(run.id);
+      }
+      for (const run of runs.items.filter((r) => r.status === 'paused').reverse()) this.notePaused(run, true);
+      this.updateStatus();
+    } catch {
+      // the tree shows errors
+    }
   }
 
   refreshViews() {
@@ -249,6 +282,7 @@ export class Ctx implements vscode.Disposable {
             this.status.set({
               kind: 'training',
               run: latest.name,
+              runId: [...this.training.keys()].at(-1),
               step: latest.step,
               steps: latest.steps,
               url,
@@ -260,22 +294,20 @@ export class Ctx implements vscode.Disposable {
     }
   }
 
+  /** The run the status bar shows (the most recently updated of those training). */
+  trainingRunId(): string | undefined {
+    return [...this.training.keys()].at(-1);
+  }
+
+  /** The names of the runs training now (as the status bar counts them). */
+  trainingRuns(): string[] {
+    return [...this.training.values()].map((t) => t.name);
+  }
+
   /** Called once after activation: connect quietly to a daemon that already runs. */
   async connectQuietly(): Promise<void> {
-    const client = await this.daemon.connect();
-    if (!client) return;
-    try {
-      const runs = await client.listRuns(undefined, 20);
-      for (const run of runs.items.filter((r) => r.status === 'running').reverse()) {
-        const steps = (run.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
-        this.training.set(run.id, { name: run.name, step: run.step, steps });
-        void this.fetchWorkers(run.id);
-      }
-      for (const run of runs.items.filter((r) => r.status === 'paused').reverse()) this.notePaused(run, true);
-      this.updateStatus();
-    } catch {
-      // the tree shows errors
-    }
+    // connecting changes the daemon's state: onDaemonState loads what trains
+    await this.daemon.connect();
   }
 
   /** Keeps the paused runs; a run that pauses now says so once, with Resume and Dashboard at hand. */

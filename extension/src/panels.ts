@@ -14,6 +14,7 @@ import { errorText } from './client';
 import type { Ctx } from './ctx';
 import { samplesFor } from './samples';
 import { recordingSnippets } from './snippets';
+import { StepProgressTracker } from './stepProgress';
 import { Throttle } from './throttle';
 
 export const TRAJECTORY_VIEW = 'harnessRl.trajectory';
@@ -64,6 +65,8 @@ export function webviewHtml(
 </html>`;
 }
 
+const DAEMON_STOPPED = 'The Harness RL daemon is not running.';
+
 abstract class Panel implements vscode.Disposable {
   protected readonly disposables: vscode.Disposable[] = [];
   private readonly reload = new Throttle(() => void this.load(), 300);
@@ -76,7 +79,13 @@ abstract class Panel implements vscode.Disposable {
     this.disposables.push(
       panel.onDidDispose(() => this.dispose()),
       panel.webview.onDidReceiveMessage((m) => this.onRawMessage(m)),
+      ctx.daemon.onDidChangeState(() => this.onDaemonState()),
     );
+  }
+
+  /** A daemon that is back (restarted, or started from the error page) may have more to show. */
+  protected onDaemonState(): void {
+    if (this.ctx.client) this.reloadSoon();
   }
 
   private async onRawMessage(raw: unknown) {
@@ -93,6 +102,10 @@ abstract class Panel implements vscode.Disposable {
         break;
       case 'refresh':
         await this.load();
+        break;
+      case 'startDaemon':
+        // once it runs, onDaemonState reloads the page
+        await vscode.commands.executeCommand('harnessRl.startDaemon');
         break;
       case 'copy':
         await vscode.env.clipboard.writeText(m.text);
@@ -201,10 +214,7 @@ export class TrajectoryPanel extends Panel {
   async load(): Promise<void> {
     const client = this.ctx.client;
     if (!client) {
-      this.post({
-        type: 'error',
-        message: 'The Harness RL daemon is not running. Start it and press Refresh.',
-      });
+      this.post({ type: 'error', message: DAEMON_STOPPED, daemon_stopped: true });
       return;
     }
     try {
@@ -233,6 +243,8 @@ export class DashboardPanel extends Panel {
   private static readonly open = new Map<string, DashboardPanel>();
   /** Runs the webview overlays on its charts; their live metrics are forwarded too. */
   private compared: string[] = [];
+  /** The current step's rollouts, live. */
+  private readonly progress: StepProgressTracker;
 
   static show(ctx: Ctx, runId: string, runName = runId): DashboardPanel {
     const existing = DashboardPanel.open.get(runId);
@@ -270,6 +282,15 @@ export class DashboardPanel extends Panel {
   ) {
     super(ctx, panel);
     DashboardPanel.open.set(runId, this);
+    this.progress = new StepProgressTracker(
+      () => this.ctx.client,
+      runId,
+      (progress) => this.ready && this.post({ type: 'progress', progress }),
+    );
+    this.disposables.push(
+      this.progress,
+      ctx.onEvent((e) => this.progress.onEvent(e)),
+    );
     panel.webview.html = webviewHtml(panel.webview, ctx.extensionUri, 'dashboard', panel.title);
     this.disposables.push(
       ctx.onEvent((e) => {
@@ -290,19 +311,25 @@ export class DashboardPanel extends Panel {
     void this.panel.webview.postMessage(m);
   }
 
+  /** A daemon that stops leaves the charts up but marks the run as not training (nothing runs it). */
+  protected override onDaemonState(): void {
+    const state = this.ctx.daemon.state;
+    if (this.ready && (state === 'stopped' || state === 'failed' || state === 'found'))
+      this.post({ type: 'daemon', running: false });
+    super.onDaemonState();
+  }
+
   async load(): Promise<void> {
     const client = this.ctx.client;
     if (!client) {
-      this.post({
-        type: 'error',
-        message: 'The Harness RL daemon is not running. Start it and press Refresh.',
-      });
+      this.post({ type: 'error', message: DAEMON_STOPPED, daemon_stopped: true });
       return;
     }
     try {
       const [run, metrics] = await Promise.all([client.getRun(this.runId), client.runMetrics(this.runId)]);
       this.panel.title = `Run ${run.name}`;
       this.post({ type: 'dashboard', run, metrics });
+      void this.progress.load();
       // Who runs the rollouts (an older daemon has no such route: no note then).
       const workers = await client.runWorkers(this.runId).catch(() => null);
       if (workers) this.post({ type: 'workers', workers });
@@ -312,7 +339,7 @@ export class DashboardPanel extends Panel {
           type: 'runs',
           runs: others.items
             .filter((r) => r.id !== this.runId)
-            .map(({ id, name, status }) => ({ id, name, status })),
+            .map(({ id, name, status, created_at }) => ({ id, name, status, created_at })),
         });
       if (this.compared.length > 0) await this.compareRuns(this.compared);
     } catch (err) {

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { Group } from '../../daemon/protocol/entities';
 import { PagedList } from './paging';
-import { filterText, groupsByStep, matchesFilter, stepDescription, stepStatus } from './runsModel';
+import {
+  filterText,
+  groupsByStep,
+  latestRollout,
+  matchesFilter,
+  stepDescription,
+  stepStatus,
+} from './runsModel';
 
 const group = (id: string, step: number, status: Group['status'] = 'complete'): Group => ({
   id,
@@ -49,6 +56,21 @@ describe('a run by steps', () => {
     expect(stepStatus([group('a', 1)])).toBe('complete');
     expect(stepDescription([group('a', 1)])).toBe('1 group · complete');
     expect(stepStatus([group('a', 1, 'failed')])).toBe('failed');
+  });
+
+  it('a step the run stopped in (or a restarted daemon began again) says cancelled, not running', () => {
+    const stopped = [group('a', 1, 'cancelled'), group('b', 1, 'cancelled')];
+    expect(stepStatus(stopped)).toBe('cancelled');
+    expect(stepDescription(stopped)).toBe('2 groups · 2 cancelled');
+    expect(stepDescription([group('a', 1), group('b', 1, 'cancelled')])).toBe('2 groups · 1 cancelled');
+  });
+
+  it('a finished rollout never goes back to queued when an older snapshot arrives later', () => {
+    const queued = { id: 'r1', status: 'queued', updated_at: '2026-01-01T00:00:01.000Z' };
+    const done = { id: 'r1', status: 'succeeded', updated_at: '2026-01-01T00:00:09.500Z' };
+    expect(latestRollout(queued, done)).toBe(done);
+    expect(latestRollout(done, queued)).toBe(done);
+    expect(latestRollout(undefined, queued)).toBe(queued);
   });
 });
 

@@ -41,20 +41,31 @@ export function groupsByStep(groups: readonly Group[]): StepRow[] {
   return [...byStep.entries()].sort((a, b) => b[0] - a[0]).map(([step, gs]) => ({ step, groups: gs }));
 }
 
-/** A step row's description: its groups, and how many are still open or failed. */
+/** A step row's description: its groups, and how many are still open, failed or cancelled. */
 export function stepDescription(groups: readonly Pick<Group, 'status'>[]): string {
   const open = groups.filter((g) => g.status === 'pending' || g.status === 'running').length;
   const failed = groups.filter((g) => g.status === 'failed').length;
+  const cancelled = groups.filter((g) => g.status === 'cancelled').length;
   const parts = [count(groups.length, 'group')];
   if (open) parts.push(`${open} running`);
   if (failed) parts.push(`${failed} failed`);
-  if (!open && !failed) parts.push('complete');
+  if (cancelled) parts.push(`${cancelled} cancelled`);
+  if (!open && !failed && !cancelled) parts.push('complete');
   return parts.join(' · ');
 }
 
-/** The icon status of a step: running while any group is open, failed when all failed. */
+/** The icon status of a step: running while any group is open, failed or cancelled when all are. */
 export function stepStatus(groups: readonly Pick<Group, 'status'>[]): string {
   if (groups.some((g) => g.status === 'pending' || g.status === 'running')) return 'running';
-  if (groups.length > 0 && groups.every((g) => g.status === 'failed')) return 'failed';
+  for (const end of ['failed', 'cancelled'] as const)
+    if (groups.length > 0 && groups.every((g) => g.status === end)) return end;
   return 'complete';
+}
+
+/**
+ * Of two snapshots of one rollout, the one to show: the later written (events and page loads can
+ * arrive in either order; an older one must never put a finished rollout back to "queued").
+ */
+export function latestRollout<R extends Pick<Rollout, 'updated_at'>>(shown: R | undefined, next: R): R {
+  return shown && shown.updated_at > next.updated_at ? shown : next;
 }

@@ -23,6 +23,7 @@ import { PagedList } from './paging';
 import {
   filterText,
   groupsByStep,
+  latestRollout,
   matchesFilter,
   type RolloutFilter,
   stepDescription,
@@ -156,8 +157,11 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
       `rollout:${rollout.id}`,
       'rollout',
       (n) => {
-        if (n.rollout.updated_at !== rollout.updated_at) n.detail = undefined;
-        n.rollout = rollout;
+        const shown = latestRollout(n.rollout, rollout);
+        if (shown !== n.rollout) {
+          n.detail = undefined;
+          n.rollout = shown;
+        }
         if (position !== undefined) n.position = position;
       },
       () => ({ kind: 'rollout', rollout, position }),
@@ -187,8 +191,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
       const out: RunsNode[] = filterText(this.filter) ? [this.filterNode] : [];
       out.push(...runs.map((r) => this.runNode(r)));
       if (this.runs.hasMore) out.push({ kind: 'more', list: this.runs, parent: undefined });
-      if (runs.length === 0)
-        out.push({ kind: 'message', text: 'No runs yet — Start Run… from a config file', icon: 'info' });
+      // no rows: the view's welcome content says so, with its Start Run… button
       return out;
     }
     switch (node.kind) {
@@ -372,18 +375,9 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
         if (run.groups.upsert(g)) this.fireLater(run);
         return;
       }
-      case 'rollout': {
-        const r = e.rollout;
-        const existing = this.nodes.get(`rollout:${r.id}`);
-        if (existing?.kind === 'rollout') {
-          this.rolloutNode(r);
-          this.fireLater(existing);
-        } else if (r.group_id && matchesFilter(r, this.filter)) {
-          const g = this.nodes.get(`group:${r.group_id}`);
-          if (g?.kind === 'group' && g.rollouts.upsert(r, 'back')) this.fireLater(g);
-        }
+      case 'rollout':
+        this.onRollout(e.rollout);
         return;
-      }
       case 'llm_call':
       case 'reward': {
         const id = e.type === 'llm_call' ? e.call.rollout_id : e.reward.rollout_id;
@@ -396,6 +390,25 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
       }
       default:
         return;
+    }
+  }
+
+  /**
+   * A rollout changed: its row, and its group's loaded list too, so that redrawing the group (when
+   * the group or run changes) lists the new snapshot, not the one loaded when the group opened.
+   */
+  private onRollout(r: Rollout): void {
+    const existing = this.nodes.get(`rollout:${r.id}`);
+    const g = r.group_id ? this.nodes.get(`group:${r.group_id}`) : undefined;
+    if (g?.kind === 'group') {
+      const listed = g.rollouts.items.find((x) => x.id === r.id);
+      // a new rollout row: redraw the group (a listed one redraws its own row below)
+      if (listed) g.rollouts.upsert(latestRollout(listed, r));
+      else if (matchesFilter(r, this.filter) && g.rollouts.upsert(r, 'back')) this.fireLater(g);
+    }
+    if (existing?.kind === 'rollout') {
+      this.rolloutNode(r);
+      this.fireLater(existing);
     }
   }
 

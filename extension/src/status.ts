@@ -11,7 +11,6 @@ export class StatusBar implements vscode.Disposable {
 
   constructor() {
     this.item.name = 'Harness RL';
-    this.item.command = 'harnessRl.showLogs';
     this.set({ kind: 'stopped' });
     this.item.show();
   }
@@ -30,17 +29,19 @@ export class StatusBar implements vscode.Disposable {
         'harnessRl.stopRecording',
         'harnessRl.openDashboard',
         'harnessRl.resumeRun',
+        'harnessRl.stopRun',
       ],
     };
     md.appendMarkdown(`**Harness RL** — ${detail}\n\n`);
+    if (s.kind === 'training' && s.runId) md.appendMarkdown(`${runLinks(s.runId).join(' · ')}\n\n`);
     const links =
       s.kind === 'stopped' || s.kind === 'failed'
-        ? ['[$(play) Start](command:harnessRl.startDaemon)']
+        ? ['[$(play) Start Daemon](command:harnessRl.startDaemon)']
         : s.kind === 'found'
           ? ['[$(key) Set Token…](command:harnessRl.setDaemonToken)']
           : [
-              '[$(debug-stop) Stop](command:harnessRl.stopDaemon)',
-              '[$(debug-restart) Restart](command:harnessRl.restartDaemon)',
+              '[$(debug-stop) Stop Daemon](command:harnessRl.stopDaemon)',
+              '[$(debug-restart) Restart Daemon](command:harnessRl.restartDaemon)',
             ];
     if (s.kind === 'recording') links.push('[$(debug-stop) Stop recording](command:harnessRl.stopRecording)');
     if (s.kind === 'paused') {
@@ -52,6 +53,7 @@ export class StatusBar implements vscode.Disposable {
     }
     links.push('[$(output) Logs](command:harnessRl.showLogs)');
     md.appendMarkdown(links.join(' · '));
+    this.item.command = itemCommand(s);
     this.item.tooltip = md;
     this.item.backgroundColor =
       s.kind === 'failed'
@@ -64,4 +66,22 @@ export class StatusBar implements vscode.Disposable {
   dispose(): void {
     this.item.dispose();
   }
+}
+
+/**
+ * A click on the item: the training run's dashboard while a run trains, else the logs. Commands
+ * without arguments: VS Code wraps one with arguments in an internal command it replaces on every
+ * change, and a click on an item redrawn a moment before found "command not found".
+ */
+function itemCommand(s: StatusView): string {
+  return s.kind === 'training' && s.runId ? 'harnessRl.showTrainingRun' : 'harnessRl.showLogs';
+}
+
+/** The tooltip's line for the training run (its own, apart from the daemon's Stop and Restart). */
+function runLinks(runId: string): string[] {
+  const arg = encodeURIComponent(JSON.stringify([{ kind: 'runId', id: runId }]));
+  return [
+    `[$(graph) Open Dashboard](command:harnessRl.openDashboard?${arg})`,
+    `[$(debug-stop) Stop Run…](command:harnessRl.stopRun?${arg})`,
+  ];
 }

@@ -256,6 +256,27 @@ describe.each(cases)('trajectory webview in Chromium: $name', ({ name, rollout, 
     await p.close();
   });
 
+  it('wraps the token view between tokens, never inside one (<|end|> stays on one line)', async () => {
+    const p = await open('trajectory');
+    await p.setViewportSize({ width: 420, height: 900 });
+    await p.evaluate((m) => window.postMessage(m, '*'), message);
+    await p.locator('button[data-tab="training"]').click();
+    await p.locator('.tokens').first().waitFor();
+    const split = await p.evaluate(() => {
+      const out: string[] = [];
+      for (const t of Array.from(document.querySelectorAll('.tokens .tok')) as {
+        textContent: string;
+        getClientRects(): { length: number };
+      }[]) {
+        const text = t.textContent ?? '';
+        if (!text.includes('\n') && text.length < 20 && t.getClientRects().length > 1) out.push(text);
+      }
+      return out;
+    });
+    expect(split).toEqual([]);
+    await p.close();
+  });
+
   it('reaches the token details from the keyboard: Tab to a sample, arrow keys move the cursor token', async () => {
     const p = await open('trajectory');
     await p.evaluate((m) => window.postMessage(m, '*'), message);
@@ -468,7 +489,7 @@ describe('run dashboard in Chromium', () => {
       // comparing: pick a run, the host answers with its metrics, both runs share every chart
       await p.evaluate((m) => window.postMessage(m, '*'), {
         type: 'runs',
-        runs: [run, other].map(({ id, name, status }) => ({ id, name, status })),
+        runs: [run, other].map(({ id, name, status, created_at }) => ({ id, name, status, created_at })),
       } satisfies ToDashboard);
       await p.locator('#compare summary').click();
       await p.locator('#compare label', { hasText: 'baseline' }).locator('input').check();
@@ -652,6 +673,146 @@ describe('run dashboard in Chromium', () => {
       workers: { ...workers, last_seen_at: seen },
     } satisfies ToDashboard);
     await expect.poll(() => p.locator('#run-workers').innerText()).toContain('The last worker went away.');
+    await p.close();
+  });
+
+  const post = (p: Page, m: ToDashboard) => p.evaluate((msg) => window.postMessage(msg, '*'), m);
+  const sentOf = (p: Page) =>
+    p.evaluate(() => (window as unknown as { __sent: { type: string }[] }).__sent.map((m) => m.type));
+
+  it('after the daemon stops says so with Start Daemon, not "running" nor worker advice; back when it is', async () => {
+    const p = await open('dashboard');
+    await post(p, { type: 'dashboard', run, metrics: [row(0)] });
+    await post(p, {
+      type: 'workers',
+      workers: {
+        run_id: run.id,
+        mode: 'daemon',
+        workers: [],
+        last_seen_at: '2026-12-02T12:00:01.000Z',
+        command: 'harness-rl worker',
+        error: null,
+      },
+    });
+    await p.locator('#run-workers').waitFor();
+    await post(p, { type: 'daemon', running: false });
+    await expect.poll(() => p.locator('#run-status').innerText()).toBe('paused: daemon stopped');
+    const text = await p.locator('#root').innerText();
+    expect(text).toContain('resumes from step 4 when the daemon starts again');
+    expect(text).not.toMatch(/Waiting for a worker|Stop run/);
+    await p.screenshot({ path: join(artifacts, 'webview-dashboard-daemon-stopped.png'), fullPage: true });
+    await p.locator('#daemon-stopped button', { hasText: 'Start Daemon' }).click();
+    expect(await sentOf(p)).toContain('startDaemon');
+    await post(p, { type: 'dashboard', run, metrics: [row(0)] });
+    await expect.poll(() => p.locator('#run-status').innerText()).toBe('running');
+    expect(await p.locator('#daemon-stopped').count()).toBe(0);
+    await p.close();
+  });
+
+  it('an error page with the daemon stopped offers Start Daemon and Retry, and names no other button', async () => {
+    for (const bundle of ['dashboard', 'trajectory'] as const) {
+      const p = await open(bundle);
+      await p.evaluate((m) => window.postMessage(m, '*'), {
+        type: 'error',
+        message: 'The Harness RL daemon is not running.',
+        daemon_stopped: true,
+      });
+      await p.locator('.error').waitFor();
+      expect(await p.locator('button').allInnerTexts()).toEqual(['Start Daemon', 'Retry']);
+      expect(await p.locator('body').innerText()).not.toMatch(/press Refresh/);
+      await p.locator('button', { hasText: 'Start Daemon' }).click();
+      await p.locator('button', { hasText: 'Retry' }).click();
+      expect((await sentOf(p)).slice(-2)).toEqual(['startDaemon', 'refresh']);
+      await p.close();
+    }
+  });
+
+  it("counts the current step's rollouts finished, running and queued, live", async () => {
+    const p = await open('dashboard');
+    await post(p, { type: 'dashboard', run, metrics: [row(0)] });
+    const progress = { run_id: run.id, step: 4, total: 8, queued: 3, running: 4, finished: 1, failed: 0 };
+    await post(p, { type: 'progress', progress });
+    await expect
+      .poll(() => p.locator('#step-progress').innerText())
+      .toBe('step 4: 1 of 8 rollouts finished · 4 running · 3 queued');
+    await post(p, {
+      type: 'progress',
+      progress: { ...progress, queued: 0, running: 1, finished: 7, failed: 1 },
+    });
+    await expect
+      .poll(() => p.locator('#step-progress').innerText())
+      .toBe('step 4: 7 of 8 rollouts finished · 1 failed · 1 running');
+    expect(await p.locator('#step-progress progress').getAttribute('value')).toBe('7');
+    // a run event redraws the header: the progress stays
+    await post(p, { type: 'run', run: { ...run, model_version: 5 } });
+    await expect.poll(() => p.locator('#step-progress').count()).toBe(1);
+    await p.screenshot({ path: join(artifacts, 'webview-dashboard-progress.png') });
+    await p.close();
+  });
+
+  it('redraws its charts in the new colours when the theme changes while it is open', async () => {
+    const p = await open('dashboard', 'dark');
+    await post(p, { type: 'dashboard', run, metrics: [row(0), row(1), row(2)] });
+    await p.locator('.chart canvas').first().waitFor();
+    expect(await p.locator('#charts').getAttribute('data-axis-stroke')).toBe('#ccc');
+    const first = await p.evaluate(() => document.querySelector('.chart canvas'));
+    // what VS Code does on a theme switch: new variables on <html>, a new class on <body>
+    await p.evaluate(
+      (light) => {
+        document.documentElement.setAttribute('style', light);
+        document.body.className = 'vscode-light';
+      },
+      THEMES.light.replace(/^:root\{|\}$/g, ''),
+    );
+    await expect.poll(() => p.locator('#charts').getAttribute('data-axis-stroke')).toBe('#616161');
+    expect(await p.evaluate((old) => document.querySelector('.chart canvas') !== old, first)).toBe(true);
+    await p.close();
+  });
+
+  it('draws every y-axis label whole: no minus sign or leading zero cut off at the left edge', async () => {
+    const p = await open('dashboard');
+    const metrics = Array.from({ length: 6 }, (_, step) => ({
+      ...row(step),
+      metrics: { reward_mean: -0.0236, loss: 0.0325 + step * 0.0001, kl: -123456.5 + step },
+    }));
+    await post(p, { type: 'dashboard', run, metrics });
+    await p.locator('.chart canvas').first().waitFor();
+    for (const key of ['reward_mean', 'loss', 'kl']) {
+      // the leftmost columns of the canvas hold no ink: every label fits inside the axis
+      const ink = await p.evaluate((k) => {
+        const canvas = document.querySelector(`.chart[data-key="${k}"] canvas`);
+        const data = canvas.getContext('2d').getImageData(0, 0, 2, canvas.height).data;
+        let n = 0;
+        for (let i = 3; i < data.length; i += 4) if (data[i] > 0) n++;
+        return n;
+      }, key);
+      expect(ink, key).toBe(0);
+    }
+    await p.screenshot({ path: join(artifacts, 'webview-dashboard-axis-labels.png') });
+    await p.close();
+  });
+
+  it('tells runs with the same name apart in the title, the compare list and the legend', async () => {
+    const p = await open('dashboard');
+    const twin = {
+      ...run,
+      id: 'run_twin',
+      created_at: '2026-12-01T09:30:00.000Z',
+      status: 'finished' as const,
+    };
+    await post(p, { type: 'dashboard', run, metrics: [row(0), row(1)] });
+    await post(p, {
+      type: 'runs',
+      runs: [twin].map(({ id, name, status, created_at }) => ({ id, name, status, created_at })),
+    });
+    await expect.poll(() => p.locator('h1').innerText()).toMatch(/^math-agent · Dec 2 \d\d:00$/);
+    await p.locator('#compare summary').click();
+    const pick = p.locator('#compare label', { hasText: /math-agent · Dec 1/ });
+    await pick.locator('input').check();
+    await post(p, { type: 'compare', runs: [{ run: twin, metrics: [row(0), row(1)] }] });
+    const legend = p.locator('.chart[data-key="loss"] .u-legend');
+    await expect.poll(() => legend.innerText()).toMatch(/math-agent · Dec 1/);
+    expect(await legend.innerText()).toMatch(/math-agent · Dec 2/);
     await p.close();
   });
 });

@@ -250,7 +250,7 @@ describe('a run on the reference engine', () => {
     expect(statuses).toEqual(['succeeded', 'succeeded', 'timed_out', 'timed_out']);
   });
 
-  it('stopping a run cancels its queued and running rollouts and ends its workers', async () => {
+  it('stopping a run cancels its queued and running rollouts and its groups, and ends its workers', async () => {
     const run = await createRun(daemon, runConfig({ name: 'stop', schedule: { steps: 5 } }));
     // A second run beside it is not touched by the stop.
     const second = await createRun(daemon, runConfig({ name: 'second' }));
@@ -265,6 +265,9 @@ describe('a run on the reference engine', () => {
     const rollouts = await runRollouts(daemon, run.id);
     expect(rollouts.length).toBe(4);
     expect(rollouts.every((r) => r.status === 'cancelled')).toBe(true);
+    // The stopped step's groups say so too (the sidebar showed them "running" forever).
+    const groups = (await daemon.ctx.store.listGroups(run.id)).items;
+    expect(groups.map((g) => g.status)).toEqual(['cancelled', 'cancelled']);
     const beat = await daemon.api('POST', `/api/attempts/${claim.attempt.id}/heartbeat`, {});
     expect(beat.body).toEqual({ status: 'cancelled', cancel: true });
     expect((await daemon.api('POST', `/api/runs/${run.id}/claim`, {})).status).toBe(410);
@@ -329,7 +332,7 @@ describe('a worker that stops sending heartbeats', () => {
 });
 
 describe('a daemon restart', () => {
-  it('resumes a running run from its stored step', async () => {
+  it("resumes a running run from its stored step, the interrupted step's groups cancelled", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'harness-rl-resume-'));
     let daemon = await startTestDaemon({ dataDir });
     try {
@@ -365,6 +368,9 @@ describe('a daemon restart', () => {
         (r) => r.status === 'queued' || r.status === 'running',
       );
       expect(open).toHaveLength(0);
+      // The interrupted step's groups were cancelled (the step ran again with new groups), none left running.
+      const groups = (await daemon.ctx.store.listGroups(run.id, { limit: 1000 })).items;
+      expect(groups.filter((g) => g.status === 'pending' || g.status === 'running')).toEqual([]);
     } finally {
       await daemon.close();
       await rm(dataDir, { recursive: true, force: true });

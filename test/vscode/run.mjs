@@ -4,7 +4,10 @@
 // commands from the palette, the sidebar, a short run on the reference engine, the trajectory
 // webview's token view, a recording through an integrated terminal, config diagnostics.
 // Screenshots: test/artifacts/vscode-*.png. Exits non-zero on the first failed step.
-//   node test/vscode/run.mjs [--keep] [--headed]
+//   node test/vscode/run.mjs [--keep] [--headed] [--only REGEX]
+// --only runs the set-up and, of the checks, those whose name matches REGEX (a focused run while
+// iterating: name the steps a check needs too, e.g. --only 'Start Daemon|needs the daemon|Start Run').
+// --keep-going (with --only) goes on after a failed check, to see every check fail on old code.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -26,6 +29,10 @@ import { chromium } from 'playwright-core';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const artifacts = join(root, 'test', 'artifacts');
 const keep = process.argv.includes('--keep');
+const onlyArg = process.argv.indexOf('--only');
+const only = onlyArg > 0 ? new RegExp(process.argv[onlyArg + 1]) : null;
+const keepGoing = only !== null && process.argv.includes('--keep-going');
+let inChecks = false;
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const csDir = process.env.HARNESS_RL_CODE_SERVER_DIR ?? join(root, '.cache', 'code-server');
 const codeServer = join(csDir, 'node_modules', '.bin', 'code-server');
@@ -73,6 +80,10 @@ async function shot(name) {
 
 let stepNo = 0;
 async function step(name, fn) {
+  if (inChecks && only && !only.test(name)) {
+    log(`- skipped: ${name}`);
+    return;
+  }
   stepNo++;
   const started = Date.now();
   log(`▶ ${stepNo}. ${name}`);
@@ -83,7 +94,7 @@ async function step(name, fn) {
     failed = true;
     log(`✘ ${stepNo}. ${name}: ${err?.stack ?? err}`);
     await shot(`failed-${stepNo}`);
-    throw err;
+    if (!keepGoing) throw err;
   }
 }
 
@@ -103,7 +114,16 @@ async function palette(command, { accept = true } = {}) {
     await page.keyboard.press('Escape');
     await page.keyboard.press('F1');
     const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
+    const shown = await input
+      .waitFor({ state: 'visible', timeout: 5_000 })
+      .then(() => true)
+      .catch(() => false);
+    if (!shown) {
+      // the focus is inside a webview, which keeps F1: the title bar's command center opens it too
+      await page.locator('.command-center-center').first().click();
+      await input.waitFor({ state: 'visible' });
+      await page.keyboard.type('>');
+    }
     // the palette fills its list asynchronously; typing before that loses keystrokes
     await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible' });
     await page.waitForTimeout(200);
@@ -224,7 +244,16 @@ async function setup() {
   await step('package the extension with vsce (dist/, media/, package.json only)', async () => {
     ctx.vsix = join(artifacts, 'harness-rl.vsix');
     rmSync(ctx.vsix, { force: true });
-    run('npx', ['vsce', 'package', '--no-dependencies', '--skip-license', '-o', ctx.vsix]);
+    run('npx', [
+      'vsce',
+      'package',
+      '--no-dependencies',
+      '--skip-license',
+      '--readme-path',
+      'extension/README.md',
+      '-o',
+      ctx.vsix,
+    ]);
     const listing = run('python3', [
       '-c',
       'import sys,zipfile;print("\\n".join(n[10:] for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("extension/")))',
@@ -239,6 +268,14 @@ async function setup() {
     );
     if (unexpected.length) throw new Error(`the vsix would hold unexpected files: ${unexpected.join(', ')}`);
     figures.vsix_kb = Math.round(statSync(ctx.vsix).size / 1024);
+    // the Marketplace page is the extension's own README (how to use it in VS Code), not the repository's
+    const readme = run('python3', [
+      '-c',
+      'import sys,zipfile;z=zipfile.ZipFile(sys.argv[1]);print(z.read(next(n for n in z.namelist() if n.lower()=="extension/readme.md")).decode())',
+      ctx.vsix,
+    ]);
+    if (!readme.startsWith('# Harness RL for VS Code'))
+      throw new Error(`the vsix README is not the extension's: ${readme.slice(0, 80)}`);
   });
   await step('code-server 4.100.3 is set up and the extension installs into it', async () => {
     if (!existsSync(codeServer)) run(join(root, 'scripts', 'setup-code-server.sh'), [], { stdio: 'inherit' });
@@ -274,6 +311,12 @@ async function setup() {
     steps: 2
 `,
     );
+    // a config whose tasks file is not there, and the JSON Schema (not a run config) beside them
+    writeFileSync(
+      join(ctx.ws, 'missing.run.yaml'),
+      'run:\n  name: missing\n  tasks:\n    file: nope.jsonl\n',
+    );
+    copyFileSync(join(root, 'harness-rl.schema.json'), join(ctx.ws, 'harness-rl.schema.json'));
     writeFileSync(
       join(ctx.ws, 'bad.run.yaml'),
       `run:
@@ -389,6 +432,9 @@ async function checks() {
         throw new Error(`internal command ${c.title} is in the palette`);
     }
     figures.palette_commands_seen = ours.length;
+    // what cannot apply now stays out: nothing to stop yet
+    for (const title of ['Stop Daemon', 'Restart Daemon', 'Stop Recording'])
+      if (rows.includes(`Harness RL: ${title}`)) throw new Error(`${title} is offered with nothing to stop`);
     await page.keyboard.press('Escape');
   });
 
@@ -503,6 +549,9 @@ async function checks() {
     if (!m)
       throw new Error(`no activation time in the output channel logs (${logs.join(', ') || 'none found'})`);
     figures.activate_ms = Number(m[1]);
+    // code-server 4.100.3 is VS Code 1.100: the chat models are not offered, and the log says why
+    if (!/chat models .*need VS Code 1\.104/.test(text))
+      throw new Error('the log does not say why no chat models');
     // module load time of the bundle itself (outside VS Code, with a stub vscode module)
     const loadMs = execFileSync(
       'node',
@@ -520,17 +569,41 @@ async function checks() {
     log(`activation: activate() ${figures.activate_ms} ms + bundle load ${figures.bundle_load_ms} ms`);
   });
 
-  await step('the sidebar shows the Runs and Recordings views', async () => {
-    await page
-      .locator(
-        '.activitybar .action-item a[aria-label*="Harness RL"], .activitybar .action-item [aria-label*="Harness RL"]',
-      )
-      .first()
-      .click();
-    await page.locator('.pane-header', { hasText: 'Runs' }).first().waitFor();
-    await page.locator('.pane-header', { hasText: 'Recordings' }).first().waitFor();
-    await shot('04-sidebar');
-  });
+  await step(
+    'the sidebar shows the Runs and Recordings views; an empty Runs view offers Start Run…',
+    async () => {
+      await page
+        .locator(
+          '.activitybar .action-item a[aria-label*="Harness RL"], .activitybar .action-item [aria-label*="Harness RL"]',
+        )
+        .first()
+        .click();
+      await page.locator('.pane-header', { hasText: 'Runs' }).first().waitFor();
+      await page.locator('.pane-header', { hasText: 'Recordings' }).first().waitFor();
+      // the Runs view gets most of the sidebar, the Nodes view a fifth (not a third)
+      const heightOf = async (name) =>
+        (
+          await page
+            .locator('.pane', { has: page.locator('.pane-header', { hasText: name }) })
+            .first()
+            .boundingBox()
+        )?.height ?? 0;
+      const [runsH, recH, nodesH] = [
+        await heightOf('Runs'),
+        await heightOf('Recordings'),
+        await heightOf('Nodes'),
+      ];
+      figures.sidebar_nodes_share = Math.round((100 * nodesH) / (runsH + recH + nodesH)) / 100;
+      if (figures.sidebar_nodes_share > 0.27 || runsH < 2 * nodesH)
+        throw new Error(`Runs ${runsH} px, Recordings ${recH} px, Nodes ${nodesH} px`);
+      // connected, no runs yet: the Runs view keeps a Start Run… button
+      await runsPane()
+        .locator('.welcome-view-content', { hasText: 'No runs yet' })
+        .getByRole('button', { name: 'Start Run…' })
+        .waitFor({ timeout: 20_000 });
+      await shot('04-sidebar');
+    },
+  );
 
   await step(
     'the Nodes view says how to add GPU nodes, then shows the node agent a run connects to',
@@ -607,6 +680,45 @@ async function checks() {
     },
   );
 
+  await step(
+    'a run config shows its problems as soon as it opens, a missing tasks file too; Start Run… lists run configs only',
+    async () => {
+      const open = async (name) => {
+        await page.keyboard.press('Escape');
+        await page.keyboard.press('Control+P');
+        await page.locator('.quick-input-widget input').waitFor({ state: 'visible' });
+        await page.keyboard.type(name, { delay: 10 });
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().click();
+        await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 10_000 });
+      };
+      for (const name of ['bad.run.yaml', 'missing.run.yaml']) {
+        await open(name);
+        await waitFor(
+          `squiggles in ${name}`,
+          async () => (await page.locator('.squiggly-error').count()) > 0,
+          20_000,
+        );
+      }
+      // the missing tasks file's mark says so where it is written
+      await page.locator('.view-lines span', { hasText: 'nope.jsonl' }).first().hover();
+      await page
+        .locator('.monaco-hover', { hasText: 'no file nope.jsonl' })
+        .first()
+        .waitFor({ timeout: 15_000 });
+      await shot('05a-diagnostics-on-open');
+      await palette('Harness RL: Start Run…');
+      await page
+        .locator('.quick-input-list .monaco-list-row', { hasText: 'math.run.yaml' })
+        .first()
+        .waitFor();
+      const rows = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+      if (rows.some((r) => r.includes('harness-rl.schema.json')))
+        throw new Error(`the picker offers the JSON Schema as a run config: ${rows.join(' | ')}`);
+      await page.keyboard.press('Escape');
+      await palette('View: Close All Editors');
+    },
+  );
+
   await step('a run config with mistakes shows diagnostics on its lines', async () => {
     await palette('Harness RL: Start Run…');
     await quickPick('bad.run.yaml');
@@ -639,6 +751,20 @@ async function checks() {
       await expand(runsPane().locator('.monaco-list-row', { hasText: 'vscode-math' }).first());
       ctx.runWhenExpanded = await api('GET', `/api/runs/${runs.id}`);
       ctx.groupsWhenExpanded = (await api('GET', `/api/runs/${runs.id}/groups`)).items.length;
+      // and the first step's group, opened while its rollouts are queued or running: the sidebar is
+      // to follow it to the end (rollout events were undone when the group redrew)
+      const first = await waitFor(
+        'the first group',
+        async () => (await api('GET', `/api/runs/${runs.id}/groups`)).items.find((g) => g.step === 0),
+        30_000,
+      );
+      await expand(treeRow(runsPane(), 'step 0'));
+      await expand(treeRow(runsPane(), first.task_input.id));
+      const { rollouts: early } = await api('GET', `/api/groups/${first.id}`);
+      ctx.earlyGroup = first;
+      figures.early_group_open_rollouts = early.filter(
+        (r) => r.status === 'queued' || r.status === 'running',
+      ).length;
       // no worker is started by hand: the daemon runs the run's harness command itself
       const frame = webview();
       await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
@@ -689,6 +815,9 @@ async function checks() {
         async () => /finished/.test((await runRow.textContent()) ?? ''),
         20_000,
       );
+      await expectRollouts(tree, ctx.earlyGroup);
+      await collapse(treeRow(tree, ctx.earlyGroup.task_input.id));
+      await collapse(treeRow(tree, 'step 0'));
       const groups = (await api('GET', `/api/runs/${run.id}/groups`)).items;
       const steps = [...new Set(groups.map((g) => g.step))].sort((a, b) => a - b);
       if (groups.length <= ctx.groupsWhenExpanded) throw new Error('no group was made after the row opened');
@@ -703,18 +832,7 @@ async function checks() {
         20_000,
       );
       await expand(groupRow);
-      const { rollouts } = await api('GET', `/api/groups/${last.id}`);
-      const ids = rollouts.map((r) => r.id).sort();
-      for (const r of rollouts) {
-        const row = treeRow(tree, `#${ids.indexOf(r.id) + 1}`);
-        // three significant digits and a typographic minus, as the sidebar rounds
-        const want = r.reward === null ? r.status : String(Number(r.reward.toPrecision(3))).replace('-', '−');
-        await waitFor(
-          `rollout #${ids.indexOf(r.id) + 1} with ${want} first`,
-          async () => ((await row.locator('.label-description').textContent()) ?? '').startsWith(want),
-          20_000,
-        );
-      }
+      await expectRollouts(tree, last);
       await shot('06b-tree-live');
       // leave only the run open (rollout numbers repeat from group to group)
       await collapse(groupRow);
@@ -765,6 +883,24 @@ async function checks() {
       );
     },
   );
+
+  /** The rows of an expanded group's rollouts (the only group open) show what the daemon says. */
+  async function expectRollouts(tree, group) {
+    const { rollouts } = await api('GET', `/api/groups/${group.id}`);
+    const ids = rollouts.map((r) => r.id).sort();
+    for (const r of rollouts) {
+      const row = treeRow(tree, `#${ids.indexOf(r.id) + 1}`);
+      // three significant digits and a typographic minus, as the sidebar rounds
+      const want = r.reward === null ? r.status : String(Number(r.reward.toPrecision(3))).replace('-', '−');
+      await waitFor(
+        `rollout #${ids.indexOf(r.id) + 1} of step ${group.step} with ${want} first`,
+        async () => ((await row.locator('.label-description').textContent()) ?? '').startsWith(want),
+        20_000,
+      ).catch(async (e) => {
+        throw new Error(`${e.message}; it shows "${await row.locator('.label-description').textContent()}"`);
+      });
+    }
+  }
 
   /** The run's rollout row in the Runs view: run → step → group (its task) → rollout, expanded. */
   async function rolloutRow() {
@@ -1014,57 +1150,223 @@ async function checks() {
     await frame.locator('h1, .error').first().waitFor({ timeout: 60_000 });
     if (await frame.locator('.error').count()) {
       await shot('13-dashboard-restored-daemon-down');
-      await palette('Harness RL: Start Daemon');
-      await waitFor(
-        'the daemon',
-        async () => (await fetch(`http://127.0.0.1:${ctx.daemonPort}/api/health`)).ok,
-        60_000,
-      );
-      // the daemon answers a moment before the extension has read its token and holds a client:
-      // a Retry in between shows "not running" again, so retry until the run is there
-      await waitFor(
-        'the restored dashboard after Retry',
-        async () => {
-          if (await frame.locator('h1', { hasText: 'vscode-math' }).count()) return true;
-          const retry = frame.getByRole('button', { name: 'Retry' });
-          if (await retry.count()) await retry.click({ timeout: 2_000 });
-          return false;
-        },
-        60_000,
-        1_000,
-      );
+      // the page says what is wrong and offers what fixes it: Start Daemon, then the run by itself
+      const text = await frame.locator('#root').innerText();
+      if (/press Refresh/.test(text)) throw new Error(`the error page names a button it lacks: ${text}`);
+      await frame.getByRole('button', { name: 'Start Daemon' }).click({ timeout: 10_000 });
     }
     await frame.locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
     await frame.locator('.chart').first().waitFor({ timeout: 30_000 });
     await shot('13-dashboard-restored');
   });
 
-  await step('the dashboard, the sidebar and the trajectory in the light theme', async () => {
-    const file = join(ctx.ud, 'User', 'settings.json');
-    /** Sets the colour theme (undefined: back to the default, dark). */
-    const theme = (name) =>
-      writeFileSync(
-        file,
-        JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), 'workbench.colorTheme': name }, null, 2),
-      );
-    theme('Default Light Modern');
-    try {
-      await waitFor('the light theme', async () => (await page.locator('.monaco-workbench.vs').count()) > 0);
-      await webview().locator('.chart').first().waitFor({ timeout: 30_000 });
-      await page.waitForTimeout(500); // the webview takes the new theme's colours a moment later
-      await shot('14-light-dashboard');
-      const row = await rolloutRow();
-      await shot('14-light-tree');
-      await row.click();
-      const frame = webview();
-      await frame.locator('button[data-tab="training"]').click();
-      await frame.locator('.tokens .tok.m1').first().waitFor({ timeout: 20_000 });
-      await page.waitForTimeout(500);
-      await shot('14-light-trajectory-tokens');
+  await step(
+    'the dashboard follows a theme switch while open; the dashboard, the sidebar and the trajectory in both themes',
+    async () => {
+      /** Picks a colour theme as a person does (the picker writes workbench.colorTheme). */
+      const theme = async (label) => {
+        await palette('Preferences: Color Theme');
+        const input = page.locator('.quick-input-widget input');
+        await input.fill(label);
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor();
+        await page.keyboard.press('Enter');
+      };
+      const axisStroke = () => webview().locator('#charts').getAttribute('data-axis-stroke');
+      try {
+        const themes = [
+          ['Dark Modern', 'vs-dark', 'dark'],
+          ['Light Modern', 'vs', 'light'],
+        ];
+        // switch away from the theme the window has now first
+        if ((await page.locator('.monaco-workbench.vs-dark').count()) > 0) themes.reverse();
+        for (const [name, css, slug] of themes) {
+          await webview().locator('.chart canvas').first().waitFor({ timeout: 30_000 });
+          const before = await axisStroke();
+          await theme(name);
+          await waitFor(
+            `the ${slug} theme`,
+            async () => (await page.locator(`.monaco-workbench.${css}`).count()) > 0,
+          );
+          // the open dashboard redraws its charts in the new colours, without a reload
+          await waitFor(
+            `the charts in the ${slug} theme's colours`,
+            async () => (await axisStroke()) !== before,
+            15_000,
+          ).catch(async (e) => {
+            throw new Error(`${e.message}: axis colour stays ${before}`);
+          });
+          await page.waitForTimeout(500);
+          await shot(`14-${slug}-dashboard`);
+          const row = await rolloutRow();
+          await shot(`14-${slug}-tree`);
+          await row.click();
+          const frame = webview();
+          await frame.locator('section.call').first().waitFor({ timeout: 30_000 });
+          await shot(`14-${slug}-trajectory-conversation`);
+          await frame.locator('button[data-tab="training"]').click();
+          await frame.locator('.tokens .tok.m1').first().waitFor({ timeout: 20_000 });
+          await page.waitForTimeout(500);
+          await shot(`14-${slug}-trajectory-tokens`);
+          await palette('View: Close All Editors');
+          await palette('Harness RL: Open Run Dashboard');
+          await quickPick('vscode-math');
+          await webview().locator('h1', { hasText: 'vscode-math' }).waitFor({ timeout: 30_000 });
+        }
+      } finally {
+        await page.keyboard.press('Escape');
+      }
+    },
+  );
+
+  /** The status bar item of the run that trains now (its text is the run's name and step). */
+  const runItem = (name) => page.locator('.statusbar-item', { hasText: name }).first();
+
+  /** The status bar item's hover (shown after a delay; hover again until it is there). */
+  async function statusHover(name, text) {
+    const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: text }).first();
+    await waitFor(
+      'the status bar hover',
+      async () => {
+        await page.mouse.move(0, 0);
+        await runItem(name).hover();
+        await hover.waitFor({ timeout: 3_000 });
+        return true;
+      },
+      30_000,
+    );
+    return hover;
+  }
+
+  await step(
+    "the status bar follows the training run: a click opens its dashboard, which counts the step's rollouts",
+    async () => {
       await palette('View: Close All Editors');
-    } finally {
-      theme(undefined); // the setting goes; the window may keep the light theme until it reloads
-    }
+      // a run whose rollouts take long (the daemon's own workers run `sleep`): it trains on step 0
+      ctx.longRun = await api('POST', '/api/runs', {
+        base_dir: ctx.ws,
+        config: {
+          name: 'vscode-long',
+          tasks: { file: 'tasks.jsonl', limit: 2 },
+          harness: { command: ['sleep', '600'], concurrency: 2, timeout_s: 600 },
+          algorithm: { n: 2, max_response_tokens: 4 },
+          schedule: { groups_per_step: 1, steps: 3 },
+        },
+      });
+      const item = runItem('vscode-long');
+      await waitFor(
+        'the status bar to show the run',
+        async () => /step 0\/3/.test(await item.innerText()),
+        30_000,
+      );
+      await item.click();
+      const frame = webview();
+      await frame.locator('h1', { hasText: 'vscode-long' }).waitFor({ timeout: 20_000 });
+      // the rollouts of the current step, live: both start running in the daemon's workers
+      await waitFor(
+        'the step progress',
+        async () =>
+          /step 0: 0 of 2 rollouts finished · 2 running/.test(
+            await frame.locator('#step-progress').innerText(),
+          ),
+        30_000,
+      ).catch(async (e) => {
+        throw new Error(`${e.message}; the header says: ${await frame.locator('header').innerText()}`);
+      });
+      await shot('15-status-bar-dashboard-progress');
+    },
+  );
+
+  await step("the status bar's Stop Run… asks first and leaves the run running when cancelled", async () => {
+    const hover = await statusHover('vscode-long', 'Stop Run');
+    await shot('15b-status-bar-tooltip');
+    const text = (await hover.textContent()) ?? '';
+    if (!/Stop Daemon/.test(text))
+      throw new Error(`the tooltip does not tell the daemon's Stop apart: ${text}`);
+    await hover.locator('a', { hasText: 'Stop Run' }).first().click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: 'vscode-long' });
+    await dialog.waitFor({ timeout: 10_000 });
+    await shot('15c-stop-run-confirm');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.waitForTimeout(1000);
+    const run = await api('GET', `/api/runs/${ctx.longRun.id}`);
+    if (run.status !== 'running') throw new Error(`the run is ${run.status} after Cancel`);
+  });
+
+  await step('after Restart Daemon the run resumes and the status bar says so, not "no worker"', async () => {
+    await palette('Harness RL: Restart Daemon');
+    await waitFor(
+      'the restarted daemon',
+      async () => (await fetch(`http://127.0.0.1:${ctx.daemonPort}/api/health`)).ok,
+      60_000,
+    );
+    const item = runItem('vscode-long');
+    await waitFor(
+      'the run back in the status bar',
+      async () => /step 0\/3/.test(await item.innerText()),
+      30_000,
+    );
+    // its workers start again with the resumed run: the bar must not keep the old daemon's "no worker"
+    await waitFor(
+      'the bar to show the run training',
+      async () => (await item.innerHTML()).includes('codicon-sync') && !/worker/.test(await item.innerText()),
+      20_000,
+    ).catch(async (e) => {
+      throw new Error(`${e.message}; it says "${await item.innerText()}"`);
+    });
+    await shot('15d-status-bar-after-restart');
+  });
+
+  await step('the dashboard after the daemon stops says so, with Start Daemon, not "running"', async () => {
+    await runItem('vscode-long').click();
+    const frame = webview();
+    await frame.locator('h1', { hasText: 'vscode-long' }).waitFor({ timeout: 20_000 });
+    await palette('Harness RL: Stop Daemon');
+    const dialog = page.locator('.monaco-dialog-box', { hasText: 'vscode-long' });
+    await dialog.waitFor({ timeout: 10_000 });
+    await dialog.getByRole('button', { name: 'Stop Daemon' }).click();
+    await waitFor(
+      'the dashboard to say the daemon stopped',
+      async () => /daemon stopped/.test(await frame.locator('#run-status').innerText()),
+      20_000,
+    );
+    const text = await frame.locator('#root').innerText();
+    if (/Waiting for a worker|Stop run/.test(text))
+      throw new Error(`stale advice on a stopped daemon: ${text}`);
+    await shot('15e-dashboard-daemon-stopped');
+    await frame.locator('#daemon-stopped').getByRole('button', { name: 'Start Daemon' }).click();
+    await waitFor(
+      'the dashboard to show the run again',
+      async () => (await frame.locator('#run-status').innerText()) === 'running',
+      60_000,
+    );
+  });
+
+  await step("Stop Run… from the status bar stops the run; its step's group says cancelled", async () => {
+    const hover = await statusHover('vscode-long', 'Stop Run');
+    await hover.locator('a', { hasText: 'Stop Run' }).first().click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: 'vscode-long' });
+    await dialog.waitFor({ timeout: 10_000 });
+    await dialog.getByRole('button', { name: 'Stop Run' }).click();
+    await waitFor(
+      'the run stopped',
+      async () => (await api('GET', `/api/runs/${ctx.longRun.id}`)).status === 'stopped',
+      30_000,
+    );
+    await palette('View: Close All Editors');
+    const tree = runsPane();
+    if (!(await tree.isVisible()))
+      await page.locator('.activitybar [aria-label*="Harness RL"]').first().click();
+    const math = tree.locator('.monaco-list-row', { hasText: 'vscode-math' }).first();
+    if (await math.count()) await collapse(math);
+    await expand(tree.locator('.monaco-list-row', { hasText: 'vscode-long' }).first());
+    const stepRow = treeRow(tree, 'step 0');
+    await waitFor(
+      'step 0 to say cancelled',
+      async () => /cancelled/.test((await stepRow.textContent()) ?? ''),
+      20_000,
+    );
+    await shot('15f-tree-stopped-run');
+    await collapse(tree.locator('.monaco-list-row', { hasText: 'vscode-long' }).first());
   });
 
   await step(
@@ -1160,6 +1462,7 @@ async function cleanup() {
 
 try {
   await setup();
+  inChecks = true;
   await checks();
 } catch {
   failed = true;

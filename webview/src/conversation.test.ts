@@ -103,4 +103,24 @@ describe('conversation of every wire API', () => {
     expect(fresh[0].map((e) => e.text)).toEqual(['q1']);
     expect(fresh[1].map((e) => e.text)).toEqual(['q2']);
   });
+
+  it('keeps an empty assistant turn (no text, no tool calls) as an entry, so the reply to it has a cause', () => {
+    const empty = responseEntries({
+      wire_api: 'chat',
+      response: { choices: [{ message: { role: 'assistant', content: '' } }] },
+    });
+    expect(empty).toEqual([{ role: 'assistant', kind: 'text', text: '' }]);
+    expect(responseEntries({ wire_api: 'messages', response: { content: [] } })).toHaveLength(1);
+    const history = requestEntries({
+      wire_api: 'chat',
+      request: {
+        messages: [
+          { role: 'user', content: '2+2?' },
+          { role: 'assistant', content: null },
+          { role: 'user', content: 'no, the calculator says 4' },
+        ],
+      },
+    });
+    expect(history.map((e) => e.role)).toEqual(['user', 'assistant', 'user']);
+  });
 });

@@ -6,6 +6,7 @@ export type EntryKind = 'text' | 'tool_call' | 'tool_result' | 'thinking';
 export interface Entry {
   role: string;
   kind: EntryKind;
+  /** '' for an empty turn (shown as such, not hidden) */
   text: string;
   /** tool name for tool calls, tool call id for results */
   name?: string;
@@ -91,6 +92,8 @@ function chatMessage(m: Obj): Entry[] {
       out.push({ role, kind: 'tool_call', name: str(fn.name), text: prettyArgs(fn.arguments) });
     }
   }
+  // an assistant turn with nothing in it is still a turn: the next message answers it
+  if (out.length === 0 && role === 'assistant') out.push({ role, kind: 'text', text: '' });
   return out;
 }
 
@@ -174,8 +177,10 @@ export function responseEntries(call: Pick<LlmCall, 'wire_api' | 'response'>): E
       const choice = Array.isArray(res.choices) && isObj(res.choices[0]) ? res.choices[0] : undefined;
       return choice ? [{ role: 'assistant', kind: 'text', text: str(choice.text) }] : [];
     }
-    case 'messages':
-      return contentEntries('assistant', res.content);
+    case 'messages': {
+      const entries = contentEntries('assistant', res.content);
+      return entries.length ? entries : [{ role: 'assistant', kind: 'text', text: '' }];
+    }
     case 'responses':
       return Array.isArray(res.output) ? res.output.flatMap(responsesItem) : [];
   }

@@ -6,8 +6,10 @@ import './dashboard.css';
 import uPlot from 'uplot';
 import type { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
 import { AgreementView } from './agreement';
+import { axisFont, followTheme, TICK_GAP, TICK_SIZE, yAxisSize } from './chartStyle';
 import { configSections } from './configView';
 import { clear, h } from './dom';
+import { errorPage } from './errorPage';
 import { formatNumber } from './format';
 import {
   alignSeries,
@@ -19,7 +21,15 @@ import {
   thresholdsOf,
   upsertMetrics,
 } from './metrics';
-import { type DashboardState, MAX_COMPARED, ToDashboard, type VsCodeApi } from './protocol';
+import { progressText } from './progress';
+import {
+  type DashboardState,
+  MAX_COMPARED,
+  type StepProgress,
+  ToDashboard,
+  type VsCodeApi,
+} from './protocol';
+import { runLabels } from './runLabels';
 import { describeWorkers } from './workers';
 
 declare function acquireVsCodeApi(): VsCodeApi<DashboardState>;
@@ -32,7 +42,11 @@ let rows: RunMetrics[] = [];
 let workers: RunWorkers | undefined;
 /** Other runs drawn on the same charts, in the order picked. */
 let compared: { run: Run; rows: RunMetrics[] }[] = [];
-let otherRuns: Pick<Run, 'id' | 'name' | 'status'>[] = [];
+let otherRuns: Pick<Run, 'id' | 'name' | 'status' | 'created_at'>[] = [];
+/** The current step's rollouts (running runs only). */
+let progress: StepProgress | null = null;
+/** Whether the daemon runs (when it stopped, what is shown is what it last said). */
+let daemonRunning = true;
 let smoothing = vscode.getState()?.smoothing ?? 0;
 let compareIds = vscode.getState()?.compare ?? [];
 let scatterStep = vscode.getState()?.scatter_step ?? null;
@@ -62,6 +76,7 @@ window.addEventListener('message', (ev: MessageEvent) => {
   const msg = parsed.data;
   switch (msg.type) {
     case 'dashboard':
+      daemonRunning = true;
       if (run?.id !== msg.run.id) workers = undefined;
       run = msg.run;
       rows = msg.metrics;
@@ -72,7 +87,8 @@ window.addEventListener('message', (ev: MessageEvent) => {
       break;
     case 'runs':
       otherRuns = msg.runs.filter((r) => r.id !== run?.id);
-      renderToolbar();
+      // a run of the same name may have come: the title and legends name runs apart
+      render();
       break;
     case 'compare':
       compared = msg.runs.map((c) => ({ run: c.run, rows: c.metrics }));
@@ -106,12 +122,21 @@ window.addEventListener('message', (ev: MessageEvent) => {
     case 'validation':
       agreement.receive(msg);
       break;
+    case 'progress':
+      if (run && msg.progress.run_id === run.id) {
+        progress = msg.progress;
+        renderProgress();
+      }
+      break;
+    case 'daemon':
+      daemonRunning = msg.running;
+      renderHeader();
+      break;
     case 'error':
+      for (const p of plots.values()) p.destroy();
+      plots.clear();
       clear(root);
-      root.append(
-        h('p', { class: 'error' }, msg.message),
-        h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Retry'),
-      );
+      root.append(...errorPage(msg.message, msg.daemon_stopped, (m) => vscode.postMessage(m)));
       break;
   }
 });
@@ -132,11 +157,17 @@ function allRows(): RunMetrics[] {
   return [...rows, ...compared.flatMap((c) => c.rows)];
 }
 
+/** Each run's name as shown: where names clash, with when it started (the sidebar's labels). */
+function labelOf(r: Pick<Run, 'id' | 'name'>): string {
+  const known = [...(run ? [run] : []), ...otherRuns, ...compared.map((c) => c.run)];
+  return runLabels(known.filter((x, i) => known.findIndex((y) => y.id === x.id) === i)).get(r.id) ?? r.name;
+}
+
 /** The runs on the charts, each with its rows and colour. */
 function drawn(): { name: string; rows: RunMetrics[]; stroke: string }[] {
   if (!run) return [];
   return [{ run, rows }, ...compared].map((c, i) => ({
-    name: c.run.name,
+    name: labelOf(c.run),
     rows: c.rows,
     stroke: color(PALETTE[i % PALETTE.length], '#3794ff'),
   }));
@@ -176,13 +207,14 @@ function renderHeader() {
   const r = run;
   clear(header);
   const steps = (r.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
+  const live = daemonRunning || r.status !== 'running';
   const parts: (Node | null)[] = [
-    h('h1', {}, r.name),
-    h('span', { class: 'badge', id: 'run-status' }, r.status),
+    h('h1', {}, labelOf(r)),
+    h('span', { class: 'badge', id: 'run-status' }, live ? r.status : 'paused: daemon stopped'),
     h('span', { id: 'run-step' }, `step ${r.step}${steps ? ` of ${steps}` : ''}`),
     h('span', {}, `model v${r.model_version}`),
     r.error && r.status !== 'paused' ? h('span', { class: 'error' }, r.error) : null,
-    r.status === 'running' || r.status === 'created' || r.status === 'paused'
+    live && (r.status === 'running' || r.status === 'created' || r.status === 'paused')
       ? h('button', { onclick: () => vscode.postMessage({ type: 'stopRun', run_id: r.id }) }, 'Stop run')
       : null,
     r.status === 'paused' || r.status === 'stopped'
@@ -195,8 +227,27 @@ function renderHeader() {
     h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Refresh'),
   ];
   header.append(...parts.filter((p): p is Node => p !== null));
+  renderProgress();
   renderWorkers(r);
   renderPaused(r);
+  renderDaemonStopped(r);
+}
+
+/** In the header while the run trains: the current step's rollouts finished / running / queued. */
+function renderProgress() {
+  document.getElementById('step-progress')?.remove();
+  const p = progress;
+  if (!run || !p || run.status !== 'running' || !daemonRunning) return;
+  document
+    .getElementById('run-step')
+    ?.after(
+      h(
+        'span',
+        { id: 'step-progress', role: 'status', 'aria-live': 'polite' },
+        h('progress', { max: Math.max(1, p.total), value: p.finished, 'aria-hidden': 'true' }),
+        ` ${progressText(p)}`,
+      ),
+    );
 }
 
 /** Below the header: why the run paused (a `validation:` threshold names the step and the figure). */
@@ -215,10 +266,34 @@ function renderPaused(r: Run) {
     );
 }
 
+/** Below the header while the daemon is down: the run waits for it, not for a worker. */
+function renderDaemonStopped(r: Run) {
+  document.getElementById('daemon-stopped')?.remove();
+  if (daemonRunning) return;
+  const resumes =
+    r.status === 'running'
+      ? ` Run ${r.name} is paused; it resumes from step ${r.step} when the daemon starts again.`
+      : '';
+  document
+    .getElementById('header')
+    ?.after(
+      h(
+        'div',
+        { id: 'daemon-stopped', class: 'notice', role: 'status' },
+        h('span', {}, `The Harness RL daemon is not running.${resumes} `),
+        h(
+          'button',
+          { class: 'primary', onclick: () => vscode.postMessage({ type: 'startDaemon' }) },
+          'Start Daemon',
+        ),
+      ),
+    );
+}
+
 /** Below the header: nothing runs the rollouts (waiting for a worker, the last one went away). */
 function renderWorkers(r: Run) {
   document.getElementById('run-workers')?.remove();
-  const note = r.status === 'running' ? describeWorkers(workers) : null;
+  const note = r.status === 'running' && daemonRunning ? describeWorkers(workers) : null;
   if (!note?.waiting) return;
   const [before, command] = note.command ? note.detail.split(/`([^`]*)`/) : [note.detail, null];
   document.getElementById('header')?.after(
@@ -279,7 +354,7 @@ function renderToolbar() {
         render();
       } else vscode.postMessage({ type: 'compareRuns', run_ids: compareIds });
     });
-    return h('label', { class: 'pick' }, box, ` ${r.name} `, h('span', { class: 'muted' }, r.status));
+    return h('label', { class: 'pick' }, box, ` ${labelOf(r)} `, h('span', { class: 'muted' }, r.status));
   });
   bar.append(
     h('label', { for: 'smoothing' }, 'Smoothing '),
@@ -322,6 +397,7 @@ function renderCharts() {
   clear(grid);
   const fg = color('--vscode-foreground', '#ccc');
   const gridColor = color('--vscode-panel-border', '#8883');
+  grid.dataset.axisStroke = fg;
   const runs = drawn();
   const all = allRows();
   for (const spec of chartSpecs(all)) {
@@ -338,8 +414,10 @@ function renderCharts() {
     }
     const axis = {
       stroke: fg,
+      font: axisFont(),
       grid: { stroke: gridColor, width: 1 },
-      ticks: { stroke: gridColor, width: 1 },
+      ticks: { stroke: gridColor, width: 1, size: TICK_SIZE },
+      gap: TICK_GAP,
     };
     const data = chartData(spec.key);
     const points = { show: data[0].length < 50 };
@@ -378,7 +456,7 @@ function renderCharts() {
         // steps are integers: no fractional ticks on x
         axes: [
           { ...axis, label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] },
-          { ...axis, values: (_u, ticks) => ticks.map((t) => formatNumber(t)) },
+          { ...axis, values: (_u, ticks) => ticks.map((t) => formatNumber(t)), size: yAxisSize },
         ],
         series,
         legend: { show: true },
@@ -402,6 +480,10 @@ function renderCharts() {
     plots.set(spec.key, plot);
   }
 }
+
+followTheme(() => {
+  if (plots.size > 0) renderCharts();
+});
 
 function configForm(config: unknown): HTMLElement {
   return h(

@@ -6,6 +6,13 @@ import { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
 import { SampleJson } from '../../daemon/protocol/samples';
 import { StepValidation } from '../../daemon/protocol/training';
 
+/** Host → a webview: it cannot show what it was opened for (daemon_stopped: offer Start Daemon). */
+export const ErrorMessage = z.object({
+  type: z.literal('error'),
+  message: z.string(),
+  daemon_stopped: z.boolean().default(false),
+});
+
 /** Host → trajectory webview. */
 export const TrajectoryData = z.object({
   type: z.literal('trajectory'),
@@ -21,8 +28,20 @@ export const TrajectoryData = z.object({
 export const ToTrajectory = z.discriminatedUnion('type', [
   TrajectoryData,
   z.object({ type: z.literal('loading'), rollout_id: z.string() }),
-  z.object({ type: z.literal('error'), message: z.string() }),
+  ErrorMessage,
 ]);
+
+/** The rollouts of a run's current step by status (the dashboard's progress line). */
+export const StepProgress = z.object({
+  run_id: z.string(),
+  step: z.number().int().nonnegative(),
+  total: z.number().int().nonnegative(),
+  queued: z.number().int().nonnegative(),
+  running: z.number().int().nonnegative(),
+  /** succeeded, failed or cancelled */
+  finished: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+});
 
 /** Host → dashboard webview. */
 export const ToDashboard = z.discriminatedUnion('type', [
@@ -31,7 +50,10 @@ export const ToDashboard = z.discriminatedUnion('type', [
   z.object({ type: z.literal('run'), run: Run }),
   z.object({ type: z.literal('workers'), workers: RunWorkers }),
   /** The other runs the dashboard can overlay. */
-  z.object({ type: z.literal('runs'), runs: z.array(Run.pick({ id: true, name: true, status: true })) }),
+  z.object({
+    type: z.literal('runs'),
+    runs: z.array(Run.pick({ id: true, name: true, status: true, created_at: true })),
+  }),
   /** The runs picked for comparison with their metrics (their live rows then come as 'metrics'). */
   z.object({
     type: z.literal('compare'),
@@ -45,7 +67,10 @@ export const ToDashboard = z.discriminatedUnion('type', [
     validation: StepValidation.nullable(),
     message: z.string().optional(),
   }),
-  z.object({ type: z.literal('error'), message: z.string() }),
+  z.object({ type: z.literal('progress'), progress: StepProgress }),
+  /** The daemon stopped (what is shown stays, marked stale) or is back (a 'dashboard' follows). */
+  z.object({ type: z.literal('daemon'), running: z.boolean() }),
+  ErrorMessage,
 ]);
 
 /** Host → recording snippets webview. */
@@ -69,6 +94,7 @@ export const FromWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready') }),
   z.object({ type: z.literal('copy'), what: z.string().max(100), text: z.string() }),
   z.object({ type: z.literal('refresh') }),
+  z.object({ type: z.literal('startDaemon') }),
   z.object({ type: z.literal('stopRun'), run_id: z.string() }),
   z.object({ type: z.literal('resumeRun'), run_id: z.string() }),
   /** The dashboard wants a step's scatter (answered with 'validation'). */
@@ -91,8 +117,9 @@ export const DashboardState = z.object({
 
 export type TrajectoryData = z.infer<typeof TrajectoryData>;
 export type ToTrajectory = z.input<typeof ToTrajectory>;
-export type ToDashboard = z.infer<typeof ToDashboard>;
+export type ToDashboard = z.input<typeof ToDashboard>;
 export type ToSnippets = z.infer<typeof ToSnippets>;
+export type StepProgress = z.infer<typeof StepProgress>;
 export type FromWebview = z.infer<typeof FromWebview>;
 export type TrajectoryState = z.infer<typeof TrajectoryState>;
 export type DashboardState = z.infer<typeof DashboardState>;

@@ -39,6 +39,8 @@ export function tokenLine(v: SampleView): HTMLElement {
       span.dataset.heat = String(hv);
     }
     placed.set(span, { cell: t, index: i, sample: v.index });
+    // lines wrap between tokens (a <wbr>), not inside one
+    if (i > 0) frag.append(document.createElement('wbr'));
     frag.append(span);
   });
   line.append(frag);

@@ -6,6 +6,7 @@ import type { LlmCall } from '../../daemon/protocol/entities';
 import { type Entry, newRequestEntries, responseEntries } from './conversation';
 import { callAsCurl, callAsJson } from './curl';
 import { clear, h, highlight } from './dom';
+import { errorPage } from './errorPage';
 import { count, formatNumber, signed } from './format';
 import { ToTrajectory, type TrajectoryData, type TrajectoryState, type VsCodeApi } from './protocol';
 import { samplingLine, samplingTitle } from './sampling';
@@ -26,14 +27,14 @@ let current = -1;
 window.addEventListener('message', (ev: MessageEvent) => {
   const parsed = ToTrajectory.safeParse(ev.data);
   if (!parsed.success) {
-    renderError(`bad message from the extension: ${parsed.error.issues[0]?.message ?? ''}`);
+    renderError(`bad message from the extension: ${parsed.error.issues[0]?.message ?? ''}`, false);
     return;
   }
   const msg = parsed.data;
   if (msg.type === 'loading') {
     clear(root);
     root.append(h('p', { class: 'muted' }, `Loading rollout ${msg.rollout_id}…`));
-  } else if (msg.type === 'error') renderError(msg.message);
+  } else if (msg.type === 'error') renderError(msg.message, msg.daemon_stopped);
   else {
     data = msg;
     vscode.setState({ rollout_id: msg.rollout.id, focus_call_id: msg.focus_call_id, tab });
@@ -42,12 +43,9 @@ window.addEventListener('message', (ev: MessageEvent) => {
 });
 vscode.postMessage({ type: 'ready' });
 
-function renderError(message: string) {
+function renderError(message: string, daemonStopped: boolean) {
   clear(root);
-  root.append(
-    h('p', { class: 'error' }, message),
-    h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Retry'),
-  );
+  root.append(...errorPage(message, daemonStopped, (m) => vscode.postMessage(m)));
 }
 
 function render() {
@@ -145,7 +143,9 @@ function entryEl(e: Entry, response: boolean): HTMLElement {
     'div',
     { class: `entry ${e.role} ${e.kind}${response ? ' response' : ''}` },
     h('span', { class: 'role' }, roleText),
-    h('pre', {}, e.text),
+    e.kind === 'text' && e.text === ''
+      ? h('pre', { class: 'muted empty-turn' }, '(empty: no text, no tool calls)')
+      : h('pre', {}, e.text),
   );
 }
 
