@@ -69,6 +69,21 @@ function upstreamOf(recording: Recording | null): Upstream | null {
   return { kind: u.kind as Upstream['kind'], base_url: typeof u.base_url === 'string' ? u.base_url : null };
 }
 
+/**
+ * `scope`, when its rollout still takes calls: queued (a standalone rollout, or a run's rollout between
+ * attempts) or running. A finished, failed or cancelled rollout, and a stopped recording's, is a 409
+ * that names its state, whoever calls (its key or the daemon token): nothing is appended to it.
+ */
+function stillOpen(scope: Scope): Scope {
+  const { rollout, recording } = scope;
+  if (rollout.status === 'queued' || rollout.status === 'running') return scope;
+  const message =
+    recording && recording.status === 'stopped'
+      ? `recording ${recording.id} is stopped: its rollout ${rollout.id} takes no more calls (start a new recording)`
+      : `rollout ${rollout.id} is ${rollout.status}: it takes no more calls`;
+  throw new ProxyError(409, message, null, `rollout_${rollout.status}`);
+}
+
 export class Scopes {
   private readonly rollouts = new Map<string, Entry>();
   private readonly runs = new Map<string, RunConfig | null>();
@@ -104,8 +119,8 @@ export class Scopes {
         null,
         'missing_key',
       );
-    if (same(key, this.ctx.token)) return entry.scope;
-    if (entry.verified && same(key, entry.verified.key)) return entry.verified.scope;
+    if (same(key, this.ctx.token)) return stillOpen(entry.scope);
+    if (entry.verified && same(key, entry.verified.key)) return stillOpen(entry.verified.scope);
     const hash = keyHash(key);
     // A claim issues a new key: a cached hash may be older than the key presented.
     if (entry.keyHash === null || !same(hash, entry.keyHash)) {
@@ -115,7 +130,7 @@ export class Scopes {
         throw new ProxyError(403, `this key is not valid for rollout ${rolloutId}`, null, 'wrong_key');
     }
     entry.verified = { key, scope: withSecret(entry.scope, key) };
-    return entry.verified.scope;
+    return stillOpen(entry.verified.scope);
   }
 
   /** The scope of unscoped `/v1/…`: the active recording session; throws 409 when none is active. */
@@ -146,7 +161,7 @@ export class Scopes {
     if (!ok)
       throw new ProxyError(401, 'this key is not valid for the active recording session', null, 'wrong_key');
     if (!entry) throw new ProxyError(404, `the recording's rollout ${recording.rollout_id} is gone`);
-    return isToken ? entry.scope : withSecret(entry.scope, key);
+    return stillOpen(isToken ? entry.scope : withSecret(entry.scope, key));
   }
 
   /** True when `key` is the daemon token (enough for listing models without a recording). */
