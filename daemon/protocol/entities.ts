@@ -11,6 +11,17 @@ export const Logprobs = z.array(z.number());
 
 export const RunStatus = z.enum(['created', 'running', 'paused', 'stopped', 'finished', 'failed']);
 export const RolloutStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
+/** A rollout in one of these is over: it takes no more calls. */
+export const FINISHED_ROLLOUT: ReadonlySet<string> = new Set(['succeeded', 'failed', 'cancelled']);
+
+/**
+ * Whether the attempt that a rollout's calls belong to is over, by the rollout as an event shows it:
+ * it finished, or it waits, queued, for its next attempt (whose calls start anew). What the daemon's
+ * caches hold for the rollout may then go.
+ */
+export function attemptOver(rollout: { status: string; attempt_count: number }): boolean {
+  return FINISHED_ROLLOUT.has(rollout.status) || (rollout.status === 'queued' && rollout.attempt_count > 0);
+}
 export const AttemptStatus = z.enum([
   'running',
   'succeeded',

@@ -2,10 +2,11 @@
 // active recording session (unscoped `/v1/...`, recording key or daemon token). Lookups are cached
 // and dropped on the store's rollout/recording events, so the hot path does no store reads.
 import { timingSafeEqual } from 'node:crypto';
+import { BoundedMap, jsonBytes } from '../bounded-map';
 import { readSecrets } from '../config/secrets';
 import type { DaemonContext } from '../context';
 import type { RunConfig } from '../protocol/config';
-import type { Recording, Rollout } from '../protocol/entities';
+import { FINISHED_ROLLOUT, type Recording, type Rollout } from '../protocol/entities';
 import { keyHash } from '../store/ids';
 import { ProxyError } from './errors';
 
@@ -76,7 +77,7 @@ function upstreamOf(recording: Recording | null): Upstream | null {
  */
 function stillOpen(scope: Scope): Scope {
   const { rollout, recording } = scope;
-  if (rollout.status === 'queued' || rollout.status === 'running') return scope;
+  if (!FINISHED_ROLLOUT.has(rollout.status)) return scope;
   const message =
     recording && recording.status === 'stopped'
       ? `recording ${recording.id} is stopped: its rollout ${rollout.id} takes no more calls (start a new recording)`
@@ -84,9 +85,20 @@ function stillOpen(scope: Scope): Scope {
   throw new ProxyError(409, message, null, `rollout_${rollout.status}`);
 }
 
+/**
+ * Bytes the cached scopes may hold: an entry weighs ENTRY_BYTES and its rollout's input and
+ * recording as jsonBytes weighs them (run configs are shared, cached apart). Past it the entry
+ * looked up longest ago goes; entries older than TTL_MS go at the next lookup that misses, an entry
+ * goes at its rollout's or recording's next event, and a finished rollout's is never cached.
+ */
+const SCOPES_BUDGET_BYTES = 32 * 1024 * 1024;
+const ENTRY_BYTES = 1024;
+/** Run configs of the runs whose rollouts call: each weighed by jsonBytes, gone at the run's next event. */
+const RUNS_BUDGET_BYTES = 16 * 1024 * 1024;
+
 export class Scopes {
-  private readonly rollouts = new Map<string, Entry>();
-  private readonly runs = new Map<string, RunConfig | null>();
+  private readonly rollouts = new BoundedMap<string, Entry>(SCOPES_BUDGET_BYTES);
+  private readonly runs = new BoundedMap<string, RunConfig | null>(RUNS_BUDGET_BYTES);
   private active: { recording: Recording | null; at: number } | null = null;
   private readonly unsubscribe: () => void;
 
@@ -105,6 +117,11 @@ export class Scopes {
 
   close(): void {
     this.unsubscribe();
+  }
+
+  /** The bytes the cached scopes weigh, and how many rollouts they are. */
+  get held(): { bytes: number; rollouts: number } {
+    return { bytes: this.rollouts.bytes, rollouts: this.rollouts.size };
   }
 
   /** The scope of `/r/<rolloutId>/…` for a caller presenting `key`; throws 404/401/403. */
@@ -181,6 +198,7 @@ export class Scopes {
     const now = Date.now();
     const hit = this.rollouts.get(rolloutId);
     if (hit && now - hit.at < TTL_MS) return hit;
+    this.rollouts.deleteOldestWhile((e) => now - e.at >= TTL_MS);
     const store = this.ctx.store;
     const rollout = await store.getRollout(rolloutId);
     if (!rollout) {
@@ -208,11 +226,8 @@ export class Scopes {
         secrets: [this.ctx.token],
       },
     };
-    this.rollouts.set(rolloutId, entry);
-    if (this.rollouts.size > 50_000) {
-      const oldest = this.rollouts.keys().next().value;
-      if (oldest !== undefined) this.rollouts.delete(oldest);
-    }
+    if (!FINISHED_ROLLOUT.has(rollout.status))
+      this.rollouts.set(rolloutId, entry, ENTRY_BYTES + jsonBytes(rollout.input) + jsonBytes(recording));
     return entry;
   }
 
@@ -220,7 +235,7 @@ export class Scopes {
     if (this.runs.has(runId)) return this.runs.get(runId) ?? null;
     const run = await this.ctx.store.getRun(runId);
     const config = (run?.config ?? null) as RunConfig | null;
-    this.runs.set(runId, config);
+    this.runs.set(runId, config, 256 + jsonBytes(config));
     return config;
   }
 }
