@@ -30,7 +30,22 @@ export const AttemptStatus = z.enum([
   'unresponsive',
   'cancelled',
 ]);
-export const LlmCallStatus = z.enum(['ok', 'error', 'cancelled']);
+/**
+ * An answered call (200) that cannot be trained on, by what its answer lacks: no choice at all, no
+ * prompt or response token ids, or logprobs that do not pair with its token ids one to one. The
+ * call's `error` says it in words; the samples stage leaves such calls out and counts them.
+ */
+export const UntrainableStatus = z.enum(['no_choices', 'no_token_ids', 'logprobs_mismatch']);
+export const LlmCallStatus = z.enum(['ok', ...UntrainableStatus.options, 'error', 'cancelled']);
+/** Whether the harness got an answer (ok, or an answer that cannot be trained on). */
+export function answered(status: string): boolean {
+  return status === 'ok' || (UntrainableStatus.options as readonly string[]).includes(status);
+}
+/**
+ * Why the samples stage left a call out of its rollout's trajectory: its status, or `text_only` for
+ * an answered call without token ids (a provider pass-through, which never has them).
+ */
+export const CallExclusion = z.enum([...UntrainableStatus.options, 'error', 'cancelled', 'text_only']);
 /** The API the harness spoke to the proxy. */
 export const WireApi = z.enum(['chat', 'completions', 'responses', 'messages', 'gemini']);
 /** Where the stored token ids came from: the backend, the token-in-token-out bridge, or none (text only). */
@@ -307,6 +322,9 @@ export type BridgeRecord = z.infer<typeof BridgeRecord>;
 export type Attempt = z.infer<typeof Attempt>;
 export type AttemptStatus = z.infer<typeof AttemptStatus>;
 export type LlmCall = z.infer<typeof LlmCall>;
+export type LlmCallStatus = z.infer<typeof LlmCallStatus>;
+export type UntrainableStatus = z.infer<typeof UntrainableStatus>;
+export type CallExclusion = z.infer<typeof CallExclusion>;
 export type NewLlmCall = z.infer<typeof NewLlmCall>;
 export type WireApi = z.infer<typeof WireApi>;
 export type Reward = z.infer<typeof Reward>;

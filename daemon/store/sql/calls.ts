@@ -1,6 +1,6 @@
 // LLM calls, recorded token-exactly (ids and logprobs as packed blobs, see ../codec.ts; what repeats an
 // earlier call, its prompt ids and request text, as the rest after it, see call-chain.ts).
-import type { LlmCall, NewLlmCall } from '../../protocol/entities';
+import { type LlmCall, LlmCallStatus, type NewLlmCall } from '../../protocol/entities';
 import type { LlmCallSummary } from '../../protocol/events';
 import { decodeIdsOrNull, decodeLogprobs, encodeIds, encodeLogprobs } from '../codec';
 import type { Param, Queryable, Row } from '../driver';
@@ -135,7 +135,7 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
     if (!c || typeof c !== 'object') invalid(`calls[${i}]`, 'a call must be an object');
     oneOf('wire_api', c.wire_api, ['chat', 'completions', 'responses', 'messages', 'gemini']);
     oneOf('token_source', c.token_source, ['backend', 'bridge', 'text']);
-    oneOf('status', c.status, ['ok', 'error', 'cancelled']);
+    oneOf('status', c.status, LlmCallStatus.options);
     return {
       id: newId('call'),
       rollout_id: c.rollout_id ?? null,
