@@ -28,8 +28,10 @@ export function tokenFields(t: Tokens, source: 'backend' | 'bridge' = 'backend')
 /**
  * The status and error of a call the backend answered (200) with `json`, whose choice's tokens are
  * `t`: `ok`, or what the answer lacks for training (UntrainableStatus). `asked`: the proxy asked the
- * backend for token ids and logprobs (vLLM returns them with `return_token_ids` and `logprobs`,
- * vllm/entrypoints/openai/protocol.py); a provider's answer (not asked) is text only, and ok.
+ * backend for token ids and logprobs; vLLM 0.34 answers `return_token_ids` with each choice's
+ * token_ids and the response's prompt_token_ids (vllm/entrypoints/openai/chat_completion/serving.py
+ * lines 1078-1082 and 1158-1160; per chunk at 790 when streamed). A provider's answer (not asked)
+ * is text only, and ok.
  * Streamed and whole answers are judged alike: both are judged assembled.
  */
 export function answerStatus(json: Json, t: Tokens, asked: boolean): Pick<NewLlmCall, 'status' | 'error'> {
