@@ -172,11 +172,6 @@ export class BridgeMemory {
     return { bytes: this.last.bytes, rollouts: this.last.size };
   }
 
-  /** Whether anything is remembered for `rolloutId`. */
-  has(rolloutId: string): boolean {
-    return this.last.has(rolloutId);
-  }
-
   /** After its attempt is over (the rollout finished, or waits for another attempt): nothing to bridge from. */
   forget(rolloutId: string): void {
     const v = this.last.get(rolloutId);
