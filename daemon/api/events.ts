@@ -7,9 +7,11 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { BoundedMap } from '../bounded-map';
 import type { DaemonContext } from '../context';
 import { EventsQuery, type EventsTicket } from '../protocol/api';
 import { withoutSecrets } from '../protocol/config';
+import { FINISHED_ROLLOUT } from '../protocol/entities';
 import type { DaemonEvent } from '../protocol/events';
 import { authorize, bearerToken } from './auth';
 import { ApiError, errorBody, toApiError, validationError } from './errors';
@@ -69,14 +71,14 @@ function reject(socket: Duplex, err: ApiError): void {
 function runOf(
   ctx: DaemonContext,
   event: DaemonEvent,
-  runByRollout: Map<string, string | null>,
+  runByRollout: BoundedMap<string, string | null>,
 ): string | null | Promise<string | null> {
   const byRollout = (rolloutId: string | null) => {
     if (!rolloutId) return null;
     const known = runByRollout.get(rolloutId);
     if (known !== undefined) return known;
     return ctx.store.getRollout(rolloutId).then((r) => {
-      runByRollout.set(rolloutId, r?.run_id ?? null);
+      if (r && !FINISHED_ROLLOUT.has(r.status)) runByRollout.set(rolloutId, r.run_id, RUN_OF_ROLLOUT_BYTES);
       return r?.run_id ?? null;
     });
   };
@@ -88,8 +90,8 @@ function runOf(
     case 'group':
       return event.group.run_id;
     case 'rollout':
-      if (runByRollout.size > 100_000) runByRollout.clear();
-      runByRollout.set(event.rollout.id, event.rollout.run_id);
+      if (FINISHED_ROLLOUT.has(event.rollout.status)) runByRollout.delete(event.rollout.id);
+      else runByRollout.set(event.rollout.id, event.rollout.run_id, RUN_OF_ROLLOUT_BYTES);
       return event.rollout.run_id;
     case 'llm_call':
       return byRollout(event.call.rollout_id);
@@ -120,8 +122,16 @@ function serialize(event: DaemonEvent): string {
   return text;
 }
 
+/**
+ * A run-filtered connection's rollout → run ids: RUN_OF_ROLLOUT_BYTES an entry (two ids and the Map's
+ * slots), RUN_OF_ROLLOUT_BUDGET_BYTES a connection; past it the rollout seen longest ago goes (and is
+ * read again if it calls); a rollout's entry goes when it finishes.
+ */
+const RUN_OF_ROLLOUT_BUDGET_BYTES = 4 * 1024 * 1024;
+const RUN_OF_ROLLOUT_BYTES = 160;
+
 function stream(ctx: DaemonContext, ws: WebSocket, runId: string | undefined): void {
-  const runByRollout = new Map<string, string | null>();
+  const runByRollout = new BoundedMap<string, string | null>(RUN_OF_ROLLOUT_BUDGET_BYTES);
   let chain: Promise<void> = Promise.resolve();
   const send = (event: DaemonEvent) => {
     if (ws.readyState !== ws.OPEN) return;

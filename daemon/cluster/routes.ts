@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { authorize, bearerToken } from '../api/auth';
 import { keepConnectionFor413 } from '../api/body';
 import { ApiError, errorBody, toApiError, validationError } from '../api/errors';
+import { BoundedMap } from '../bounded-map';
 import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
@@ -29,14 +30,22 @@ function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   return result.data;
 }
 
+const CLAIMS_BUDGET_BYTES = 2 * 1024 * 1024;
+const CLAIM_BYTES = 160;
+
 export async function registerWorkerRoutes(
   app: FastifyInstance,
   ctx: DaemonContext,
   options: RouteOptions,
 ): Promise<void> {
   const { store } = ctx;
-  /** attempt id → rollout id for the claims this daemon issued (a finish may also name its rollout). */
-  const attemptRollout = new Map<string, string>();
+  /**
+   * attempt id → rollout id for the claims this daemon issued (a finish may also name its rollout):
+   * CLAIM_BYTES a claim, CLAIMS_BUDGET_BYTES in all; an entry goes when its attempt is finished here,
+   * else (an attempt timed out or cancelled elsewhere) the claim issued longest ago goes past the
+   * budget: a worker that names its rollout (the SDK's does) never needs it.
+   */
+  const attemptRollout = new BoundedMap<string, string>(CLAIMS_BUDGET_BYTES);
 
   const findAttempt = async (
     attemptId: string,
@@ -90,7 +99,7 @@ export async function registerWorkerRoutes(
           run.status === 'running' ? await store.claimRollout({ run_id: runId, worker: body.worker }) : null;
         if (claimed) {
           const { rollout, attempt } = claimed;
-          attemptRollout.set(attempt.id, rollout.id);
+          attemptRollout.set(attempt.id, rollout.id, CLAIM_BYTES);
           // The worker runs the verifier: it gets the argv with the credentials this daemon holds.
           const config = RunConfig.parse(restoreSecrets(ctx.dataDir, `run:${runId}`, run.config));
           const base = ctx.baseUrl();

@@ -10,7 +10,7 @@ import type { Group, Rollout, Run, Task } from '../protocol/entities';
 import type { TrainerStepResult } from '../protocol/node';
 import type { StepValidation, Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
-import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
+import { buildOptionsOf, buildSamples, excludedCallMetrics, trajectoriesFromStore } from '../samples';
 import { type Store, StoreError } from '../store/store';
 import { nextEvent, rolloutOf } from './events';
 import { NodeRegistry } from './nodes/registry';
@@ -414,6 +414,7 @@ class RunLoop {
       mask_tokens: built.summary.mask_tokens,
       zero_variance_groups: built.summary.zero_variance_groups,
       dropped_groups: built.summary.dropped_groups,
+      ...excludedCallMetrics(built.summary.excluded_calls),
       loss: result?.loss ?? null,
       kl: result?.kl ?? null,
       entropy: result?.entropy ?? null,

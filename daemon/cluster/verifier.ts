@@ -5,7 +5,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LlmCall } from '../protocol/entities';
+import { answered, type LlmCall } from '../protocol/entities';
 import { exitText, lastLine, noRewardLine, runProcess } from './command';
 
 /** Any JSON value. */
@@ -100,7 +100,7 @@ export function responseText(call: Pick<LlmCall, 'wire_api' | 'response'>): stri
 export function finalOutput(calls: LlmCall[], attemptId?: string): string | null {
   const own = attemptId ? calls.filter((c) => c.attempt_id === attemptId) : calls;
   const last = (own.length > 0 ? own : calls)
-    .filter((c) => c.status === 'ok' && c.response !== null && !c.tags.includes('side'))
+    .filter((c) => answered(c.status) && c.response !== null && !c.tags.includes('side'))
     .sort((a, b) => a.seq - b.seq)
     .at(-1);
   return last ? responseText(last) : null;

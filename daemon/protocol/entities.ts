@@ -12,6 +12,17 @@ export const Logprobs = z.array(z.number());
 
 export const RunStatus = z.enum(['created', 'running', 'paused', 'stopped', 'finished', 'failed']);
 export const RolloutStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
+/** A rollout in one of these is over: it takes no more calls. */
+export const FINISHED_ROLLOUT: ReadonlySet<string> = new Set(['succeeded', 'failed', 'cancelled']);
+
+/**
+ * Whether the attempt that a rollout's calls belong to is over, by the rollout as an event shows it:
+ * it finished, or it waits, queued, for its next attempt (whose calls start anew). What the daemon's
+ * caches hold for the rollout may then go.
+ */
+export function attemptOver(rollout: { status: string; attempt_count: number }): boolean {
+  return FINISHED_ROLLOUT.has(rollout.status) || (rollout.status === 'queued' && rollout.attempt_count > 0);
+}
 export const AttemptStatus = z.enum([
   'running',
   'succeeded',
@@ -20,7 +31,22 @@ export const AttemptStatus = z.enum([
   'unresponsive',
   'cancelled',
 ]);
-export const LlmCallStatus = z.enum(['ok', 'error', 'cancelled']);
+/**
+ * An answered call (200) that cannot be trained on, by what its answer lacks: no choice at all, no
+ * prompt or response token ids, or logprobs that do not pair with its token ids one to one. The
+ * call's `error` says it in words; the samples stage leaves such calls out and counts them.
+ */
+export const UntrainableStatus = z.enum(['no_choices', 'no_token_ids', 'logprobs_mismatch']);
+export const LlmCallStatus = z.enum(['ok', ...UntrainableStatus.options, 'error', 'cancelled']);
+/** Whether the harness got an answer (ok, or an answer that cannot be trained on). */
+export function answered(status: string): boolean {
+  return status === 'ok' || (UntrainableStatus.options as readonly string[]).includes(status);
+}
+/**
+ * Why the samples stage left a call out of its rollout's trajectory: its status, or `text_only` for
+ * an answered call without token ids (a provider pass-through, which never has them).
+ */
+export const CallExclusion = z.enum([...UntrainableStatus.options, 'error', 'cancelled', 'text_only']);
 /** The API the harness spoke to the proxy. */
 export const WireApi = z.enum(['chat', 'completions', 'responses', 'messages', 'gemini']);
 /** Where the stored token ids came from: the backend, the token-in-token-out bridge, or none (text only). */
@@ -332,6 +358,9 @@ export type CallSampling = z.infer<typeof CallSampling>;
 export type Attempt = z.infer<typeof Attempt>;
 export type AttemptStatus = z.infer<typeof AttemptStatus>;
 export type LlmCall = z.infer<typeof LlmCall>;
+export type LlmCallStatus = z.infer<typeof LlmCallStatus>;
+export type UntrainableStatus = z.infer<typeof UntrainableStatus>;
+export type CallExclusion = z.infer<typeof CallExclusion>;
 export type NewLlmCall = z.infer<typeof NewLlmCall>;
 export type WireApi = z.infer<typeof WireApi>;
 export type Reward = z.infer<typeof Reward>;

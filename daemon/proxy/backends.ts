@@ -8,6 +8,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
+import { BoundedMap } from '../bounded-map';
 import type { BackendStatus } from '../protocol/api';
 import { redactText, redactUrl } from '../redact';
 
@@ -92,9 +93,17 @@ export interface Backend {
 /** Takes no new calls for now: loading weights or not up yet; calls that find only such wait. */
 const held = (b: Backend): boolean => b.loading || !b.ready;
 
+const AFFINITY_BUDGET_BYTES = 8 * 1024 * 1024;
+const AFFINITY_ENTRY_BYTES = 96;
+
 export class BackendPool implements Backends {
   private readonly backends = new Map<string, Backend>();
-  private readonly affinity = new Map<string, Backend>();
+  /**
+   * Rollout id → the backend that served it last. AFFINITY_ENTRY_BYTES an entry (its id and the Map's
+   * slots), at most AFFINITY_BUDGET_BYTES together: past it, the rollout that picked longest ago goes;
+   * a rollout's entry goes when it finishes (`forgetRollout`).
+   */
+  private readonly affinity: BoundedMap<string, Backend>;
   /** Per run id (null: shared backends), the lowest model version that may serve. */
   private readonly minVersions = new Map<string | null, number>();
   private rr = 0;
@@ -105,8 +114,20 @@ export class BackendPool implements Backends {
   constructor(
     readonly timeoutMs: number,
     readonly unhealthyMs = 5_000,
-    private readonly maxAffinity = 100_000,
-  ) {}
+    affinityBudgetBytes = AFFINITY_BUDGET_BYTES,
+  ) {
+    this.affinity = new BoundedMap(affinityBudgetBytes);
+  }
+
+  /** A finished rollout picks no more backends. */
+  forgetRollout(rolloutId: string): void {
+    this.affinity.delete(rolloutId);
+  }
+
+  /** How many rollouts have a backend to return to. */
+  get affinities(): number {
+    return this.affinity.size;
+  }
 
   add(url: string, options: BackendOptions = {}): void {
     const existing = this.backends.get(keyOf(url, options.runId));
@@ -157,7 +178,7 @@ export class BackendPool implements Backends {
     if (!b) return;
     this.backends.delete(keyOf(url, runId));
     this.regroup();
-    for (const [k, v] of this.affinity) if (v === b) this.affinity.delete(k);
+    this.affinity.deleteWhere((v) => v === b);
   }
 
   private regroup(): void {
@@ -309,14 +330,8 @@ export class BackendPool implements Backends {
       if (!best || b.outstanding < best.outstanding) best = b;
     }
     best ??= fallback;
-    if (best && affinityKey !== null) {
-      this.affinity.delete(affinityKey);
-      this.affinity.set(affinityKey, best);
-      if (this.affinity.size > this.maxAffinity) {
-        const oldest = this.affinity.keys().next().value;
-        if (oldest !== undefined) this.affinity.delete(oldest);
-      }
-    }
+    if (best && affinityKey !== null)
+      this.affinity.set(affinityKey, best, AFFINITY_ENTRY_BYTES + 2 * affinityKey.length);
     return best;
   }
 

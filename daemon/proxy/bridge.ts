@@ -1,6 +1,7 @@
 // Wiring of the token-in-token-out bridge (daemon/proxy/tito) into the proxy: per rollout, the last
 // chat call's messages and sampled tokens are remembered; when the next request resends that history
 // as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
+import { BoundedMap, jsonBytes } from '../bounded-map';
 import type { HistoryChange } from '../protocol/entities';
 import { readText, send } from './backends';
 import type { Json } from './json';
@@ -104,7 +105,8 @@ export function completionText(body: Json, promptText: string): string | null {
 /**
  * Token prompts sent, as the text of their ids (`1,2,3`): the next prompt of a conversation starts
  * with the last one, so its text is that text and the new ids (JSON.stringify of an agent's 12k ids
- * took ~130 µs). Keyed by the prompt's array, which the answer and the next remember carry on.
+ * took ~130 µs). Keyed weakly by the prompt's array, which the answer and the next remember carry on:
+ * a text lives no longer than its array, and BridgeMemory weighs the one it keeps per rollout.
  */
 export class PromptTexts {
   private readonly texts = new WeakMap<readonly number[], string>();
@@ -121,17 +123,67 @@ export class PromptTexts {
     return text;
   }
 
-  forget(ids: readonly number[]): void {
+  /** The length of the text kept for `ids` (0: none). */
+  length(ids: readonly number[]): number {
+    return this.texts.get(ids)?.length ?? 0;
+  }
+
+  /** Drops the text of `ids`; its length (0: there was none). */
+  forget(ids: readonly number[]): number {
+    const n = this.length(ids);
     this.texts.delete(ids);
+    return n;
   }
 }
 
+/**
+ * Bytes the remembered calls of all rollouts may hold together: their messages, tools and answers as
+ * jsonBytes weighs them, their ids at 8 bytes an id, a kept prompt text at a byte a character. Past it
+ * the rollout remembered longest ago is forgotten first (its next call is rendered as text, a counted
+ * fallback); a rollout's calls are forgotten as soon as its attempt is over (`forget`).
+ */
+export const BRIDGE_BUDGET_BYTES = 256 * 1024 * 1024;
+
+/** What one remembered call weighs (its prompt text: the text PromptTexts keeps for its prompt ids). */
+function rememberedBytes(r: Remembered, promptText: number): number {
+  return (
+    64 +
+    8 * (r.prompt_ids.length + r.response_ids.length) +
+    jsonBytes(r.messages) +
+    jsonBytes(r.tools) +
+    jsonBytes(r.chat_template_kwargs) +
+    jsonBytes(r.assistant_message) +
+    promptText
+  );
+}
+
 export class BridgeMemory {
-  private readonly last = new Map<string, Remembered[]>();
+  /** Per rollout, its last calls (oldest first) and what they weigh (BRIDGE_BUDGET_BYTES). */
+  private readonly last: BoundedMap<string, { kept: Remembered[]; bytes: number[] }>;
+  /** One per backend and model: a handful, not per rollout. */
   private readonly tokenizers = new Map<string, ChatTokenizer>();
   private readonly promptTexts = new PromptTexts();
 
-  constructor(private readonly max = 2_000) {}
+  constructor(budgetBytes = BRIDGE_BUDGET_BYTES) {
+    this.last = new BoundedMap(budgetBytes, (_, v) => this.forgetTexts(v.kept));
+  }
+
+  /** The bytes remembered now, and for how many rollouts. */
+  get held(): { bytes: number; rollouts: number } {
+    return { bytes: this.last.bytes, rollouts: this.last.size };
+  }
+
+  /** After its attempt is over (the rollout finished, or waits for another attempt): nothing to bridge from. */
+  forget(rolloutId: string): void {
+    const v = this.last.get(rolloutId);
+    if (!v) return;
+    this.last.delete(rolloutId);
+    this.forgetTexts(v.kept);
+  }
+
+  private forgetTexts(kept: Remembered[]): void {
+    for (const r of kept) this.promptTexts.forget(r.prompt_ids);
+  }
 
   /** After a successful chat-shaped call: what the next call may reuse. */
   remember(rolloutId: string, attemptId: string | null, chat: Json, response: Json): void {
@@ -140,13 +192,20 @@ export class BridgeMemory {
     const sampled = c0?.token_ids;
     if (!Array.isArray(chat.messages) || !c0?.message || !Array.isArray(prompt) || !Array.isArray(sampled))
       return;
-    const kept = (this.last.get(rolloutId) ?? []).filter((r) => r.attemptId === attemptId);
-    this.last.delete(rolloutId);
-    this.last.set(rolloutId, kept);
-    if (kept.length >= KEPT_PER_ROLLOUT) kept.shift();
-    // Only the newest prompt's text is kept: the next prompt of the conversation continues it.
-    for (const r of kept) this.promptTexts.forget(r.prompt_ids);
-    kept.push({
+    const before = this.last.get(rolloutId) ?? { kept: [], bytes: [] };
+    const kept: Remembered[] = [];
+    const bytes: number[] = [];
+    before.kept.forEach((r, i) => {
+      if (r.attemptId !== attemptId) return;
+      kept.push(r);
+      // Only the newest prompt's text is kept: the next prompt of the conversation continues it.
+      bytes.push(before.bytes[i] - this.promptTexts.forget(r.prompt_ids));
+    });
+    if (kept.length >= KEPT_PER_ROLLOUT) {
+      kept.shift();
+      bytes.shift();
+    }
+    const r: Remembered = {
       attemptId,
       messages: chat.messages,
       tools: chat.tools ?? null,
@@ -154,11 +213,14 @@ export class BridgeMemory {
       prompt_ids: prompt,
       response_ids: sampled,
       assistant_message: c0.message,
-    });
-    if (this.last.size > this.max) {
-      const oldest = this.last.keys().next().value;
-      if (oldest !== undefined) this.last.delete(oldest);
-    }
+    };
+    kept.push(r);
+    bytes.push(rememberedBytes(r, this.promptTexts.length(prompt)));
+    this.last.set(
+      rolloutId,
+      { kept, bytes },
+      bytes.reduce((a, b) => a + b, 0),
+    );
   }
 
   private tokenizer(root: string, model: string): ChatTokenizer {
@@ -179,7 +241,7 @@ export class BridgeMemory {
     root: string,
     maxModelLen: number | null,
   ): Promise<BridgeDecision> {
-    const kept = this.last.get(rolloutId)?.filter((r) => r.attemptId === attemptId);
+    const kept = this.last.get(rolloutId)?.kept.filter((r) => r.attemptId === attemptId);
     if (!kept?.length) return { ok: false, reason: 'no previous call' };
     if (typeof chat.n === 'number' && chat.n > 1) return { ok: false, reason: 'n > 1' };
     if (!Array.isArray(chat.messages)) return { ok: false, reason: 'no messages' };

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { parseJsonBody } from '../api/body';
 import type { DaemonContext } from '../context';
-import type { WireApi } from '../protocol/entities';
+import { attemptOver, FINISHED_ROLLOUT, type WireApi } from '../protocol/entities';
 import {
   askServedModels,
   BackendPool,
@@ -45,6 +45,17 @@ export interface ProxyHandle {
   backends: Backends;
   /** The pool itself (health, outstanding requests, served models) for status views. */
   pool: BackendPool;
+  /** What the per-rollout caches hold now (each within its byte budget). */
+  held(): {
+    bridge: { bytes: number; rollouts: number };
+    scopes: { bytes: number; rollouts: number };
+    affinities: number;
+  };
+}
+
+export interface ProxyOptions {
+  /** The token bridge's memory budget (BRIDGE_BUDGET_BYTES by default). */
+  bridgeBudgetBytes?: number;
 }
 
 export type { Backends } from './backends';
@@ -69,7 +80,11 @@ function systemText(body: Json): string {
   return s.slice(0, 4000);
 }
 
-export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): Promise<ProxyHandle> {
+export async function registerProxy(
+  app: FastifyInstance,
+  ctx: DaemonContext,
+  options: ProxyOptions = {},
+): Promise<ProxyHandle> {
   const pool = new BackendPool(ctx.config.backend_timeout_ms);
   for (const url of ctx.config.backends) pool.add(url);
   const scopes = new Scopes(ctx);
@@ -80,7 +95,18 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   } catch (e) {
     ctx.log('proxy: side_models is not a valid regular expression; using the default', { error: String(e) });
   }
-  const memory = new BridgeMemory();
+  const memory = new BridgeMemory(options.bridgeBudgetBytes);
+  // What the bridge and the pool keep for a rollout goes when its attempt is over (a recording's, when it stops).
+  const forgetEnded = ctx.store.subscribe(
+    (ev) => {
+      if (ev.type === 'rollout' && attemptOver(ev.rollout)) {
+        memory.forget(ev.rollout.id);
+        if (FINISHED_ROLLOUT.has(ev.rollout.status)) pool.forgetRollout(ev.rollout.id);
+      } else if (ev.type === 'recording' && ev.recording.status === 'stopped')
+        memory.forget(ev.recording.rollout_id);
+    },
+    ['rollout', 'recording'],
+  );
   const recorder = new Recorder(ctx.store);
   /**
    * The token-in-token-out bridge wherever the backend returns token ids: rollouts of runs with
@@ -588,9 +614,16 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onClose', async () => scopes.close());
+  app.addHook('onClose', async () => {
+    scopes.close();
+    forgetEnded();
+  });
 
-  return { backends: pool, pool };
+  return {
+    backends: pool,
+    pool,
+    held: () => ({ bridge: memory.held, scopes: scopes.held, affinities: pool.affinities }),
+  };
 }
 
 /** The first RAW_KEEP characters of an unparsable body, marked when cut. */

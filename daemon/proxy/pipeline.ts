@@ -12,7 +12,7 @@ import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, sendFailure
 import { ProxyError } from './errors';
 import type { Json } from './json';
 import type { Output } from './output';
-import { choiceFields, fieldsOf, tokenFields } from './record-fields';
+import { answerStatus, choiceFields, fieldsOf, tokenFields } from './record-fields';
 import { AS_REQUESTED, callSampling, type SamplingPlan } from './sampling';
 import { finishStream } from './stream';
 import { completionToChat } from './tito';
@@ -93,7 +93,7 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
     const ctype = String(d.res.headers['content-type'] ?? '');
     if (!o.stream || d.res.statusCode !== 200 || !ctype.includes('text/event-stream'))
       await finishWhole(call, d, o, base, remember);
-    else await finishStream(call, d, o, base, remember);
+    else await finishStream(call, d, { ...o, asked: o.target?.extras ?? true }, base, remember);
   } finally {
     d.release();
     call.setAbort(null);
@@ -175,7 +175,9 @@ async function finishWhole(
     });
   // Before the output strips the extras in place.
   const tokens = tokensOf(json, o.kind);
-  call.choices = choiceFields(json, o.kind, d.bridged ? 'bridge' : 'backend');
+  const asked = o.target?.extras ?? true;
+  const verdict = answerStatus(json, tokens, asked);
+  call.choices = choiceFields(json, o.kind, d.bridged ? 'bridge' : 'backend', asked);
   remember(json);
   let out: unknown;
   try {
@@ -193,7 +195,7 @@ async function finishWhole(
   const answer = JSON.stringify(out);
   try {
     await call.record(
-      fieldsOf(base, tokenFields(tokens, d.bridged ? 'bridge' : 'backend'), {
+      fieldsOf(base, tokenFields(tokens, d.bridged ? 'bridge' : 'backend'), verdict, {
         response: new JsonText(answer, out),
         http_status: 200,
         ttft_ms: total,

@@ -2,11 +2,12 @@
 // active recording session (unscoped `/v1/...`, recording key or daemon token). Lookups are cached
 // and dropped on the store's rollout/recording events, so the hot path does no store reads.
 import { timingSafeEqual } from 'node:crypto';
+import { BoundedMap, jsonBytes } from '../bounded-map';
 import { restoreSecrets } from '../config/held-secrets';
 import { readSecrets } from '../config/secrets';
 import type { DaemonContext } from '../context';
 import type { RunConfig } from '../protocol/config';
-import type { Recording, Rollout } from '../protocol/entities';
+import { FINISHED_ROLLOUT, type Recording, type Rollout } from '../protocol/entities';
 import { registerSecret } from '../redact';
 import { keyHash } from '../store/ids';
 import { ProxyError } from './errors';
@@ -68,9 +69,35 @@ function upstreamOf(dataDir: string, recording: Recording | null): Upstream | nu
   return { kind: u.kind as Upstream['kind'], base_url: typeof u.base_url === 'string' ? u.base_url : null };
 }
 
+/**
+ * `scope`, when its rollout still takes calls: queued (a standalone rollout, or a run's rollout between
+ * attempts) or running. A finished, failed or cancelled rollout, and a stopped recording's, is a 409
+ * that names its state, whoever calls (its key or the daemon token): nothing is appended to it.
+ */
+function stillOpen(scope: Scope): Scope {
+  const { rollout, recording } = scope;
+  if (!FINISHED_ROLLOUT.has(rollout.status)) return scope;
+  const message =
+    recording && recording.status === 'stopped'
+      ? `recording ${recording.id} is stopped: its rollout ${rollout.id} takes no more calls (start a new recording)`
+      : `rollout ${rollout.id} is ${rollout.status}: it takes no more calls`;
+  throw new ProxyError(409, message, null, `rollout_${rollout.status}`);
+}
+
+/**
+ * Bytes the cached scopes may hold: an entry weighs ENTRY_BYTES and its rollout's input and
+ * recording as jsonBytes weighs them (run configs are shared, cached apart). Past it the entry
+ * looked up longest ago goes; entries older than TTL_MS go at the next lookup that misses, an entry
+ * goes at its rollout's or recording's next event, and a finished rollout's is never cached.
+ */
+const SCOPES_BUDGET_BYTES = 32 * 1024 * 1024;
+const ENTRY_BYTES = 1024;
+/** Run configs of the runs whose rollouts call: each weighed by jsonBytes, gone at the run's next event. */
+const RUNS_BUDGET_BYTES = 16 * 1024 * 1024;
+
 export class Scopes {
-  private readonly rollouts = new Map<string, Entry>();
-  private readonly runs = new Map<string, RunConfig | null>();
+  private readonly rollouts = new BoundedMap<string, Entry>(SCOPES_BUDGET_BYTES);
+  private readonly runs = new BoundedMap<string, RunConfig | null>(RUNS_BUDGET_BYTES);
   private active: { recording: Recording | null; at: number } | null = null;
   private readonly unsubscribe: () => void;
 
@@ -91,6 +118,11 @@ export class Scopes {
     this.unsubscribe();
   }
 
+  /** The bytes the cached scopes weigh, and how many rollouts they are. */
+  get held(): { bytes: number; rollouts: number } {
+    return { bytes: this.rollouts.bytes, rollouts: this.rollouts.size };
+  }
+
   /** The scope of `/r/<rolloutId>/…` for a caller presenting `key`; throws 404/401/403. */
   async forRollout(rolloutId: string, key: string | null): Promise<Scope> {
     let entry = await this.entry(rolloutId);
@@ -103,8 +135,8 @@ export class Scopes {
         null,
         'missing_key',
       );
-    if (same(key, this.ctx.token)) return entry.scope;
-    if (entry.verified && same(key, entry.verified.key)) return entry.verified.scope;
+    if (same(key, this.ctx.token)) return stillOpen(entry.scope);
+    if (entry.verified && same(key, entry.verified.key)) return stillOpen(entry.verified.scope);
     const hash = keyHash(key);
     // A claim issues a new key: a cached hash may be older than the key presented.
     if (entry.keyHash === null || !same(hash, entry.keyHash)) {
@@ -114,7 +146,7 @@ export class Scopes {
         throw new ProxyError(403, `this key is not valid for rollout ${rolloutId}`, null, 'wrong_key');
     }
     entry.verified = { key, scope: entry.scope };
-    return entry.verified.scope;
+    return stillOpen(entry.verified.scope);
   }
 
   /** The scope of unscoped `/v1/…`: the active recording session; throws 409 when none is active. */
@@ -145,7 +177,7 @@ export class Scopes {
     if (!ok)
       throw new ProxyError(401, 'this key is not valid for the active recording session', null, 'wrong_key');
     if (!entry) throw new ProxyError(404, `the recording's rollout ${recording.rollout_id} is gone`);
-    return entry.scope;
+    return stillOpen(entry.scope);
   }
 
   /** True when `key` is the daemon token (enough for listing models without a recording). */
@@ -165,6 +197,7 @@ export class Scopes {
     const now = Date.now();
     const hit = this.rollouts.get(rolloutId);
     if (hit && now - hit.at < TTL_MS) return hit;
+    this.rollouts.deleteOldestWhile((e) => now - e.at >= TTL_MS);
     const store = this.ctx.store;
     const rollout = await store.getRollout(rolloutId);
     if (!rollout) {
@@ -191,11 +224,8 @@ export class Scopes {
         runConfig,
       },
     };
-    this.rollouts.set(rolloutId, entry);
-    if (this.rollouts.size > 50_000) {
-      const oldest = this.rollouts.keys().next().value;
-      if (oldest !== undefined) this.rollouts.delete(oldest);
-    }
+    if (!FINISHED_ROLLOUT.has(rollout.status))
+      this.rollouts.set(rolloutId, entry, ENTRY_BYTES + jsonBytes(rollout.input) + jsonBytes(recording));
     return entry;
   }
 
@@ -203,7 +233,7 @@ export class Scopes {
     if (this.runs.has(runId)) return this.runs.get(runId) ?? null;
     const run = await this.ctx.store.getRun(runId);
     const config = (run?.config ?? null) as RunConfig | null;
-    this.runs.set(runId, config);
+    this.runs.set(runId, config, 256 + jsonBytes(config));
     return config;
   }
 }

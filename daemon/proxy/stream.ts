@@ -7,14 +7,14 @@ import type { Call } from './call';
 import type { Dispatched } from './dispatch';
 import type { Json } from './json';
 import type { Output } from './output';
-import { choiceFields, fieldsOf, tokenFields } from './record-fields';
+import { answerStatus, choiceFields, fieldsOf, tokenFields } from './record-fields';
 import { StreamRelay } from './relay';
 import { CompletionToChatStream } from './tito';
 
 export async function finishStream(
   call: Call,
   d: Dispatched,
-  o: { kind: BackendKind; output: Output },
+  o: { kind: BackendKind; output: Output; asked: boolean },
   base: Partial<NewLlmCall>,
   remember: (json: Json) => void,
 ): Promise<void> {
@@ -44,8 +44,9 @@ export async function finishStream(
   /** The record so far; `json` (asm.result()) is consumed: the native output strips it in place. */
   const partial = (json: Json = asm.result()): Partial<NewLlmCall> => {
     const source = d.bridged ? 'bridge' : 'backend';
-    const tokens = tokenFields(tokensOf(json, o.kind), source);
-    call.choices = choiceFields(json, o.kind, source);
+    const t = tokensOf(json, o.kind);
+    const tokens = Object.assign(tokenFields(t, source), answerStatus(json, t, o.asked));
+    call.choices = choiceFields(json, o.kind, source, o.asked);
     let response: unknown = null;
     try {
       response = asm.chunks > 0 ? out.assembled(asm, json) : null;
@@ -88,7 +89,7 @@ export async function finishStream(
         try {
           const json = asm.result();
           remember(json);
-          await call.record(fieldsOf(partial(json), { status: 'ok', total_ms: call.elapsed() }));
+          await call.record(fieldsOf(partial(json), { total_ms: call.elapsed() }));
         } catch (e) {
           if (!raw.destroyed)
             raw.end(relay.take() + out.error(`the call could not be recorded: ${String(e)}`));

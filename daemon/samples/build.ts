@@ -4,7 +4,7 @@
 // size (zeroed by the allocator) and fills the non-zero parts with TypedArray.set / fill. No per-token
 // objects, no concatenation.
 import type { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/config';
-import type { BridgeRecord, PrefixBreak, RolloutStats } from '../protocol/entities';
+import type { BridgeRecord, CallExclusion, PrefixBreak, RolloutStats } from '../protocol/entities';
 import type { SamplesSummary } from '../protocol/samples';
 import type { Sample } from '../protocol/training';
 import { advantageEstimators, isZeroVariance } from './advantages';
@@ -22,11 +22,16 @@ export interface TrajectoryCallArrays {
   temperature?: number | null;
 }
 
+/** Calls of a rollout left out of its trajectory, by reason (only reasons that occurred). */
+export type ExcludedCalls = Partial<Record<CallExclusion, number>>;
+
 export interface TrajectoryArrays {
   rollout_id: string;
   group_id: string;
   reward: number | null;
   calls: TrajectoryCallArrays[];
+  /** Its stored calls that were left out (trajectoryFromCalls), by reason. */
+  excluded_calls?: ExcludedCalls;
 }
 
 export interface BuildOptions {
@@ -66,6 +71,8 @@ export interface BuildSummary extends SamplesSummary {
    * sequence): one sample has one temperature, the one its trainer divides the logits by.
    */
   temperature_breaks: number;
+  /** Calls of the rollouts left out of their trajectories, by reason (only reasons that occurred). */
+  excluded_calls: ExcludedCalls;
 }
 
 export interface BuildResult {
@@ -253,7 +260,12 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
   }
 
   let excluded = 0;
-  for (const tr of trajectories) if (tr.reward === null) excluded++;
+  const excludedCalls: ExcludedCalls = {};
+  for (const tr of trajectories) {
+    if (tr.reward === null) excluded++;
+    for (const [why, n] of Object.entries(tr.excluded_calls ?? {}) as [CallExclusion, number][])
+      excludedCalls[why] = (excludedCalls[why] ?? 0) + n;
+  }
   return {
     samples,
     summary: {
@@ -268,6 +280,7 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
       dropped_prompts: droppedPrompts,
       tokens,
       temperature_breaks: temperatureBreaks,
+      excluded_calls: excludedCalls,
     },
     rollouts,
   };

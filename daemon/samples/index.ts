@@ -1,9 +1,15 @@
 // The samples stage: the one entry point the scheduler, the CLI (`samples`, `export`) and the trajectory
 // view use to turn rollouts into training samples (shared/spec/samples.md).
 import { AlgorithmConfig } from '../protocol/config';
-import { BridgeRecord, type LlmCall, type PrefixBreak, type RolloutStats } from '../protocol/entities';
+import {
+  BridgeRecord,
+  type CallExclusion,
+  type LlmCall,
+  type PrefixBreak,
+  type RolloutStats,
+} from '../protocol/entities';
 import { type Store, StoreError } from '../store/store';
-import { type BuildOptions, buildSamples, type TrajectoryArrays } from './build';
+import { type BuildOptions, buildSamples, type ExcludedCalls, type TrajectoryArrays } from './build';
 
 export { ADV_EPS, advantageEstimators, isZeroVariance } from './advantages';
 export { lossAggregations } from './aggregation';
@@ -12,6 +18,7 @@ export type {
   BuildResult,
   BuildSummary,
   BuiltSample,
+  ExcludedCalls,
   TrajectoryArrays,
   TrajectoryCallArrays,
 } from './build';
@@ -34,20 +41,35 @@ type CallLike = Pick<LlmCall, 'prompt_ids' | 'response_ids' | 'response_logprobs
   sampling?: { temperature: number | null } | null;
 };
 
+/** Why a call is left out of its rollout's trajectory (null: it is in). */
+export function callExclusion(c: CallLike): CallExclusion | null {
+  if (c.status !== 'ok') return c.status as CallExclusion;
+  if (!c.prompt_ids || !c.response_ids?.length) return 'text_only';
+  return null;
+}
+
 /**
- * A stored rollout's calls as a trajectory: failed and cancelled calls, calls without token ids and
- * recording side calls (tag "side": titles, token counts) are skipped, and of a call sampled with n > 1
- * (one record per choice, tagged "choice:<i>") only choice 0 continues the trajectory: the harness went on
- * from it, the other choices are siblings, not later turns. A rollout without a group is a group of its own.
+ * A stored rollout's calls as a trajectory. Left out, and counted by reason (callExclusion): failed and
+ * cancelled calls, answers that cannot be trained on (no choices, no token ids, logprobs that do not
+ * pair with the ids) and text-only calls. Left out uncounted: recording side calls (tag "side": titles,
+ * token counts) and, of a call sampled with n > 1 (one record per choice, tagged "choice:<i>"), the
+ * choices after 0: the harness went on from choice 0, the others are siblings, not later turns. A
+ * rollout without a group is a group of its own.
  */
 export function trajectoryFromCalls(
   rollout: { id: string; group_id: string | null; reward: number | null },
   calls: CallLike[],
 ): TrajectoryArrays {
   const out: TrajectoryArrays['calls'] = [];
+  const excluded: ExcludedCalls = {};
   for (const c of calls) {
-    if (c.status !== 'ok' || !c.prompt_ids || !c.response_ids) continue;
     if (c.tags?.some((tag) => tag === 'side' || (tag.startsWith('choice:') && tag !== 'choice:0'))) continue;
+    const why = callExclusion(c);
+    if (why !== null) {
+      excluded[why] = (excluded[why] ?? 0) + 1;
+      continue;
+    }
+    if (!c.prompt_ids || !c.response_ids) continue;
     const bridge = BridgeRecord.safeParse(c.bridge);
     out.push({
       prompt_ids: c.prompt_ids,
@@ -62,6 +84,7 @@ export function trajectoryFromCalls(
     group_id: rollout.group_id ?? rollout.id,
     reward: rollout.reward,
     calls: out,
+    excluded_calls: excluded,
   };
 }
 
@@ -79,6 +102,20 @@ export async function trajectoriesFromStore(
     const calls = await store.listLlmCalls(rollout.id);
     onCalls?.(calls);
     out.push(trajectoryFromCalls(rollout, calls));
+  }
+  return out;
+}
+
+/**
+ * A step's calls left out of its samples: `excluded_calls` in all, and `excluded_calls.<reason>` for each
+ * reason that occurred (CallExclusion: no_choices, no_token_ids, logprobs_mismatch, error, cancelled,
+ * text_only).
+ */
+export function excludedCallMetrics(excluded: ExcludedCalls): Record<string, number> {
+  const out: Record<string, number> = { excluded_calls: 0 };
+  for (const [why, n] of Object.entries(excluded)) {
+    out.excluded_calls += n ?? 0;
+    out[`excluded_calls.${why}`] = n ?? 0;
   }
   return out;
 }

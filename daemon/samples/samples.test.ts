@@ -1,10 +1,11 @@
 // Hand-computed cases for every merge mode, advantage estimator, loss aggregation and length limit,
 // each citing the formula of shared/spec/samples.md it checks.
 import { describe, expect, it } from 'vitest';
+import type { LlmCallStatus } from '../protocol/entities';
 import { ADV_EPS, drgrpo, grpo, reinforce, rloo } from './advantages';
 import { seqMeanTokenMean, seqMeanTokenSum, seqMeanTokenSumNorm, tokenMean } from './aggregation';
 import { type BuildOptions, buildSamples, type TrajectoryArrays } from './build';
-import { trajectoryFromCalls } from './index';
+import { excludedCallMetrics, trajectoryFromCalls } from './index';
 import { toSampleJson } from './jsonl';
 import { classifyBreak, diagnosePrefixBreak } from './prefix';
 
@@ -276,5 +277,47 @@ describe('trajectoryFromCalls', () => {
     ]);
     expect(t.group_id).toBe('r');
     expect(t.calls.map((c) => c.prompt_ids)).toEqual([[1], [1, 2, 3], [1, 2, 3, 4]]);
+  });
+});
+
+describe('calls left out of samples', () => {
+  const ok = {
+    prompt_ids: [1, 2],
+    response_ids: [3],
+    response_logprobs: [-0.5],
+    status: 'ok' as LlmCallStatus,
+  };
+  it('are counted by reason in the trajectory, the batch summary and the step metrics', () => {
+    const calls = [
+      ok,
+      { ...ok, status: 'logprobs_mismatch' as const, response_logprobs: [] },
+      { ...ok, status: 'no_token_ids' as const, prompt_ids: null, response_ids: null },
+      { ...ok, status: 'error' as const },
+      { ...ok, prompt_ids: null, response_ids: null },
+      { ...ok, status: 'error' as const, tags: ['side'] },
+      { ...ok, tags: ['choice:1'] },
+    ];
+    const t = trajectoryFromCalls({ id: 'r', group_id: null, reward: 1 }, calls);
+    expect(t.calls.length).toBe(1);
+    expect(t.excluded_calls).toEqual({ logprobs_mismatch: 1, no_token_ids: 1, error: 1, text_only: 1 });
+    const built = buildSamples([t, { ...t, rollout_id: 'r2' }], {
+      merge: 'exact',
+      advantage: 'grpo',
+      loss_agg: 'token-mean',
+    });
+    expect(built.summary.excluded_calls).toEqual({
+      logprobs_mismatch: 2,
+      no_token_ids: 2,
+      error: 2,
+      text_only: 2,
+    });
+    expect(excludedCallMetrics(built.summary.excluded_calls)).toEqual({
+      excluded_calls: 8,
+      'excluded_calls.logprobs_mismatch': 2,
+      'excluded_calls.no_token_ids': 2,
+      'excluded_calls.error': 2,
+      'excluded_calls.text_only': 2,
+    });
+    expect(excludedCallMetrics({})).toEqual({ excluded_calls: 0 });
   });
 });

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/config';
 import type { Trajectory } from '../protocol/samples';
 import { ADV_EPS } from './advantages';
-import { type BuildOptions, buildSamples } from './build';
+import { type BuildOptions, type BuildSummary, buildSamples } from './build';
 import { toSampleJson, trajectoryArrays } from './jsonl';
 import {
   CLIP_HIGH,
@@ -101,6 +101,10 @@ export const vectorTrajectories: Trajectory[] = [
   },
 ];
 
+function withoutExcludedCalls({ excluded_calls: _, ...summary }: BuildSummary) {
+  return summary;
+}
+
 function runCase(o: BuildOptions & { extended?: boolean }) {
   const built = buildSamples(vectorTrajectories.map(trajectoryArrays), o);
   const { trajectories, samples, prefix_breaks, excluded, mask_tokens } = built.summary;
@@ -119,7 +123,10 @@ function runCase(o: BuildOptions & { extended?: boolean }) {
         : {}),
     },
     samples: built.samples.map(toSampleJson),
-    summary: o.extended ? built.summary : { trajectories, samples, prefix_breaks, excluded, mask_tokens },
+    // Vector trajectories come from no store: no calls are left out of them (excluded_calls is {}).
+    summary: o.extended
+      ? withoutExcludedCalls(built.summary)
+      : { trajectories, samples, prefix_breaks, excluded, mask_tokens },
   };
 }
 

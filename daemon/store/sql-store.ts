@@ -51,6 +51,11 @@ export class SqlStore implements Store {
     return this.c.db;
   }
 
+  /** What the call chains' bases hold in memory (sql/call-chain.ts), for tests and benchmarks. */
+  get chainsHeld(): { bytes: number; chains: number } {
+    return this.c.chains.held;
+  }
+
   async close(): Promise<void> {
     if (this.c.closed) return;
     this.c.closed = true;

@@ -1,9 +1,11 @@
 // Small pure formatting helpers for tree items (unit tested).
 import type { Group, LlmCall, Rollout, Run } from '../../daemon/protocol/entities';
-import { count, formatNumber } from '../../webview/src/format';
+import { count, formatNumber, statusClass } from '../../webview/src/format';
 import type { WorkersNote } from '../../webview/src/workers';
 
 export function statusIcon(status: string): string {
+  // An llm call that answered but cannot be trained on (no_choices, no_token_ids, logprobs_mismatch).
+  if (statusClass(status) === 'warning') return 'warning';
   switch (status) {
     case 'running':
     case 'starting':

@@ -24,6 +24,7 @@ describe('tree labels', () => {
     expect(formatReward(0.12345)).toBe('reward 0.123');
     expect(statusIcon('succeeded')).toBe('pass');
     expect(statusIcon('failed')).toBe('error');
+    expect(statusIcon('logprobs_mismatch')).toBe('warning');
     const d = rolloutDescription({
       status: 'succeeded',
       reward: 1,

@@ -1,7 +1,7 @@
 // "Export Recording…": a recorded session as training samples (token ids where the upstream gave
 // them) or as a task line for a run's tasks JSONL (the prompt the session started from).
 import type { RolloutDetail } from '../../daemon/protocol/api';
-import type { LlmCall, Recording } from '../../daemon/protocol/entities';
+import { answered, type LlmCall, type Recording } from '../../daemon/protocol/entities';
 import { samplesJsonl } from './export';
 
 /** Samples JSONL of the recording's rollout, built with the default algorithm settings (pure). */
@@ -33,7 +33,7 @@ function opening(items: unknown): unknown[] | null {
 export function recordingTask(recording: Recording, detail: RolloutDetail): Record<string, unknown> | null {
   const first = [...detail.llm_calls]
     .sort((a, b) => a.seq - b.seq)
-    .find((c: LlmCall) => c.status === 'ok' && !c.tags.includes('side'));
+    .find((c: LlmCall) => answered(c.status) && !c.tags.includes('side'));
   if (!first || typeof first.request !== 'object' || first.request === null) return null;
   const request = first.request as Record<string, unknown>;
   const prompt = opening(request.messages ?? request.input);

@@ -41,6 +41,8 @@ export async function startTestProxy(
     bodyLimitBytes?: number;
     backendTimeoutMs?: number;
     sideModels?: string;
+    /** The token bridge's memory budget (registerProxy's default otherwise). */
+    bridgeBudgetBytes?: number;
   } = {},
 ): Promise<TestProxy> {
   const dataDir = await mkdtemp(join(tmpdir(), 'harness-rl-proxy-'));
@@ -61,7 +63,7 @@ export async function startTestProxy(
     bodyLimit: config.body_limit_bytes,
     forceCloseConnections: true,
   });
-  const proxy = await registerProxy(app, ctx);
+  const proxy = await registerProxy(app, ctx, { bridgeBudgetBytes: options.bridgeBudgetBytes });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;

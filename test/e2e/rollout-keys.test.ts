@@ -4,11 +4,13 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CreatedRecording, CreatedRollout } from '../../daemon/protocol/api';
+import { RunConfig } from '../../daemon/protocol/config';
 import { startTestDaemon } from '../helpers/daemon';
 import { proxyOnFakeVllm } from './proxy-setup';
 
 const env = proxyOnFakeVllm();
 const chat = { model: 'toy', messages: [{ role: 'user', content: 'hi' }] };
+type ErrorAnswer = { error: { message: string; code: string | null } };
 
 describe('rollout keys', () => {
   it('work for their rollout while no file of the SQLite store holds them', async () => {
@@ -56,4 +58,85 @@ describe('rollout keys', () => {
     expect(await call(issued ?? '')).toBe(200);
     expect(await call(r.key)).toBe(403);
   });
+
+  it("a finished, failed or cancelled rollout's key is a 409 naming its state, and no call is added", async () => {
+    const store = env.proxy.store;
+    for (const [end, state] of [
+      [(id: string) => store.completeRollout(id), 'succeeded'],
+      [(id: string) => store.failRollout(id, 'gave up'), 'failed'],
+      [(id: string) => store.cancelRollout(id), 'cancelled'],
+    ] as const) {
+      const r = await env.proxy.rollout();
+      expect(await call(r.baseURL, r.key)).toMatchObject({ status: 200 });
+      await end(r.id);
+      for (const key of [r.key, env.proxy.token]) {
+        const refused = await call(r.baseURL, key);
+        expect(refused.status).toBe(409);
+        expect(refused.body.error.message).toBe(`rollout ${r.id} is ${state}: it takes no more calls`);
+        expect(refused.body.error.code).toBe(`rollout_${state}`);
+      }
+      // Streamed and on the other wire APIs alike.
+      const messages = await fetch(`${env.proxy.url}/r/${r.id}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': r.key },
+        body: JSON.stringify({ model: 'toy', max_tokens: 5, messages: chat.messages, stream: true }),
+      });
+      expect(messages.status).toBe(409);
+      expect(((await messages.json()) as ErrorAnswer).error.message).toMatch(`is ${state}`);
+      expect((await env.proxy.calls(r.id)).length).toBe(1);
+    }
+  });
+
+  it("a retried run rollout's key works while it waits for its next attempt and is replaced by the claim", async () => {
+    const store = env.proxy.store;
+    const config = RunConfig.parse({ name: 'retry', model: { name: 'toy' }, tasks: { file: 'x.jsonl' } });
+    const run = await store.createRun({ name: 'retry', config });
+    const created = await store.createRollout({ kind: 'run', run_id: run.id, max_attempts: 2 });
+    const baseURL = `${env.proxy.url}/r/${created.id}/v1`;
+    const first = await store.claimRollout({ run_id: run.id, worker: 'w1' });
+    expect(first?.rollout.id).toBe(created.id);
+    expect((await call(baseURL, created.key)).status).toBe(200);
+    await store.finishAttempt(first?.attempt.id ?? '', 'timed_out', 'too slow');
+    expect((await store.getRollout(created.id))?.status).toBe('queued');
+    // Queued for its second attempt: still active, its key still works.
+    expect((await call(baseURL, created.key)).status).toBe(200);
+    const second = await store.claimRollout({ run_id: run.id, worker: 'w2' });
+    const key = await store.issueRolloutKey(created.id);
+    expect((await call(baseURL, key ?? '')).status).toBe(200);
+    expect((await call(baseURL, created.key)).status).toBe(403);
+    await store.finishAttempt(second?.attempt.id ?? '', 'succeeded');
+    expect((await call(baseURL, key ?? '')).status).toBe(409);
+    expect((await env.proxy.calls(created.id)).map((c) => c.attempt_id)).toEqual([
+      first?.attempt.id,
+      null,
+      second?.attempt.id,
+    ]);
+  });
+
+  it("a stopped recording's key is a 409 that says so, unscoped and on its rollout's URL", async () => {
+    const store = env.proxy.store;
+    const recording = await store.createRecording({ name: 'rec', upstream: { kind: 'reference' } });
+    const unscoped = `${env.proxy.url}/v1`;
+    const scoped = `${env.proxy.url}/r/${recording.rollout_id}/v1`;
+    expect((await call(unscoped, recording.key)).status).toBe(200);
+    await store.stopRecording(recording.id);
+    const a = await call(unscoped, recording.key);
+    expect(a.status).toBe(409);
+    expect(a.body.error.code).toBe('no_active_recording');
+    const b = await call(scoped, env.proxy.token);
+    expect(b.status).toBe(409);
+    expect(b.body.error.message).toBe(
+      `recording ${recording.id} is stopped: its rollout ${recording.rollout_id} takes no more calls (start a new recording)`,
+    );
+    expect((await env.proxy.calls(recording.rollout_id)).length).toBe(1);
+  });
 });
+
+async function call(baseURL: string, key: string): Promise<{ status: number; body: ErrorAnswer }> {
+  const res = await fetch(`${baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify(chat),
+  });
+  return { status: res.status, body: (await res.json()) as ErrorAnswer };
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { count, formatNumber, signed } from './format';
+import { count, formatNumber, signed, statusClass } from './format';
 
 describe('numbers as people read them', () => {
   it('drops float noise and keeps three significant digits', () => {
@@ -35,5 +35,14 @@ describe('numbers as people read them', () => {
     expect(signed(0.5)).toBe('+0.5');
     expect(signed(-0.5)).toBe('−0.5');
     expect(signed(0)).toBe('0');
+  });
+});
+
+describe('llm call statuses', () => {
+  it('show an answer that cannot be trained on as a warning, a failed call as an error', () => {
+    expect(statusClass('ok')).toBe('');
+    for (const s of ['no_choices', 'no_token_ids', 'logprobs_mismatch'])
+      expect(statusClass(s)).toBe('warning');
+    for (const s of ['error', 'cancelled']) expect(statusClass(s)).toBe('error');
   });
 });

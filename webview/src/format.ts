@@ -1,5 +1,6 @@
 // How numbers and counts read in the webviews and the sidebar: a few significant digits, no float
 // noise (0.6499999999999999 → 0.65), and counts with the right plural ("1 attempt", "2 attempts"). Pure.
+import { answered } from '../../daemon/protocol/entities';
 
 /** A number rounded to `digits` significant digits, without trailing zeros or exponent for everyday sizes. */
 export function formatNumber(x: number | null | undefined, digits = 3): string {
@@ -26,4 +27,13 @@ export function signed(x: number, digits = 3): string {
 /** Typographic minus, so a negative value does not read as a hyphen. */
 function minus(s: string): string {
   return s.replace(/^-/, '−');
+}
+
+/**
+ * The class an llm call's status shows in: none for ok, `warning` for an answer that cannot be
+ * trained on (no_choices, no_token_ids, logprobs_mismatch), `error` for a failed or cancelled call.
+ */
+export function statusClass(status: string): '' | 'warning' | 'error' {
+  if (status === 'ok') return '';
+  return answered(status) ? 'warning' : 'error';
 }

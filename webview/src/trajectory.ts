@@ -7,7 +7,7 @@ import { type Entry, newRequestEntries, responseEntries } from './conversation';
 import { callAsCurl, callAsJson } from './curl';
 import { clear, h, highlight } from './dom';
 import { errorPage } from './errorPage';
-import { count, formatNumber, signed } from './format';
+import { count, formatNumber, signed, statusClass } from './format';
 import { ToTrajectory, type TrajectoryData, type TrajectoryState, type VsCodeApi } from './protocol';
 import { samplingLine, samplingTitle } from './sampling';
 import { showTokenDetails, tokenLine } from './tokenLine';
@@ -163,11 +163,7 @@ function callHead(c: LlmCall, proxyBase: string): HTMLElement {
     h('span', { class: 'badge' }, c.wire_api),
     h('span', {}, c.model ?? ''),
     c.model_version !== null && h('span', {}, `model v${c.model_version}`),
-    h(
-      'span',
-      { class: c.status === 'ok' ? '' : 'error' },
-      c.status + (c.http_status ? ` ${c.http_status}` : ''),
-    ),
+    h('span', { class: statusClass(c.status) }, c.status + (c.http_status ? ` ${c.http_status}` : '')),
     h('span', { class: 'muted' }, timing.join(' · ')),
     h('span', { class: 'muted' }, tokens),
     c.finish_reason && h('span', { class: 'muted' }, `finish ${c.finish_reason}`),
@@ -206,7 +202,7 @@ function renderConversation(body: HTMLElement, d: TrajectoryData) {
     card.append(callHead(c, d.proxy_base_url));
     for (const e of fresh[i]) card.append(entryEl(e, false));
     for (const e of responseEntries(c)) card.append(entryEl(e, true));
-    if (c.error) card.append(h('div', { class: 'entry error' }, h('pre', {}, c.error)));
+    if (c.error) card.append(h('div', { class: `entry ${statusClass(c.status)}` }, h('pre', {}, c.error)));
     body.append(card);
   });
 }

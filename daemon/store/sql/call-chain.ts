@@ -13,10 +13,13 @@
 // rebuild every body and list; nothing outside the store sees a chain.
 //
 // Bases are calls this store committed, of the same rollout, attempt and recording (so a base is
-// deleted with the calls that build on it), remembered in memory; a call with none (an attempt's
-// first, after a restart, or another daemon's on a shared PostgreSQL) is stored whole, and so is every
-// MAX_DEPTH-th call of a chain: reading one call alone takes one recursive query.
-import type { LlmCall, NewLlmCall } from '../../protocol/entities';
+// deleted with the calls that build on it), remembered in memory (within a byte budget, until the
+// rollout's attempt is over); a call with none (an attempt's first, after a restart, or another
+// daemon's on a shared PostgreSQL) is stored whole, and so is every MAX_DEPTH-th call of a chain:
+// reading one call alone takes one recursive query.
+import { BoundedMap } from '../../bounded-map';
+import { attemptOver, type LlmCall, type NewLlmCall } from '../../protocol/entities';
+import type { DaemonEvent } from '../../protocol/events';
 import { decodeIdsOrNull } from '../codec';
 import type { Queryable, Row } from '../driver';
 import { StoreError } from '../store';
@@ -67,6 +70,8 @@ export function chainKey(
   return `${call.rollout_id ?? ''}\n${call.attempt_id ?? ''}\n${call.recording_id ?? ''}`;
 }
 
+const rolloutOfKey = (key: string): string => key.slice(0, key.indexOf('\n'));
+
 /** How many leading ids of `ids` equal `prompt` followed by `response`. */
 function sharedIds(prompt: Ids, response: Ids, ids: Ids): number {
   const n = Math.min(ids.length, prompt.length + response.length);
@@ -95,12 +100,24 @@ export function sharedChars(a: string, b: string): number {
 const bytesOf = (b: Base) =>
   8 * (b.prompt.length + b.response.length) + (b.request?.length ?? 0) + (b.backend?.length ?? 0);
 
-/** The last committed call of each chain, least recently recorded first. */
+/**
+ * The last committed call of each chain, least recently recorded first, within BUDGET_BYTES: past it
+ * the chain recorded longest ago loses its base (its next call is stored whole). A rollout's chains
+ * go when its attempt is over (`ended`, from the store's own events): nothing builds on them then.
+ */
 export class CallChains {
-  private readonly bases = new Map<string, Base>();
-  private held = 0;
+  private readonly bases: BoundedMap<string, Base>;
+  /** Rollout id → the keys of its chains. */
+  private readonly byRollout = new Map<string, Set<string>>();
 
-  constructor(private readonly budgetBytes = BUDGET_BYTES) {}
+  constructor(budgetBytes = BUDGET_BYTES) {
+    this.bases = new BoundedMap(budgetBytes, (key) => this.unindex(key));
+  }
+
+  /** The bytes the bases weigh, and how many chains have one. */
+  get held(): { bytes: number; chains: number } {
+    return { bytes: this.bases.bytes, chains: this.bases.size };
+  }
 
   /**
    * What a call of the chain `key` shares with the chain's base (null: no base), whether or not it
@@ -157,7 +174,6 @@ export class CallChains {
     link: ChainLink | null,
   ): void {
     if (key === null) return;
-    this.drop(key);
     const b: Base = {
       id: call.id,
       prompt: call.prompt_ids ?? [],
@@ -166,19 +182,35 @@ export class CallChains {
       backend: texts.backend,
       depth: link?.depth ?? 0,
     };
-    this.bases.set(key, b);
-    this.held += bytesOf(b);
-    for (const [oldest] of this.bases) {
-      if (this.held <= this.budgetBytes) break;
-      this.drop(oldest);
+    const rollout = rolloutOfKey(key);
+    let keys = this.byRollout.get(rollout);
+    if (!keys) {
+      keys = new Set();
+      this.byRollout.set(rollout, keys);
     }
+    keys.add(key);
+    this.bases.set(key, b, bytesOf(b));
   }
 
-  private drop(key: string): void {
-    const b = this.bases.get(key);
-    if (!b) return;
-    this.held -= bytesOf(b);
-    this.bases.delete(key);
+  /** After a store event: a rollout whose attempt is over (or a stopped recording's) has no chains to extend. */
+  ended(event: DaemonEvent): void {
+    if (event.type === 'rollout' && attemptOver(event.rollout)) this.forget(event.rollout.id);
+    else if (event.type === 'recording' && event.recording.status === 'stopped')
+      this.forget(event.recording.rollout_id);
+  }
+
+  private forget(rolloutId: string): void {
+    const keys = this.byRollout.get(rolloutId);
+    if (!keys) return;
+    this.byRollout.delete(rolloutId);
+    for (const key of keys) this.bases.delete(key);
+  }
+
+  private unindex(key: string): void {
+    const rollout = rolloutOfKey(key);
+    const keys = this.byRollout.get(rollout);
+    keys?.delete(key);
+    if (keys?.size === 0) this.byRollout.delete(rollout);
   }
 }
 

@@ -1,6 +1,6 @@
 // LLM calls, recorded token-exactly (ids and logprobs as packed blobs, see ../codec.ts; what repeats an
 // earlier call, its prompt ids and request text, as the rest after it, see call-chain.ts).
-import type { LlmCall, NewLlmCall } from '../../protocol/entities';
+import { type LlmCall, LlmCallStatus, type NewLlmCall } from '../../protocol/entities';
 import type { LlmCallSummary } from '../../protocol/events';
 import { decodeIdsOrNull, decodeLogprobs, encodeIds, encodeLogprobs } from '../codec';
 import type { Param, Queryable, Row } from '../driver';
@@ -167,7 +167,7 @@ export async function recordLlmCalls(c: SqlContext, input: NewLlmCall[]): Promis
   const out: LlmCall[] = calls.map((c) => {
     oneOf('wire_api', c.wire_api, ['chat', 'completions', 'responses', 'messages', 'gemini']);
     oneOf('token_source', c.token_source, ['backend', 'bridge', 'text']);
-    oneOf('status', c.status, ['ok', 'error', 'cancelled']);
+    oneOf('status', c.status, LlmCallStatus.options);
     return {
       id: newId('call'),
       rollout_id: c.rollout_id ?? null,

@@ -58,6 +58,7 @@ export class SqlContext {
   }
 
   publish(events: DaemonEvent[]): void {
+    for (const event of events) this.chains.ended(event);
     if (events.length === 0 || this.listeners.size === 0) return;
     for (const event of events) {
       for (const listener of this.listeners) {
