@@ -3,8 +3,10 @@
 The subset of vLLM's OpenAI-compatible server that harness-rl's proxy uses, on the same transformers
 model the trainer trains: /v1/chat/completions and /v1/completions (streaming SSE too, per-token
 logprobs, ``return_token_ids``, token-id prompts), /v1/models, /tokenize, /detokenize, /health,
-/v1/load_lora_adapter, /v1/unload_lora_adapter, and the dev-mode full-weight reload
-(/collective_rpc update_config + reload_weights, /reset_prefix_cache). For tests and laptops only:
+/v1/load_lora_adapter, /v1/unload_lora_adapter, and the dev-mode routes (VLLM_SERVER_DEV_MODE=1):
+/pause, /resume, /is_paused, /collective_rpc reload_weights (refused unless paused, as vLLM 0.34's is)
+and /reset_prefix_cache. It takes vLLM's flags and refuses what vLLM refuses where harness-rl depends on
+it: tools without --enable-auto-tool-choice, adapters above --max-lora-rank. For tests and laptops only:
 with a GPU, run vLLM itself.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import threading
 import time
 import uuid
@@ -24,10 +27,19 @@ import torch
 class Engine:
     """One model (plus LoRA adapters by name), greedy or sampled decoding, raw-model logprobs."""
 
-    def __init__(self, model_dir: str, served_name: str | None, enable_lora: bool, max_model_len: int = 2048):
+    def __init__(
+        self,
+        model_dir: str,
+        served_name: str | None,
+        enable_lora: bool,
+        max_model_len: int = 2048,
+        vllm: VllmOptions | None = None,
+    ):
         from transformers import AutoTokenizer
 
         self.lock = threading.Lock()
+        self.vllm = vllm or VllmOptions()
+        self.paused = False
         self.enable_lora = enable_lora
         self.max_model_len = max_model_len
         self.model_dir = model_dir
@@ -126,6 +138,104 @@ class ApiError(Exception):
         self.status, self.kind = status, kind
 
 
+class VllmOptions:
+    """The vLLM flags and switches the stand-in honours as vLLM 0.34 does."""
+
+    def __init__(
+        self,
+        *,
+        auto_tool_choice: bool = True,
+        tool_call_parser: str | None = "hermes",
+        max_lora_rank: int = 16,
+        dev_mode: bool = True,
+    ):
+        self.auto_tool_choice = auto_tool_choice
+        self.tool_call_parser = tool_call_parser
+        self.max_lora_rank = max_lora_rank
+        self.dev_mode = dev_mode
+
+
+DEV_ROUTES = ("/pause", "/resume", "/is_paused", "/collective_rpc", "/reset_prefix_cache")
+
+
+def check_tools(engine: Engine, body: dict) -> None:
+    """Tools with tool_choice auto (the default when tools are sent, vllm/entrypoints/openai/
+    chat_completion/protocol.py:992) need both flags (vllm/renderers/online_renderer.py:276); the parser
+    exists only with both (vllm/parser/parser_manager.py:34)."""
+    tools = body.get("tools")
+    choice = body.get("tool_choice", "auto" if tools else None)
+    if (
+        not tools
+        or choice in (None, "none")
+        or (engine.vllm.auto_tool_choice and engine.vllm.tool_call_parser)
+    ):
+        return
+    if choice == "auto" and not engine.vllm.auto_tool_choice:
+        raise ApiError(
+            400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+        )
+    raise ApiError(400, f"tool_choice={json.dumps(choice)} requires --tool-call-parser to be set")
+
+
+def check_lora_rank(engine: Engine, lora_path: str) -> None:
+    """vllm/lora/peft_helper.py:203: an adapter above --max-lora-rank is refused."""
+    try:
+        rank = json.loads((Path(lora_path) / "adapter_config.json").read_text()).get("r")
+    except (OSError, ValueError):
+        return
+    if isinstance(rank, int) and rank > engine.vllm.max_lora_rank:
+        raise ApiError(400, f"LoRA rank {rank} is greater than max_lora_rank {engine.vllm.max_lora_rank}.")
+
+
+def generation_paused(engine: Engine) -> None:
+    """Between /pause (modes abort and wait) and /resume new requests get 503 (vllm/exceptions.py:139)."""
+    if engine.paused:
+        raise ApiError(503, "Generation is paused; please retry", "ServiceUnavailableError")
+
+
+def dev_route(handler, engine: Engine, path: str, query: str, body: dict) -> None:
+    """The dev-mode routes (vllm/entrypoints/launchers/api_server/routers.py:46: only with
+    VLLM_SERVER_DEV_MODE=1). Requests run one at a time under the engine lock, so a pause in any mode
+    finds nothing in flight."""
+    if path == "/pause":
+        mode = dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("mode", "abort")
+        if mode not in ("abort", "wait", "keep"):
+            raise ApiError(400, f"Invalid pause mode: {mode}")
+        engine.paused = True
+        return handler._json(200, {"status": "paused"})
+    if path == "/resume":
+        engine.paused = False
+        return handler._json(200, {"status": "resumed"})
+    if path == "/is_paused":
+        return handler._json(200, {"is_paused": engine.paused})
+    if path == "/reset_prefix_cache":
+        return handler._json(200, {"success": True})
+    method = body.get("method")
+    if method is None:
+        raise ApiError(400, "Missing 'method' in request body")
+    if method == "update_config":
+        cfg = (body.get("args") or [{}])[0].get("model_config", {})
+        if "model" in cfg:
+            engine.model_dir = cfg["model"]
+        return handler._json(200, {"results": [None]})
+    if method == "reload_weights":
+        # vllm/v1/worker/gpu_worker.py:645 reload_weights(weights_iterator, weights_path, ...); with the
+        # KV cache in use it fails (vllm/v1/worker/extensible_kv_cache.py:786): pause first.
+        if not engine.paused:
+            raise ApiError(
+                500,
+                "RuntimeError: Updating weights layer by layer needs free device memory beside the "
+                "extensible KV cache. Pause generation with the cache cleared first.",
+                "InternalServerError",
+            )
+        path_kw = (body.get("kwargs") or {}).get("weights_path")
+        if path_kw:
+            engine.model_dir = path_kw
+        engine._load(engine.model_dir)
+        return handler._json(200, {"results": [None]})
+    raise ApiError(400, f"unknown collective_rpc method {method!r}")
+
+
 def make_handler(engine: Engine):
     tok = engine.tokenizer
 
@@ -161,6 +271,8 @@ def make_handler(engine: Engine):
             path = self.path.split("?")[0]
             if path == "/health":
                 return self._text(200, "")
+            if path == "/is_paused" and engine.vllm.dev_mode:
+                return self._json(200, {"is_paused": engine.paused})
             if path in ("/v1/models", "/models"):
                 data = [
                     {
@@ -189,7 +301,7 @@ def make_handler(engine: Engine):
             self._error(ApiError(404, f"no route GET {path}", "NotFoundError"))
 
         def do_POST(self):
-            path = self.path.split("?")[0]
+            path, _, query = self.path.partition("?")
             try:
                 n = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(n) if n else b""
@@ -197,6 +309,9 @@ def make_handler(engine: Engine):
                     body = json.loads(raw) if raw else {}
                 except ValueError:
                     raise ApiError(400, "invalid JSON body") from None
+                if path in DEV_ROUTES and engine.vllm.dev_mode:
+                    with engine.lock:
+                        return dev_route(self, engine, path, query, body)
                 with engine.lock:
                     self.route(path, body)
             except ApiError as e:
@@ -238,6 +353,7 @@ def make_handler(engine: Engine):
                     )
                 if not (Path(lpath) / "adapter_config.json").is_file():
                     raise ApiError(404, f"No adapter found for {lpath}", "NotFoundError")
+                check_lora_rank(engine, lpath)
                 engine._add_adapter(name, lpath)
                 return self._text(200, f"Success: LoRA adapter '{name}' added successfully.")
             if path == "/v1/unload_lora_adapter":
@@ -250,26 +366,15 @@ def make_handler(engine: Engine):
                     engine.base = engine.peft.unload()
                     engine.peft = None
                 return self._text(200, f"Success: LoRA adapter '{name}' removed successfully.")
-            if path == "/collective_rpc":
-                method = body.get("method")
-                if method == "update_config":
-                    cfg = (body.get("args") or [{}])[0].get("model_config", {})
-                    if "model" in cfg:
-                        engine.model_dir = cfg["model"]
-                    return self._json(200, {"results": [None]})
-                if method == "reload_weights":
-                    engine._load(engine.model_dir)
-                    return self._json(200, {"results": [None]})
-                raise ApiError(400, f"unknown collective_rpc method {method!r}")
-            if path == "/reset_prefix_cache":
-                return self._text(200, "")
             if path in ("/v1/chat/completions", "/v1/completions"):
                 return self.completion(path == "/v1/chat/completions", body)
             raise ApiError(404, f"no route POST {path}", "NotFoundError")
 
         def completion(self, chat: bool, body: dict) -> None:
+            generation_paused(engine)
             model = engine.model_for(body.get("model"))
             if chat:
+                check_tools(engine, body)
                 if not isinstance(body.get("messages"), list):
                     raise ApiError(400, "messages: field required")
                 prompt = chat_ids(body)
@@ -468,12 +573,37 @@ def make_server(
     port: int = 0,
     served_name: str | None = None,
     enable_lora: bool = False,
+    vllm: VllmOptions | None = None,
 ) -> ThreadingHTTPServer:
-    engine = Engine(model, served_name, enable_lora)
+    engine = Engine(model, served_name, enable_lora, vllm=vllm)
     server = ThreadingHTTPServer((host, port), make_handler(engine))
     server.daemon_threads = True
     server.engine = engine
     return server
+
+
+def add_vllm_flags(p: argparse.ArgumentParser) -> None:
+    """vLLM's flags that harness-rl's node agent passes; the stand-in takes them all."""
+    p.add_argument("--enable-auto-tool-choice", action="store_true")
+    p.add_argument("--tool-call-parser")
+    p.add_argument("--reasoning-parser")
+    p.add_argument("--generation-config", default="auto")
+    p.add_argument("--max-lora-rank", type=int, default=16)
+    p.add_argument("--gpu-memory-utilization", type=float)
+    p.add_argument("--tensor-parallel-size", type=int, default=1)
+
+
+def vllm_options(a: argparse.Namespace) -> VllmOptions:
+    """As vLLM reads them: --enable-auto-tool-choice needs a parser (vllm/entrypoints/common/cli_args.py
+    :563), dev-mode routes only with VLLM_SERVER_DEV_MODE=1."""
+    if a.enable_auto_tool_choice and not a.tool_call_parser:
+        raise SystemExit("Error: --enable-auto-tool-choice requires --tool-call-parser")
+    return VllmOptions(
+        auto_tool_choice=a.enable_auto_tool_choice,
+        tool_call_parser=a.tool_call_parser,
+        max_lora_rank=a.max_lora_rank,
+        dev_mode=os.environ.get("VLLM_SERVER_DEV_MODE") == "1",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -483,9 +613,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--enable-lora", action="store_true")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
+    add_vllm_flags(p)
     a = p.parse_args(argv)
     server = make_server(
-        a.model, host=a.host, port=a.port, served_name=a.served_model_name, enable_lora=a.enable_lora
+        a.model,
+        host=a.host,
+        port=a.port,
+        served_name=a.served_model_name,
+        enable_lora=a.enable_lora,
+        vllm=vllm_options(a),
     )
     print(f"serving {server.engine.name} on http://{a.host}:{server.server_address[1]}/v1", flush=True)
     server.serve_forever()

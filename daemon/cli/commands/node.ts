@@ -5,7 +5,10 @@ import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { newToken } from '../../config/token';
 import { startNodeAgent } from '../../node/agent';
+import { parseGpus } from '../../node/gpu';
+import { claimsDir, writeClaim } from '../../node/gpu-claims';
 import { InferenceRole } from '../../node/inference';
+import { planNode, preflightNode } from '../../node/preflight';
 import { TrainerRole } from '../../node/trainer';
 import { parseCommandArgs } from '../args';
 
@@ -15,12 +18,21 @@ const USAGE = `usage: harness-rl node --role inference|trainer --listen HOST:POR
                  inference.token / trainer.token must be the same
   --tls-cert, --tls-key   PEM files: serve wss:// instead of ws://
   --data         folder for received weights and checkpoints (default ~/.harness-rl-node)
+  --gpus 0,1     the GPUs of what this node starts (CUDA_VISIBLE_DEVICES); default: every GPU. Both
+                 roles on one GPU need vLLM's share of it (--gpu-memory-utilization)
   inference, one of:
-    --vllm-url URL        an existing vLLM OpenAI server (e.g. http://127.0.0.1:8000)
-    --vllm-cmd "CMD"      start vLLM (health-checked, restarted on crash) listening at --vllm-url
-                          (default http://127.0.0.1:8000); runs with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
-                          and VLLM_SERVER_DEV_MODE=1 (LoRA hot-load; full-weight reload)
+    --model ID|DIR        start vLLM for this model from its own venv (scripts/setup-vllm-venv.sh),
+                          with the tool/reasoning parsers of its family, --host 127.0.0.1 and
+                          --generation-config vllm; with --max-lora-rank R for LoRA runs (rank <= R),
+                          --served-model-name (default base)
+    --vllm-cmd "CMD"      start this vLLM command instead (checked for the same flags at start)
+    --vllm-url URL        an existing vLLM OpenAI server (e.g. http://127.0.0.1:8000); with --model or
+                          --vllm-cmd: where the started one listens (default http://127.0.0.1:8000)
     --engine reference    the built-in reference engine
+  --gpu-memory-utilization F   vLLM's share of its GPUs (0 < F <= 1), added to its command
+  --keep-weights K      full-weight versions kept on disk per run (default 2)
+  A started vLLM runs with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and VLLM_SERVER_DEV_MODE=1 (LoRA
+  hot-load; full-weight reload); the node refuses to start naming each missing flag or GPU clash.
   trainer, one of:
     --engine reference    the built-in reference trainer
     --trainer-cmd "CMD"   a process speaking the trainer protocol on stdio (python -m harness_rl_trainer …)
@@ -40,6 +52,12 @@ export async function run(argv: string[]): Promise<number> {
       'vllm-cmd': { type: 'string' },
       'trainer-cmd': { type: 'string' },
       engine: { type: 'string' },
+      model: { type: 'string' },
+      'served-model-name': { type: 'string' },
+      'max-lora-rank': { type: 'string' },
+      gpus: { type: 'string' },
+      'gpu-memory-utilization': { type: 'string' },
+      'keep-weights': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     USAGE,
@@ -68,24 +86,64 @@ export async function run(argv: string[]): Promise<number> {
       `${new Date().toISOString()} ${message}${detail ? ` ${JSON.stringify(detail)}` : ''}\n`,
     );
   const engine = values.engine as 'reference' | undefined;
+  let gpus: number[] | undefined;
+  let plan: ReturnType<typeof planNode>;
+  const vllmUrl = values['vllm-url'] ?? 'http://127.0.0.1:8000';
+  try {
+    gpus = values.gpus === undefined ? undefined : parseGpus(values.gpus);
+    plan = planNode({
+      role: values.role,
+      listen,
+      vllmUrl,
+      vllmCmd: values['vllm-cmd'],
+      trainerCmd: values['trainer-cmd'],
+      model: values.model,
+      servedModelName: values['served-model-name'],
+      maxLoraRank: values['max-lora-rank'],
+      gpus,
+      gpuMemoryUtilization: values['gpu-memory-utilization'],
+    });
+  } catch (err) {
+    return fail((err as Error).message);
+  }
+  const keepWeights = Number(values['keep-weights'] ?? 2);
+  if (!Number.isInteger(keepWeights) || keepWeights < 1)
+    return fail('--keep-weights must be a whole number >= 1');
   let role: InferenceRole | TrainerRole;
   if (values.role === 'inference') {
-    // --vllm-url alone fronts a running server; with --vllm-cmd it says where the started one listens.
-    const backends = [values['vllm-cmd'] ?? values['vllm-url'], engine].filter(Boolean).length;
-    if (backends !== 1)
-      return fail('the inference role takes one of --vllm-url, --vllm-cmd or --engine reference');
+    // --vllm-url alone fronts a running server; with --vllm-cmd or --model it says where the started one listens.
+    const backends = [values['vllm-cmd'] ?? values.model ?? values['vllm-url'], engine].filter(
+      Boolean,
+    ).length;
+    if (backends !== 1 || (values['vllm-cmd'] && values.model))
+      return fail('the inference role takes one of --model, --vllm-url, --vllm-cmd or --engine reference');
     role = new InferenceRole({
       dataDir,
-      vllmUrl: values['vllm-url'],
-      vllmCmd: values['vllm-cmd'],
+      vllmUrl: plan.command ? vllmUrl : values['vllm-url'],
+      vllmCmd: plan.command,
+      env: plan.env,
+      keepWeights,
       engine,
       log,
     });
   } else {
     if (Boolean(engine) === Boolean(values['trainer-cmd']))
       return fail('the trainer role takes one of --engine reference or --trainer-cmd');
-    role = new TrainerRole({ dataDir, engine, trainerCmd: values['trainer-cmd'], log });
+    role = new TrainerRole({ dataDir, engine, trainerCmd: values['trainer-cmd'], env: plan.env, log });
   }
+  const { problems, claim } = preflightNode(plan, { builtFromModel: Boolean(values.model) });
+  if (problems.length > 0) {
+    process.stderr.write(
+      `harness-rl node: refusing to start${plan.command ? ` ${values.role === 'inference' ? 'vLLM' : 'the trainer'}: ${plan.command}` : ''}\n${problems.map((p) => `  - ${p}\n`).join('')}`,
+    );
+    return 2;
+  }
+  if (plan.command)
+    log(`starting ${values.role === 'inference' ? 'vLLM' : 'the trainer'}`, {
+      command: plan.command,
+      env: plan.env,
+    });
+  const unclaim = claim ? writeClaim(claimsDir(), claim) : () => {};
   const tokenFile = resolve(values['token-file']);
   if (!existsSync(tokenFile)) {
     mkdirSync(dirname(tokenFile), { recursive: true });
@@ -102,13 +160,20 @@ export async function run(argv: string[]): Promise<number> {
     values['tls-cert'] && values['tls-key']
       ? { cert: readFileSync(values['tls-cert'], 'utf8'), key: readFileSync(values['tls-key'], 'utf8') }
       : undefined;
-  const agent = await startNodeAgent({ host, port, token, tls, role, log });
+  let agent: Awaited<ReturnType<typeof startNodeAgent>>;
+  try {
+    agent = await startNodeAgent({ host, port, token, tls, role, log });
+  } catch (err) {
+    unclaim();
+    throw err;
+  }
   await new Promise<void>((done) => {
     let stopping = false;
     const stop = () => {
       if (stopping) return;
       stopping = true;
       void agent.close().finally(() => {
+        unclaim();
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
         // Anything that still holds the event loop must not keep a stopped agent alive.
