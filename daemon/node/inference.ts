@@ -329,7 +329,6 @@ export class InferenceRole implements Role {
       this.versions[h.run_id] = h.weights.version;
       this.loaded.add(h.key);
       this.lost.delete(h.run_id);
-      await this.prune(h.run_id, dir);
       this.options.log('weights loaded', {
         run_id: h.run_id,
         version: h.weights.version,
@@ -339,8 +338,10 @@ export class InferenceRole implements Role {
       this.lastError = `loading version ${h.weights.version} failed: ${(err as Error).message}`;
       throw new Error(this.lastError);
     } finally {
+      // Cleared in the same turn the work ends: calls waiting on it re-check loadingNow at once.
       this.loadingNow = null;
     }
+    await this.prune(h.run_id, dir);
   }
 
   /** Old received copies go (the newest --keep-weights stay; never the one just loaded). */
