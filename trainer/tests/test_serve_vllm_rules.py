@@ -33,7 +33,9 @@ def post(url, body):
 
 
 CHAT = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1, "temperature": 0}
-TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {}}}}]
+TOOLS = [
+    {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {}}}}
+]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,9 @@ def server(tiny_model):
     s.shutdown()
 
 
-def test_a_full_reload_while_generating_is_refused_until_paused_as_vllm_0_34_gpu_worker_645(server, tiny_model):
+def test_a_full_reload_while_generating_is_refused_until_paused_as_vllm_0_34_gpu_worker_645(
+    server, tiny_model
+):
     rpc = {"method": "reload_weights", "kwargs": {"weights_path": str(tiny_model)}}
     status, body = post(f"{server}/collective_rpc", rpc)
     assert status == 500 and "Pause generation" in body["message"]
