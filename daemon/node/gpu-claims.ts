@@ -19,7 +19,7 @@ const Claim = z.object({
 export type Claim = z.infer<typeof Claim>;
 
 export function claimsDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.HARNESS_RL_GPU_CLAIMS ?? join(homedir(), '.harness-rl-node', 'gpu-claims');
+  return env.HARNESS_RL_GPU_CLAIMS || join(homedir(), '.harness-rl-node', 'gpu-claims');
 }
 
 function alive(pid: number): boolean {

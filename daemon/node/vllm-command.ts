@@ -64,7 +64,7 @@ export const VLLM_DEFAULT_MAX_LORA_RANK = 16;
 
 /** Where scripts/setup-vllm-venv.sh puts vLLM's own venv (HARNESS_RL_VLLM_VENV overrides). */
 export function vllmVenv(env: NodeJS.ProcessEnv = process.env): string {
-  return env.HARNESS_RL_VLLM_VENV ?? join(homedir(), '.harness-rl-node', 'vllm-venv');
+  return env.HARNESS_RL_VLLM_VENV || join(homedir(), '.harness-rl-node', 'vllm-venv');
 }
 
 /** Splits a shell command into words (quotes and backslashes; enough to read flags, not to run it). */
