@@ -1,9 +1,10 @@
 // The vLLM command a node starts or is given: the parsers per model family, the command built from
 // --model, and the preflight naming each flag vLLM 0.34 needs (its source file:line in vllm-command.ts).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { planNode } from './preflight';
 import {
   buildVllmCommand,
   parsersFor,
@@ -104,5 +105,38 @@ describe('a vLLM command', () => {
     expect(withMemoryShare('vllm serve m --gpu-memory-utilization 0.3', 0.5)).toBe(
       'vllm serve m --gpu-memory-utilization 0.3',
     );
+  });
+});
+
+describe('the documented node commands', () => {
+  it('every `harness-rl node --role inference` command in the README and examples/gpu starts a vLLM that passes the preflight', () => {
+    const docs = ['README.md', 'examples/gpu/run.yaml'].map((f) =>
+      readFileSync(join(__dirname, '../..', f), 'utf8').replace(/\\\n#?\s*/g, ' '),
+    );
+    const commands = docs.flatMap((d) => d.match(/harness-rl node --role inference[^\n]*/g) ?? []);
+    expect(commands.length).toBeGreaterThanOrEqual(2);
+    for (const line of commands) {
+      const words = shellWords(line);
+      const flag = (name: string) => {
+        const i = words.indexOf(name);
+        return i >= 0 ? words[i + 1] : undefined;
+      };
+      const plan = planNode({
+        role: 'inference',
+        listen: flag('--listen') ?? '',
+        vllmUrl: flag('--vllm-url') ?? 'http://127.0.0.1:8000',
+        vllmCmd: flag('--vllm-cmd'),
+        model: flag('--model'),
+        maxLoraRank: flag('--max-lora-rank'),
+        gpus: flag('--gpus')?.split(',').map(Number),
+        gpuMemoryUtilization: flag('--gpu-memory-utilization'),
+      });
+      const problems = preflightVllm(plan.command ?? '', {
+        gpus: plan.gpus,
+        sharedWith: 'the trainer node',
+        env: plan.env,
+      });
+      expect(problems, line).toEqual([]);
+    }
   });
 });
