@@ -46,6 +46,7 @@ import { ApiError } from './errors';
 import { eventTickets, TICKET_TTL_MS } from './events';
 import { openApiFor } from './openapi';
 import { type AnyRoute, route } from './route';
+import { validationRoutes } from './run-validation';
 import { readTasks } from './tasks';
 
 const IdParams = z.object({ id: Id }).strict();
@@ -324,6 +325,7 @@ export const routes: AnyRoute[] = [
       return publicRun(await ctx.store.updateRun(run.id, { status: 'stopped' }));
     },
   }),
+  ...validationRoutes,
   route({
     method: 'GET',
     path: '/api/runs/:id/workers',

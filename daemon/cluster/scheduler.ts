@@ -7,7 +7,7 @@ import type { DaemonContext, RunController } from '../context';
 import { RunConfig } from '../protocol/config';
 import type { Group, Rollout, Run, Task } from '../protocol/entities';
 import type { TrainerStepResult } from '../protocol/node';
-import type { Trainer, TrainResult } from '../protocol/training';
+import type { StepValidation, Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
 import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
 import { type Store, StoreError } from '../store/store';
@@ -16,6 +16,7 @@ import { NodeRegistry } from './nodes/registry';
 import { tasksForStep } from './order';
 import { checkEndpoints, RunBackends } from './run-backends';
 import { StandbyEngine } from './standby';
+import { ValidationGate, validationMetrics } from './validation-gate';
 import { readAttemptOutput, type Workers } from './workers';
 
 export interface SchedulerOptions {
@@ -40,6 +41,9 @@ class Halted extends Error {
     super('halted');
   }
 }
+
+/** A step went past the run's `validation:` thresholds: the run pauses with this message. */
+class Paused extends Error {}
 
 /** Mean and (population) standard deviation; nulls for an empty list. */
 export function meanStd(values: number[]): { mean: number | null; std: number | null } {
@@ -71,6 +75,7 @@ class RunLoop {
   private readonly abort = new AbortController();
   private stopRequested = false;
   private backends: RunBackends | null = null;
+  private readonly gate: ValidationGate;
   done: Promise<void> = Promise.resolve();
 
   constructor(
@@ -79,7 +84,9 @@ class RunLoop {
     private readonly nodes: NodeRegistry,
     readonly runId: string,
     private readonly config: RunConfig,
-  ) {}
+  ) {
+    this.gate = new ValidationGate(config.validation);
+  }
 
   begin(released: () => Promise<void>): void {
     this.done = this.execute(released);
@@ -117,6 +124,10 @@ class RunLoop {
       patch = { status: 'finished' };
     } catch (err) {
       if (this.stopRequested) patch = { status: 'stopped' };
+      else if (err instanceof Paused) {
+        this.ctx.log('run paused', { run_id: this.runId, reason: err.message });
+        patch = { status: 'paused', error: err.message };
+      }
       // Halting (daemon shutdown) ends whatever the loop was waiting for: not a failure of the run.
       else if (!(err instanceof Halted) && !this.abort.signal.aborted) {
         this.ctx.log('run failed', { run_id: this.runId, error: errorText(err) });
@@ -194,9 +205,14 @@ class RunLoop {
         });
       }
       metrics.values.seconds = (Date.now() - current.startedAt) / 1000;
+      const judged = this.gate.observe(step, metrics.values);
+      if (this.gate.enabled) metrics.values.validation_breaches = judged.breaches.length;
+      // The scatter first: whoever hears of the step's metrics can fetch it.
+      if (metrics.validation) await store.setStepValidation(runId, step, metrics.validation);
       await store.addRunMetrics(runId, step, metrics.values);
       await store.updateRun(runId, { step: done, model_version: version });
       step = done;
+      if (judged.pause) throw new Paused(`${judged.pause}. Resume with: harness-rl run resume ${runId}`);
     }
   }
 
@@ -204,6 +220,7 @@ class RunLoop {
   private async recordApplied(step: number, applied: TrainerStepResult): Promise<void> {
     const { store, runId } = this;
     const version = applied.model_version;
+    if (applied.validation) await store.setStepValidation(runId, step, applied.validation);
     this.ctx.log('the trainer had applied the step already; recording it', { run_id: runId, step, version });
     await store.addModelVersion({
       run_id: runId,
@@ -216,6 +233,7 @@ class RunLoop {
       kl: applied.kl,
       entropy: applied.entropy,
       clip_fraction: applied.clip_fraction,
+      ...validationMetrics(applied.validation),
       ...applied.metrics,
       recovered: 1,
     });
@@ -326,6 +344,7 @@ class RunLoop {
     trained: boolean;
     checkpoint: string | null;
     values: Record<string, number | null>;
+    validation: StepValidation | null;
   }> {
     const { store, config } = this;
     const { algorithm } = config;
@@ -369,6 +388,7 @@ class RunLoop {
       failed_rollouts: rollouts.filter((r) => r.status === 'failed').length,
       samples: built.samples.length,
       prefix_breaks: built.summary.prefix_breaks,
+      temperature_breaks: built.summary.temperature_breaks,
       mask_tokens: built.summary.mask_tokens,
       zero_variance_groups: built.summary.zero_variance_groups,
       dropped_groups: built.summary.dropped_groups,
@@ -376,6 +396,7 @@ class RunLoop {
       kl: result?.kl ?? null,
       entropy: result?.entropy ?? null,
       clip_fraction: result?.clip_fraction ?? null,
+      ...validationMetrics(result ? result.validation : undefined),
       staleness: version - oldest,
       tokens_per_s: sampleSeconds > 0 ? responseTokens / sampleSeconds : null,
       train_tokens_per_s: result && result.seconds > 0 ? result.tokens / result.seconds : null,
@@ -389,6 +410,7 @@ class RunLoop {
       trained: result !== null,
       checkpoint: result?.checkpoint ?? null,
       values,
+      validation: result?.validation ?? null,
     };
   }
 

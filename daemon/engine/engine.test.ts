@@ -54,41 +54,44 @@ describe('gradients', () => {
     loss_weights: Float64Array.from({ length: T }, (_, i) => (i >= 3 ? 1 / (T - 3) : 0)),
   });
 
-  it('the analytic gradient of the PPO loss (with KL) matches finite differences', () => {
-    const model = new Model(cfg, initParams(cfg, 3));
-    for (let i = 0; i < model.params.length; i++) model.params[i] += 0.01 * Math.sin(i);
-    const ref = new Model(cfg, initParams(cfg, 4));
-    const s = sample(11);
-    const loss = { clip_low: 10, clip_high: 10, tis_cap: null, kl_coef: 0.1, learning_rate: 1e-3 };
-    const stats = () => ({ loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 });
-    const f = () => {
-      const st = stats();
-      sampleLossAndGrad(model, s, loss, null, st, ref);
-      return st.loss;
-    };
-    const grad = new Float64Array(model.params.length);
-    sampleLossAndGrad(model, s, loss, grad, stats(), ref);
-    let worst = 0;
-    let checked = 0;
-    for (let i = 0; i < model.params.length; i += 5) {
-      const o = model.params[i];
-      model.params[i] = o + 1e-5;
-      const a = f();
-      model.params[i] = o - 1e-5;
-      const b = f();
-      model.params[i] = o;
-      const num = (a - b) / 2e-5;
-      if (Math.abs(num) + Math.abs(grad[i]) < 1e-9) continue;
-      worst = Math.max(worst, Math.abs(num - grad[i]) / (Math.abs(num) + Math.abs(grad[i])));
-      checked++;
-    }
-    expect(checked).toBeGreaterThan(100);
-    expect(worst).toBeLessThan(1e-5);
-  });
+  it.each([1, 0.7])(
+    'the analytic gradient of the PPO loss (with KL) at temperature %s matches finite differences',
+    (temperature) => {
+      const model = new Model(cfg, initParams(cfg, 3));
+      for (let i = 0; i < model.params.length; i++) model.params[i] += 0.01 * Math.sin(i);
+      const ref = new Model(cfg, initParams(cfg, 4));
+      const s = { ...sample(11), temperature };
+      const loss = { clip_low: 10, clip_high: 10, tis_cap: null, kl_coef: 0.1, learning_rate: 1e-3 };
+      const stats = () => ({ loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 });
+      const f = () => {
+        const st = stats();
+        sampleLossAndGrad(model, s, loss, null, st, ref);
+        return st.loss;
+      };
+      const grad = new Float64Array(model.params.length);
+      sampleLossAndGrad(model, s, loss, grad, stats(), ref);
+      let worst = 0;
+      let checked = 0;
+      for (let i = 0; i < model.params.length; i += 5) {
+        const o = model.params[i];
+        model.params[i] = o + 1e-5;
+        const a = f();
+        model.params[i] = o - 1e-5;
+        const b = f();
+        model.params[i] = o;
+        const num = (a - b) / 2e-5;
+        if (Math.abs(num) + Math.abs(grad[i]) < 1e-9) continue;
+        worst = Math.max(worst, Math.abs(num - grad[i]) / (Math.abs(num) + Math.abs(grad[i])));
+        checked++;
+      }
+      expect(checked).toBeGreaterThan(100);
+      expect(worst).toBeLessThan(1e-5);
+    },
+  );
 
-  it("weighs each token by samples/loss.ts's truncated importance weight (trainer vs inference logprobs)", () => {
+  it("decoupled PPO: ratio 1 against the trainer's own logprob, times samples/loss.ts's TIS weight (trainer vs rollout)", () => {
     const model = new Model(cfg, initParams(cfg, 3));
-    const s = sample(11); // its old (inference) logprobs differ from the model's own
+    const s = sample(11); // its rollout logprobs differ from the model's own
     const loss = { clip_low: 0.2, clip_high: 0.28, tis_cap: 2, kl_coef: 0, learning_rate: 1e-3 };
     const st = { loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 };
     sampleLossAndGrad(model, s, loss, null, st, null);
@@ -98,18 +101,103 @@ describe('gradients', () => {
       targets.map((t) => t - 1),
     );
     const lp = targets.map((t, k) => fw.logp[k * cfg.vocab + s.input_ids[t]]);
-    const old = targets.map((t) => s.old_logprobs[t]);
-    const weights = lp.map((l, k) => truncatedIsWeight(l, old[k], 2));
+    const mu = targets.map((t) => s.old_logprobs[t]);
+    const weights = lp.map((l, k) => truncatedIsWeight(l, mu[k], 2));
     expect(weights.some((w) => Math.abs(w - 1) > 0.05)).toBe(true); // the weights matter here
     const tokenLoss = ppoClipLoss(
       lp,
-      old,
+      lp, // the ratio's denominator is the trainer's pre-update logprob: r = 1
       targets.map((t) => s.advantages[t]),
       0.2,
       0.28,
     );
     const want = targets.reduce((sum, t, k) => sum + s.loss_weights[t] * weights[k] * tokenLoss[k], 0);
     expect(st.loss).toBeCloseTo(want, 12);
+    expect(st.clipped).toBe(0);
+  });
+
+  it('a large train/inference mismatch weighs the gradient by min(π/μ, C), not by its square', () => {
+    const model = new Model(cfg, initParams(cfg, 3));
+    const one = (mu: (lp: number) => number, A: number, tis_cap: number | null) => {
+      const s = sample(6);
+      s.loss_mask.fill(0);
+      s.loss_mask[5] = 1; // one trained token
+      s.advantages[5] = A;
+      s.loss_weights.fill(0);
+      s.loss_weights[5] = 1;
+      const lp = model.forward(s.input_ids, [4]).logp[s.input_ids[5]];
+      s.old_logprobs[5] = mu(lp);
+      const grad = new Float64Array(model.params.length);
+      const loss = { clip_low: 0.2, clip_high: 0.28, tis_cap, kl_coef: 0, learning_rate: 1e-3 };
+      sampleLossAndGrad(model, s, loss, grad, { loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 }, null);
+      return grad;
+    };
+    const scale = (a: Float64Array, b: Float64Array) => {
+      let ab = 0;
+      let bb = 0;
+      for (let i = 0; i < a.length; i++) {
+        ab += a[i] * b[i];
+        bb += b[i] * b[i];
+      }
+      return ab / bb;
+    };
+    for (const A of [1, -1]) {
+      const onPolicy = one((lp) => lp, A, 2);
+      // π/μ = 1.5: weight 1.5 (twice applied: 2.25 for A < 0, and a clipped ratio, no gradient, for A > 0)
+      expect(
+        scale(
+          one((lp) => lp - Math.log(1.5), A, 2),
+          onPolicy,
+        ),
+      ).toBeCloseTo(1.5, 9);
+      // π/μ = e³ ≈ 20: capped at C = 2 (twice applied: e³ · 2 ≈ 40 for A < 0)
+      expect(
+        scale(
+          one((lp) => lp - 3, A, 2),
+          onPolicy,
+        ),
+      ).toBeCloseTo(2, 9);
+      // vLLM's −9999 floor is an unknown logprob: weight 1, not e^20-capped
+      expect(
+        scale(
+          one(() => -9999, A, 2),
+          onPolicy,
+        ),
+      ).toBeCloseTo(1, 9);
+    }
+    // bypass mode: the ratio against μ itself, no TIS factor (pessimistic side, A < 0: π/μ = 1.5)
+    expect(
+      scale(
+        one((lp) => lp - Math.log(1.5), -1, null),
+        one((lp) => lp, -1, null),
+      ),
+    ).toBeCloseTo(1.5, 9);
+  });
+
+  it("the trainer's logprob at a sample's temperature T is log_softmax(logits / T), with a matching gradient", () => {
+    const model = new Model(cfg, initParams(cfg, 3));
+    const s = { ...sample(11), temperature: 0.6 };
+    const targets = [...s.loss_mask.keys()].filter((t) => s.loss_mask[t]);
+    const positions = targets.map((t) => t - 1);
+    const at1 = model.forward(s.input_ids, positions); // logits − logsumexp(logits)
+    const atT = model.forward(s.input_ids, positions, s.temperature);
+    const V = cfg.vocab;
+    for (let k = 0; k < positions.length; k++) {
+      const z = Array.from(at1.logp.subarray(k * V, (k + 1) * V), (l) => l / s.temperature);
+      const m = Math.max(...z);
+      const lse = m + Math.log(z.reduce((a, x) => a + Math.exp(x - m), 0));
+      for (let j = 0; j < V; j++) expect(atT.logp[k * V + j]).toBeCloseTo(z[j] - lse, 12);
+    }
+    // the trainer uses it: bypass loss against μ = the T-logprob is exactly −Σ w·A (ratio 1)
+    targets.forEach((t, k) => {
+      s.old_logprobs[t] = atT.logp[k * V + s.input_ids[t]];
+    });
+    const loss = { clip_low: 0.2, clip_high: 0.28, tis_cap: null, kl_coef: 0, learning_rate: 1e-3 };
+    const st = { loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 };
+    sampleLossAndGrad(model, s, loss, null, st, null);
+    const want = targets.reduce((sum, t) => sum - s.loss_weights[t] * s.advantages[t], 0);
+    expect(st.loss).toBeCloseTo(want, 12);
+    expect(st.kl).toBeCloseTo(0, 12);
   });
 
   it('clipped tokens give no gradient (ℓ = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A))', () => {

@@ -1,6 +1,6 @@
-// Sampling from the model's own distribution: temperature, top-p, stop strings, seeded per request.
-// The logprob recorded for each sampled token is the model's raw log p (temperature 1, no top-p),
-// which is exactly what the trainer recomputes (rollout–training agreement).
+// Sampling from the model's own distribution: temperature, min-p, top-k, top-p, stop strings, seeded per
+// request. The logprob recorded for each sampled token is the model's raw log p (temperature 1, no
+// truncation), as vLLM's default logprobs_mode raw_logprobs gives it (vllm/config/model.py:305).
 import { cloneState, type DecodeState, type Model, Rng } from './model';
 import { decode, END_ID } from './tokenizer';
 
@@ -9,6 +9,10 @@ export interface SamplingParams {
   maxTokens: number;
   temperature: number;
   topP: number;
+  /** Keep the k most likely tokens (0: all). */
+  topK: number;
+  /** Drop tokens less likely than minP × the most likely one (0: none). */
+  minP: number;
   seed: number | null;
   stop: string[];
   /** top logprobs to return per token (0 = none) */
@@ -49,8 +53,33 @@ export function choiceSeed(seed: number | null, index: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-/** Draw a token id from log-probs with temperature and nucleus (top-p) filtering. */
-export function sampleToken(logp: Float64Array, temperature: number, topP: number, rng: Rng): number {
+/** Zeroes the weights (max 1) that min-p and top-k drop, in vLLM's order (min-p, then top-k). */
+function truncate(w: Float64Array, topK: number, minP: number): void {
+  if (minP > 0) for (let j = 0; j < w.length; j++) if (w[j] < minP) w[j] = 0;
+  if (topK > 0 && topK < w.length) {
+    const kth = Float64Array.from(w).sort().reverse()[topK - 1];
+    let kept = 0;
+    for (let j = 0; j < w.length; j++) {
+      if (w[j] > kth) kept++;
+      else if (w[j] < kth) w[j] = 0;
+    }
+    // ties at the k-th weight: keep the first ones, k in all
+    for (let j = 0; j < w.length; j++)
+      if (w[j] === kth && w[j] > 0) {
+        if (kept < topK) kept++;
+        else w[j] = 0;
+      }
+  }
+}
+
+/** Draw a token id from log-probs with temperature, min-p, top-k and nucleus (top-p) filtering. */
+export function sampleToken(
+  logp: Float64Array,
+  temperature: number,
+  topP: number,
+  rng: Rng,
+  cut: { topK: number; minP: number } = { topK: 0, minP: 0 },
+): number {
   const V = logp.length;
   if (temperature <= 0) {
     let best = 0;
@@ -63,8 +92,9 @@ export function sampleToken(logp: Float64Array, temperature: number, topP: numbe
   let z = 0;
   for (let j = 0; j < V; j++) {
     w[j] = Math.exp(logp[j] / temperature - m);
-    z += w[j];
   }
+  if (cut.topK > 0 || cut.minP > 0) truncate(w, cut.topK, cut.minP);
+  for (let j = 0; j < V; j++) z += w[j];
   const u = rng.next();
   if (topP >= 1) {
     let acc = 0;
@@ -132,7 +162,7 @@ export function startChoices(
 /** Sample one more token for a choice (no-op when finished). */
 export function advance(model: Model, c: ChoiceState, params: SamplingParams): void {
   if (c.finish || !c.logp) return;
-  const tok = sampleToken(c.logp, params.temperature, params.topP, c.rng);
+  const tok = sampleToken(c.logp, params.temperature, params.topP, c.rng, params);
   c.tokens.push(tok);
   c.logprobs.push(c.logp[tok]);
   if (params.topLogprobs > 0) c.top.push(topOf(c.logp, params.topLogprobs));

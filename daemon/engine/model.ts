@@ -301,8 +301,9 @@ export interface SeqForward {
   nf: Float64Array;
   /** positions whose next-token distribution was computed */
   positions: number[];
-  /** log-probs (positions.length × V) */
+  /** log-probs (positions.length × V) of logits / temperature */
   logp: Float64Array;
+  temperature: number;
 }
 
 export class Model {
@@ -319,9 +320,11 @@ export class Model {
 
   /**
    * Full-sequence forward. `positions`: which positions t need the next-token distribution
-   * (log p(· | tokens[0..t])); the head runs only there.
+   * (log p(· | tokens[0..t])); the head runs only there. `temperature` divides the logits before the
+   * log-softmax (a sample's sampling temperature, spec/samples.md).
    */
-  forward(tokens: ArrayLike<number>, positions: number[]): SeqForward {
+  forward(tokens: ArrayLike<number>, positions: number[], temperature = 1): SeqForward {
+    if (!(temperature > 0)) throw new Error(`temperature ${temperature} must be positive`);
     const c = this.config;
     const P = this.params;
     const L = this.layout;
@@ -404,9 +407,10 @@ export class Model {
       const t = positions[k];
       for (let j = 0; j < V; j++) logp[k * V + j] = P[L.bout + j];
       matvec(nf, t * d, P, L.wout, d, V, logp, k * V, true);
+      if (temperature !== 1) for (let j = 0; j < V; j++) logp[k * V + j] /= temperature;
       logSoftmax(logp, k * V, V, logp, k * V);
     }
-    return { tokens, T, layers: caches, xf: x, rf, nf, positions, logp };
+    return { tokens, T, layers: caches, xf: x, rf, nf, positions, logp, temperature };
   }
 
   /** Backward from dlogp (d loss / d log-softmax outputs, positions.length × V); accumulates into grad. */
@@ -425,7 +429,7 @@ export class Model {
     const dlogits = new Float64Array(V);
     for (let k = 0; k < fw.positions.length; k++) {
       const t = fw.positions[k];
-      // log-softmax backward: dz_j = dy_j − p_j Σ dy
+      // log-softmax backward: dz_j = dy_j − p_j Σ dy, then through z = logits / temperature
       let sum = 0;
       for (let j = 0; j < V; j++) sum += dlogp[k * V + j];
       if (sum === 0) {
@@ -434,7 +438,7 @@ export class Model {
         if (!any) continue;
       }
       for (let j = 0; j < V; j++) {
-        const g = dlogp[k * V + j] - Math.exp(fw.logp[k * V + j]) * sum;
+        const g = (dlogp[k * V + j] - Math.exp(fw.logp[k * V + j]) * sum) / fw.temperature;
         dlogits[j] = g;
         grad[L.bout + j] += g;
       }

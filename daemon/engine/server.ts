@@ -40,11 +40,24 @@ const Message = z
   })
   .loose();
 
+/** A penalty this engine does not apply: only its neutral value (or none) is accepted, not ignored. */
+function neutral(value: number) {
+  return z
+    .number()
+    .refine((v) => v === value, `the reference engine applies no penalties: only ${value} is accepted`)
+    .nullish();
+}
+
 const Common = {
   model: z.string().optional(),
   n: z.number().int().min(1).max(64).default(1),
   temperature: z.number().min(0).max(100).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
+  top_k: z.number().int().min(-1).nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
+  repetition_penalty: neutral(1),
+  presence_penalty: neutral(0),
+  frequency_penalty: neutral(0),
   seed: z.number().int().nullish(),
   stop: z.union([z.string(), z.array(z.string()).max(16)]).nullish(),
   stream: z.boolean().nullish(),
@@ -334,6 +347,8 @@ function samplingParams(
     n: number;
     temperature?: number | null;
     top_p?: number | null;
+    top_k?: number | null;
+    min_p?: number | null;
     seed?: number | null;
     stop?: string | string[] | null;
   },
@@ -355,6 +370,8 @@ function samplingParams(
     maxTokens: Math.min(maxTokens ?? room, room),
     temperature: r.temperature ?? 1,
     topP: r.top_p ?? 1,
+    topK: Math.max(0, r.top_k ?? 0),
+    minP: r.min_p ?? 0,
     seed: r.seed ?? null,
     stop: r.stop == null ? [] : typeof r.stop === 'string' ? [r.stop] : r.stop,
     topLogprobs,

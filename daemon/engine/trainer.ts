@@ -1,12 +1,13 @@
 // The reference trainer: PPO-clip policy loss (spec/samples.md) with Adam, on the engine's own weights.
 import type { PolicyLossConfig, Sample, TrainBatch, Trainer, TrainResult } from '../protocol/training';
-import { dualClipped, klK3, ppoClipped, ppoClipTokenLoss, truncatedIsWeight } from '../samples/loss';
+import { klK3, policyTokenLoss } from '../samples/loss';
+import { stepValidation } from '../samples/validation';
 import { initParams, Model } from './model';
 
 /**
- * Per-token PPO-clip loss with its derivative, from the shared definition in samples/loss.ts
- * (ℓ = −min(ratio·A, clip(ratio, 1−ε_low, 1+ε_high)·A), ratio = exp(logp − old)). Returns ℓ, dℓ/dlogp and
- * whether the clip is active (the clipped branch is the minimum, so the token gives no gradient).
+ * Per-token PPO-clip loss with its derivative against a given denominator `old`
+ * (ℓ = −min(ratio·A, clip(ratio, 1−ε_low, 1+ε_high)·A), ratio = exp(logp − old)): policyTokenLoss of
+ * samples/loss.ts with no rollout logprob. A clipped token (and one capped by the dual clip) gives no gradient.
  */
 export function ppoClipTokenLossAndGrad(
   logp: number,
@@ -16,12 +17,9 @@ export function ppoClipTokenLossAndGrad(
   clipHigh: number,
   dualClip: number | null = null,
 ): { loss: number; dlogp: number; clipped: boolean } {
-  const loss = ppoClipTokenLoss(logp, old, advantage, clipLow, clipHigh);
-  if (ppoClipped(logp, old, advantage, clipLow, clipHigh)) return { loss, dlogp: 0, clipped: true };
-  // The dual clip's cap is a constant: no gradient (not counted as clipped, as in the Python trainer).
-  if (dualClipped(loss, advantage, dualClip))
-    return { loss: -dualClip! * advantage, dlogp: 0, clipped: false };
-  return { loss, dlogp: -(Math.exp(logp - old) * advantage), clipped: false };
+  const cfg = { clip_low: clipLow, clip_high: clipHigh, tis_cap: null, dual_clip: dualClip };
+  const { loss, dlogp, clipped } = policyTokenLoss(logp, old, Number.NaN, advantage, cfg);
+  return { loss, dlogp, clipped };
 }
 
 export interface AdamState {
@@ -48,6 +46,8 @@ interface TokenStats {
   clipped: number;
   kl: number;
   entropy: number;
+  /** Per mask token: the trainer's pre-update logprob and the rollout's (NaN: unknown), for stepValidation. */
+  agreement?: { old: number[]; mu: number[] };
 }
 
 const emptyStats = (): TokenStats => ({ loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 });
@@ -82,6 +82,10 @@ export function sampleLossAndGrad(
         `sample ${sample.rollout_id}#${sample.index}: token id ${id} at ${t} is outside the vocabulary (0..${model.config.vocab - 1})`,
       );
   }
+  if (sample.temperature !== undefined && !(sample.temperature > 0 && Number.isFinite(sample.temperature)))
+    throw new Error(
+      `sample ${sample.rollout_id}#${sample.index}: temperature ${sample.temperature} is not a positive number`,
+    );
   const T = Math.min(n, maxLen);
   const tokens = sample.input_ids.subarray(0, T);
   const targets: number[] = [];
@@ -95,28 +99,20 @@ export function sampleLossAndGrad(
   }
   if (targets.length === 0 || validateOnly) return;
   const positions = targets.map((t) => t - 1);
-  const fw = model.forward(tokens, positions);
-  const refFw = refModel && loss.kl_coef > 0 ? refModel.forward(tokens, positions) : null;
+  const temperature = sample.temperature ?? 1; // the logprobs describe logits / T (spec/samples.md)
+  const fw = model.forward(tokens, positions, temperature);
+  const refFw = refModel && loss.kl_coef > 0 ? refModel.forward(tokens, positions, temperature) : null;
   const V = model.config.vocab;
   const dlogp = new Float64Array(positions.length * V);
   for (let k = 0; k < targets.length; k++) {
     const t = targets[k];
     const tok = tokens[t];
     const lp = fw.logp[k * V + tok];
-    const rolloutOld = sample.old_logprobs[t];
-    const old = Number.isFinite(rolloutOld) ? rolloutOld : lp;
+    // One optimiser step per batch: the proximal (pre-update) logprob is lp itself, detached.
+    const r = policyTokenLoss(lp, lp, sample.old_logprobs[t], sample.advantages[t], loss);
     const w = sample.loss_weights[t];
-    const A = sample.advantages[t];
-    const r = ppoClipTokenLossAndGrad(lp, old, A, loss.clip_low, loss.clip_high, loss.dual_clip ?? null);
-    // Truncated importance sampling, as samples/loss.ts defines it: the trainer's own pre-update
-    // logprob (lp: one step per batch, before any update) against the inference logprob, capped; a
-    // constant factor (no gradient through it).
-    const tis =
-      loss.tis_cap !== null && Number.isFinite(rolloutOld)
-        ? truncatedIsWeight(lp, rolloutOld, loss.tis_cap)
-        : 1;
-    let tokLoss = r.loss * tis;
-    let g = r.dlogp * tis;
+    let tokLoss = r.loss;
+    let g = r.dlogp;
     if (refFw) {
       // k3 estimator of KL(π_θ || π_ref): exp(ref − logp) − (ref − logp) − 1; d/dlogp = 1 − exp(ref − logp)
       const refLp = refFw.logp[k * V + tok];
@@ -126,8 +122,10 @@ export function sampleLossAndGrad(
     dlogp[k * V + tok] = w * g;
     stats.loss += w * tokLoss;
     stats.tokens += 1;
+    stats.agreement?.old.push(lp);
+    stats.agreement?.mu.push(sample.old_logprobs[t]);
     if (r.clipped) stats.clipped += 1;
-    stats.kl += klK3(old, lp); // k3 of KL(old || current)
+    stats.kl += Math.exp(r.logRatio) - r.logRatio - 1; // k3 of KL(ratio's denominator || current)
     let ent = 0;
     for (let j = 0; j < V; j++) {
       const l = fw.logp[k * V + j];
@@ -155,7 +153,7 @@ export class ReferenceTrainer implements Trainer {
     // Work on a copy so requests served meanwhile see one consistent version.
     const working = new Model(model.config, new Float64Array(model.params));
     const grad = new Float64Array(working.params.length);
-    const stats: TokenStats = { loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 };
+    const stats: TokenStats = { ...emptyStats(), agreement: { old: [], mu: [] } };
     // Validate everything before touching the weights: a bad batch changes nothing.
     for (const sample of batch.samples)
       sampleLossAndGrad(working, sample, batch.loss, null, emptyStats(), null, true);
@@ -176,6 +174,7 @@ export class ReferenceTrainer implements Trainer {
       tokens: stats.tokens,
       seconds: (performance.now() - started) / 1000,
       checkpoint: null,
+      validation: stepValidation(stats.agreement!.old, stats.agreement!.mu, batch.loss.tis_cap),
     };
     if (this.onStep) result.checkpoint = await this.onStep(result);
     return result;

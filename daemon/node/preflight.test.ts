@@ -132,3 +132,13 @@ describe("vLLM's own venv", () => {
     ]);
   });
 });
+
+describe('runs sharing one vLLM', () => {
+  it('--max-loras K gives vLLM --max-loras K --max-cpu-loras K, with --max-lora-rank', () => {
+    expect(inference({ maxLoras: '3' }).command).toMatch(
+      /--enable-lora --max-lora-rank 32 --max-loras 3 --max-cpu-loras 3/,
+    );
+    expect(() => inference({ maxLoras: '0' })).toThrow(/--max-loras 0/);
+    expect(() => inference({ maxLoras: '2', maxLoraRank: undefined })).toThrow(/goes with --max-lora-rank/);
+  });
+});

@@ -32,6 +32,7 @@ export interface PlanInput {
   model?: string;
   servedModelName?: string;
   maxLoraRank?: string;
+  maxLoras?: string;
   gpus?: number[];
   gpuMemoryUtilization?: string;
   env?: NodeJS.ProcessEnv;
@@ -47,6 +48,10 @@ export function planNode(i: PlanInput): NodePlan {
   const rank = i.maxLoraRank === undefined ? undefined : Number(i.maxLoraRank);
   if (rank !== undefined && !VLLM_LORA_RANKS.includes(rank))
     throw new Error(`--max-lora-rank ${i.maxLoraRank}: vLLM takes one of ${VLLM_LORA_RANKS.join(', ')}`);
+  const loras = i.maxLoras === undefined ? undefined : Number(i.maxLoras);
+  if (loras !== undefined && !(Number.isInteger(loras) && loras >= 1))
+    throw new Error(`--max-loras ${i.maxLoras}: a whole number >= 1 (the runs sharing this vLLM)`);
+  if (loras !== undefined && rank === undefined) throw new Error('--max-loras goes with --max-lora-rank');
   const env: Record<string, string> = {};
   if (i.gpus) env.CUDA_VISIBLE_DEVICES = i.gpus.join(',');
   let command: string | undefined;
@@ -58,6 +63,7 @@ export function planNode(i: PlanInput): NodePlan {
       port: Number(new URL(i.vllmUrl).port || 8000),
       servedModelName: i.servedModelName,
       maxLoraRank: rank,
+      maxLoras: loras,
       gpuMemoryUtilization: share,
       tensorParallelSize: i.gpus?.length,
       env: i.env,

@@ -155,6 +155,8 @@ export interface BuildOptions {
   port: number;
   servedModelName?: string;
   maxLoraRank?: number;
+  /** Adapters batched at once and kept in memory (runs sharing this vLLM; vllm/config/lora.py:35, :42). */
+  maxLoras?: number;
   gpuMemoryUtilization?: number;
   tensorParallelSize?: number;
   env?: NodeJS.ProcessEnv;
@@ -180,6 +182,8 @@ export function buildVllmCommand(o: BuildOptions): string {
     if (parsers.reasoning) words.push('--reasoning-parser', parsers.reasoning);
   }
   if (o.maxLoraRank !== undefined) words.push('--enable-lora', '--max-lora-rank', String(o.maxLoraRank));
+  if (o.maxLoras !== undefined)
+    words.push('--max-loras', String(o.maxLoras), '--max-cpu-loras', String(o.maxLoras));
   if (o.gpuMemoryUtilization !== undefined)
     words.push('--gpu-memory-utilization', String(o.gpuMemoryUtilization));
   if (o.tensorParallelSize && o.tensorParallelSize > 1)

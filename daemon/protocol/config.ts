@@ -138,6 +138,55 @@ export const LossAggregation = z.enum([
   'seq-mean-token-sum-norm',
 ]);
 
+/**
+ * How a run's rollouts sample. vLLM returns the logprobs of the raw distribution (logprobs_mode
+ * "raw_logprobs", vllm/config/model.py:305), so only neutral values (T = 1, no truncation, no
+ * penalties) sample from the distribution the recorded logprobs describe; the proxy sends these on
+ * every training call, whatever the harness asked for. Anything else needs vLLM started with
+ * `--logprobs-mode processed_logprobs` (then a T other than 1 divides the trainer's logits).
+ */
+export const SamplingConfig = z
+  .object({
+    temperature: z.number().positive().optional().describe('default 1'),
+    top_p: z.number().gt(0).max(1).optional().describe('default 1 (no nucleus truncation)'),
+    top_k: z.number().int().min(-1).optional().describe('default 0 (no top-k truncation; -1 means the same)'),
+    min_p: z.number().min(0).max(1).optional().describe('default 0'),
+    repetition_penalty: z.number().positive().optional().describe('default 1'),
+    presence_penalty: z.number().min(-2).max(2).optional().describe('default 0'),
+    frequency_penalty: z.number().min(-2).max(2).optional().describe('default 0'),
+  })
+  .strict();
+
+/** The neutral sampling parameters: the distribution vLLM's raw logprobs describe. */
+export const NEUTRAL_SAMPLING = {
+  temperature: 1,
+  top_p: 1,
+  top_k: 0,
+  min_p: 0,
+  repetition_penalty: 1,
+  presence_penalty: 0,
+  frequency_penalty: 0,
+} as const;
+
+export type RunSampling = { -readonly [K in keyof typeof NEUTRAL_SAMPLING]: number };
+
+/** The sampling a run's rollouts use: its `algorithm.sampling`, neutral where unset. */
+export function runSampling(algorithm: {
+  sampling?: z.infer<typeof SamplingConfig>;
+  temperature?: number;
+}): RunSampling {
+  const s = algorithm.sampling ?? {};
+  return {
+    temperature: s.temperature ?? algorithm.temperature ?? NEUTRAL_SAMPLING.temperature,
+    top_p: s.top_p ?? NEUTRAL_SAMPLING.top_p,
+    top_k: s.top_k ?? NEUTRAL_SAMPLING.top_k,
+    min_p: s.min_p ?? NEUTRAL_SAMPLING.min_p,
+    repetition_penalty: s.repetition_penalty ?? NEUTRAL_SAMPLING.repetition_penalty,
+    presence_penalty: s.presence_penalty ?? NEUTRAL_SAMPLING.presence_penalty,
+    frequency_penalty: s.frequency_penalty ?? NEUTRAL_SAMPLING.frequency_penalty,
+  };
+}
+
 export const AlgorithmConfig = z
   .object({
     n: z.number().int().positive().default(8).describe('rollouts per group'),
@@ -152,7 +201,9 @@ export const AlgorithmConfig = z
       .positive()
       .nullable()
       .default(2)
-      .describe('truncated importance sampling cap, null = off'),
+      .describe(
+        "decoupled PPO's truncated importance-sampling cap C (ratio against the trainer's own logprob, weight min(π/μ, C)); null = bypass (ratio against the rollout logprob, no weight)",
+      ),
     dual_clip: z
       .number()
       .gt(1)
@@ -164,10 +215,26 @@ export const AlgorithmConfig = z
     max_prompt_tokens: z.number().int().positive().default(8192),
     max_response_tokens: z.number().int().positive().default(4096),
     max_len: z.number().int().positive().optional().describe('constant for seq-mean-token-sum-norm'),
-    temperature: z.number().nonnegative().default(1),
+    temperature: z
+      .number()
+      .positive()
+      .optional()
+      .describe('the same as sampling.temperature (kept for run configs written before sampling existed)'),
+    sampling: SamplingConfig.optional().describe(
+      "how rollouts sample; the proxy sends these values (neutral where unset) on every call of the run's rollouts, replacing the harness's own",
+    ),
     drop_zero_variance_groups: z.boolean().default(false),
   })
-  .strict();
+  .strict()
+  .superRefine((a, ctx) => {
+    const t = a.sampling?.temperature;
+    if (a.temperature !== undefined && t !== undefined && t !== a.temperature)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['temperature'],
+        message: `temperature ${a.temperature} contradicts sampling.temperature ${t}: set one of them`,
+      });
+  });
 
 export const ScheduleConfig = z
   .object({
@@ -178,6 +245,60 @@ export const ScheduleConfig = z
     validate_every: z.number().int().nonnegative().default(0),
     checkpoint_every: z.number().int().nonnegative().default(0),
     seed: z.number().int().default(0),
+  })
+  .strict();
+
+/**
+ * Thresholds on each step's train/inference agreement (StepValidation) and clip fraction: a step past one
+ * pauses the run (`run resume` lifts it). Each `<figure>_max` / `<figure>_min` names a per-step metric.
+ */
+export const ValidationConfig = z
+  .object({
+    logprob_diff_mean_max: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe('mean |trainer − rollout logprob| above this pauses'),
+    logprob_diff_max_max: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe('max |trainer − rollout logprob| above this pauses'),
+    prob_correlation_min: z
+      .number()
+      .min(-1)
+      .max(1)
+      .optional()
+      .describe('correlation of trainer and rollout token probabilities below this pauses'),
+    tis_weight_mean_min: z.number().nonnegative().optional().describe('mean TIS weight below this pauses'),
+    tis_weight_mean_max: z.number().nonnegative().optional().describe('mean TIS weight above this pauses'),
+    tis_capped_fraction_max: z
+      .number()
+      .min(0)
+      .max(1)
+      .optional()
+      .describe('share of tokens whose TIS weight hit tis_cap above this pauses'),
+    clip_fraction_max: z.number().min(0).max(1).optional().describe('PPO clip fraction above this pauses'),
+    after_step: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe('steps before this one are not checked (warm-up)'),
+    patience: z
+      .number()
+      .int()
+      .positive()
+      .default(1)
+      .describe(
+        'consecutive steps past a threshold before the run pauses (counted since the run last started)',
+      ),
+    min_tokens: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1)
+      .describe('a step with fewer tokens with a rollout logprob is not checked on the agreement figures'),
   })
   .strict();
 
@@ -202,6 +323,9 @@ export const RunConfig = z
     }),
     algorithm: AlgorithmConfig.default(AlgorithmConfig.parse({})),
     schedule: ScheduleConfig.default(ScheduleConfig.parse({})),
+    validation: ValidationConfig.optional().describe(
+      "thresholds on each step's train/inference agreement; a step past one pauses the run",
+    ),
   })
   .strict();
 
@@ -233,7 +357,9 @@ export const ConfigFile = z.object({ daemon: DaemonConfig.optional(), run: RunCo
 export type RunConfig = z.infer<typeof RunConfig>;
 export type RunConfigInput = z.input<typeof RunConfig>;
 export type AlgorithmConfig = z.infer<typeof AlgorithmConfig>;
+export type SamplingConfig = z.infer<typeof SamplingConfig>;
 export type ScheduleConfig = z.infer<typeof ScheduleConfig>;
+export type ValidationConfig = z.infer<typeof ValidationConfig>;
 export type HarnessConfig = z.infer<typeof HarnessConfig>;
 export type DaemonConfig = z.infer<typeof DaemonConfig>;
 export type DaemonConfigInput = z.input<typeof DaemonConfig>;

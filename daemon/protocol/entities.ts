@@ -64,6 +64,32 @@ export const BridgeRecord = z.object({
   change: HistoryChange.optional().describe('the history change that made it fall back'),
 });
 
+/**
+ * The sampling parameters of one llm call as the backend got them (LlmCall.sampling). null: not sent,
+ * so the backend's default applied (vLLM: the model's generation_config.json unless started with
+ * `--generation-config vllm`, config/model.py get_diff_sampling_param).
+ */
+export const CallSampling = z.object({
+  temperature: z.number().nullable(),
+  top_p: z.number().nullable(),
+  top_k: z.number().int().nullable().describe('0 or -1: no top-k truncation'),
+  min_p: z.number().nullable(),
+  repetition_penalty: z.number().nullable(),
+  presence_penalty: z.number().nullable(),
+  frequency_penalty: z.number().nullable(),
+  seed: z.number().int().nullable(),
+  max_tokens: z.number().int().nullable(),
+  source: z
+    .enum(['run', 'request'])
+    .describe(
+      "run: the proxy set them from the run's algorithm.sampling (a training rollout); request: as the harness sent them",
+    ),
+  overridden: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .describe("the harness's own values the run's sampling replaced (null: none)"),
+});
+
 export const PrefixBreak = z.object({
   call_index: z.number().int().nonnegative().describe('index of the call whose prompt broke the prefix'),
   position: z.number().int().nonnegative().describe('first differing token position'),
@@ -183,6 +209,11 @@ export const LlmCall = z.object({
   bridge: Json.nullable().describe(
     'token-in-token-out bridge decision (BridgeRecord): reused prefix length or fallback reason',
   ),
+  sampling: CallSampling.nullable()
+    .default(null)
+    .describe(
+      'the sampling parameters the backend got (null: not known, e.g. calls recorded before they were)',
+    ),
   finish_reason: z.string().nullable(),
   usage: Usage.nullable(),
   model: z.string().nullable(),
@@ -199,7 +230,9 @@ export const LlmCall = z.object({
 });
 
 /** What the proxy hands to the store; the store assigns id, seq and created_at. */
-export const NewLlmCall = LlmCall.omit({ id: true, seq: true, created_at: true });
+export const NewLlmCall = LlmCall.omit({ id: true, seq: true, created_at: true }).extend({
+  sampling: CallSampling.nullish(),
+});
 
 export const Reward = z.object({
   id: Id,
@@ -293,6 +326,7 @@ export type RolloutStats = z.infer<typeof RolloutStats>;
 export type PrefixBreak = z.infer<typeof PrefixBreak>;
 export type HistoryChange = z.infer<typeof HistoryChange>;
 export type BridgeRecord = z.infer<typeof BridgeRecord>;
+export type CallSampling = z.infer<typeof CallSampling>;
 export type Attempt = z.infer<typeof Attempt>;
 export type AttemptStatus = z.infer<typeof AttemptStatus>;
 export type LlmCall = z.infer<typeof LlmCall>;

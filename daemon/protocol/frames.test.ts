@@ -69,8 +69,19 @@ describe('node protocol frames', () => {
         expect(back.map((s) => [s.rollout_id, s.group_id, s.index])).toEqual(
           samples.map((s) => [s.rollout_id, s.group_id, s.index]),
         );
+        expect(back.every((s) => s.temperature === undefined)).toBe(true);
       }),
       { numRuns: 50 },
+    );
+  });
+
+  it("a sample's sampling temperature travels to the trainer (absent ones as 1)", () => {
+    const samples = [{ ...sample(4, 1), temperature: 0.6 }, sample(3, 2)];
+    const { meta, payload } = packSamples(samples);
+    expect(meta.temperatures).toEqual([0.6, 1]);
+    expect(unpackSamples(meta, payload).map((s) => s.temperature)).toEqual([0.6, 1]);
+    expect(() => unpackSamples({ ...meta, temperatures: [0.6] }, payload)).toThrow(
+      /temperatures has 1 entries/,
     );
   });
 

@@ -114,6 +114,9 @@ export function packSamples(samples: readonly Sample[]): { meta: PackedSamples; 
       group_ids: samples.map((s) => s.group_id),
       indexes: samples.map((s) => s.index),
       lengths,
+      ...(samples.some((s) => s.temperature !== undefined)
+        ? { temperatures: samples.map((s) => s.temperature ?? 1) }
+        : {}),
     },
     payload,
   };
@@ -125,6 +128,10 @@ export function unpackSamples(meta: PackedSamples, payload: Buffer): Sample[] {
   if (meta.rollout_ids.length !== count || meta.group_ids.length !== count || meta.indexes.length !== count)
     throw new FrameError(
       `samples: rollout_ids, group_ids, indexes and lengths differ in length (${meta.rollout_ids.length}, ${meta.group_ids.length}, ${meta.indexes.length}, ${count})`,
+    );
+  if (meta.temperatures && meta.temperatures.length !== count)
+    throw new FrameError(
+      `samples: temperatures has ${meta.temperatures.length} entries, lengths has ${count}`,
     );
   const n = meta.lengths.reduce((a, b) => a + b, 0);
   if (payload.length !== n * 25)
@@ -153,6 +160,7 @@ export function unpackSamples(meta: PackedSamples, payload: Buffer): Sample[] {
       input_ids: i32.subarray(at, at + len),
       advantages: f32.subarray(at, at + len),
       loss_mask: u8.subarray(at, at + len),
+      ...(meta.temperatures ? { temperature: meta.temperatures[i] } : {}),
     });
     at += len;
   }

@@ -91,6 +91,10 @@ export const PackedSamples = z.object({
   group_ids: z.array(z.string()),
   indexes: z.array(z.number().int().nonnegative()),
   lengths: z.array(z.number().int().positive()),
+  temperatures: z
+    .array(z.number().positive())
+    .optional()
+    .describe("each sample's sampling temperature; the trainer divides its logits by it (absent: all 1)"),
 });
 
 /** `NodeInfo.detail` of a node agent in the store (GET /api/nodes, the Nodes view). */

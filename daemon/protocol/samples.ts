@@ -7,6 +7,13 @@ export const TrajectoryCall = z
     prompt_ids: TokenIds,
     response_ids: TokenIds,
     response_logprobs: Logprobs.nullish(),
+    temperature: z
+      .number()
+      .positive()
+      .nullish()
+      .describe(
+        'the temperature the call sampled at (absent: not known); calls at different temperatures are not merged',
+      ),
   })
   .strict();
 

@@ -109,6 +109,7 @@ export class Call {
       response_logprobs: null,
       token_source: 'text',
       bridge: null,
+      sampling: null,
       finish_reason: null,
       usage: null,
       model: null,

@@ -27,6 +27,7 @@ import { passthrough } from './passthrough';
 import { runCall } from './pipeline';
 import { Recorder } from './recorder';
 import { ChatBody, CompletionBody, surelyChatBody } from './requests';
+import { sampledBody } from './sampling';
 import { keyOf, type Scope, Scopes, upstreamKey } from './scope';
 import { countTokens, translators } from './translate';
 import { geminiCountTokens, geminiTranslator } from './translate/gemini';
@@ -210,11 +211,17 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
       return call.fail(asProxyError(e));
     }
     const stream = body.stream === true;
-    const sent = backendBody(body, kind, target?.extras ?? true);
+    let sent: ReturnType<typeof sampledBody>;
+    try {
+      sent = sampledBody(call.scope, backendBody(body, kind, target?.extras ?? true));
+    } catch (e) {
+      return call.fail(asProxyError(e));
+    }
     await runCall(call, pool, {
       kind,
-      body: sent,
-      bodyText: backendText(req.raw, body, sent),
+      body: sent.body,
+      bodyText: backendText(req.raw, body, sent.body),
+      sampling: sent.plan,
       stream,
       output: nativeOutput(body),
       target,
@@ -322,14 +329,17 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
         );
       for (const l of leftOut) call.tags.push(`tool-left-out:${l.tool} (${l.reason})`);
       let target: FixedTarget | null;
+      let sent: ReturnType<typeof sampledBody>;
       try {
         target = await fixedTarget(scope);
+        sent = sampledBody(scope, backendBody(chat as Json, 'chat', target?.extras ?? true));
       } catch (e) {
         return call.fail(asProxyError(e), {}, output);
       }
       await runCall(call, pool, {
         kind: 'chat',
-        body: backendBody(chat as Json, 'chat', target?.extras ?? true),
+        body: sent.body,
+        sampling: sent.plan,
         stream,
         output,
         target,

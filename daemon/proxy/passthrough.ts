@@ -8,6 +8,7 @@ import { readText, SendError, send, timedOut } from './backends';
 import { backendErrorMessage, type Call, parseBackendJson } from './call';
 import { ProxyError } from './errors';
 import type { Json } from './json';
+import { AS_REQUESTED, callSampling } from './sampling';
 import { SseParser } from './sse';
 
 export type NativeShape = 'messages' | 'responses' | 'json';
@@ -111,6 +112,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
     model: typeof o.body?.model === 'string' ? o.body.model : null,
     backend: o.backendName,
     token_source: 'text',
+    sampling: o.shape === 'json' ? null : callSampling(o.body ?? {}, AS_REQUESTED),
   };
   call.snapshot = () => base;
   call.onClientClose(() => {

@@ -13,6 +13,7 @@ import { ProxyError } from './errors';
 import type { Json } from './json';
 import type { Output } from './output';
 import { choiceFields, fieldsOf, tokenFields } from './record-fields';
+import { AS_REQUESTED, callSampling, type SamplingPlan } from './sampling';
 import { finishStream } from './stream';
 import { completionToChat } from './tito';
 
@@ -29,10 +30,15 @@ export interface RunOptions {
   extra?: Partial<NewLlmCall>;
   /** Token-in-token-out: bridge chat requests of this rollout through recorded tokens. */
   tito?: BridgeMemory;
+  /** Whose sampling parameters `body` carries (absent: the harness's own). */
+  sampling?: SamplingPlan;
 }
 
 /** The whole life of one call through the pool or a fixed vLLM/OpenAI target. Never throws. */
-export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Promise<void> {
+export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): Promise<void> {
+  const plan = opts.sampling ?? AS_REQUESTED;
+  // Until the backend is known, the record's sampling is the body's; then the body it got (bridged or not).
+  const o: RunOptions = { ...opts, extra: { sampling: callSampling(opts.body, plan), ...opts.extra } };
   call.stream = o.stream;
   call.onClientClose(() => {
     if (call.settled) return;
@@ -40,6 +46,7 @@ export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Pro
     call.abortBackend();
     void call
       .record({
+        sampling: o.extra?.sampling,
         ...(call.snapshot?.() ?? { backend_request: o.body, ...o.extra }),
         status: 'cancelled',
         error: 'the client closed the connection',
@@ -76,6 +83,7 @@ export async function runCall(call: Call, pool: BackendPool, o: RunOptions): Pro
       ? { reused_tokens: d.bridged.reused_tokens, prompt_tokens: d.bridged.prompt_ids.length }
       : d.fallback,
     ...o.extra,
+    sampling: callSampling(d.body, plan),
   };
   const remember = (json: Json) => {
     if (memory && scope && json) memory.remember(scope.rolloutId, scope.attemptId, d.chatBody, json);

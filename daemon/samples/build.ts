@@ -18,6 +18,8 @@ export interface TrajectoryCallArrays {
   response_logprobs: ArrayLike<number> | null;
   /** The proxy's bridge decision for the call: a prefix break there names its fallback and history change. */
   bridge?: BridgeRecord | null;
+  /** The temperature the call sampled at (LlmCall.sampling); null or absent: not known. */
+  temperature?: number | null;
 }
 
 export interface TrajectoryArrays {
@@ -59,6 +61,11 @@ export interface BuildSummary extends SamplesSummary {
   dropped_prompts: number;
   /** All tokens of all samples (mask 0 and 1). */
   tokens: number;
+  /**
+   * Merges broken because the next call sampled at another temperature (its prompt did extend the
+   * sequence): one sample has one temperature, the one its trainer divides the logits by.
+   */
+  temperature_breaks: number;
 }
 
 export interface BuildResult {
@@ -113,6 +120,7 @@ function advantagesOf(
 }
 
 const lengthOf = (c: TrajectoryCallArrays): number => c.prompt_ids.length + c.response_ids.length;
+const temperatureOf = (c: TrajectoryCallArrays): number | null => c.temperature ?? null;
 
 export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOptions): BuildResult {
   const continues = mergeModes[options.merge];
@@ -129,6 +137,7 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
   let prefixBreaks = 0;
   let truncated = 0;
   let droppedPrompts = 0;
+  let temperatureBreaks = 0;
 
   // Pass 1: plan the samples (sizes and mask counts only).
   for (let t = 0; t < trajectories.length; t++) {
@@ -159,7 +168,13 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
     let first = 0;
     for (let k = 1; k < calls.length; k++) {
       const prev = calls[k - 1];
-      if (continues(prev.prompt_ids, prev.response_ids, calls[k].prompt_ids)) continue;
+      if (continues(prev.prompt_ids, prev.response_ids, calls[k].prompt_ids)) {
+        if (temperatureOf(prev) === temperatureOf(calls[k])) continue;
+        plan(first, k);
+        first = k;
+        if (included[t]) temperatureBreaks++;
+        continue;
+      }
       plan(first, k);
       first = k;
       if (options.merge === 'exact') {
@@ -220,7 +235,7 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
     }
     tokens += len;
     maskTokens += plans[s].mask;
-    samples[s] = {
+    const sample: BuiltSample = {
       rollout_id: tr.rollout_id,
       group_id: tr.group_id,
       index: index++,
@@ -231,6 +246,10 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
       loss_weights: lossWeights,
       advantage: a,
     };
+    // Every call of a sample shares it (a change breaks the merge); unknown or greedy: absent (= 1).
+    const temperature = temperatureOf(tr.calls[first]);
+    if (temperature !== null && temperature > 0) sample.temperature = temperature;
+    samples[s] = sample;
   }
 
   let excluded = 0;
@@ -248,6 +267,7 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
       truncated,
       dropped_prompts: droppedPrompts,
       tokens,
+      temperature_breaks: temperatureBreaks,
     },
     rollouts,
   };

@@ -31,6 +31,7 @@ export { BREAK_WINDOW, classifyBreak, diagnosePrefixBreak } from './prefix';
 type CallLike = Pick<LlmCall, 'prompt_ids' | 'response_ids' | 'response_logprobs' | 'status'> & {
   tags?: readonly string[];
   bridge?: unknown;
+  sampling?: { temperature: number | null } | null;
 };
 
 /**
@@ -53,6 +54,7 @@ export function trajectoryFromCalls(
       response_ids: c.response_ids,
       response_logprobs: c.response_logprobs,
       bridge: bridge.success ? bridge.data : null,
+      temperature: c.sampling?.temperature ?? null,
     });
   }
   return {

@@ -134,6 +134,7 @@ export function trajectoryArrays(t: Trajectory): TrajectoryArrays {
       prompt_ids: c.prompt_ids,
       response_ids: c.response_ids,
       response_logprobs: c.response_logprobs ?? null,
+      temperature: c.temperature ?? null,
     })),
   };
 }
@@ -157,5 +158,6 @@ export function toSampleJson(s: Sample & { advantage?: number }): SampleJson {
     advantages,
     old_logprobs: oldLogprobs,
     loss_weights: Array.from(s.loss_weights),
+    ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
   };
 }

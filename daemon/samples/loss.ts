@@ -5,12 +5,12 @@
 /** PPO clip range below 1 (ε_low) and above 1 (ε_high, "clip higher"). */
 export const CLIP_LOW = 0.2;
 export const CLIP_HIGH = 0.28;
-/** Cap of the truncated importance-sampling weight between inference and trainer logprobs. */
+/** Default cap C of decoupled PPO's truncated importance-sampling weight (tis_cap). */
 export const TIS_CAP = 2.0;
 
 /**
  * One token: ratio = exp(logp − old_logp); ℓ = −min(ratio · A, clip(ratio, 1−ε_low, 1+ε_high) · A).
- * `old_logp` is the rollout logprob when known, else the trainer's own logprob before the update.
+ * `old_logp` is the ratio's denominator (see policyTokenLoss for which logprob that is).
  * Dual clip (Ye et al. 2020; off unless `dualClip` = c > 1): for A < 0, ℓ = min(ℓ, −c · A), so a huge
  * ratio on a negative advantage cannot blow up the step. The shared vectors use none.
  */
@@ -66,11 +66,100 @@ export function ppoClipLoss(
 }
 
 /**
- * Truncated importance sampling: w = min(exp(trainer_old_logp − inference_logp), cap), multiplied into
- * ℓ_t when the rollout logprobs came from an inference engine that differs from the trainer.
+ * vLLM's floor for a logprob it cannot represent (−inf, NaN) in its OpenAI responses:
+ * `max(step_token.logprob, -9999.0)` (vllm/entrypoints/openai/chat_completion/serving.py:1275,
+ * completion/serving.py:833 in vLLM 0.34). A rollout logprob at or below it is unknown, like an absent one.
+ */
+export const VLLM_LOGPROB_FLOOR = -9999;
+
+/** Whether a rollout (behaviour) logprob μ is known: finite and above vLLM's floor. */
+export function knownLogprob(mu: number): boolean {
+  return Number.isFinite(mu) && mu > VLLM_LOGPROB_FLOOR;
+}
+
+/** Clamp a log-ratio to [−20, 20] (exp stays finite; beyond it the token gets no gradient). */
+export function clamp20(x: number): number {
+  return Math.min(Math.max(x, -20), 20);
+}
+
+/**
+ * Truncated importance sampling weight of decoupled PPO: w = min(exp(clamp20(old − μ)), cap), the
+ * trainer's own pre-update logprob `old` against the rollout's μ. A constant factor (no gradient).
  */
 export function truncatedIsWeight(trainerOldLogp: number, inferenceLogp: number, cap = TIS_CAP): number {
-  return Math.min(Math.exp(trainerOldLogp - inferenceLogp), cap);
+  return Math.min(Math.exp(clamp20(trainerOldLogp - inferenceLogp)), cap);
+}
+
+/** The parts of the policy loss config the per-token loss reads. */
+export interface TokenLossConfig {
+  clip_low: number;
+  clip_high: number;
+  tis_cap: number | null;
+  dual_clip?: number | null;
+}
+
+/** One token's loss, its derivative d/dlp, and what the step reports about it. */
+export interface TokenLoss {
+  loss: number;
+  dlogp: number;
+  /** the clipped PPO term won (no gradient; counts toward clip_fraction) */
+  clipped: boolean;
+  /** the TIS weight multiplied in (1 in bypass mode or where μ is unknown) */
+  tisWeight: number;
+  /** log of the PPO ratio's value (clamped where the spec clamps it) */
+  logRatio: number;
+}
+
+/**
+ * PPO-clip from the log-ratio x = log r: ℓ = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), dℓ/dx = −r·A
+ * unless clipped; the dual clip (A < 0, ℓ > −c·A) caps ℓ at −c·A with no gradient.
+ */
+function ppoFromLogRatio(
+  x: number,
+  A: number,
+  clipLow: number,
+  clipHigh: number,
+  dualClip: number | null,
+): { loss: number; dlogp: number; clipped: boolean } {
+  const ratio = Math.exp(x);
+  const loss = 0 - Math.min(ratio * A, Math.min(Math.max(ratio, 1 - clipLow), 1 + clipHigh) * A);
+  const clipped = (A > 0 && ratio > 1 + clipHigh) || (A < 0 && ratio < 1 - clipLow);
+  if (clipped) return { loss, dlogp: 0, clipped: true };
+  if (dualClipped(loss, A, dualClip)) return { loss: -dualClip! * A, dlogp: 0, clipped: false };
+  return { loss, dlogp: 0 - ratio * A, clipped: false };
+}
+
+/**
+ * The per-token policy loss of shared/spec/samples.md, with the behaviour correction applied once.
+ * `lp` is the trainer's logprob (the gradient is taken with respect to it), `old` its own pre-update
+ * logprob (the proximal policy; equal to `lp` on the first update of a batch), `mu` the rollout logprob
+ * (unknown when NaN or at vLLM's −9999 floor), `A` the advantage.
+ * - decoupled (`tis_cap` = C): r = exp(lp − old), ℓ = PPO-clip(r, A) · min(exp(clamp20(old − μ)), C),
+ *   the weight detached and 1 where μ is unknown;
+ * - bypass (`tis_cap` = null): r = exp(clamp20(lp − μ)) where μ is known, else exp(lp − old); no weight.
+ * A clamped log-ratio gives no gradient.
+ */
+export function policyTokenLoss(
+  lp: number,
+  old: number,
+  mu: number,
+  A: number,
+  cfg: TokenLossConfig,
+): TokenLoss {
+  const known = knownLogprob(mu);
+  const decoupled = cfg.tis_cap !== null;
+  const raw = decoupled || !known ? lp - old : lp - mu;
+  const x = decoupled || !known ? raw : clamp20(raw);
+  const ppo = ppoFromLogRatio(x, A, cfg.clip_low, cfg.clip_high, cfg.dual_clip ?? null);
+  const dlogp = x === raw ? ppo.dlogp : 0;
+  const tisWeight = decoupled && known ? truncatedIsWeight(old, mu, cfg.tis_cap!) : 1;
+  return {
+    loss: ppo.loss * tisWeight,
+    dlogp: dlogp * tisWeight,
+    clipped: ppo.clipped,
+    tisWeight,
+    logRatio: x,
+  };
 }
 
 /** Per-token KL to a reference policy, the k3 estimator: exp(ref − logp) − (ref − logp) − 1 (≥ 0). */

@@ -18,6 +18,8 @@ import {
   truncatedIsWeight,
   weightedLoss,
 } from './loss';
+import { tokenLossCases } from './loss-vectors';
+import { SCATTER_MAX, scatterIndices } from './validation';
 
 export const VECTOR_MAX_LEN = 16;
 
@@ -163,6 +165,7 @@ export function generateVectors() {
     [-0.5, -1],
     [-1, -0.2],
     [-0.1, -3],
+    [-30, -0.1], // old − μ below −20: clamped, exp(−20)
   ];
   const klPairs = [
     [-1, -1],
@@ -176,8 +179,13 @@ export function generateVectors() {
       'options, the expected SampleJson lines and the summary (cases with max_prompt_tokens etc. use the ' +
       "daemon's extended summary). policy_loss: per-token PPO-clip loss ℓ_t = −min(ratio·A, " +
       'clip(ratio, 1−clip_low, 1+clip_high)·A), ratio = exp(logp − old_logp); clipped marks tokens where ' +
-      'the clipped term wins; total = Σ weights·loss. tis: min(exp(trainer_old_logp − inference_logp), cap). ' +
-      'kl_k3: exp(ref − logp) − (ref − logp) − 1.',
+      'the clipped term wins; total = Σ weights·loss. tis: min(exp(clamp20(trainer_old_logp − inference_logp)), cap). ' +
+      'kl_k3: exp(ref − logp) − (ref − logp) − 1. token_loss: whole-step cases of the per-token policy loss ' +
+      '(logp: the trainer logprob the gradient is taken against; old_logp: its pre-update value; rollout_logp: ' +
+      "null when absent, −9999 is vLLM's floor and unknown too; every token listed is trained: mask 1, weight ≠ 0); " +
+      'expected.grad = ∂(Σ weights·token_loss)/∂logp per token; validation: the StepValidation of those tokens ' +
+      '(over known rollout logprobs; scatter pairs exp(rollout), exp(old)), null when none is known. ' +
+      'scatter: the deterministic subsample of n tokens in batch order: all when n ≤ max, else floor(i·n/max).',
     version: 1,
     adv_eps: ADV_EPS,
     trajectories: vectorTrajectories,
@@ -203,6 +211,8 @@ export function generateVectors() {
       })),
     },
     kl_k3: klPairs.map(([l, ref]) => ({ logp: l, ref_logp: ref, kl: klK3(l, ref) })),
+    token_loss: tokenLossCases(),
+    scatter: { n: 1300, max: SCATTER_MAX, indices: scatterIndices(1300) },
   };
 }
 

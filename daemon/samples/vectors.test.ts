@@ -5,8 +5,9 @@ import { describe, expect, it } from 'vitest';
 import type { SampleJson, Trajectory } from '../protocol/samples';
 import { buildSamples } from './build';
 import { toSampleJson, trajectoryArrays } from './jsonl';
-import { klK3, ppoClipLoss, ppoClipped, truncatedIsWeight, weightedLoss } from './loss';
-import { generateVectors } from './vectors.gen';
+import { klK3, policyTokenLoss, ppoClipLoss, ppoClipped, truncatedIsWeight, weightedLoss } from './loss';
+import { scatterIndices } from './validation';
+import { generateVectors, readVectors } from './vectors.gen';
 
 interface Case {
   options: {
@@ -40,6 +41,35 @@ const vectors = JSON.parse(readFileSync(new URL('./vectors.json', import.meta.ur
   tis: { cap: number; cases: { trainer_old_logp: number; inference_logp: number; weight: number }[] };
   kl_k3: { logp: number; ref_logp: number; kl: number }[];
 };
+const { token_loss: tokenCases, scatter } = readVectors();
+
+/** The per-token loss as spec/samples.md words it, read literally: [ℓ_t, ∂ℓ_t/∂lp_t, w_t]. */
+function literalToken(
+  lp: number,
+  old: number,
+  mu: number | null,
+  A: number,
+  c: { clip_low: number; clip_high: number; tis_cap: number | null; dual_clip: number | null },
+): [number, number, number] {
+  const clamp20 = (x: number) => Math.max(-20, Math.min(20, x));
+  const known = mu !== null && mu > -9999;
+  let logRatio = lp - old;
+  let slope = 1; // ∂ log r / ∂ lp
+  if (c.tis_cap === null && known) {
+    logRatio = clamp20(lp - mu);
+    if (Math.abs(lp - mu) > 20) slope = 0;
+  }
+  const r = Math.exp(logRatio);
+  const rc = Math.max(1 - c.clip_low, Math.min(1 + c.clip_high, r));
+  let l = -Math.min(r * A, rc * A);
+  let g = r * A <= rc * A ? -r * A * slope : 0; // the unclipped term is the minimum: it carries the gradient
+  if (c.dual_clip !== null && A < 0 && -c.dual_clip * A < l) {
+    l = -c.dual_clip * A;
+    g = 0;
+  }
+  const w = c.tis_cap !== null && known ? Math.min(Math.exp(clamp20(old - mu)), c.tis_cap) : 1;
+  return [l * w, g * w, w];
+}
 
 /** The spec, read literally, with plain arrays (no limits: the 32 main cases). */
 function naive(
@@ -212,7 +242,56 @@ describe('shared test vectors', () => {
     for (const c of vectors.tis.cases) {
       expect(truncatedIsWeight(c.trainer_old_logp, c.inference_logp, vectors.tis.cap)).toBe(c.weight);
     }
-    expect(vectors.tis.cases.at(-1)!.weight).toBe(2);
+    expect(vectors.tis.cases[3].weight).toBe(2);
     for (const c of vectors.kl_k3) expect(klK3(c.logp, c.ref_logp)).toBe(c.kl);
+  });
+
+  it('the old − μ log-ratio of the TIS weight is clamped to ±20', () => {
+    expect(vectors.tis.cases.at(-1)!.weight).toBe(Math.exp(-20));
+  });
+
+  for (const c of tokenCases) {
+    it(`per-token policy loss, gradient and TIS weight: ${c.name}`, () => {
+      c.logp.forEach((lp, t) => {
+        const got = policyTokenLoss(
+          lp,
+          c.old_logp[t],
+          c.rollout_logp[t] ?? Number.NaN,
+          c.advantage[t],
+          c.loss,
+        );
+        expect(got.loss).toBe(c.expected.token_loss[t]);
+        expect(c.weights[t] * got.dlogp).toBe(c.expected.grad[t]);
+        expect(got.clipped).toBe(c.expected.clipped[t]);
+        expect(got.tisWeight).toBe(c.expected.tis_weight[t]);
+        const [l, g, w] = literalToken(lp, c.old_logp[t], c.rollout_logp[t], c.advantage[t], c.loss);
+        expect(c.expected.token_loss[t]).toBeCloseTo(l, 9);
+        expect(c.expected.grad[t]).toBeCloseTo(c.weights[t] * g, 12);
+        expect(c.expected.tis_weight[t]).toBeCloseTo(w, 14);
+      });
+      expect(weightedLoss(c.expected.token_loss, c.weights)).toBeCloseTo(c.expected.total, 6);
+    });
+  }
+
+  it('decoupled PPO weighs a mismatched token by min(π/μ, C) once, not by its square', () => {
+    const c = tokenCases[0];
+    // token 1: π/μ = 1.5 with A = −1, token 2: π/μ = e³ over the cap C = 2; both at lp = old
+    expect(c.expected.grad[1] / c.weights[1]).toBeCloseTo(1.5, 14);
+    expect(c.expected.grad[2] / c.weights[2]).toBeCloseTo(2, 14);
+    // the correction applied twice (ratio against μ, then TIS) would give 1.5² and e³ · 2
+    expect(c.expected.grad[1] / c.weights[1]).not.toBeCloseTo(2.25, 3);
+  });
+
+  it("vLLM's −9999 floor and an absent rollout logprob are unknown: weight 1, left out of validation", () => {
+    const c = tokenCases[0];
+    expect([c.expected.tis_weight[4], c.expected.tis_weight[5]]).toEqual([1, 1]);
+    expect(c.validation!.tokens).toBe(7);
+    expect(tokenCases.at(-1)!.validation).toBeNull();
+  });
+
+  it('the validation scatter is a deterministic subsample of at most 512 points', () => {
+    expect(scatterIndices(scatter.n, scatter.max)).toEqual(scatter.indices);
+    expect(scatter.indices).toHaveLength(512);
+    expect(scatterIndices(5)).toEqual([0, 1, 2, 3, 4]);
   });
 });

@@ -256,6 +256,25 @@ ALTER TABLE llm_calls ADD COLUMN backend_shared {INT};
 ALTER TABLE llm_calls ADD COLUMN backend_rest TEXT;
 ALTER TABLE llm_calls ADD COLUMN backend_from_base {INT}`,
   },
+  {
+    // The sampling parameters each call's backend got (training rollouts: the run's, not the harness's).
+    version: 8,
+    name: 'llm calls keep their sampling parameters',
+    up: 'ALTER TABLE llm_calls ADD COLUMN sampling {JSON}',
+  },
+  {
+    // A step's train/inference agreement with its scatter (StepValidation, up to 512 pairs): its scalars
+    // are also in run_metrics; the whole is read one step at a time, so the metrics stay small.
+    version: 10,
+    name: "each step's train/inference agreement (step_validations)",
+    up: `
+CREATE TABLE step_validations (
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step {INT} NOT NULL,
+  validation {JSON} NOT NULL,
+  PRIMARY KEY (run_id, step)
+)`,
+  },
 ];
 
 export function migrations(

@@ -20,6 +20,7 @@ import type {
   Task,
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
+import type { StepValidation } from '../protocol/training';
 import type { Driver } from './driver';
 import * as calls from './sql/calls';
 import { SqlContext } from './sql/context';
@@ -85,6 +86,12 @@ export class SqlStore implements Store {
   }
   listRunMetrics(runId: string): Promise<RunMetrics[]> {
     return runs.listRunMetrics(this.c, runId);
+  }
+  setStepValidation(runId: string, step: number, validation: StepValidation): Promise<void> {
+    return runs.setStepValidation(this.c, runId, step, validation);
+  }
+  getStepValidation(runId: string, step: number): Promise<StepValidation | null> {
+    return runs.getStepValidation(this.c, runId, step);
   }
 
   // ---- tasks and groups

@@ -140,6 +140,28 @@ describe.each(active)('$name store', (backend) => {
     expect(await storeError(store.listRunMetrics('run_nope'))).toMatchObject({ code: 'not_found' });
   });
 
+  it("keeps a step's train/inference agreement with its scatter, one per step, and names a bad one", async () => {
+    const { store } = await fresh();
+    const run = await store.createRun({ name: 'r', config: {} });
+    const v = {
+      tokens: 3,
+      logprob_diff_mean: 0.25,
+      logprob_diff_max: 0.5,
+      prob_correlation: null,
+      tis_weight_mean: 1,
+      tis_capped_fraction: 0,
+      scatter: [[0.5, 0.25] as [number, number]],
+    };
+    await store.setStepValidation(run.id, 4, v);
+    expect(await store.getStepValidation(run.id, 4)).toEqual(v);
+    await store.setStepValidation(run.id, 4, { ...v, tokens: 7 });
+    expect((await store.getStepValidation(run.id, 4))?.tokens).toBe(7);
+    expect(await store.getStepValidation(run.id, 5)).toBeNull();
+    expect(await storeError(store.setStepValidation('run_nope', 0, v))).toMatchObject({ field: 'run_id' });
+    const bad = { ...v, scatter: 'x' } as never;
+    expect(await storeError(store.setStepValidation(run.id, 0, bad))).toMatchObject({ field: 'validation' });
+  });
+
   it('numbers tasks per run and filters them by split', async () => {
     const { store } = await fresh();
     const run = await store.createRun({ name: 'r', config: {} });
@@ -554,6 +576,37 @@ describe.each(active)('$name store', (backend) => {
     ).toMatchObject({ code: 'invalid' });
   });
 
+  it("keeps each call's sampling parameters, and the harness's values the run replaced", async () => {
+    const { store } = await fresh();
+    const ro = await store.createRollout({ kind: 'standalone' });
+    const sampling = {
+      temperature: 1,
+      top_p: 1,
+      top_k: 0,
+      min_p: 0,
+      repetition_penalty: 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      seed: 7,
+      max_tokens: 512,
+      source: 'run' as const,
+      overridden: { temperature: 0.6, top_k: 20 },
+    };
+    const single = await store.recordLlmCall(newCall({ rollout_id: ro.id, sampling }));
+    const [batched] = await store.recordLlmCalls([
+      newCall({ rollout_id: ro.id, sampling: { ...sampling, source: 'request', overridden: null } }),
+      newCall({ rollout_id: ro.id }),
+    ]);
+    expect(LlmCall.parse(await store.getLlmCall(single.id)).sampling).toEqual(sampling);
+    expect((await store.getLlmCall(batched.id))?.sampling).toEqual({
+      ...sampling,
+      source: 'request',
+      overridden: null,
+    });
+    const listed = await store.listLlmCalls(ro.id);
+    expect(listed.map((c) => c.sampling?.source ?? null)).toEqual(['run', 'request', null]);
+  });
+
   it('numbers calls per rollout, records a batch atomically and announces summaries', async () => {
     const { store, events } = await fresh();
     const [a, b] = await store.createRollouts([{ kind: 'standalone' }, { kind: 'standalone' }]);
@@ -853,7 +906,7 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10]);
     // Version 4 hashed the keys in place: the old keys still work, and the database holds none.
     expect(await upgraded.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
     expect(await upgraded.getRecordingKeyHash(rec.id)).toBe(keyHash(rec.key));
@@ -888,6 +941,8 @@ describe.each(active)('$name store', (backend) => {
     });
     expect(await upgraded.getRollout(offRec.rollout_id)).toMatchObject({ kind: 'recording', tito: false });
     expect((await upgraded.getLlmCall(call.id))?.prompt_ids).toEqual([5, 6, 7]);
+    // Version 8: calls keep their sampling parameters; older calls have none.
+    expect((await upgraded.getLlmCall(call.id))?.sampling).toBeNull();
     expect(
       (await upgraded.listRollouts({ run_id: run.id, status: 'queued' })).items.map((r) => r.id),
     ).toEqual([ro.id]);
@@ -895,7 +950,7 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10]);
     expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
   });
 

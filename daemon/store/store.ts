@@ -23,6 +23,7 @@ import type {
   Task,
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
+import type { StepValidation } from '../protocol/training';
 
 export interface RolloutFilter {
   run_id?: string;
@@ -80,6 +81,9 @@ export interface Store {
   ): Promise<Run>;
   addRunMetrics(runId: string, step: number, metrics: Record<string, number | null>): Promise<RunMetrics>;
   listRunMetrics(runId: string): Promise<RunMetrics[]>;
+  /** A step's train/inference agreement with its scatter (its scalars also go to the step's metrics). */
+  setStepValidation(runId: string, step: number, validation: StepValidation): Promise<void>;
+  getStepValidation(runId: string, step: number): Promise<StepValidation | null>;
 
   // tasks and groups
   createTasks(runId: string, tasks: { input: unknown; split: Task['split'] }[]): Promise<Task[]>;

@@ -18,6 +18,7 @@ export function newCall(patch: Partial<NewLlmCall> = {}): NewLlmCall {
     response_logprobs: [-0.5, -0.25],
     token_source: 'backend',
     bridge: null,
+    sampling: null,
     finish_reason: 'stop',
     usage: { prompt_tokens: 3, completion_tokens: 2 },
     model: 'm',
@@ -36,5 +37,12 @@ export function newCall(patch: Partial<NewLlmCall> = {}): NewLlmCall {
 
 /** A call as the store returns it (id, seq, created_at added), with the same defaults. */
 export function storedCall(patch: Partial<LlmCall> = {}): LlmCall {
-  return { id: 'call_1', seq: 0, created_at: '2026-12-02T00:00:00.000Z', ...newCall(), ...patch };
+  return {
+    id: 'call_1',
+    seq: 0,
+    created_at: '2026-12-02T00:00:00.000Z',
+    ...newCall(),
+    sampling: null,
+    ...patch,
+  };
 }

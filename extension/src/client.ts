@@ -26,6 +26,7 @@ import {
   RunWorkers,
 } from '../../daemon/protocol/entities';
 import { DaemonEvent } from '../../daemon/protocol/events';
+import { StepValidation } from '../../daemon/protocol/training';
 
 export class ApiError extends Error {
   constructor(
@@ -130,6 +131,14 @@ export class DaemonClient {
   }
   stopRun(id: string): Promise<unknown> {
     return this.request('POST', `/api/runs/${enc(id)}/stop`, z.unknown(), {});
+  }
+  /** Go on with a paused (or stopped) run from its stored step. */
+  resumeRun(id: string): Promise<Run> {
+    return this.request('POST', `/api/runs/${enc(id)}/resume`, Run, {});
+  }
+  /** A step's train/inference agreement with its rollout-vs-trainer scatter. */
+  stepValidation(id: string, step: number): Promise<StepValidation> {
+    return this.request('GET', `/api/runs/${enc(id)}/steps/${step}/validation`, StepValidation);
   }
   /** Who runs the run's rollouts: attached workers, and the command that attaches one. */
   runWorkers(id: string): Promise<RunWorkers> {

@@ -236,6 +236,22 @@ export const COMMANDS: Record<string, CommandSpec> = {
       }
     },
   },
+  'harnessRl.resumeRun': {
+    needsDaemon: true,
+    run: async (ctx, c, arg) => {
+      const run = await runArg(c!, arg, (r) => r.status === 'paused' || r.status === 'stopped');
+      if (!run) return;
+      try {
+        const resumed = await c!.resumeRun(run.id);
+        ctx.runsTree.refresh();
+        void vscode.window.showInformationMessage(
+          `Harness RL: run "${run.name}" resumed from step ${resumed.step}.`,
+        );
+      } catch (err) {
+        void vscode.window.showErrorMessage(`Harness RL: could not resume the run: ${errorText(err)}`);
+      }
+    },
+  },
   'harnessRl.openDashboard': {
     needsDaemon: true,
     run: async (ctx, c, arg) => {

@@ -2,7 +2,7 @@
 // tree views, diagnostics and the active recording.
 import * as vscode from 'vscode';
 import type { CreatedRecording } from '../../daemon/protocol/api';
-import type { RunWorkers } from '../../daemon/protocol/entities';
+import type { Run, RunWorkers } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { describeWorkers } from '../../webview/src/workers';
 import type { DaemonClient, EventStream } from './client';
@@ -29,6 +29,8 @@ export class Ctx implements vscode.Disposable {
     string,
     { name: string; step: number; steps?: number; workers?: RunWorkers }
   >();
+  /** Runs that paused themselves, the most recent last, with why (the status bar shows the last). */
+  private readonly paused = new Map<string, { name: string; step: number; message: string }>();
 
   constructor(
     readonly extension: vscode.ExtensionContext,
@@ -195,6 +197,7 @@ export class Ctx implements vscode.Disposable {
         this.training.set(e.run.id, { name: e.run.name, step: e.run.step, steps, workers: before?.workers });
         if (!before) void this.fetchWorkers(e.run.id);
       }
+      this.notePaused(e.run);
       this.updateStatus();
     }
     if (e.type === 'workers') {
@@ -239,7 +242,10 @@ export class Ctx implements vscode.Disposable {
         if (this.recording) this.status.set({ kind: 'recording', name: this.recording.name, url });
         else {
           const latest = [...this.training.values()].at(-1);
-          if (latest)
+          const paused = [...this.paused].at(-1);
+          if (paused)
+            this.status.set({ kind: 'paused', runId: paused[0], run: paused[1].name, ...paused[1], url });
+          else if (latest)
             this.status.set({
               kind: 'training',
               run: latest.name,
@@ -265,10 +271,28 @@ export class Ctx implements vscode.Disposable {
         this.training.set(run.id, { name: run.name, step: run.step, steps });
         void this.fetchWorkers(run.id);
       }
+      for (const run of runs.items.filter((r) => r.status === 'paused').reverse()) this.notePaused(run, true);
       this.updateStatus();
     } catch {
       // the tree shows errors
     }
+  }
+
+  /** Keeps the paused runs; a run that pauses now says so once, with Resume and Dashboard at hand. */
+  private notePaused(run: Run, quiet = false) {
+    const was = this.paused.has(run.id);
+    this.paused.delete(run.id);
+    if (run.status !== 'paused') return;
+    const message = run.error ?? 'paused';
+    this.paused.set(run.id, { name: run.name, step: run.step, message });
+    if (was || quiet) return;
+    const arg = { kind: 'runId', id: run.id };
+    void vscode.window
+      .showWarningMessage(`Harness RL: run "${run.name}" paused: ${message}`, 'Open Dashboard', 'Resume Run')
+      .then((pick) => {
+        if (pick === 'Open Dashboard') void vscode.commands.executeCommand('harnessRl.openDashboard', arg);
+        if (pick === 'Resume Run') void vscode.commands.executeCommand('harnessRl.resumeRun', arg);
+      });
   }
 
   /** Who runs a running run's rollouts (later changes come as `workers` events). */

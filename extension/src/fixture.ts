@@ -39,6 +39,7 @@ function call(
     response_logprobs: response.map((_, i) => -((i * 37) % 11) / 3),
     token_source: 'backend',
     bridge: null,
+    sampling: null,
     finish_reason: 'stop',
     usage: { prompt_tokens: prompt.length, completion_tokens: response.length },
     model: 'reference',

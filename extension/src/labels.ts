@@ -217,7 +217,9 @@ export type StatusView =
       /** What the run's workers need (describeWorkers), when anything. */
       workers?: WorkersNote | null;
     }
-  | { kind: 'recording'; name: string; url: string };
+  | { kind: 'recording'; name: string; url: string }
+  /** A run that paused itself (a `validation:` threshold) and waits for a person; `message` says why. */
+  | { kind: 'paused'; runId: string; run: string; step: number; message: string; url: string };
 
 /** The status bar's text and tooltip line for each daemon state. */
 export function describeStatus(s: StatusView): { text: string; detail: string } {
@@ -252,5 +254,10 @@ export function describeStatus(s: StatusView): { text: string; detail: string } 
     }
     case 'recording':
       return { text: `$(record) Recording ${s.name}`, detail: `Recording **${s.name}** (${s.url})` };
+    case 'paused':
+      return {
+        text: `$(debug-pause) ${s.run} paused at step ${s.step}`,
+        detail: `Run **${s.run}** paused: ${s.message.replace(/[\\`*_[\]<>]/g, '\\$&')}`,
+      };
   }
 }

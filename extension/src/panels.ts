@@ -101,6 +101,12 @@ abstract class Panel implements vscode.Disposable {
       case 'stopRun':
         await vscode.commands.executeCommand('harnessRl.stopRun', { kind: 'runId', id: m.run_id });
         break;
+      case 'resumeRun':
+        await vscode.commands.executeCommand('harnessRl.resumeRun', { kind: 'runId', id: m.run_id });
+        break;
+      case 'stepValidation':
+        await this.stepValidation(m.run_id, m.step);
+        break;
       case 'openRollout':
         await TrajectoryPanel.show(this.ctx, m.rollout_id);
         break;
@@ -110,8 +116,9 @@ abstract class Panel implements vscode.Disposable {
     }
   }
 
-  /** Only the dashboard overlays other runs. */
+  /** Only the dashboard overlays other runs and shows a step's scatter. */
   protected async compareRuns(_runIds: string[]): Promise<void> {}
+  protected async stepValidation(_runId: string, _step: number): Promise<void> {}
 
   protected reloadSoon() {
     if (this.ready) this.reload.schedule();
@@ -329,6 +336,17 @@ export class DashboardPanel extends Panel {
       }),
     );
     this.post({ type: 'compare', runs: runs.filter((r) => r !== null) });
+  }
+
+  protected override async stepValidation(runId: string, step: number): Promise<void> {
+    const client = this.ctx.client;
+    if (!client) return;
+    try {
+      const validation = await client.stepValidation(runId, step);
+      this.post({ type: 'validation', run_id: runId, step, validation });
+    } catch (err) {
+      this.post({ type: 'validation', run_id: runId, step, validation: null, message: errorText(err) });
+    }
   }
 
   override dispose(): void {

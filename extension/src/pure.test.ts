@@ -184,6 +184,22 @@ describe('the status bar', () => {
     expect(describeStatus({ kind: 'recording', name: 's', url: 'u' }).text).toBe('$(record) Recording s');
   });
 
+  it('a run that a validation threshold paused shows where and why, the message safe as Markdown', () => {
+    const s = describeStatus({
+      kind: 'paused',
+      runId: 'run_1',
+      run: 'math',
+      step: 4,
+      message:
+        'validation paused the run after step 3: logprob_diff_mean 0.25 > 0.1 (validation.logprob_diff_mean_max)',
+      url: 'u',
+    });
+    expect(s.text).toBe('$(debug-pause) math paused at step 4');
+    expect(s.detail).toBe(
+      'Run **math** paused: validation paused the run after step 3: logprob\\_diff\\_mean 0.25 \\> 0.1 (validation.logprob\\_diff\\_mean\\_max)',
+    );
+  });
+
   it('a daemon that answers but refuses the known tokens is told apart from no daemon', () => {
     const found = describeStatus({ kind: 'found', url: 'http://127.0.0.1:4100' });
     expect(found.text).toBe('$(key) Harness RL');

@@ -1,4 +1,4 @@
-// The status bar item: stopped / starting / idle / training step k / recording.
+// The status bar item: stopped / starting / idle / training step k / a run paused / recording.
 import * as vscode from 'vscode';
 import { describeStatus, type StatusView } from './labels';
 
@@ -29,6 +29,7 @@ export class StatusBar implements vscode.Disposable {
         'harnessRl.showLogs',
         'harnessRl.stopRecording',
         'harnessRl.openDashboard',
+        'harnessRl.resumeRun',
       ],
     };
     md.appendMarkdown(`**Harness RL** — ${detail}\n\n`);
@@ -42,13 +43,20 @@ export class StatusBar implements vscode.Disposable {
               '[$(debug-restart) Restart](command:harnessRl.restartDaemon)',
             ];
     if (s.kind === 'recording') links.push('[$(debug-stop) Stop recording](command:harnessRl.stopRecording)');
+    if (s.kind === 'paused') {
+      const arg = encodeURIComponent(JSON.stringify({ kind: 'runId', id: s.runId }));
+      links.unshift(
+        `[$(debug-continue) Resume run](command:harnessRl.resumeRun?${arg})`,
+        `[$(graph) Dashboard](command:harnessRl.openDashboard?${arg})`,
+      );
+    }
     links.push('[$(output) Logs](command:harnessRl.showLogs)');
     md.appendMarkdown(links.join(' · '));
     this.item.tooltip = md;
     this.item.backgroundColor =
       s.kind === 'failed'
         ? new vscode.ThemeColor('statusBarItem.errorBackground')
-        : s.kind === 'recording'
+        : s.kind === 'recording' || s.kind === 'paused'
           ? new vscode.ThemeColor('statusBarItem.warningBackground')
           : undefined;
   }

@@ -11,6 +11,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMetrics } from '../../daemon/protocol/entities';
 import type { ToDashboard, ToSnippets, ToTrajectory } from '../../webview/src/protocol';
+import { scatterPosition } from '../../webview/src/scatter';
 import { capturedRollout, syntheticRollout } from './fixture';
 import { viewSamples } from './samples';
 import { recordingSnippets } from './snippets';
@@ -484,6 +485,130 @@ describe('run dashboard in Chromium', () => {
       await p.screenshot({ path: join(artifacts, `webview-dashboard-${theme}.png`), fullPage: true });
       await p.close();
     }
+  });
+
+  it("plots the train/inference agreement against the run's thresholds, shows a step's scatter, and a pause with Resume", async () => {
+    const message =
+      'validation paused the run after step 2: logprob_diff_mean 0.3 > 0.1 (validation.logprob_diff_mean_max). ' +
+      'Resume with: harness-rl run resume run_fixture';
+    const paused = {
+      ...run,
+      status: 'paused' as const,
+      step: 3,
+      error: message,
+      config: { ...run.config, validation: { logprob_diff_mean_max: 0.1, prob_correlation_min: 0.9 } },
+    };
+    const agreeing = (step: number): RunMetrics => ({
+      ...row(step),
+      metrics: {
+        ...row(step).metrics,
+        rollout_logprob_tokens: 40,
+        logprob_diff_mean: 0.02 + step * 0.14,
+        logprob_diff_max: 0.5,
+        prob_correlation: 0.99 - step * 0.05,
+        tis_weight_mean: 1,
+        tis_capped_fraction: 0.01 * step,
+      },
+    });
+    const sent = async () =>
+      p.evaluate(
+        () => (window as unknown as { __sent: { type: string; run_id?: string; step?: number }[] }).__sent,
+      );
+    const p = await open('dashboard');
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'dashboard',
+      run: paused,
+      metrics: [agreeing(0), agreeing(1), agreeing(2)],
+    } satisfies ToDashboard);
+    await p.locator('.chart canvas').first().waitFor();
+    for (const key of [
+      'logprob_diff_mean',
+      'logprob_diff_max',
+      'prob_correlation',
+      'tis_weight_mean',
+      'tis_capped_fraction',
+    ])
+      expect(await p.locator(`.chart[data-key="${key}"] canvas`).count()).toBe(1);
+    // each threshold is a dashed line named in the chart's legend, inside the y range
+    const diff = p.locator('.chart[data-key="logprob_diff_mean"]');
+    expect(await diff.getAttribute('data-thresholds')).toBe('max 0.1');
+    expect(await diff.locator('.u-legend').innerText()).toContain('max 0.1');
+    expect(await p.locator('.chart[data-key="prob_correlation"]').getAttribute('data-thresholds')).toBe(
+      'min 0.9',
+    );
+    const [lo, hi] = ((await diff.getAttribute('data-y-range')) ?? '').split(',').map(Number);
+    expect(lo! <= 0.1 && hi! >= 0.3).toBe(true);
+    // the pause names the step and the figure; Resume asks the host to resume this run
+    expect(await p.locator('#run-paused').innerText()).toContain('step 2: logprob_diff_mean 0.3 > 0.1');
+    expect(await p.locator('#run-status').innerText()).toBe('paused');
+    await p.locator('#resume-run').click();
+    expect((await sent()).find((m) => m.type === 'resumeRun')?.run_id).toBe(run.id);
+    // the latest step's scatter is asked for and drawn: one dot per pair, the figures in words
+    await expect
+      .poll(async () => (await sent()).filter((m) => m.type === 'stepValidation').at(-1))
+      .toEqual({ type: 'stepValidation', run_id: run.id, step: 2 });
+    const validation = {
+      tokens: 3,
+      logprob_diff_mean: 0.3,
+      logprob_diff_max: 1.2,
+      prob_correlation: 0.8,
+      tis_weight_mean: 1.1,
+      tis_capped_fraction: 0.05,
+      scatter: [
+        [0.5, 0.5],
+        [0.2, 0.6],
+        [0.9, 0.85],
+      ] as [number, number][],
+    };
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'validation',
+      run_id: run.id,
+      step: 2,
+      validation,
+    } satisfies ToDashboard);
+    await expect.poll(() => p.locator('#agreement svg circle').count()).toBe(3);
+    const dot = await p
+      .locator('#agreement svg circle')
+      .nth(1)
+      .evaluate((c: { getAttribute(n: string): string }) => [
+        Number(c.getAttribute('cx')),
+        Number(c.getAttribute('cy')),
+      ]);
+    expect(dot).toEqual(scatterPosition([0.2, 0.6], 320).map((x) => Number(x.toFixed(1))));
+    expect(await p.locator('#scatter-figures').innerText()).toBe(
+      'step 2 · 3 tokens with a rollout logprob · |Δ logprob| mean 0.3, max 1.2 · prob correlation 0.8 · TIS weight mean 1.1, 5% capped',
+    );
+    await p.screenshot({ path: join(artifacts, 'webview-dashboard-validation.png'), fullPage: true });
+    // another step, picked: asked for, remembered, and a step without a scatter says why
+    await p.locator('#scatter-step').selectOption('0');
+    await expect
+      .poll(async () => (await sent()).filter((m) => m.type === 'stepValidation').at(-1)?.step)
+      .toBe(0);
+    expect(
+      await p.evaluate(
+        () => (window as unknown as { __state: { scatter_step: number } }).__state.scatter_step,
+      ),
+    ).toBe(0);
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'validation',
+      run_id: run.id,
+      step: 0,
+      validation: null,
+      message: 'step 0 of run run_fixture has no train/inference validation',
+    } satisfies ToDashboard);
+    await expect
+      .poll(() => p.locator('#agreement').innerText())
+      .toContain('has no train/inference validation');
+    // a new step adds itself to the picker; the picked step stays
+    await p.evaluate((m) => window.postMessage(m, '*'), {
+      type: 'metrics',
+      metrics: agreeing(3),
+    } satisfies ToDashboard);
+    await expect
+      .poll(() => p.locator('#scatter-step option').allInnerTexts())
+      .toEqual(['latest (step 3)', 'step 3', 'step 2', 'step 1', 'step 0']);
+    expect(await p.locator('#scatter-step').inputValue()).toBe('0');
+    await p.close();
   });
 
   it('says the run waits for a worker, with the command and a Copy button, until one attaches', async () => {

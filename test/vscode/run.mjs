@@ -1067,6 +1067,48 @@ async function checks() {
     }
   });
 
+  await step(
+    'a run that a validation threshold pauses shows in the status bar; Resume Run goes on',
+    async () => {
+      // tis_cap 0.5 caps every token where trainer and rollout agree: the capped share 1 is past 0.2
+      const base = ctx.run.config;
+      const created = await api('POST', '/api/runs', {
+        config: {
+          ...base,
+          name: 'vscode-paused',
+          algorithm: { ...base.algorithm, tis_cap: 0.5 },
+          validation: { tis_capped_fraction_max: 0.2 },
+        },
+        base_dir: ctx.run.base_dir,
+      });
+      const statusItem = page.locator('.statusbar-item', { hasText: 'vscode-paused' }).first();
+      const pausedAt = (n) =>
+        waitFor(
+          `the status bar to show the run paused at step ${n}`,
+          async () =>
+            (await statusItem.innerText().catch(() => '')).includes(`paused at step ${n}`) &&
+            (await statusItem.innerHTML()).includes('codicon-debug-pause'),
+          240_000,
+          1000,
+        );
+      await pausedAt(1);
+      const paused = await api('GET', `/api/runs/${created.id}`);
+      if (!/step 0: tis_capped_fraction 1 > 0.2/.test(paused.error ?? ''))
+        throw new Error(`the pause does not name the step and figure: ${paused.error}`);
+      await shot('15-status-paused');
+      await page.keyboard.press('Escape'); // the pause's notification
+      await palette('Harness RL: Resume Run');
+      await quickPick('vscode-paused');
+      await pausedAt(2); // step 1 is past the threshold too
+      await api('POST', `/api/runs/${created.id}/stop`, {});
+      await waitFor(
+        'the status bar to leave the stopped run',
+        async () => (await page.locator('.statusbar-item', { hasText: 'vscode-paused' }).count()) === 0,
+        30_000,
+      );
+    },
+  );
+
   await step('a daemon that crashes is restarted by the extension', async () => {
     const pidOf = () =>
       readdirSync('/proc')

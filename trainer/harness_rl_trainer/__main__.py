@@ -127,7 +127,7 @@ class Server:
                 field = getattr(err, "field", None)
                 log.debug("%s", traceback.format_exc())
                 self.error(rid, f"{type(err).__name__}: {err}", field)
-        self.ctx.broadcast(None)
+        self.ctx.broadcast_request(None)
 
     def handle(self, h: dict, payload) -> None:
         t = h["t"]
@@ -213,7 +213,7 @@ class Server:
 
 def run_everywhere(ctx, trainer, request):
     """Rank 0 broadcasts the request; every rank runs it (FSDP2 needs all ranks in each step)."""
-    ctx.broadcast(request)
+    ctx.broadcast_request(request)
     return execute(trainer, request)
 
 
@@ -227,7 +227,7 @@ def execute(trainer, request):
 def follower_loop(ctx, trainer) -> None:
     """Ranks > 0: run what rank 0 broadcasts until it sends None."""
     while True:
-        request = ctx.broadcast(None)
+        request = ctx.broadcast_request(None)
         if request is None:
             return
         try:

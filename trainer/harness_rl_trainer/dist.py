@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+
+# Collectives inside a step (NCCL's own default is 10 minutes; a step's all-gathers never wait that long).
+STEP_TIMEOUT_S = float(os.environ.get("HARNESS_RL_STEP_TIMEOUT_S", 600))
+# Followers wait for rank 0's next request, which comes when the daemon sends a batch: hours apart while
+# rollouts run. They wait on a gloo group with this timeout, not on NCCL, whose watchdog would abort
+# the process after STEP_TIMEOUT_S (on CPU gloo's 30-minute default hid that).
+IDLE_TIMEOUT = timedelta(days=365)
 
 
 @dataclass
@@ -15,6 +23,7 @@ class DistContext:
     world_size: int = 1
     device: torch.device = torch.device("cpu")
     mesh: object | None = None
+    control: object | None = None  # the gloo group requests are broadcast on
 
     @property
     def enabled(self) -> bool:
@@ -29,11 +38,19 @@ class DistContext:
             dist.barrier()
 
     def broadcast(self, obj):
-        """Rank 0's ``obj`` on every rank (pickled; the batches are small next to a step)."""
+        """Rank 0's ``obj`` on every rank (pickled), within a step."""
         if not self.enabled:
             return obj
         box = [obj]
         dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def broadcast_request(self, obj):
+        """Rank 0's next request on every rank, over the gloo control group: followers wait here for hours."""
+        if not self.enabled:
+            return obj
+        box = [obj]
+        dist.broadcast_object_list(box, src=0, group=self.control)
         return box[0]
 
     def all_sum(self, values: list[float]) -> list[float]:
@@ -65,15 +82,17 @@ def init_distributed(device: str = "auto") -> DistContext:
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", "0"))
+    step_timeout = timedelta(seconds=STEP_TIMEOUT_S)
     if use_cuda:
         torch.cuda.set_device(local)
         dev = torch.device("cuda", local)
-        dist.init_process_group("nccl", device_id=dev)
+        dist.init_process_group("nccl", device_id=dev, timeout=step_timeout)
     else:
         dev = torch.device("cpu")
-        dist.init_process_group("gloo")
+        dist.init_process_group("gloo", timeout=step_timeout)
+    control = dist.new_group(backend="gloo", timeout=IDLE_TIMEOUT)
     mesh = init_device_mesh(dev.type, (world,), mesh_dim_names=("dp",))
-    return DistContext(rank=rank, world_size=world, device=dev, mesh=mesh)
+    return DistContext(rank=rank, world_size=world, device=dev, mesh=mesh, control=control)
 
 
 def shard(

@@ -36,6 +36,7 @@ from .model import (
     token_logprobs,
     write_weights,
 )
+from .validation import Validation, token_numbers
 
 
 @dataclass
@@ -45,6 +46,7 @@ class TrainerConfig:
     token_budget: int = 8192  # padded tokens per micro-batch
     grad_ckpt: bool = True
     keep_versions: int = 3
+    save_train_state: bool = True  # False: weights only, no optimiser state to resume from (gpu_check)
     max_grad_norm: float = 1.0
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
@@ -121,7 +123,9 @@ class Trainer:
 
     def _build(self, run: dict) -> None:
         self.model = self.optim = self.ref_model = None
-        model, path = load_model(run["model"], grad_ckpt=self.cfg.grad_ckpt, seed=run["seed"])
+        model, path = load_model(
+            run["model"], grad_ckpt=self.cfg.grad_ckpt, seed=run["seed"], base_dtype=self.compute_dtype
+        )
         self.base_path = path
         self.save_dtype = checkpoint_dtype(path)
         model.to(self.ctx.device)
@@ -134,34 +138,42 @@ class Trainer:
         )
         self.vocab = model.get_input_embeddings().num_embeddings
 
-    def _reference_logprobs(self, ids, attn):
+    def _reference_logprobs(self, ids, attn, temperature=None):
         """Logprobs under the reference policy: the base without the adapter (LoRA) or a frozen copy (full)."""
         with torch.no_grad(), self._autocast():
             if hasattr(self.model, "disable_adapter"):
                 with self.model.disable_adapter():
-                    return token_logprobs(self.model, ids, attn)[0]
+                    return token_logprobs(self.model, ids, attn, temperature=temperature)[0]
             if self.ref_model is None:
-                ref, _ = load_model(self.run["model"], grad_ckpt=False, seed=self.run["seed"])
+                ref, _ = load_model(
+                    self.run["model"], grad_ckpt=False, seed=self.run["seed"], base_dtype=self.compute_dtype
+                )
                 ref.requires_grad_(False)
                 ref.to(self.ctx.device)
                 if self.ctx.enabled:
                     shard(ref, self.ctx, decoder_layers(ref), self.compute_dtype)
                 self.ref_model = ref
-            return token_logprobs(self.ref_model, ids, attn)[0]
+            return token_logprobs(self.ref_model, ids, attn, temperature=temperature)[0]
 
     def _autocast(self):
         if self.compute_dtype == torch.bfloat16 and not self.ctx.enabled:
             return torch.autocast(self.ctx.device.type, dtype=torch.bfloat16)
         return torch.autocast(self.ctx.device.type, enabled=False)
 
-    def logprobs(self, input_ids: list[list[int]]) -> list[list[float]]:
-        """log p(token t | tokens < t) for t ≥ 1 of each sequence, under the current weights (no update)."""
+    def logprobs(
+        self, input_ids: list[list[int]], temperatures: list[float] | None = None
+    ) -> list[list[float]]:
+        """log p(token t | tokens < t) for t ≥ 1 of each sequence at its temperature (default 1), under the
+        current weights (no update)."""
         self.model.eval()
         out = []
         with torch.no_grad(), self._autocast():
-            for ids in input_ids:
+            for i, ids in enumerate(input_ids):
                 x = torch.tensor([ids], dtype=torch.long, device=self.ctx.device)
-                lp, _ = token_logprobs(self.model, x, torch.ones_like(x))
+                temp = torch.tensor(
+                    [1.0 if temperatures is None else temperatures[i]], device=self.ctx.device
+                )
+                lp, _ = token_logprobs(self.model, x, torch.ones_like(x), temperature=temp)
                 out.append(lp[0].double().cpu().tolist())
         return out
 
@@ -187,6 +199,9 @@ class Trainer:
             raise TrainerError("non-finite loss weight or advantage on a trained token", field="samples")
         if not np.isin(samples.loss_mask, (0, 1)).all():
             raise TrainerError("loss_mask holds values other than 0 and 1", field="samples")
+        temps = samples.temperatures
+        if temps is not None and not all(math.isfinite(t) and t > 0 for t in temps):
+            raise TrainerError("a sample temperature is not a positive number", field="samples.temperatures")
         loss = header["loss"]
         if loss["kl_coef"] > 0 and loss.get("tis_cap") is not None and loss["tis_cap"] <= 0:
             raise TrainerError("tis_cap must be positive", field="loss.tis_cap")
@@ -211,6 +226,45 @@ class Trainer:
         if run is not None:
             self.open(run)
 
+    def _micro_batch(self, samples: Samples, offs: list[int], idx: list[int], numbers: np.ndarray):
+        """The padded tensors of one micro-batch (on the CPU); ``numbers`` as validation.token_numbers."""
+        width = max(samples.lengths[i] for i in idx)
+        b = len(idx)
+        t = {
+            "ids": torch.zeros((b, width), dtype=torch.long),
+            "attn": torch.zeros((b, width), dtype=torch.long),
+            "mask": torch.zeros((b, width), dtype=torch.bool),
+            "mu": torch.full((b, width), float("nan"), dtype=torch.float64),
+            "adv": torch.zeros((b, width), dtype=torch.float32),
+            "w": torch.zeros((b, width), dtype=torch.float64),
+            "num": torch.full((b, width), -1, dtype=torch.long),
+            "temp": torch.tensor([samples.temperature(i) for i in idx], dtype=torch.float32),
+        }
+        for row, i in enumerate(idx):
+            s, e = offs[i], offs[i + 1]
+            n = e - s
+            t["ids"][row, :n] = torch.from_numpy(samples.input_ids[s:e].astype(np.int64))
+            t["attn"][row, :n] = 1
+            t["mask"][row, :n] = torch.from_numpy(samples.loss_mask[s:e] != 0)
+            t["mu"][row, :n] = torch.from_numpy(samples.old_logprobs[s:e])
+            t["adv"][row, :n] = torch.from_numpy(samples.advantages[s:e])
+            t["w"][row, :n] = torch.from_numpy(samples.loss_weights[s:e])
+            t["num"][row, :n] = torch.from_numpy(numbers[s:e])
+        return t, b * width
+
+    def _optimizer_step(self, lr: float | None) -> float:
+        """Clips the accumulated gradients, steps (unless ``lr`` is None: nothing was trained), returns the norm."""
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
+        if hasattr(grad_norm, "full_tensor"):
+            grad_norm = grad_norm.full_tensor()
+        if lr is not None:
+            for g in self.optim.param_groups:
+                g["lr"] = lr
+            self.optim.step()
+        self.optim.zero_grad(set_to_none=True)
+        return float(grad_norm)
+
     def _step(self, header: dict, samples: Samples) -> dict:
         started = time.perf_counter()
         ctx, model, loss_cfg = self.ctx, self.model, header["loss"]
@@ -222,45 +276,30 @@ class Trainer:
         groups = micro_batches(samples.lengths, self.cfg.token_budget)
         mine = groups[ctx.rank :: ctx.world_size]
         rounds = -(-len(groups) // ctx.world_size)
+        numbers = token_numbers(samples)
+        check = Validation(numbers, loss_cfg.get("tis_cap"))
         sums = {"loss": 0.0, "tokens": 0.0, "clipped": 0.0, "kl": 0.0, "entropy": 0.0, "padded": 0.0}
-        diffs: list[tuple[float, float]] = []
         for r in range(rounds):
-            dummy = r >= len(mine)  # every rank runs the same number of forward/backward passes
-            idx = mine[0] if dummy else mine[r]
-            if dummy and not mine:
-                idx = groups[0]
-            width = max(samples.lengths[i] for i in idx)
-            b = len(idx)
-            ids = torch.zeros((b, width), dtype=torch.long)
-            attn = torch.zeros((b, width), dtype=torch.long)
-            mask = torch.zeros((b, width), dtype=torch.bool)
-            old = torch.full((b, width), float("nan"), dtype=torch.float64)
-            adv = torch.zeros((b, width), dtype=torch.float32)
-            w = torch.zeros((b, width), dtype=torch.float64)
-            for row, i in enumerate(idx):
-                s, e = offs[i], offs[i + 1]
-                n = e - s
-                ids[row, :n] = torch.from_numpy(samples.input_ids[s:e].astype(np.int64))
-                attn[row, :n] = 1
-                mask[row, :n] = torch.from_numpy(samples.loss_mask[s:e] != 0)
-                old[row, :n] = torch.from_numpy(samples.old_logprobs[s:e])
-                adv[row, :n] = torch.from_numpy(samples.advantages[s:e])
-                w[row, :n] = torch.from_numpy(samples.loss_weights[s:e])
-            ids, attn = ids.to(dev), attn.to(dev)
+            # every rank runs the same number of forward/backward passes; a rank short of micro-batches
+            # (fewer groups than ranks, or an uneven split) repeats one with a zero loss scale
+            dummy = r >= len(mine)
+            idx = (mine[0] if mine else groups[0]) if dummy else mine[r]
+            t, padded = self._micro_batch(samples, offs, idx, numbers)
+            ids, attn, temp = t["ids"].to(dev), t["attn"].to(dev), t["temp"].to(dev)
             # token t is predicted at position t−1: targets are t ≥ 1 with mask 1 and a non-zero weight
-            sel = (mask[:, 1:] & (w[:, 1:] != 0)).to(dev)
+            sel = (t["mask"][:, 1:] & (t["w"][:, 1:] != 0)).to(dev)
             with self._autocast():
-                logp_all, ent_all = token_logprobs(model, ids, attn, with_entropy=True)
+                logp_all, ent_all = token_logprobs(model, ids, attn, with_entropy=True, temperature=temp)
             ref = None
             if loss_cfg["kl_coef"] > 0:
-                ref = self._reference_logprobs(ids, attn)[sel]
+                ref = self._reference_logprobs(ids, attn, temp)[sel]
             lp = logp_all[sel]
-            ro = old[:, 1:].to(dev)[sel]
+            mu = t["mu"][:, 1:].to(dev)[sel]
             parts = policy_loss(
                 lp,
-                ro,
-                adv[:, 1:].to(dev)[sel],
-                w[:, 1:].to(dev)[sel],
+                mu,
+                t["adv"][:, 1:].to(dev)[sel],
+                t["w"][:, 1:].to(dev)[sel],
                 clip_low=loss_cfg["clip_low"],
                 clip_high=loss_cfg["clip_high"],
                 tis_cap=loss_cfg.get("tis_cap"),
@@ -277,39 +316,31 @@ class Trainer:
             sums["clipped"] += int(parts.clipped.sum())
             sums["kl"] += float(parts.kl_old.sum())
             sums["entropy"] += float(ent_all[sel].sum())
-            sums["padded"] += b * width
-            known = torch.isfinite(ro)
-            if known.any():
-                diffs.extend(zip(ro[known].tolist(), lp.detach()[known].double().tolist(), strict=True))
+            sums["padded"] += padded
+            # one optimiser step per batch: the pre-update logprob "old" is lp itself
+            check.add(lp, mu, t["num"][:, 1:][sel.cpu()])
         keys = list(sums)
         sums = dict(zip(keys, ctx.all_sum([sums[k] for k in keys]), strict=True))
-        diffs = [d for part in ctx.all_gather(diffs) for d in part]
+        validation = check.result(ctx)
         tokens = int(sums["tokens"])
-        params = [p for p in model.parameters() if p.requires_grad]
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
-        if hasattr(grad_norm, "full_tensor"):
-            grad_norm = grad_norm.full_tensor()
-        grad_norm = float(grad_norm)
-        if tokens > 0:
-            for g in self.optim.param_groups:
-                g["lr"] = loss_cfg["learning_rate"]
-            self.optim.step()
-        self.optim.zero_grad(set_to_none=True)
-        new_version = self.version + 1
+        grad_norm = self._optimizer_step(loss_cfg["learning_rate"] if tokens > 0 else None)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
         train_seconds = time.perf_counter() - started
         n = max(tokens, 1)
         metrics = {
             "grad_norm": grad_norm if math.isfinite(grad_norm) else None,
+            "train_seconds": train_seconds,
             "tokens_per_s": float(sum(samples.lengths)) / max(train_seconds, 1e-9),
             "trained_tokens_per_s": tokens / max(train_seconds, 1e-9),
             "peak_memory_mb": _peak_memory_mb(dev),
             "micro_batches": float(len(groups)),
             "padding_fraction": 1.0 - sum(samples.lengths) / max(sums["padded"], 1.0),
             "world_size": float(ctx.world_size),
-            **agreement(diffs),
+            **legacy_agreement(validation),
         }
         result = {
-            "model_version": new_version,
+            "model_version": self.version + 1,
             "loss": sums["loss"],
             "clip_fraction": sums["clipped"] / n,
             "kl": sums["kl"] / n,
@@ -317,23 +348,30 @@ class Trainer:
             "tokens": tokens,
             "seconds": 0.0,
             "checkpoint": None,
+            "validation": validation,
             "weights": None,
             "metrics": metrics,
         }
-        return self._checkpoint(new_version, header["key"], result, started)
+        return self._checkpoint(self.version + 1, header["key"], result, started)
 
     # ---- checkpoints ----------------------------------------------------------------------------
 
-    def _checkpoint(self, version: int, key: str, result: dict, started: float) -> dict:
-        """Weights of the new version (gathered once, written by rank 0), train state, then state.json."""
+    def _weights_state_dict(self) -> dict:
+        """The full (unsharded) state dict the new version's weights are written from, on the CPU. A LoRA
+        run gathers its adapter only: the frozen base never changes, and gathering it every step would
+        move the whole model through the network and host memory."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
+        lora = hasattr(self.model, "peft_config")
+        opts = StateDictOptions(full_state_dict=True, cpu_offload=True, ignore_frozen_params=lora)
+        return get_model_state_dict(self.model, options=opts)
+
+    def _checkpoint(self, version: int, key: str, result: dict, started: float) -> dict:
+        """Weights of the new version (gathered once, written by rank 0), train state, then state.json."""
         ctx = self.ctx
         run_dir = self.run_dir(self.run["run_id"])
         wdir = run_dir / "weights" / f"v{version}"
-        full = get_model_state_dict(
-            self.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
-        )
+        full = self._weights_state_dict()
         weights = None
         if ctx.is_main:
             wdir.parent.mkdir(parents=True, exist_ok=True)
@@ -346,11 +384,13 @@ class Trainer:
             }
         del full
         train_name = f"train-v{version}"
-        self._save_train_state(run_dir / train_name)
+        keep = self.cfg.save_train_state
+        if keep:
+            self._save_train_state(run_dir / train_name)
         result["weights"] = weights
-        result["checkpoint"] = str((run_dir / train_name).resolve())
+        result["checkpoint"] = str((run_dir / train_name).resolve()) if keep else None
         result["seconds"] = time.perf_counter() - started
-        if ctx.is_main:
+        if ctx.is_main and keep:
             state = {
                 "version": version,
                 "last": {"key": key, "result": result},
@@ -361,6 +401,7 @@ class Trainer:
             tmp = run_dir / "state.json.tmp"
             tmp.write_text(json.dumps(state, allow_nan=False))
             os.replace(tmp, run_dir / "state.json")
+        if ctx.is_main:
             self._prune(run_dir, version)
         result = ctx.broadcast(result)
         self.version, self.last, self.weights = version, {"key": key, "result": result}, result["weights"]
@@ -414,23 +455,18 @@ class Trainer:
         )
 
 
-def agreement(pairs: list[tuple[float, float]]) -> dict:
-    """Rollout vs trainer logprobs on the tokens whose rollout logprob is known."""
-    if not pairs:
+def legacy_agreement(v: dict | None) -> dict:
+    """The metrics names the node protocol documents (node.ts TrainerStepResult), from the StepValidation."""
+    if v is None:
         return {
             "logprob_abs_diff_mean": None,
             "logprob_abs_diff_max": None,
             "logprob_corr": None,
             "logprob_tokens": 0.0,
         }
-    a = np.array(pairs, dtype=np.float64)
-    d = np.abs(a[:, 0] - a[:, 1])
-    corr = None
-    if len(a) > 1 and a[:, 0].std() > 0 and a[:, 1].std() > 0:
-        corr = float(np.corrcoef(a[:, 0], a[:, 1])[0, 1])
     return {
-        "logprob_abs_diff_mean": float(d.mean()),
-        "logprob_abs_diff_max": float(d.max()),
-        "logprob_corr": corr,
-        "logprob_tokens": float(len(a)),
+        "logprob_abs_diff_mean": v["logprob_diff_mean"],
+        "logprob_abs_diff_max": v["logprob_diff_max"],
+        "logprob_corr": v["prob_correlation"],
+        "logprob_tokens": float(v["tokens"]),
     }

@@ -100,6 +100,10 @@ class Samples:
     input_ids: np.ndarray  # i32
     advantages: np.ndarray  # f32
     loss_mask: np.ndarray  # u8
+    temperatures: list[float] | None = None  # per sample; None: all 1
+
+    def temperature(self, i: int) -> float:
+        return 1.0 if self.temperatures is None else float(self.temperatures[i])
 
     def offsets(self) -> list[int]:
         out = [0]
@@ -114,8 +118,8 @@ class Samples:
 def unpack_samples(meta: dict, payload: bytes | memoryview) -> Samples:
     """The inverse of packSamples (frames.ts); raises FrameError naming the field that disagrees."""
     count = len(meta["lengths"])
-    for name in ("rollout_ids", "group_ids", "indexes"):
-        if len(meta[name]) != count:
+    for name in ("rollout_ids", "group_ids", "indexes", "temperatures"):
+        if name in meta and len(meta[name]) != count:
             raise FrameError(
                 f"samples: {name} has {len(meta[name])} entries, lengths has {count}", field=f"samples.{name}"
             )
@@ -136,6 +140,7 @@ def unpack_samples(meta: dict, payload: bytes | memoryview) -> Samples:
         input_ids=np.frombuffer(buf, dtype="<i4", count=n, offset=16 * n).copy(),
         advantages=np.frombuffer(buf, dtype="<f4", count=n, offset=20 * n).copy(),
         loss_mask=np.frombuffer(buf, dtype="u1", count=n, offset=24 * n).copy(),
+        temperatures=[float(t) for t in meta["temperatures"]] if "temperatures" in meta else None,
     )
 
 
@@ -164,4 +169,6 @@ def pack_samples(samples: list[dict]) -> tuple[dict, bytes]:
         "indexes": [s.get("index", 0) for s in samples],
         "lengths": lengths,
     }
+    if any("temperature" in s for s in samples):
+        meta["temperatures"] = [s.get("temperature", 1.0) for s in samples]
     return meta, payload

@@ -13,6 +13,11 @@ import torch
 CLIP_LOW = 0.2
 CLIP_HIGH = 0.28
 TIS_CAP = 2.0
+# vLLM 0.34 floors a logprob it cannot represent (−inf, NaN) at −9999 in its OpenAI responses:
+# `max(step_token.logprob, -9999.0)`, vllm/entrypoints/openai/chat_completion/serving.py:1275 and
+# vllm/entrypoints/openai/completion/serving.py:833. Such a rollout logprob is unknown, like an absent one.
+VLLM_LOGPROB_FLOOR = -9999.0
+LOG_RATIO_CLAMP = 20.0
 
 
 @dataclass
@@ -20,31 +25,38 @@ class LossParts:
     """The batch loss and its per-token pieces (all over the tokens passed in)."""
 
     loss: torch.Tensor  # scalar, differentiable: Σ_t w_t · ℓ_t
-    token_loss: torch.Tensor  # ℓ_t (after TIS and KL terms)
+    token_loss: torch.Tensor  # ℓ_t (after the TIS weight and the KL term)
     clipped: torch.Tensor  # bool: the clipped PPO term wins (no gradient through the ratio)
-    kl_old: torch.Tensor  # k3 of KL(old || current) per token, detached
-    tis_weight: torch.Tensor  # the truncated IS factor per token (1 where not applied)
+    kl_old: torch.Tensor  # k3 of KL(ratio denominator || current) per token, detached
+    tis_weight: torch.Tensor  # the truncated IS weight per token (1 where not applied)
 
 
-def ppo_clip_token_loss(
-    logp: torch.Tensor,
-    old_logp: torch.Tensor,
+def known_logprob(mu: torch.Tensor) -> torch.Tensor:
+    """Where a rollout logprob μ is known: finite and above vLLM's −9999 floor."""
+    return torch.isfinite(mu) & (mu > VLLM_LOGPROB_FLOOR)
+
+
+def clamp20(x: torch.Tensor) -> torch.Tensor:
+    return torch.clamp(x, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+
+
+def ppo_clip_from_log_ratio(
+    log_ratio: torch.Tensor,
     advantages: torch.Tensor,
     clip_low: float = CLIP_LOW,
     clip_high: float = CLIP_HIGH,
     dual_clip: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Per-token PPO-clip loss and the clipped mask.
+    r"""Per-token PPO-clip loss and the clipped mask, from log r.
 
-    ratio_t = exp(logp_t − old_t)
-    ℓ_t = −min(ratio_t · A_t, clip(ratio_t, 1 − ε_low, 1 + ε_high) · A_t)
-    clipped_t = (A_t > 0 ∧ ratio_t > 1 + ε_high) ∨ (A_t < 0 ∧ ratio_t < 1 − ε_low)
+    ℓ_t = −min(r_t · A_t, clip(r_t, 1 − ε_low, 1 + ε_high) · A_t)
+    clipped_t = (A_t > 0 ∧ r_t > 1 + ε_high) ∨ (A_t < 0 ∧ r_t < 1 − ε_low)
 
     Dual clip (Ye et al. 2020, off unless ``dual_clip`` = c > 1 is given): for A_t < 0 the loss is
     capped at −c · A_t, i.e. ℓ_t = min(ℓ_t, −c · A_t), so a huge ratio on a negative advantage cannot
-    blow up the step. The shared vectors and the TypeScript engine use no dual clip.
+    blow up the step.
     """
-    ratio = torch.exp(logp - old_logp)
+    ratio = torch.exp(log_ratio)
     clipped_ratio = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
     loss = -torch.minimum(ratio * advantages, clipped_ratio * advantages)
     if dual_clip is not None:
@@ -56,11 +68,23 @@ def ppo_clip_token_loss(
     return loss, clipped
 
 
+def ppo_clip_token_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_low: float = CLIP_LOW,
+    clip_high: float = CLIP_HIGH,
+    dual_clip: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO-clip with r_t = exp(logp_t − old_t) (the vectors' ``policy_loss`` section)."""
+    return ppo_clip_from_log_ratio(logp - old_logp, advantages, clip_low, clip_high, dual_clip)
+
+
 def truncated_is_weight(
     trainer_old_logp: torch.Tensor, inference_logp: torch.Tensor, cap: float = TIS_CAP
 ) -> torch.Tensor:
-    """w = min(exp(trainer_old_logp − inference_logp), cap)."""
-    return torch.clamp(torch.exp(trainer_old_logp - inference_logp), max=cap)
+    """w = min(exp(clamp20(trainer_old_logp − inference_logp)), cap)."""
+    return torch.clamp(torch.exp(clamp20(trainer_old_logp - inference_logp)), max=cap)
 
 
 def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
@@ -75,6 +99,7 @@ def policy_loss(
     advantages: torch.Tensor,
     weights: torch.Tensor,
     *,
+    old_logp: torch.Tensor | None = None,
     clip_low: float = CLIP_LOW,
     clip_high: float = CLIP_HIGH,
     tis_cap: float | None = None,
@@ -84,39 +109,40 @@ def policy_loss(
 ) -> LossParts:
     r"""The batch policy loss L = Σ_t w_t · ℓ_t over the tokens given (mask-1 tokens; w from the daemon).
 
-    With lp_t = ``logp`` (the trainer's logprob of token t, differentiable), ro_t = ``rollout_logp``
-    (the inference engine's logprob; NaN where unknown), A_t = ``advantages``, w_t = ``weights``:
+    lp_t = ``logp`` (the trainer's logprob, differentiable); old_t = ``old_logp``, the trainer's own
+    logprob before the update, detached (default stopgrad(lp_t): one optimiser step per batch);
+    μ_t = ``rollout_logp``, unknown where NaN or at vLLM's −9999 floor; A_t = ``advantages``.
+    The behaviour correction is applied once:
 
-        old_t  = ro_t if finite else stopgrad(lp_t)
-        ℓ_t    = −min(r_t · A_t, clip(r_t, 1 − ε_low, 1 + ε_high) · A_t),   r_t = exp(lp_t − old_t)
-                 (capped at −c · A_t for A_t < 0 with dual clip c)
-        ℓ_t   *= min(exp(stopgrad(lp_t) − ro_t), tis_cap)   where tis_cap is set and ro_t is finite
-        ℓ_t   += kl_coef · (exp(ref_t − lp_t) − (ref_t − lp_t) − 1)   where kl_coef > 0 (k3 to the reference)
-        L      = Σ_t w_t · ℓ_t
+      decoupled (tis_cap = C):  r_t = exp(lp_t − old_t),
+                                ℓ_t = PPO(r_t, A_t) · min(exp(clamp20(old_t − μ_t)), C)   (1 where μ unknown)
+      bypass (tis_cap = None):  r_t = exp(clamp20(lp_t − μ_t)) where μ known, else exp(lp_t − old_t);
+                                ℓ_t = PPO(r_t, A_t)
+      PPO(r, A) = −min(r·A, clip(r, 1 − ε_low, 1 + ε_high)·A), capped at −c·A for A < 0 with dual clip c
+      ℓ_t += kl_coef · (exp(ref_t − lp_t) − (ref_t − lp_t) − 1)   where kl_coef > 0 (k3 to the reference)
 
-    The TIS factor uses the trainer's own pre-update logprob (one optimiser step per batch, so
-    stopgrad(lp_t) is that logprob) and carries no gradient, as daemon/engine/trainer.ts does.
-    Also returned: the clipped mask (clip fraction) and k3 of KL(old || current) per token.
+    Also returned: the clipped mask (clip fraction), k3 of the ratio (KL of its denominator to the
+    current policy) and the TIS weight per token.
     """
     lp_detached = logp.detach()
-    known = torch.isfinite(rollout_logp)
-    old = torch.where(known, rollout_logp.to(logp.dtype), lp_detached)
-    token_loss, clipped = ppo_clip_token_loss(
-        logp, old, advantages.to(logp.dtype), clip_low, clip_high, dual_clip
-    )
+    old = lp_detached if old_logp is None else old_logp.detach().to(logp.dtype)
+    mu = rollout_logp.to(logp.dtype)
+    known = known_logprob(mu)
+    safe_mu = torch.where(known, mu, old)
+    adv = advantages.to(logp.dtype)
     if tis_cap is not None:
-        safe_ro = torch.where(known, rollout_logp.to(logp.dtype), lp_detached)
-        tis = torch.where(
-            known, truncated_is_weight(lp_detached, safe_ro, tis_cap), torch.ones_like(lp_detached)
-        )
+        log_ratio = logp - old
+        tis = torch.where(known, truncated_is_weight(old, safe_mu, tis_cap), torch.ones_like(old))
     else:
-        tis = torch.ones_like(lp_detached)
+        log_ratio = torch.where(known, clamp20(logp - safe_mu), logp - old)
+        tis = torch.ones_like(old)
+    token_loss, clipped = ppo_clip_from_log_ratio(log_ratio, adv, clip_low, clip_high, dual_clip)
     token_loss = token_loss * tis
     if kl_coef > 0:
         if ref_logp is None:
             raise ValueError("kl_coef > 0 needs ref_logp")
         token_loss = token_loss + kl_coef * kl_k3(logp, ref_logp.to(logp.dtype))
-    w = weights.to(logp.dtype)
-    loss = (w * token_loss).sum()
-    kl_old = kl_k3(old.detach(), lp_detached)  # k3(old, lp) = exp(lp − old) − (lp − old) − 1
+    loss = (weights.to(logp.dtype) * token_loss).sum()
+    x = log_ratio.detach()
+    kl_old = torch.exp(x) - x - 1.0
     return LossParts(loss=loss, token_loss=token_loss, clipped=clipped, kl_old=kl_old, tis_weight=tis)

@@ -11,8 +11,12 @@ from pathlib import Path
 
 import torch
 
-# vLLM's allowed LoRA ranks (vllm/config/lora.py, max_lora_rank choices).
-VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
+# vLLM 0.34 serves an adapter whose rank is at most the server's --max-lora-rank
+# (vllm/lora/peft_helper.py:201, "LoRA rank {r} is greater than max_lora_rank"), and --max-lora-rank is
+# one of 1, 8, 16, 32, 64, 128, 256, 320, 512 (vllm/config/lora.py:26, MaxLoRARanks): any rank up to 512
+# can be served by a server started with a --max-lora-rank at least as large.
+VLLM_MAX_LORA_RANK = 512
+VLLM_MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -28,9 +32,9 @@ def check_lora(lora: dict | None) -> None:
     if lora is None:
         return
     rank = lora["rank"]
-    if rank not in VLLM_LORA_RANKS:
+    if not 1 <= rank <= VLLM_MAX_LORA_RANK:
         raise TrainerError(
-            f"LoRA rank {rank} is not one vLLM loads (allowed: {', '.join(map(str, VLLM_LORA_RANKS))})",
+            f"LoRA rank {rank} is outside 1..{VLLM_MAX_LORA_RANK} (vLLM's --max-lora-rank is at most {VLLM_MAX_LORA_RANK})",
             field="run.model.lora.rank",
         )
 
@@ -100,15 +104,20 @@ def resolve_model_path(model: dict) -> str:
     return resolve_hub_id(model["name"], "run.model.path")
 
 
-def load_model(model_spec: dict, *, grad_ckpt: bool = True, seed: int = 0):
-    """The trainable model in fp32 (master weights; bf16 compute comes from autocast or FSDP2 mixed precision)."""
+def load_model(
+    model_spec: dict, *, grad_ckpt: bool = True, seed: int = 0, base_dtype: torch.dtype = torch.float32
+):
+    """The trainable model: trained weights in fp32 (master weights; bf16 compute comes from autocast or
+    FSDP2 mixed precision). A LoRA run's frozen base is loaded in ``base_dtype`` (bf16 on a GPU: half the
+    memory of fp32, and what its bf16 compute reads anyway); peft keeps the adapter itself in fp32."""
     from transformers import AutoModelForCausalLM
 
     check_lora(model_spec.get("lora"))
     path = resolve_model_path(model_spec)
     torch.manual_seed(seed)
+    dtype = base_dtype if model_spec.get("lora") else torch.float32
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     except (OSError, ValueError) as err:
         raise TrainerError(f"cannot load model from {path}: {err}", field="run.model.path") from None
     model.config.use_cache = False
@@ -124,7 +133,7 @@ def load_model(model_spec: dict, *, grad_ckpt: bool = True, seed: int = 0):
             bias="none",
             task_type="CAUSAL_LM",
         )
-        model = get_peft_model(model, cfg)
+        model = get_peft_model(model, cfg, autocast_adapter_dtype=True)
     if grad_ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return model, path
@@ -145,10 +154,23 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     return [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
 
 
-def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, with_entropy: bool = False):
-    """logp[b, t] = log p(input_ids[b, t+1] | input_ids[b, :t+1]) for t < L−1 (fp32); optionally the entropy."""
+def token_logprobs(
+    model,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    with_entropy: bool = False,
+    temperature: torch.Tensor | None = None,
+):
+    """logp[b, t] = log p(input_ids[b, t+1] | input_ids[b, :t+1]) for t < L−1 (fp32); optionally the entropy.
+
+    ``temperature`` (one per row) divides the logits before the log-softmax: the rollout logprobs of a
+    sample taken at temperature T describe softmax(logits / T) (spec/samples.md).
+    """
     logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-    lsm = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    z = logits[:, :-1].float()
+    if temperature is not None and bool((temperature != 1).any()):  # T = 1 costs no copy of the logits
+        z = z / temperature.to(z.device, torch.float32).view(-1, 1, 1)
+    lsm = torch.log_softmax(z, dim=-1)
     logp = lsm.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
     entropy = None
     if with_entropy:

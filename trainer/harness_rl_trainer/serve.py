@@ -6,8 +6,12 @@ logprobs, ``return_token_ids``, token-id prompts), /v1/models, /tokenize, /detok
 /v1/load_lora_adapter, /v1/unload_lora_adapter, and the dev-mode routes (VLLM_SERVER_DEV_MODE=1):
 /pause, /resume, /is_paused, /collective_rpc reload_weights (refused unless paused, as vLLM 0.34's is)
 and /reset_prefix_cache. It takes vLLM's flags and refuses what vLLM refuses where harness-rl depends on
-it: tools without --enable-auto-tool-choice, adapters above --max-lora-rank. For tests and laptops only:
+it: tools without --enable-auto-tool-choice. For tests and laptops only:
 with a GPU, run vLLM itself.
+
+Sampling is vLLM's: a field a request leaves out comes from the model folder's generation_config.json
+(``--generation-config auto``, the default; ``vllm`` for neutral defaults), and logprobs are the raw
+model's, before penalties, temperature and truncation (``--logprobs-mode raw_logprobs``, the default).
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from pathlib import Path
 
 import torch
 
+from .model import VLLM_MAX_LORA_RANKS
+from .sampling import add_sampling_flags, generation_defaults, log_request, request_sampling, sample_token
+
 
 class Engine:
     """One model (plus LoRA adapters by name), greedy or sampled decoding, raw-model logprobs."""
@@ -33,14 +40,22 @@ class Engine:
         served_name: str | None,
         enable_lora: bool,
         max_model_len: int = 2048,
+        max_lora_rank: int = 16,
+        generation_config: str = "auto",
+        logprobs_mode: str = "raw_logprobs",
+        log_requests: bool = False,
         vllm: VllmOptions | None = None,
     ):
         from transformers import AutoTokenizer
 
+        self.sampling_defaults = generation_defaults(generation_config, model_dir)
+        self.logprobs_mode = logprobs_mode
+        self.log_requests = log_requests
         self.lock = threading.Lock()
         self.vllm = vllm or VllmOptions()
         self.paused = False
         self.enable_lora = enable_lora
+        self.max_lora_rank = max_lora_rank
         self.max_model_len = max_model_len
         self.model_dir = model_dir
         self.name = served_name or model_dir
@@ -77,8 +92,8 @@ class Engine:
             return self.peft
         raise ApiError(404, f"The model `{name}` does not exist.", "NotFoundError")
 
-    def generate(self, model, prompt: list[int], n: int, max_tokens: int, temperature: float, seed, stop_ids):
-        """Per choice: (token ids, their logprobs, finish_reason)."""
+    def generate(self, model, prompt: list[int], n: int, max_tokens: int, params: dict, seed, stop_ids):
+        """Per choice: (token ids, their logprobs, finish_reason); ``params`` from request_sampling."""
         gen = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         out = []
         for _ in range(n):
@@ -91,16 +106,10 @@ class Engine:
                         break
                     with torch.no_grad():
                         logits = m(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1].float()
-                    lsm = torch.log_softmax(logits, -1)
-                    if temperature and temperature > 0:
-                        tok = int(
-                            torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=gen)
-                        )
-                    else:
-                        tok = int(torch.argmax(lsm))
+                    tok, lp = sample_token(logits, ids, len(prompt), params, gen, self.logprobs_mode)
                     ids.append(tok)
                     toks.append(tok)
-                    lps.append(float(lsm[tok]))
+                    lps.append(lp)
                     if tok in stop_ids:
                         finish = "stop"
                         break
@@ -146,12 +155,10 @@ class VllmOptions:
         *,
         auto_tool_choice: bool = True,
         tool_call_parser: str | None = "hermes",
-        max_lora_rank: int = 16,
         dev_mode: bool = True,
     ):
         self.auto_tool_choice = auto_tool_choice
         self.tool_call_parser = tool_call_parser
-        self.max_lora_rank = max_lora_rank
         self.dev_mode = dev_mode
 
 
@@ -175,16 +182,6 @@ def check_tools(engine: Engine, body: dict) -> None:
             400, '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
         )
     raise ApiError(400, f"tool_choice={json.dumps(choice)} requires --tool-call-parser to be set")
-
-
-def check_lora_rank(engine: Engine, lora_path: str) -> None:
-    """vllm/lora/peft_helper.py:203: an adapter above --max-lora-rank is refused."""
-    try:
-        rank = json.loads((Path(lora_path) / "adapter_config.json").read_text()).get("r")
-    except (OSError, ValueError):
-        return
-    if isinstance(rank, int) and rank > engine.vllm.max_lora_rank:
-        raise ApiError(400, f"LoRA rank {rank} is greater than max_lora_rank {engine.vllm.max_lora_rank}.")
 
 
 def generation_paused(engine: Engine) -> None:
@@ -353,7 +350,16 @@ def make_handler(engine: Engine):
                     )
                 if not (Path(lpath) / "adapter_config.json").is_file():
                     raise ApiError(404, f"No adapter found for {lpath}", "NotFoundError")
-                check_lora_rank(engine, lpath)
+                acfg = json.loads((Path(lpath) / "adapter_config.json").read_text())
+                rank = max([acfg.get("r", 8), *(acfg.get("rank_pattern") or {}).values()])
+                if (
+                    rank > engine.max_lora_rank
+                ):  # vllm/lora/peft_helper.py:201, answered 500 by serving.py:209
+                    raise ApiError(
+                        500,
+                        f"LoRA rank {rank} is greater than max_lora_rank {engine.max_lora_rank}.",
+                        "InternalServerError",
+                    )
                 engine._add_adapter(name, lpath)
                 return self._text(200, f"Success: LoRA adapter '{name}' added successfully.")
             if path == "/v1/unload_lora_adapter":
@@ -392,14 +398,16 @@ def make_handler(engine: Engine):
                     raise ApiError(400, "prompt: must be a string or a list of token ids")
             n = int(body.get("n") or 1)
             max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
-            temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
+            params = request_sampling(body, engine.sampling_defaults)
             stop_ids = set(body.get("stop_token_ids") or [])
             if not body.get("ignore_eos") and tok.eos_token_id is not None:
                 stop_ids.add(tok.eos_token_id)
-            gens = engine.generate(model, prompt, n, max_tokens, temperature, body.get("seed"), stop_ids)
+            gens = engine.generate(model, prompt, n, max_tokens, params, body.get("seed"), stop_ids)
             want_ids = bool(body.get("return_token_ids"))
             want_lp = body.get("logprobs") is True if chat else isinstance(body.get("logprobs"), int)
             rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+            if engine.log_requests:
+                log_request(rid, params, n, body.get("seed"), max_tokens)
             created = int(time.time())
             ct = sum(len(g[0]) for g in gens)
             usage = {"prompt_tokens": len(prompt), "completion_tokens": ct, "total_tokens": len(prompt) + ct}
@@ -573,9 +581,22 @@ def make_server(
     port: int = 0,
     served_name: str | None = None,
     enable_lora: bool = False,
+    max_lora_rank: int = 16,
+    generation_config: str = "auto",
+    logprobs_mode: str = "raw_logprobs",
+    log_requests: bool = False,
     vllm: VllmOptions | None = None,
 ) -> ThreadingHTTPServer:
-    engine = Engine(model, served_name, enable_lora, vllm=vllm)
+    engine = Engine(
+        model,
+        served_name,
+        enable_lora,
+        max_lora_rank=max_lora_rank,
+        generation_config=generation_config,
+        logprobs_mode=logprobs_mode,
+        log_requests=log_requests,
+        vllm=vllm,
+    )
     server = ThreadingHTTPServer((host, port), make_handler(engine))
     server.daemon_threads = True
     server.engine = engine
@@ -587,8 +608,6 @@ def add_vllm_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--enable-auto-tool-choice", action="store_true")
     p.add_argument("--tool-call-parser")
     p.add_argument("--reasoning-parser")
-    p.add_argument("--generation-config", default="auto")
-    p.add_argument("--max-lora-rank", type=int, default=16)
     p.add_argument("--gpu-memory-utilization", type=float)
     p.add_argument("--tensor-parallel-size", type=int, default=1)
 
@@ -601,7 +620,6 @@ def vllm_options(a: argparse.Namespace) -> VllmOptions:
     return VllmOptions(
         auto_tool_choice=a.enable_auto_tool_choice,
         tool_call_parser=a.tool_call_parser,
-        max_lora_rank=a.max_lora_rank,
         dev_mode=os.environ.get("VLLM_SERVER_DEV_MODE") == "1",
     )
 
@@ -611,8 +629,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", required=True)
     p.add_argument("--served-model-name")
     p.add_argument("--enable-lora", action="store_true")
+    p.add_argument(  # vllm/config/lora.py:26 (MaxLoRARanks), default 16
+        "--max-lora-rank",
+        type=int,
+        default=16,
+        choices=VLLM_MAX_LORA_RANKS,
+        help="the largest adapter rank served",
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
+    add_sampling_flags(p)
     add_vllm_flags(p)
     a = p.parse_args(argv)
     server = make_server(
@@ -621,6 +647,10 @@ def main(argv: list[str] | None = None) -> int:
         port=a.port,
         served_name=a.served_model_name,
         enable_lora=a.enable_lora,
+        max_lora_rank=a.max_lora_rank,
+        generation_config=a.generation_config,
+        logprobs_mode=a.logprobs_mode,
+        log_requests=a.enable_log_requests,
         vllm=vllm_options(a),
     )
     print(f"serving {server.engine.name} on http://{a.host}:{server.server_address[1]}/v1", flush=True)

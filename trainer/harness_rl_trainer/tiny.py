@@ -85,8 +85,16 @@ def build_tiny_qwen3(
     vocab_size: int = 512,
     seed: int = 0,
     tokenizer=None,
+    model_vocab: int | None = None,
+    tie_embeddings: bool = False,
+    dtype: str = "float32",
+    device: str = "cpu",
 ) -> Path:
-    """Writes a randomly initialised Qwen3 (safetensors, fp32) and its tokenizer to ``out_dir``."""
+    """Writes a randomly initialised Qwen3 (safetensors in ``dtype``) and its tokenizer to ``out_dir``.
+
+    ``model_vocab`` gives the model a larger vocabulary than the tokenizer's (a real model's shape);
+    ``device`` is where the weights are initialised (a GPU builds a 1.7B model in seconds).
+    """
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -94,7 +102,7 @@ def build_tiny_qwen3(
     out.mkdir(parents=True, exist_ok=True)
     tok = tokenizer if tokenizer is not None else build_tokenizer(vocab_size)
     config = Qwen3Config(
-        vocab_size=len(tok),
+        vocab_size=model_vocab or len(tok),
         hidden_size=hidden,
         intermediate_size=intermediate,
         num_hidden_layers=layers,
@@ -102,13 +110,15 @@ def build_tiny_qwen3(
         num_key_value_heads=kv_heads,
         head_dim=head_dim,
         max_position_embeddings=2048,
-        tie_word_embeddings=False,
+        tie_word_embeddings=tie_embeddings,
         eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
         pad_token_id=tok.pad_token_id,
         bos_token_id=None,
     )
     torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config)
-    model.save_pretrained(out)
+    with torch.device(device):
+        model = Qwen3ForCausalLM(config)
+    model.to(getattr(torch, dtype)).save_pretrained(out)
+    del model
     tok.save_pretrained(out)
     return out

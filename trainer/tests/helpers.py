@@ -17,6 +17,17 @@ REPO = TRAINER_DIR.parent
 LOSS = {"clip_low": 0.2, "clip_high": 0.28, "tis_cap": 2.0, "kl_coef": 0.0, "learning_rate": 1e-2}
 
 
+def with_mu(samples: list[dict], seed: int = 0) -> list[dict]:
+    """Made-up rollout logprobs on the response tokens (every 7th unknown, every 11th at vLLM's floor)."""
+    rng = np.random.default_rng(seed)
+    for s in samples:
+        mu = [None if not m else float(-rng.uniform(0.5, 8.0)) for m in s["loss_mask"]]
+        s["old_logprobs"] = [
+            None if v is None or i % 7 == 0 else (-9999.0 if i % 11 == 0 else v) for i, v in enumerate(mu)
+        ]
+    return samples
+
+
 def make_samples(vocab: int, n: int = 4, seed: int = 0, prompt: int = 6, response: int = 10) -> list[dict]:
     """Deterministic samples: a prompt (mask 0) then a response (mask 1), GRPO-like advantages, token-mean weights."""
     rng = np.random.default_rng(seed)
@@ -62,7 +73,9 @@ def train_header(
 class StdioTrainer:
     """The trainer process (optionally under torchrun), spoken to over stdio as a node agent would."""
 
-    def __init__(self, checkpoint_dir: Path, nproc: int = 0, extra: list[str] | None = None):
+    def __init__(
+        self, checkpoint_dir: Path, nproc: int = 0, extra: list[str] | None = None, env: dict | None = None
+    ):
         if nproc:
             cmd = [
                 sys.executable,
@@ -78,7 +91,13 @@ class StdioTrainer:
         else:
             cmd = [sys.executable, "-m", "harness_rl_trainer"]
         cmd += ["--checkpoint-dir", str(checkpoint_dir), "--no-grad-ckpt", *(extra or [])]
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+        env = {
+            **os.environ,
+            "CUDA_VISIBLE_DEVICES": "",
+            "OMP_NUM_THREADS": "1",
+            "HF_HUB_OFFLINE": "1",
+            **(env or {}),
+        }
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 
     def send_raw(self, frame: bytes) -> None:

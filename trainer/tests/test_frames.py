@@ -53,3 +53,20 @@ def test_schema_covers_the_trainer_messages_and_names_bad_fields():
     with pytest.raises(ProtocolError) as e:
         validate({"t": "nope"})
     assert e.value.field == "t"
+
+
+def test_sample_temperatures_travel_with_the_batch_and_pass_the_schema():
+    samples = make_samples(512, n=2)
+    samples[0]["temperature"] = 0.6
+    h, payload = train_header("run", 0, samples)
+    validate(h)
+    assert h["samples"]["temperatures"] == [0.6, 1.0]
+    back = unpack_samples(h["samples"], payload)
+    assert [back.temperature(i) for i in range(2)] == [0.6, 1.0]
+    assert unpack_samples(*pack_samples(make_samples(512, n=2))).temperatures is None
+    with pytest.raises(ProtocolError) as e:
+        validate({**h, "samples": {**h["samples"], "temperatures": [0.0, 1.0]}})
+    assert e.value.field == "samples.temperatures.0"
+    with pytest.raises(FrameError) as e:
+        unpack_samples({**h["samples"], "temperatures": [1.0]}, payload)
+    assert e.value.field == "samples.temperatures"

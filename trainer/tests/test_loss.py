@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from harness_rl_trainer.loss import kl_k3, policy_loss, ppo_clip_token_loss, truncated_is_weight
+from harness_rl_trainer.validation import scatter_indices, step_validation
 
 from .helpers import REPO
 
@@ -44,15 +45,19 @@ def test_tis_and_kl_match_vectors():
         assert float(kl_k3(t64(c["logp"]), t64(c["ref_logp"]))) == pytest.approx(c["kl"], abs=1e-12)
 
 
-def reference_token(lp, ro, a, w, ref, cfg):
-    """daemon/engine/trainer.ts's per-token loss, transcribed: the value and d/dlogp."""
-    old = ro if math.isfinite(ro) else lp
-    ratio = math.exp(lp - old)
+def reference_token(lp, mu, a, w, ref, cfg):
+    """spec/samples.md's per-token loss, read literally: the value and d/dlp (old = lp, one update)."""
+    known = math.isfinite(mu) and mu > -9999
+    clamp20 = lambda x: max(-20.0, min(20.0, x))  # noqa: E731
+    x, slope = 0.0, 1.0  # log r = lp − old = 0 in value, slope 1 in lp
+    if cfg["tis_cap"] is None and known:
+        x, slope = clamp20(lp - mu), (1.0 if abs(lp - mu) <= 20 else 0.0)
+    ratio = math.exp(x)
     clipped_r = min(max(ratio, 1 - cfg["clip_low"]), 1 + cfg["clip_high"])
     loss = -min(ratio * a, clipped_r * a)
     clipped = (a > 0 and ratio > 1 + cfg["clip_high"]) or (a < 0 and ratio < 1 - cfg["clip_low"])
-    g = 0.0 if clipped else -ratio * a
-    tis = min(math.exp(lp - ro), cfg["tis_cap"]) if cfg["tis_cap"] is not None and math.isfinite(ro) else 1.0
+    g = 0.0 if clipped else -ratio * a * slope
+    tis = min(math.exp(clamp20(lp - mu)), cfg["tis_cap"]) if cfg["tis_cap"] is not None and known else 1.0
     loss, g = loss * tis, g * tis
     if cfg["kl_coef"] > 0:
         d = ref - lp
@@ -62,24 +67,103 @@ def reference_token(lp, ro, a, w, ref, cfg):
 
 
 @pytest.mark.parametrize("tis_cap,kl_coef", [(None, 0.0), (2.0, 0.0), (2.0, 0.1), (1.2, 0.5)])
-def test_full_loss_and_gradient_match_the_ts_engine(tis_cap, kl_coef):
+def test_full_loss_and_gradient_match_the_spec(tis_cap, kl_coef):
     gen = torch.Generator().manual_seed(1)
     n = 64
     lp = -torch.rand(n, generator=gen, dtype=torch.float64) * 3
-    ro = lp + (torch.rand(n, generator=gen, dtype=torch.float64) - 0.5)
-    ro[::5] = float("nan")  # unknown rollout logprobs
+    mu = lp + (torch.rand(n, generator=gen, dtype=torch.float64) - 0.5)
+    mu[::5] = float("nan")  # unknown rollout logprobs
+    mu[1::7] = -9999.0  # vLLM's floor: unknown too
+    mu[3] = lp[3] - 25.0  # a log-ratio past the ±20 clamp
     a = torch.randn(n, generator=gen, dtype=torch.float64)
     w = torch.rand(n, generator=gen, dtype=torch.float64) / n
     ref = lp + (torch.rand(n, generator=gen, dtype=torch.float64) - 0.5) * 0.2
     cfg = {"clip_low": 0.2, "clip_high": 0.28, "tis_cap": tis_cap, "kl_coef": kl_coef}
     x = lp.clone().requires_grad_(True)
     parts = policy_loss(
-        x, ro, a, w, clip_low=0.2, clip_high=0.28, tis_cap=tis_cap, kl_coef=kl_coef, ref_logp=ref
+        x, mu, a, w, clip_low=0.2, clip_high=0.28, tis_cap=tis_cap, kl_coef=kl_coef, ref_logp=ref
     )
     parts.loss.backward()
-    want = [reference_token(*map(float, (lp[i], ro[i], a[i], w[i], ref[i])), cfg) for i in range(n)]
-    assert float(parts.loss.detach()) == pytest.approx(sum(v for v, _ in want), abs=1e-9)
+    want = [reference_token(*map(float, (lp[i], mu[i], a[i], w[i], ref[i])), cfg) for i in range(n)]
+    assert float(parts.loss.detach()) == pytest.approx(sum(v for v, _ in want), rel=1e-12, abs=1e-9)
     assert x.grad.tolist() == pytest.approx([g for _, g in want], abs=1e-9)
+
+
+def opt(v):
+    return float("nan") if v is None else v
+
+
+@pytest.mark.parametrize("case", V["token_loss"], ids=lambda c: c["name"])
+def test_token_loss_cases_match_the_shared_vectors(case):
+    """The per-token loss, its gradient, clip flags and TIS weights of each case of vectors.json."""
+    cfg = case["loss"]
+    x = t64(case["logp"]).requires_grad_(True)
+    parts = policy_loss(
+        x,
+        t64([opt(v) for v in case["rollout_logp"]]),
+        t64(case["advantage"]),
+        t64(case["weights"]),
+        old_logp=t64(case["old_logp"]),
+        clip_low=cfg["clip_low"],
+        clip_high=cfg["clip_high"],
+        tis_cap=cfg["tis_cap"],
+        dual_clip=cfg["dual_clip"],
+    )
+    parts.loss.backward()
+    e = case["expected"]
+    assert parts.token_loss.tolist() == pytest.approx(e["token_loss"], rel=1e-12, abs=1e-12)
+    assert x.grad.tolist() == pytest.approx(e["grad"], rel=1e-12, abs=1e-12)
+    assert parts.clipped.tolist() == e["clipped"]
+    assert parts.tis_weight.tolist() == pytest.approx(e["tis_weight"], rel=1e-12)
+    assert float(parts.loss.detach()) == pytest.approx(e["total"], rel=1e-12)
+
+
+@pytest.mark.parametrize("case", V["token_loss"], ids=lambda c: c["name"])
+def test_step_validation_matches_the_shared_vectors(case):
+    got = step_validation(
+        t64(case["old_logp"]), t64([opt(v) for v in case["rollout_logp"]]), case["loss"]["tis_cap"]
+    )
+    want = case["validation"]
+    if want is None:
+        assert got is None
+        return
+    assert got.keys() == want.keys()
+    assert got["tokens"] == want["tokens"]
+    for k in ("logprob_diff_mean", "logprob_diff_max", "tis_weight_mean", "tis_capped_fraction"):
+        assert got[k] == pytest.approx(want[k], rel=1e-12), k
+    assert got["prob_correlation"] == pytest.approx(want["prob_correlation"], rel=1e-9)
+    flat = lambda pairs: [v for pair in pairs for v in pair]  # noqa: E731
+    assert flat(got["scatter"]) == pytest.approx(flat(want["scatter"]), rel=1e-12)
+
+
+def test_the_scatter_subsample_matches_the_shared_vectors():
+    sc = V["scatter"]
+    assert scatter_indices(sc["n"], sc["max"]).tolist() == sc["indices"]
+    assert scatter_indices(5).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_a_large_mismatch_weighs_the_gradient_by_min_ratio_cap_not_its_square():
+    """Decoupled PPO at lp = old: ∂ℓ/∂lp = −A · min(π/μ, C). Applying the correction twice (the ratio
+    against μ, then TIS) gave (π/μ)·min(π/μ, C) for A < 0, and no gradient for A > 0 (a clipped ratio)."""
+    lp0 = math.log(0.5)
+    for pi_over_mu, want in ((1.5, 1.5), (math.e**3, 2.0), (0.5, 0.5)):
+        for a in (1.0, -1.0):
+            x = t64([lp0]).requires_grad_(True)
+            parts = policy_loss(x, t64([lp0 - math.log(pi_over_mu)]), t64([a]), t64([1.0]), tis_cap=2.0)
+            parts.loss.backward()
+            assert float(x.grad) == pytest.approx(-a * want, rel=1e-12), (pi_over_mu, a)
+    # bypass: the ratio against μ itself, no weight (π/μ = 1.5 on the pessimistic side, A < 0)
+    x = t64([lp0]).requires_grad_(True)
+    policy_loss(x, t64([lp0 - math.log(1.5)]), t64([-1.0]), t64([1.0]), tis_cap=None).loss.backward()
+    assert float(x.grad) == pytest.approx(1.5, rel=1e-12)
+
+
+def test_vllm_floor_and_absent_rollout_logprobs_are_unknown():
+    x = t64([-1.0, -1.0, -1.0])
+    parts = policy_loss(
+        x, t64([-9999.0, float("nan"), -10000.0]), t64([1.0] * 3), t64([1.0] * 3), tis_cap=2.0
+    )
+    assert parts.tis_weight.tolist() == [1.0, 1.0, 1.0]  # not min(e^20, 2) = 2
 
 
 def test_dual_clip_caps_negative_advantage_loss():

@@ -171,3 +171,16 @@ def test_full_weight_reload(server, tiny_model, tmp_path):
         [[5, 6, 7, 8, after["choices"][0]["token_ids"][0] if "token_ids" in after["choices"][0] else 0]]
     )
     assert lp  # the trainer reads the same folder
+
+
+def test_an_adapter_rank_above_max_lora_rank_is_refused_as_vllm_does(server, tiny_model, tmp_path):
+    """vLLM 0.34 loads an adapter of any rank up to --max-lora-rank (default 16) and answers 500 with
+    "LoRA rank R is greater than max_lora_rank M." beyond it (vllm/lora/peft_helper.py:201)."""
+    for rank, status in ((12, 200), (32, 500)):
+        t = open_trainer(tmp_path / str(rank), tiny_model, {"rank": rank, "alpha": 2 * rank})
+        path = step(t, 0, make_samples(t.vocab))["weights"]["path"]
+        st, body = post(
+            f"{server}/v1/load_lora_adapter", {"lora_name": f"r{rank}", "lora_path": path}, raw=True
+        )
+        assert st == status, body
+    assert body["message"] == "LoRA rank 32 is greater than max_lora_rank 16."

@@ -1,6 +1,6 @@
 """The stand-in refuses what vLLM 0.34 refuses where harness-rl depends on it (issue 39), so a test fails
-if the node agent stops doing what vLLM needs: pause before a full reload, the tool-call flags, the LoRA
-rank, the dev-mode switch."""
+if the node agent stops doing what vLLM needs: pause before a full reload, the tool-call flags, the
+dev-mode switch (the LoRA rank: test_serve.py)."""
 
 from __future__ import annotations
 
@@ -73,19 +73,6 @@ def test_tools_without_auto_tool_choice_get_vllms_400(tiny_model):
 
 def test_tools_with_the_parser_flags_are_served(server):
     assert post(f"{server}/v1/chat/completions", {**CHAT, "tools": TOOLS})[0] == 200
-
-
-def test_an_adapter_above_max_lora_rank_is_refused_as_vllm_peft_helper_203(server, tiny_model, tmp_path):
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(str(tiny_model))
-    cfg = LoraConfig(r=32, lora_alpha=64, target_modules=["q_proj"], task_type="CAUSAL_LM")
-    get_peft_model(model, cfg).save_pretrained(tmp_path / "r32")
-    status, body = post(
-        f"{server}/v1/load_lora_adapter", {"lora_name": "big", "lora_path": str(tmp_path / "r32")}
-    )
-    assert status == 400 and "LoRA rank 32 is greater than max_lora_rank 16" in body["message"]
 
 
 def test_dev_mode_routes_exist_only_with_vllm_server_dev_mode(tiny_model):

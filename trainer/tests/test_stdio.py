@@ -26,7 +26,7 @@ def test_protocol_round_trip_bad_input_and_restart(tmp_path, tiny_model, proc):
         {
             "t": "open",
             "id": "o1",
-            "run": {"run_id": "run", "model": {**spec, "lora": {"rank": 7, "alpha": 8}}, "seed": 0},
+            "run": {"run_id": "run", "model": {**spec, "lora": {"rank": 600, "alpha": 8}}, "seed": 0},
         }
     )
     assert bad["t"] == "error" and bad["id"] == "o1" and bad["field"] == "run.model.lora.rank"

@@ -68,8 +68,10 @@ def test_one_step_lowers_the_loss_on_a_fixed_batch(tmp_path, tiny_model, lora):
     r0 = step(t, 0, samples, loss)
     r1 = step(t, 1, samples, loss)
     assert r1["loss"] < r0["loss"] - 1e-4, (r0["loss"], r1["loss"])
-    assert r0["metrics"]["logprob_abs_diff_max"] < 1e-5  # same weights on both sides
-    assert r0["metrics"]["logprob_corr"] > 0.9999
+    v = r0["validation"]  # same weights on both sides
+    assert v["tokens"] == r0["tokens"] and v["logprob_diff_max"] < 1e-5
+    assert v["prob_correlation"] > 0.9999 and v["tis_weight_mean"] == pytest.approx(1, abs=1e-5)
+    assert r0["metrics"]["logprob_abs_diff_max"] == v["logprob_diff_max"]
     assert r1["model_version"] == 2 and r1["weights"]["version"] == 2
     files = {f["name"] for f in r1["weights"]["files"]}
     if lora:
@@ -118,11 +120,11 @@ def test_checkpoint_resume_and_a_repeated_key(tmp_path, tiny_model):
 
 def test_bad_runs_are_refused_with_the_field(tmp_path, tiny_model):
     t = Trainer(TrainerConfig(checkpoint_dir=tmp_path))
-    with pytest.raises(TrainerError, match="LoRA rank 12 is not one vLLM loads") as e:
+    with pytest.raises(TrainerError, match="LoRA rank 513 is outside 1..512") as e:
         t.open(
             {
                 "run_id": "r",
-                "model": {"name": "m", "path": str(tiny_model), "lora": {"rank": 12, "alpha": 8}},
+                "model": {"name": "m", "path": str(tiny_model), "lora": {"rank": 513, "alpha": 8}},
                 "seed": 0,
             }
         )
@@ -146,3 +148,44 @@ def test_dual_clip_from_the_batch_caps_negative_advantages(tmp_path, tiny_model)
     t2 = open_trainer(tmp_path / "plain", tiny_model, LORA)
     plain = step(t2, 0, samples, loss)
     assert plain["loss"] == pytest.approx((-22 + torch.e**5 * 24) / 40, rel=1e-3)
+
+
+def test_a_lora_rank_vllm_has_no_preset_for_trains(tmp_path, tiny_model):
+    """vLLM serves any adapter rank up to its --max-lora-rank (vllm/lora/peft_helper.py:201), not only
+    the presets of vllm/config/lora.py:26: a rank-12 adapter is served by --max-lora-rank 16."""
+    t = open_trainer(tmp_path, tiny_model, {"rank": 12, "alpha": 24})
+    r = step(t, 0, make_samples(t.vocab))
+    assert t.model.peft_config["default"].r == 12 and r["weights"]["format"] == "lora"
+
+
+def test_a_lora_step_gathers_only_the_adapter(tmp_path, tiny_model):
+    t = open_trainer(tmp_path, tiny_model, LORA)
+    state = t._weights_state_dict()
+    trainable = {n for n, p in t.model.named_parameters() if p.requires_grad}
+    assert state and all("lora_" in k for k in state) and len(state) == len(trainable)
+    full = open_trainer(tmp_path / "full", tiny_model)
+    assert len(full._weights_state_dict()) == len(dict(full.model.named_parameters()))
+
+
+def test_the_trainer_logprob_at_temperature_t_is_log_softmax_of_logits_over_t(tmp_path, tiny_model):
+    t = open_trainer(tmp_path, tiny_model, LORA)
+    ids = make_samples(t.vocab, n=1)[0]["input_ids"]
+    with torch.no_grad():
+        logits = t.model(input_ids=torch.tensor([ids])).logits[0, :-1].double()
+    for temp in (1.0, 0.6, 1.7):
+        want = torch.log_softmax(logits / temp, -1).gather(-1, torch.tensor(ids[1:]).unsqueeze(-1))
+        got = t.logprobs([ids], temperatures=[temp])[0]
+        assert got == pytest.approx(want.squeeze(-1).tolist(), abs=1e-5)
+
+
+def test_a_sample_temperature_divides_the_logits_in_the_step(tmp_path, tiny_model):
+    """Rollout logprobs taken at T = 0.6 agree with the trainer when the sample says T = 0.6, not without."""
+    t = open_trainer(tmp_path, tiny_model, LORA)
+    samples = make_samples(t.vocab)
+    lps = t.logprobs([s["input_ids"] for s in samples], temperatures=[0.6] * len(samples))
+    for s, lp in zip(samples, lps, strict=True):
+        s["old_logprobs"] = [None] + [v if m else None for v, m in zip(lp, s["loss_mask"][1:], strict=True)]
+    told = step(t, 0, [{**s, "temperature": 0.6} for s in samples], key="run:t")
+    assert told["validation"]["logprob_diff_max"] < 1e-5
+    untold = open_trainer(tmp_path / "b", tiny_model, LORA)
+    assert step(untold, 0, samples)["validation"]["logprob_diff_max"] > 0.05

@@ -1,13 +1,24 @@
 // Run dashboard: live uPlot charts of a run's per-step metrics (smoothed on request, other runs
-// overlaid for comparison) and its config as a form.
+// overlaid for comparison, `validation:` thresholds as dashed lines), a step's rollout-vs-trainer
+// scatter, and its config as a form.
 import 'uplot/dist/uPlot.min.css';
 import './dashboard.css';
 import uPlot from 'uplot';
 import type { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
+import { AgreementView } from './agreement';
 import { configSections } from './configView';
 import { clear, h } from './dom';
 import { formatNumber } from './format';
-import { alignSeries, chartSpecs, flatRange, latest, seriesOf, smooth, upsertMetrics } from './metrics';
+import {
+  alignSeries,
+  chartSpecs,
+  flatRange,
+  latest,
+  seriesOf,
+  smooth,
+  thresholdsOf,
+  upsertMetrics,
+} from './metrics';
 import { type DashboardState, MAX_COMPARED, ToDashboard, type VsCodeApi } from './protocol';
 import { describeWorkers } from './workers';
 
@@ -24,6 +35,16 @@ let compared: { run: Run; rows: RunMetrics[] }[] = [];
 let otherRuns: Pick<Run, 'id' | 'name' | 'status'>[] = [];
 let smoothing = vscode.getState()?.smoothing ?? 0;
 let compareIds = vscode.getState()?.compare ?? [];
+let scatterStep = vscode.getState()?.scatter_step ?? null;
+const agreement = new AgreementView(
+  (m) => vscode.postMessage(m),
+  scatterStep,
+  (step) => {
+    scatterStep = step;
+    saveState();
+  },
+  (name, fallback) => color(name, fallback),
+);
 const plots = new Map<string, uPlot>();
 // one colour per run across every chart (the run itself first)
 const PALETTE = [
@@ -72,14 +93,19 @@ window.addEventListener('message', (ev: MessageEvent) => {
     case 'metrics': {
       const other = compared.find((c) => c.run.id === msg.metrics.run_id);
       if (other) other.rows = upsertMetrics(other.rows, msg.metrics);
-      else if (run && msg.metrics.run_id === run.id) rows = upsertMetrics(rows, msg.metrics);
-      else break;
+      else if (run && msg.metrics.run_id === run.id) {
+        rows = upsertMetrics(rows, msg.metrics);
+        agreement.update(rows);
+      } else break;
       // a chart that just got its first point (or a new metric key) needs a new plot
       if (chartSpecs(allRows()).some((s) => !plots.has(s.key) && seriesOf(allRows(), s.key)[0].length > 0))
         render();
       else updatePlots();
       break;
     }
+    case 'validation':
+      agreement.receive(msg);
+      break;
     case 'error':
       clear(root);
       root.append(
@@ -99,7 +125,7 @@ function color(name: string, fallback: string): string {
 }
 
 function saveState() {
-  if (run) vscode.setState({ run_id: run.id, smoothing, compare: compareIds });
+  if (run) vscode.setState({ run_id: run.id, smoothing, compare: compareIds, scatter_step: scatterStep });
 }
 
 function allRows(): RunMetrics[] {
@@ -116,7 +142,10 @@ function drawn(): { name: string; rows: RunMetrics[]; stroke: string }[] {
   }));
 }
 
-/** A chart's uPlot data: per run its raw values, and its smoothed values when smoothing is on. */
+/**
+ * A chart's uPlot data: per run its raw values, and its smoothed values when smoothing is on; then one
+ * constant column per `validation:` threshold on the metric.
+ */
 function chartData(key: string): uPlot.AlignedData {
   const series = drawn().flatMap((d) => {
     const [steps, values] = seriesOf(d.rows, key);
@@ -127,7 +156,9 @@ function chartData(key: string): uPlot.AlignedData {
         ]
       : [[steps, values] as [number[], (number | null)[]]];
   });
-  return alignSeries(series) as uPlot.AlignedData;
+  const [steps, ...columns] = alignSeries(series);
+  const lines = run ? thresholdsOf(run.config, key).map((t) => steps.map(() => t.value)) : [];
+  return [steps, ...columns, ...lines] as uPlot.AlignedData;
 }
 
 /** The raw line under a smoothed one: the run's colour, faint. */
@@ -150,14 +181,38 @@ function renderHeader() {
     h('span', { class: 'badge', id: 'run-status' }, r.status),
     h('span', { id: 'run-step' }, `step ${r.step}${steps ? ` of ${steps}` : ''}`),
     h('span', {}, `model v${r.model_version}`),
-    r.error ? h('span', { class: 'error' }, r.error) : null,
-    r.status === 'running' || r.status === 'created'
+    r.error && r.status !== 'paused' ? h('span', { class: 'error' }, r.error) : null,
+    r.status === 'running' || r.status === 'created' || r.status === 'paused'
       ? h('button', { onclick: () => vscode.postMessage({ type: 'stopRun', run_id: r.id }) }, 'Stop run')
+      : null,
+    r.status === 'paused' || r.status === 'stopped'
+      ? h(
+          'button',
+          { id: 'resume-run', onclick: () => vscode.postMessage({ type: 'resumeRun', run_id: r.id }) },
+          'Resume run',
+        )
       : null,
     h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Refresh'),
   ];
   header.append(...parts.filter((p): p is Node => p !== null));
   renderWorkers(r);
+  renderPaused(r);
+}
+
+/** Below the header: why the run paused (a `validation:` threshold names the step and the figure). */
+function renderPaused(r: Run) {
+  document.getElementById('run-paused')?.remove();
+  if (r.status !== 'paused') return;
+  document
+    .getElementById('header')
+    ?.after(
+      h(
+        'div',
+        { id: 'run-paused', class: 'notice', role: 'alert' },
+        h('strong', {}, 'Paused: '),
+        h('span', {}, r.error ?? 'the run waits to be resumed'),
+      ),
+    );
 }
 
 /** Below the header: nothing runs the rollouts (waiting for a worker, the last one went away). */
@@ -255,6 +310,7 @@ function render() {
   renderToolbar();
   root.append(h('div', { class: 'charts', id: 'charts' }));
   renderCharts();
+  root.append(agreement.render(run.id, rows));
   root.append(configForm(run.config));
 }
 
@@ -294,6 +350,16 @@ function renderCharts() {
         series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points: { show: false } });
       } else series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points });
     }
+    const limits = thresholdsOf(run?.config, spec.key);
+    for (const t of limits)
+      series.push({
+        label: `${t.bound} ${formatNumber(t.value)}`,
+        stroke: color('--vscode-charts-red', '#f14c4c'),
+        width: 1.5,
+        dash: [6, 4],
+        points: { show: false },
+      });
+    if (limits.length > 0) box.dataset.thresholds = limits.map((t) => `${t.bound} ${t.value}`).join(', ');
     const plot = new uPlot(
       {
         ...size(box),

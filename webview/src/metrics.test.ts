@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RunMetrics } from '../../daemon/protocol/entities';
 import { callAsCurl } from './curl';
 import {
+  agreementSteps,
   alignSeries,
   chartSpecs,
   flatRange,
@@ -9,9 +10,11 @@ import {
   metricTitle,
   seriesOf,
   smooth,
+  thresholdsOf,
   upsertMetrics,
 } from './metrics';
 import { FromWebview, ToDashboard } from './protocol';
+import { scatterPosition } from './scatter';
 
 const row = (step: number, metrics: Record<string, number | null>): RunMetrics => ({
   run_id: 'r',
@@ -116,6 +119,40 @@ describe('dashboard smoothing, comparing runs and flat charts', () => {
       title: 'Dropped groups',
       key: 'dropped_groups',
     });
+  });
+});
+
+describe('train/inference agreement on the dashboard', () => {
+  it('charts the agreement figures after the clip fraction only when a step has them', () => {
+    const without = chartSpecs([row(0, { loss: 1 })]).map((s) => s.key);
+    expect(without).not.toContain('logprob_diff_mean');
+    const keys = chartSpecs([row(0, { loss: 1, logprob_diff_mean: 0.01, tis_capped_fraction: 0 })]).map(
+      (s) => s.key,
+    );
+    expect(keys.slice(4, 7)).toEqual(['clip_fraction', 'logprob_diff_mean', 'tis_capped_fraction']);
+    expect(keys.filter((k) => k === 'logprob_diff_mean')).toHaveLength(1);
+  });
+
+  it("draws the run's validation thresholds of a metric, and nothing for a run without them", () => {
+    const config = { validation: { logprob_diff_mean_max: 0.1, prob_correlation_min: 0.9, patience: 2 } };
+    expect(thresholdsOf(config, 'logprob_diff_mean')).toEqual([{ bound: 'max', value: 0.1 }]);
+    expect(thresholdsOf(config, 'prob_correlation')).toEqual([{ bound: 'min', value: 0.9 }]);
+    expect(thresholdsOf(config, 'loss')).toEqual([]);
+    expect(thresholdsOf({ name: 'x' }, 'logprob_diff_mean')).toEqual([]);
+    expect(thresholdsOf(null, 'kl')).toEqual([]);
+  });
+
+  it('offers a scatter for the steps with rollout logprobs, and places a dot by its two probabilities', () => {
+    const rows = [
+      row(2, { rollout_logprob_tokens: 5 }),
+      row(0, { rollout_logprob_tokens: 0 }),
+      row(1, { loss: 1 }),
+    ];
+    expect(agreementSteps(rows)).toEqual([2]);
+    // a 320 px plot with 34 px margins: x grows with the rollout prob, y (downwards) shrinks with the trainer's
+    expect(scatterPosition([0, 0], 320)).toEqual([34, 286]);
+    expect(scatterPosition([1, 1], 320)).toEqual([286, 34]);
+    expect(scatterPosition([0.5, 0.25], 320)).toEqual([160, 223]);
   });
 });
 

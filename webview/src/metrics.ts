@@ -8,13 +8,21 @@ export interface ChartSpec {
   key: string;
 }
 
-/** Charts in order; each lists the metric names the trainer/scheduler may use for it. */
-export const CHARTS: { title: string; keys: string[] }[] = [
+/**
+ * Charts in order; each lists the metric names the trainer/scheduler may use for it. `optional` ones (the
+ * train/inference agreement, which not every trainer reports) show only when a step has them.
+ */
+export const CHARTS: { title: string; keys: string[]; optional?: boolean }[] = [
   { title: 'Mean reward', keys: ['reward_mean', 'mean_reward', 'reward'] },
   { title: 'Loss', keys: ['loss', 'policy_loss'] },
   { title: 'KL', keys: ['kl', 'kl_mean', 'approx_kl'] },
   { title: 'Entropy', keys: ['entropy', 'entropy_mean'] },
   { title: 'Clip fraction', keys: ['clip_fraction', 'clipfrac', 'clip_frac'] },
+  { title: 'Logprob diff |trainer − rollout|, mean', keys: ['logprob_diff_mean'], optional: true },
+  { title: 'Logprob diff |trainer − rollout|, max', keys: ['logprob_diff_max'], optional: true },
+  { title: 'Trainer/rollout prob correlation', keys: ['prob_correlation'], optional: true },
+  { title: 'TIS weight, mean', keys: ['tis_weight_mean'], optional: true },
+  { title: 'TIS weight capped, share', keys: ['tis_capped_fraction'], optional: true },
   { title: 'Tokens/s', keys: ['tokens_per_s', 'tokens_per_second', 'throughput_tokens_per_s'] },
   { title: 'Prefix breaks per step', keys: ['prefix_breaks', 'prefix_breaks_per_step'] },
 ];
@@ -23,11 +31,12 @@ export const CHARTS: { title: string; keys: string[] }[] = [
 export function chartSpecs(rows: RunMetrics[]): ChartSpec[] {
   const present = new Set(rows.flatMap((r) => Object.keys(r.metrics)));
   const used = new Set<string>();
-  const specs: ChartSpec[] = CHARTS.map((c) => {
-    const key = c.keys.find((k) => present.has(k)) ?? c.keys[0];
+  const specs: ChartSpec[] = [];
+  for (const c of CHARTS) {
+    const key = c.keys.find((k) => present.has(k));
     for (const k of c.keys) used.add(k);
-    return { title: c.title, key };
-  });
+    if (key || !c.optional) specs.push({ title: c.title, key: key ?? c.keys[0]! });
+  }
   for (const k of [...present].sort()) if (!used.has(k)) specs.push({ title: metricTitle(k), key: k });
   return specs;
 }
@@ -97,4 +106,24 @@ export function upsertMetrics(rows: RunMetrics[], row: RunMetrics): RunMetrics[]
   const next = rows.slice();
   next[i] = { ...rows[i], metrics: { ...rows[i].metrics, ...row.metrics } };
   return next;
+}
+
+/** The run's `validation:` thresholds on a metric (`<key>_max`, `<key>_min`), for lines on its chart. */
+export function thresholdsOf(config: unknown, key: string): { bound: 'min' | 'max'; value: number }[] {
+  const v = (config as { validation?: Record<string, unknown> } | null)?.validation;
+  if (!v || typeof v !== 'object') return [];
+  const out: { bound: 'min' | 'max'; value: number }[] = [];
+  for (const bound of ['min', 'max'] as const) {
+    const value = v[`${key}_${bound}`];
+    if (typeof value === 'number' && Number.isFinite(value)) out.push({ bound, value });
+  }
+  return out;
+}
+
+/** Steps whose train/inference agreement (and so a scatter) exists: some tokens had a rollout logprob. */
+export function agreementSteps(rows: RunMetrics[]): number[] {
+  return rows
+    .filter((r) => (r.metrics.rollout_logprob_tokens ?? 0) > 0)
+    .map((r) => r.step)
+    .sort((a, b) => a - b);
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { RolloutDetail } from '../../daemon/protocol/api';
 import { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
 import { SampleJson } from '../../daemon/protocol/samples';
+import { StepValidation } from '../../daemon/protocol/training';
 
 /** Host → trajectory webview. */
 export const TrajectoryData = z.object({
@@ -36,6 +37,14 @@ export const ToDashboard = z.discriminatedUnion('type', [
     type: z.literal('compare'),
     runs: z.array(z.object({ run: Run, metrics: z.array(RunMetrics) })),
   }),
+  /** A step's train/inference agreement and scatter, as the webview asked (null with why: none stored). */
+  z.object({
+    type: z.literal('validation'),
+    run_id: z.string(),
+    step: z.number().int().nonnegative(),
+    validation: StepValidation.nullable(),
+    message: z.string().optional(),
+  }),
   z.object({ type: z.literal('error'), message: z.string() }),
 ]);
 
@@ -61,6 +70,9 @@ export const FromWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('copy'), what: z.string().max(100), text: z.string() }),
   z.object({ type: z.literal('refresh') }),
   z.object({ type: z.literal('stopRun'), run_id: z.string() }),
+  z.object({ type: z.literal('resumeRun'), run_id: z.string() }),
+  /** The dashboard wants a step's scatter (answered with 'validation'). */
+  z.object({ type: z.literal('stepValidation'), run_id: z.string(), step: z.number().int().nonnegative() }),
   z.object({ type: z.literal('openRollout'), rollout_id: z.string() }),
   z.object({ type: z.literal('compareRuns'), run_ids: z.array(z.string()).max(MAX_COMPARED) }),
 ]);
@@ -73,6 +85,8 @@ export const DashboardState = z.object({
   smoothing: z.number().min(0).max(0.99).optional(),
   /** Runs overlaid for comparison. */
   compare: z.array(z.string()).max(MAX_COMPARED).optional(),
+  /** The step whose rollout-vs-trainer scatter shows (absent/null: the latest). */
+  scatter_step: z.number().int().nonnegative().nullable().optional(),
 });
 
 export type TrajectoryData = z.infer<typeof TrajectoryData>;

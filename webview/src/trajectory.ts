@@ -8,6 +8,7 @@ import { callAsCurl, callAsJson } from './curl';
 import { clear, h, highlight } from './dom';
 import { count, formatNumber, signed } from './format';
 import { ToTrajectory, type TrajectoryData, type TrajectoryState, type VsCodeApi } from './protocol';
+import { samplingLine, samplingTitle } from './sampling';
 import { showTokenDetails, tokenLine } from './tokenLine';
 import { breakDiagnosis, type SampleView, summarize, tokenView } from './tokens';
 
@@ -170,6 +171,7 @@ function callHead(c: LlmCall, proxyBase: string): HTMLElement {
     h('span', { class: 'muted' }, timing.join(' · ')),
     h('span', { class: 'muted' }, tokens),
     c.finish_reason && h('span', { class: 'muted' }, `finish ${c.finish_reason}`),
+    c.sampling && h('span', { class: 'muted', title: samplingTitle(c.sampling) }, samplingLine(c.sampling)),
     c.stream && h('span', { class: 'muted' }, 'stream'),
     h('span', { class: 'spacer' }),
     h(

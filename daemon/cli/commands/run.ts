@@ -1,4 +1,4 @@
-// `harness-rl run start FILE | list | show ID | stop ID`: manage runs on the running daemon over REST.
+// `harness-rl run start FILE | list | show ID | stop ID | resume ID`: manage runs on the running daemon over REST.
 import { parseArgs } from 'node:util';
 import { readReply, restFetch } from '../../api/rest-call';
 import { loadConfigFile } from '../../config/load';
@@ -7,7 +7,7 @@ import type { ErrorBody } from '../../protocol/api';
 import type { Page, Run, RunMetrics } from '../../protocol/entities';
 import { defaultDataDir } from './daemon';
 
-const USAGE = `usage: harness-rl run start FILE | list | show ID | stop ID
+const USAGE = `usage: harness-rl run start FILE | list | show ID | stop ID | resume ID
   [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
 
 class CliError extends Error {}
@@ -47,6 +47,26 @@ function table(runs: Run[]): string {
         .trimEnd(),
     )
     .join('\n');
+}
+
+const AGREEMENT = [
+  'rollout_logprob_tokens',
+  'logprob_diff_mean',
+  'logprob_diff_max',
+  'prob_correlation',
+  'tis_weight_mean',
+  'tis_capped_fraction',
+  'clip_fraction',
+  'validation_breaches',
+] as const;
+
+/** The train/inference agreement figures of the last step that has them (null: none yet). */
+export function latestAgreement(rows: RunMetrics[]): Record<string, number | null> | null {
+  const last = rows.filter((r) => typeof r.metrics.rollout_logprob_tokens === 'number').at(-1);
+  if (!last) return null;
+  const figures: Record<string, number | null> = { step: last.step };
+  for (const k of AGREEMENT) if (k in last.metrics) figures[k] = last.metrics[k] ?? null;
+  return figures;
 }
 
 export interface Output {
@@ -122,12 +142,25 @@ export async function runCommand(argv: string[], io: Output): Promise<number> {
         const id = encodeURIComponent(needArg('a run ID'));
         const shown = await call<Run>('GET', `/api/runs/${id}`);
         const metrics = await call<RunMetrics[]>('GET', `/api/runs/${id}/metrics`);
-        out(JSON.stringify({ ...shown, metrics }, null, values.json ? undefined : 2));
+        const validation = latestAgreement(metrics);
+        out(JSON.stringify({ ...shown, metrics, validation }, null, values.json ? undefined : 2));
         return 0;
       }
       case 'stop': {
         const stopped = await call<Run>('POST', `/api/runs/${encodeURIComponent(needArg('a run ID'))}/stop`);
         out(values.json ? JSON.stringify(stopped) : `run ${stopped.id}: ${stopped.status}`);
+        return 0;
+      }
+      case 'resume': {
+        const resumed = await call<Run>(
+          'POST',
+          `/api/runs/${encodeURIComponent(needArg('a run ID'))}/resume`,
+        );
+        out(
+          values.json
+            ? JSON.stringify(resumed)
+            : `run ${resumed.id}: ${resumed.status} from step ${resumed.step}`,
+        );
         return 0;
       }
       default:

@@ -54,6 +54,7 @@ const CALL_COLUMNS = [
   'backend_shared',
   'backend_rest',
   'backend_from_base',
+  'sampling',
 ] as const;
 const CALL_COLS = CALL_COLUMNS.join(', ');
 
@@ -84,6 +85,7 @@ function toCall(r: Row, whole: Whole | null, prompt: number[] | null, response: 
     response_logprobs: r.response_logprobs == null ? null : decodeLogprobs(r.response_logprobs as Uint8Array),
     token_source: r.token_source as LlmCall['token_source'],
     bridge: parse(r.bridge),
+    sampling: parse(r.sampling) as LlmCall['sampling'],
     finish_reason: str(r.finish_reason),
     usage: parse(r.usage) as LlmCall['usage'],
     model: str(r.model),
@@ -152,6 +154,7 @@ export async function recordLlmCalls(c: SqlContext, calls: NewLlmCall[]): Promis
       response_logprobs: c.response_logprobs ?? null,
       token_source: c.token_source,
       bridge: c.bridge ?? null,
+      sampling: c.sampling ?? null,
       finish_reason: c.finish_reason ?? null,
       usage: c.usage ?? null,
       model: c.model ?? null,
@@ -290,6 +293,7 @@ function callRow(c: LlmCall, e: Encoded): Param[] {
     e.texts.backendShared,
     e.texts.backendRest,
     e.texts.backendFromBase ? 1 : null,
+    json(c.sampling),
   ];
 }
 

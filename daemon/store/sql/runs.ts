@@ -1,5 +1,6 @@
 // Runs and their per-step metrics.
 import { type Page, type Run, type RunMetrics, RunStatus } from '../../protocol/entities';
+import { StepValidation } from '../../protocol/training';
 import type { Row } from '../driver';
 import { newId } from '../ids';
 import type { SqlContext } from './context';
@@ -190,4 +191,35 @@ export async function listRunMetrics(c: SqlContext, runId: string): Promise<RunM
       created_at: iso(r.created_at),
     }));
   });
+}
+
+/** A step's train/inference agreement (with its scatter); a second write for the step replaces it. */
+export async function setStepValidation(
+  c: SqlContext,
+  runId: string,
+  step: number,
+  validation: StepValidation,
+): Promise<void> {
+  nonNegativeInt('step', step);
+  const checked = StepValidation.safeParse(validation);
+  if (!checked.success) invalid('validation', `validation: ${checked.error.issues[0]?.message}`);
+  await c.tx(async (q) => {
+    await c.mustExist(q, 'runs', runId, 'run_id', 'run');
+    await q.run(
+      'INSERT INTO step_validations (run_id, step, validation) VALUES (?, ?, ?) ' +
+        'ON CONFLICT (run_id, step) DO UPDATE SET validation = excluded.validation',
+      [runId, step, JSON.stringify(checked.data)],
+    );
+  });
+}
+
+export async function getStepValidation(
+  c: SqlContext,
+  runId: string,
+  step: number,
+): Promise<StepValidation | null> {
+  const row = await c.read(() =>
+    c.db.get('SELECT validation FROM step_validations WHERE run_id = ? AND step = ?', [runId, step]),
+  );
+  return row ? (parse(row.validation) as StepValidation) : null;
 }

@@ -1,0 +1,103 @@
+// The policy-loss part of vectors.json: whole-step token cases (decoupled, bypass, dual clip, unknown and
+// floored rollout logprobs, a large train/inference mismatch) with their expected losses, gradients and
+// StepValidation figures, which both trainers check themselves against (spec/samples.md).
+import { policyTokenLoss, type TokenLossConfig } from './loss';
+import { stepValidation } from './validation';
+
+interface TokenCaseInput {
+  name: string;
+  loss: Required<TokenLossConfig>;
+  logp: number[];
+  old_logp: number[];
+  /** null: absent; −9999: vLLM's floor */
+  rollout_logp: (number | null)[];
+  advantage: number[];
+  weights: number[];
+}
+
+function tokenCase(c: TokenCaseInput) {
+  const parts = c.logp.map((lp, t) =>
+    policyTokenLoss(lp, c.old_logp[t], c.rollout_logp[t] ?? Number.NaN, c.advantage[t], c.loss),
+  );
+  return {
+    ...c,
+    expected: {
+      token_loss: parts.map((p) => p.loss),
+      grad: parts.map((p, t) => c.weights[t] * p.dlogp),
+      clipped: parts.map((p) => p.clipped),
+      tis_weight: parts.map((p) => p.tisWeight),
+      total: parts.reduce((s, p, t) => s + c.weights[t] * p.loss, 0),
+    },
+    validation: stepValidation(
+      c.old_logp,
+      c.rollout_logp.map((m) => m ?? Number.NaN),
+      c.loss.tis_cap,
+    ),
+  };
+}
+
+const ln = Math.log;
+const base = { clip_low: 0.2, clip_high: 0.28 };
+
+/** π/μ = 1.5 (under the cap), e³ (over it), e^−0.7; μ unknown (absent, −9999); old − μ beyond 20. */
+const firstUpdate = [-1, -0.5, -0.5, -2, -0.3, -1.2, -0.7, -0.05, -3];
+const firstUpdateMu = [-1, -0.5 - ln(1.5), -3.5, -1.3, null, -9999, -40, -0.05, -2.9];
+
+export function tokenLossCases() {
+  return [
+    tokenCase({
+      name: 'decoupled, first update (old = lp): the gradient weight is min(π/μ, C)',
+      loss: { ...base, tis_cap: 2, dual_clip: null },
+      logp: firstUpdate,
+      old_logp: firstUpdate,
+      rollout_logp: firstUpdateMu,
+      advantage: [1, -1, -1, 1, 0.5, -0.5, 2, -2, 1],
+      weights: [0.125, 0.125, 0.125, 0.125, 0.1, 0.1, 0.1, 0.1, 0.1],
+    }),
+    tokenCase({
+      name: 'decoupled, a later minibatch (lp != old): the ratio against old is clipped',
+      loss: { ...base, tis_cap: 1.5, dual_clip: null },
+      logp: [-0.5, -1.5, -0.5, -1.5, -1, -0.2],
+      old_logp: [-1, -1, -1, -1, -0.9, -0.4],
+      rollout_logp: [-1.1, null, -0.6, -9999, -0.9, -3],
+      advantage: [1, 1, -1, -1, 0, -0.5],
+      weights: [0.2, 0.2, 0.2, 0.2, 0.1, 0.1],
+    }),
+    tokenCase({
+      name: 'decoupled with dual clip 3',
+      loss: { ...base, tis_cap: 2, dual_clip: 3 },
+      logp: [-0.2, -1, -0.5],
+      old_logp: [-2.2, -1, -0.5],
+      rollout_logp: [-2, -5, null],
+      advantage: [-1, -1, -1],
+      weights: [0.5, 0.25, 0.25],
+    }),
+    tokenCase({
+      name: 'bypass (tis_cap null): the ratio against the rollout logprob, clamped to e^±20',
+      loss: { ...base, tis_cap: null, dual_clip: null },
+      logp: [-1, -0.5, -0.5, -2, -0.3, -0.1, -1.2, -0.7],
+      old_logp: [-1, -0.5, -0.5, -2, -0.3, -0.1, -1.2, -0.7],
+      rollout_logp: [-1, -0.5 - ln(1.5), -3.5, -1.3, null, -25, -9999, -0.2],
+      advantage: [1, -1, -1, 1, 0.5, -1, -0.5, 1],
+      weights: [0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125],
+    }),
+    tokenCase({
+      name: 'bypass with dual clip 3',
+      loss: { ...base, tis_cap: null, dual_clip: 3 },
+      logp: [-0.5, -0.1, -0.5],
+      old_logp: [-0.5, -0.1, -0.5],
+      rollout_logp: [-3.5, -25, -0.5 - ln(1.5)],
+      advantage: [-1, -1, -1],
+      weights: [1 / 3, 1 / 3, 1 / 3],
+    }),
+    tokenCase({
+      name: 'no known rollout logprob: validation is null',
+      loss: { ...base, tis_cap: 2, dual_clip: null },
+      logp: [-1, -2],
+      old_logp: [-1, -2],
+      rollout_logp: [null, -9999],
+      advantage: [1, -1],
+      weights: [0.5, 0.5],
+    }),
+  ];
+}

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import type { CallSampling } from '../../daemon/protocol/entities';
+import { samplingLine, samplingTitle } from './sampling';
+
+const run: CallSampling = {
+  temperature: 1,
+  top_p: 1,
+  top_k: 0,
+  min_p: 0,
+  repetition_penalty: 1,
+  presence_penalty: 0,
+  frequency_penalty: 0,
+  seed: null,
+  max_tokens: 256,
+  source: 'run',
+  overridden: { temperature: 0.6, top_k: 20 },
+};
+
+describe("a call's sampling in the trajectory view", () => {
+  it("says the run's T 1 replaced the harness's values, and lists what the harness asked for", () => {
+    expect(samplingLine(run)).toBe("T 1 (run's, harness values replaced)");
+    const title = samplingTitle(run);
+    expect(title).toContain('top-k: off');
+    expect(title).toContain('max tokens: 256');
+    expect(title).toContain('harness asked temperature: 0.6');
+    expect(title).toContain('harness asked top_k: 20');
+  });
+
+  it('shows truncation a harness sent, and the backend default where it sent nothing', () => {
+    const harness: CallSampling = {
+      ...run,
+      temperature: null,
+      top_k: 20,
+      top_p: 0.95,
+      source: 'request',
+      overridden: null,
+    };
+    expect(samplingLine(harness)).toBe("T backend default · top-p 0.95 · top-k 20 (harness's)");
+    expect(samplingTitle(harness)).toContain('T: backend default');
+    expect(samplingLine(null)).toBeNull();
+  });
+});
