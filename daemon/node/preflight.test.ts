@@ -142,3 +142,17 @@ describe('runs sharing one vLLM', () => {
     expect(() => inference({ maxLoras: '2', maxLoraRank: undefined })).toThrow(/goes with --max-lora-rank/);
   });
 });
+
+describe('a trainer under torchrun', () => {
+  it('with more ranks than --gpus gives it is refused naming both', () => {
+    const plan = planNode({
+      role: 'trainer',
+      listen: 'x:4302',
+      vllmUrl: 'http://h:1',
+      trainerCmd: 'torchrun --nproc-per-node 2 -m harness_rl_trainer --checkpoint-dir c',
+      gpus: [1],
+    });
+    expect(check(plan)).toEqual(['torchrun --nproc-per-node 2 needs 2 GPUs; --gpus gives the trainer 1']);
+    expect(check({ ...plan, gpus: [1, 2] })).toEqual([]);
+  });
+});

@@ -102,6 +102,14 @@ export function preflightNode(
   };
   const dir = claimsDir(env);
   const problems = claimClashes(claim, otherClaims(dir));
+  if (plan.role === 'trainer') {
+    // torchrun starts one rank per GPU: more ranks than --gpus gives would put two on one card.
+    const nproc = /--nproc[-_]per[-_]node[= ](\d+)/.exec(plan.command)?.[1];
+    if (nproc && plan.gpus && Number(nproc) > plan.gpus.length)
+      problems.push(
+        `torchrun --nproc-per-node ${nproc} needs ${nproc} GPUs; --gpus gives the trainer ${plan.gpus.join(',')}`,
+      );
+  }
   if (plan.role === 'inference') {
     if (options.builtFromModel) {
       const missing = vllmInstalled(env);
