@@ -156,3 +156,17 @@ describe('a trainer under torchrun', () => {
     expect(check({ ...plan, gpus: [1, 2] })).toEqual([]);
   });
 });
+
+describe('a model family the parser table does not know', () => {
+  it('is refused listing the parsers to choose from, and starts with the ones the node is given', () => {
+    const unknown = inference({ model: 'acme/agent-7b', maxLoraRank: undefined });
+    expect(check(unknown)).toEqual([
+      expect.stringMatching(/^--enable-auto-tool-choice is missing/),
+      expect.stringMatching(/^--tool-call-parser <the model family's parser: .*hermes.*llama3_json/),
+    ]);
+    const chosen = inference({ model: 'acme/agent-7b', toolCallParser: 'pythonic', maxLoraRank: undefined });
+    expect(chosen.command).toMatch(/--enable-auto-tool-choice --tool-call-parser pythonic/);
+    expect(check(chosen)).toEqual([]);
+    expect(check(inference({ toolCallParser: 'qwen3_xml' }))).toEqual([]);
+  });
+});

@@ -21,6 +21,8 @@ export interface NodePlan {
   memoryShare: number | null;
   /** Added to the started process's environment. */
   env: Record<string, string>;
+  /** --tool-call-parser was given to the node. */
+  parserChosen?: boolean;
 }
 
 export interface PlanInput {
@@ -33,6 +35,8 @@ export interface PlanInput {
   servedModelName?: string;
   maxLoraRank?: string;
   maxLoras?: string;
+  toolCallParser?: string;
+  reasoningParser?: string;
   gpus?: number[];
   gpuMemoryUtilization?: string;
   env?: NodeJS.ProcessEnv;
@@ -64,6 +68,8 @@ export function planNode(i: PlanInput): NodePlan {
       servedModelName: i.servedModelName,
       maxLoraRank: rank,
       maxLoras: loras,
+      toolCallParser: i.toolCallParser,
+      reasoningParser: i.reasoningParser,
       gpuMemoryUtilization: share,
       tensorParallelSize: i.gpus?.length,
       env: i.env,
@@ -81,6 +87,7 @@ export function planNode(i: PlanInput): NodePlan {
     gpus: i.gpus ?? null,
     memoryShare: fromCmd ? Number(fromCmd[1]) : null,
     env,
+    parserChosen: i.toolCallParser !== undefined,
   };
 }
 
@@ -120,6 +127,7 @@ export function preflightNode(
         gpus: plan.gpus,
         sharedWith: sharers(claim, dir, options.processes),
         env: { ...env, ...plan.env },
+        parserChosen: plan.parserChosen,
       }),
     );
   }

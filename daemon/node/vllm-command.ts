@@ -157,6 +157,9 @@ export interface BuildOptions {
   maxLoraRank?: number;
   /** Adapters batched at once and kept in memory (runs sharing this vLLM; vllm/config/lora.py:35, :42). */
   maxLoras?: number;
+  /** The parsers for a family the table does not know (or to override it). */
+  toolCallParser?: string;
+  reasoningParser?: string;
   gpuMemoryUtilization?: number;
   tensorParallelSize?: number;
   env?: NodeJS.ProcessEnv;
@@ -166,7 +169,9 @@ const quoteWord = (w: string) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace
 
 /** The vLLM command the node starts for --model: vLLM's own venv, every flag the preflight asks for. */
 export function buildVllmCommand(o: BuildOptions): string {
-  const parsers = parsersFor(o.model);
+  const known = parsersFor(o.model);
+  const tool = o.toolCallParser ?? known?.tool;
+  const reasoning = o.reasoningParser ?? known?.reasoning;
   const words = [join(vllmVenv(o.env), 'bin', 'vllm'), 'serve', o.model];
   words.push(
     '--served-model-name',
@@ -177,10 +182,8 @@ export function buildVllmCommand(o: BuildOptions): string {
     String(o.port),
   );
   words.push('--generation-config', 'vllm');
-  if (parsers) {
-    words.push('--enable-auto-tool-choice', '--tool-call-parser', parsers.tool);
-    if (parsers.reasoning) words.push('--reasoning-parser', parsers.reasoning);
-  }
+  if (tool) words.push('--enable-auto-tool-choice', '--tool-call-parser', tool);
+  if (reasoning) words.push('--reasoning-parser', reasoning);
   if (o.maxLoraRank !== undefined) words.push('--enable-lora', '--max-lora-rank', String(o.maxLoraRank));
   if (o.maxLoras !== undefined)
     words.push('--max-loras', String(o.maxLoras), '--max-cpu-loras', String(o.maxLoras));
@@ -198,6 +201,8 @@ export interface PreflightOptions {
   sharedWith: string | null;
   /** The env the node starts vLLM with (the agent's own plus what it adds). */
   env: NodeJS.ProcessEnv;
+  /** The node was told the parser (--tool-call-parser): not checked against the family table. */
+  parserChosen?: boolean;
 }
 
 /** Every problem of a --vllm-cmd, each naming the flag to add; empty when it can run a training run. */
@@ -218,12 +223,14 @@ export function preflightVllm(command: string, o: PreflightOptions): string[] {
   // Tools with tool_choice auto (the default when tools are sent, chat_completion/protocol.py:992) are
   // refused without both flags (vllm/renderers/online_renderer.py:276).
   const parsers = cmd.model ? parsersFor(cmd.model) : null;
-  const want = parsers ? ` ${parsers.tool}` : ' <parser of the model family>';
+  const want = parsers
+    ? ` ${parsers.tool}`
+    : ` <the model family's parser: ${[...new Set(MODEL_PARSERS.map((p) => p.tool))].join(', ')}, …; vllm/tool_parsers/__init__.py>`;
   if (flag('--enable-auto-tool-choice') === undefined)
     problems.push(`--enable-auto-tool-choice is missing: vLLM answers 400 to every call with tools`);
   const tool = flag('--tool-call-parser');
   if (!tool) problems.push(`--tool-call-parser${want} is missing`);
-  else if (parsers && tool !== parsers.tool)
+  else if (parsers && tool !== parsers.tool && !o.parserChosen)
     problems.push(
       `--tool-call-parser ${tool}: ${parsers.family} models need --tool-call-parser ${parsers.tool}`,
     );

@@ -24,7 +24,9 @@ const USAGE = `usage: harness-rl node --role inference|trainer --listen HOST:POR
     --model ID|DIR        start vLLM for this model from its own venv (scripts/setup-vllm-venv.sh),
                           with the tool/reasoning parsers of its family, --host 127.0.0.1 and
                           --generation-config vllm; with --max-lora-rank R for LoRA runs (rank <= R),
-                          --max-loras K for K LoRA runs sharing it, --served-model-name (default base)
+                          --max-loras K for K LoRA runs sharing it, --served-model-name (default base);
+                          --tool-call-parser P [--reasoning-parser R] for a family not in
+                          daemon/node/vllm-command.ts's table (vLLM's parser names)
     --vllm-cmd "CMD"      start this vLLM command instead (checked for the same flags at start)
     --vllm-url URL        an existing vLLM OpenAI server (e.g. http://127.0.0.1:8000); with --model or
                           --vllm-cmd: where the started one listens (default http://127.0.0.1:8000)
@@ -56,6 +58,8 @@ export async function run(argv: string[]): Promise<number> {
       'served-model-name': { type: 'string' },
       'max-lora-rank': { type: 'string' },
       'max-loras': { type: 'string' },
+      'tool-call-parser': { type: 'string' },
+      'reasoning-parser': { type: 'string' },
       gpus: { type: 'string' },
       'gpu-memory-utilization': { type: 'string' },
       'keep-weights': { type: 'string' },
@@ -98,6 +102,8 @@ export async function run(argv: string[]): Promise<number> {
       servedModelName: values['served-model-name'],
       maxLoraRank: values['max-lora-rank'],
       maxLoras: values['max-loras'],
+      toolCallParser: values['tool-call-parser'],
+      reasoningParser: values['reasoning-parser'],
       gpus: values.gpus === undefined ? undefined : parseGpus(values.gpus),
       gpuMemoryUtilization: values['gpu-memory-utilization'],
     });
