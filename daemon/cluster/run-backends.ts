@@ -230,7 +230,9 @@ export class RunBackends {
 
   private syncOne(target: Target, version: number): Promise<void> {
     if (target.kind !== 'node') return this.syncTarget(target, version);
-    const run = (target.syncing ?? Promise.resolve()).then(() => this.syncTarget(target, version));
+    // One load at a time per node: the next waits for the one before, whatever became of it.
+    const before = target.syncing?.catch(() => {}) ?? Promise.resolve();
+    const run = before.then(() => this.syncTarget(target, version));
     const done = run.finally(() => {
       if (target.syncing === done) target.syncing = undefined;
     });
