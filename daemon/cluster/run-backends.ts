@@ -14,12 +14,20 @@ import { type BackendPool, readText, rootUrl, send } from '../proxy/backends';
 import { type NodeConnection, NodeRefused } from './nodes/connection';
 import type { NodeRegistry } from './nodes/registry';
 import { NodeTrainer, type OpenedRun } from './nodes/trainer-client';
-import { describeWeights, hasWeights, loadWeightsOverHttp, sendWeightFiles } from './weights';
+import { describeWeights, hasWeights, loadWeightsOverHttp, pruneVersions, sendWeightFiles } from './weights';
 
 type Target =
   | { kind: 'engine'; url: string }
   | { kind: 'http'; url: string }
-  | { kind: 'node'; url: string; node: NodeConnection };
+  | {
+      kind: 'node';
+      url: string;
+      node: NodeConnection;
+      /** The version this run loaded there (undefined: none yet, the base model). */
+      loaded?: number;
+      /** A load under way, so a reconnect and a health report do not send the weights twice. */
+      syncing?: Promise<void>;
+    };
 
 /** The least time the other backends get to load once one serves the new version. */
 const SYNC_GRACE_MS = 500;
@@ -96,8 +104,23 @@ export class RunBackends {
         this.targets.push(target);
         // A node that comes back (or comes up late) gets the current weights before it serves.
         this.unlisten.push(node.onOpen(() => void this.syncOne(target, this.version)));
-        // Its vLLM starting or restarting: the other backends take the calls meanwhile.
-        this.unlisten.push(node.onHealth((h) => this.pool.setReady(url, h.ready, runId)));
+        // Its vLLM starting or restarting: the other backends take the calls meanwhile. A restarted vLLM
+        // lost the weights loaded at run time (the node's versions no longer name this run): send them
+        // again; the node holds calls and reports not ready until they are in.
+        this.unlisten.push(
+          node.onHealth((h) => {
+            this.pool.setReady(url, h.ready, runId);
+            if (target.loaded !== undefined && h.versions[runId] === undefined && !target.syncing) {
+              this.ctx.log('an inference node lost its weights (its vLLM restarted): sending them again', {
+                run_id: runId,
+                node: url,
+                version: this.version,
+              });
+              target.loaded = undefined;
+              void this.syncOne(target, this.version);
+            }
+          }),
+        );
         if (node.health) this.pool.setReady(url, node.health.ready, runId);
       } else {
         this.pool.add(endpoint, { name: endpoint, modelVersion: null, runId, weights });
@@ -168,7 +191,15 @@ export class RunBackends {
     if (!copy) {
       const dest = join(this.ctx.dataDir, 'runs', this.runId, 'weights', `v${weights.version}`);
       const trainer = this.nodeTrainer;
-      copy = hasWeights(dest, weights).then((here) => (here ? dest : trainer.fetchWeights(weights, dest)));
+      copy = hasWeights(dest, weights)
+        .then((here) => (here ? dest : trainer.fetchWeights(weights, dest)))
+        .then(async (path) => {
+          // Full weights are GiBs a version: the newest keep_weights copies stay on this machine.
+          const keep = this.config.inference.keep_weights;
+          const removed = await pruneVersions(join(dest, '..'), keep, [path]);
+          for (const old of removed) this.fetched.delete(Number(old.slice(old.lastIndexOf('/v') + 2)));
+          return path;
+        });
       copy.catch(() => this.fetched.delete(weights.version));
       this.fetched.set(weights.version, copy);
       for (const old of this.fetched.keys()) if (old < weights.version - 2) this.fetched.delete(old);
@@ -197,7 +228,19 @@ export class RunBackends {
     await Promise.race([Promise.all(loads), grace]);
   }
 
-  private async syncOne(target: Target, version: number): Promise<void> {
+  private syncOne(target: Target, version: number): Promise<void> {
+    if (target.kind !== 'node') return this.syncTarget(target, version);
+    // One load at a time per node: the next waits for the one before, whatever became of it.
+    const before = target.syncing?.catch(() => {}) ?? Promise.resolve();
+    const run = before.then(() => this.syncTarget(target, version));
+    const done = run.finally(() => {
+      if (target.syncing === done) target.syncing = undefined;
+    });
+    target.syncing = done;
+    return done;
+  }
+
+  private async syncTarget(target: Target, version: number): Promise<void> {
     const inPlace = target.kind === 'engine' && !this.nodeTrainer;
     const weights = inPlace ? null : await this.weightsOf(version).catch(() => null);
     if (inPlace || !weights) {
@@ -246,6 +289,7 @@ export class RunBackends {
         await sendWeightFiles((h, p) => node.send(h, p), id, weights, dir);
       }
       await node.request({ t: 'weights_load', id, key, run_id: this.runId, model, weights });
+      target.loaded = weights.version;
     }
   }
 

@@ -115,14 +115,16 @@ export class WeightsReceiver {
   }
 }
 
+export type Post = (path: string, body: unknown) => Promise<{ status: number; text: string }>;
+
 /**
  * Loads a weights folder into a vLLM-compatible server over HTTP: a LoRA adapter through
- * /v1/load_lora_adapter under the served model name (load_inplace; older vLLM: unload, then load),
- * full weights through the dev-mode /collective_rpc (update_config, then reload_weights); then the
- * prefix cache, computed with the old weights, is reset.
+ * /v1/load_lora_adapter under the served model name (load_inplace; older vLLM: unload, then load), full
+ * weights between a pause and a resume (reloadFullWeights); then the prefix cache, computed with the old
+ * weights, is reset (resetPrefixCache).
  */
 export async function loadWeightsOverHttp(
-  post: (path: string, body: unknown) => Promise<{ status: number; text: string }>,
+  post: Post,
   dir: string,
   model: string,
   format: WeightsRef['format'],
@@ -140,18 +142,86 @@ export async function loadWeightsOverHttp(
         `/v1/load_lora_adapter answered ${r.status} (vLLM needs --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): ${r.text.slice(0, 300)}`,
       );
   } else {
-    for (const body of [
-      { method: 'update_config', args: [{ model_config: { model: dir } }] },
-      { method: 'reload_weights', args: [] },
-    ]) {
-      const r = await post('/collective_rpc', body);
-      if (r.status !== 200)
-        throw new Error(
-          `/collective_rpc ${body.method} answered ${r.status} (a full-weight reload needs vLLM with VLLM_SERVER_DEV_MODE=1): ${r.text.slice(0, 300)}`,
-        );
-    }
+    await reloadFullWeights(post, dir);
   }
-  const reset = await post('/reset_prefix_cache', {});
-  if (reset.status !== 200 && reset.status !== 404)
-    throw new Error(`/reset_prefix_cache answered ${reset.status}: ${reset.text.slice(0, 200)}`);
+  await resetPrefixCache(post);
+}
+
+/**
+ * vLLM 0.34 reloads full weights only while generation is paused: the reload borrows the emptied KV
+ * cache's memory and fails otherwise (vllm/v1/worker/extensible_kv_cache.py:786, reached from
+ * gpu_worker.py:645 reload_weights(weights_iterator, weights_path, is_checkpoint_format)). So: POST
+ * /pause?mode=wait (in-flight requests finish; vllm/entrypoints/rl/online/api_router.py:31), POST
+ * /collective_rpc {method: reload_weights, kwargs: {weights_path}} (dev mode, serve/dev/rpc/api_router.py:23;
+ * reload/inplace.py:34 points model_config at the path), and POST /resume whatever happened.
+ */
+export async function reloadFullWeights(post: Post, dir: string): Promise<void> {
+  const devMode = '(a full-weight reload needs vLLM with VLLM_SERVER_DEV_MODE=1)';
+  const paused = await post('/pause?mode=wait', {});
+  if (paused.status !== 200)
+    throw new Error(`/pause answered ${paused.status} ${devMode}: ${paused.text.slice(0, 300)}`);
+  let failed: Error | null = null;
+  try {
+    const r = await post('/collective_rpc', { method: 'reload_weights', kwargs: { weights_path: dir } });
+    if (r.status !== 200)
+      failed = new Error(
+        `/collective_rpc reload_weights answered ${r.status} ${devMode}: ${r.text.slice(0, 300)}`,
+      );
+  } catch (err) {
+    failed = err as Error;
+  }
+  // Resumed whatever happened: a server left paused answers 503 to every call.
+  const resumed = await post('/resume', {});
+  if (failed) throw failed;
+  if (resumed.status !== 200)
+    throw new Error(`/resume answered ${resumed.status}: ${resumed.text.slice(0, 300)}`);
+}
+
+/**
+ * POST /reset_prefix_cache answers {"success": false} while blocks are still held (running requests;
+ * vllm/entrypoints/serve/dev/cache/api_router.py:31): tried a few times, then a failure. 404: a server
+ * without dev mode, which has no such route (its LoRA loads still work).
+ */
+export async function resetPrefixCache(post: Post, tries = 5, delayMs = 200): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const r = await post('/reset_prefix_cache', {});
+    if (r.status === 404) return;
+    if (r.status !== 200)
+      throw new Error(`/reset_prefix_cache answered ${r.status}: ${r.text.slice(0, 200)}`);
+    let success: unknown;
+    try {
+      success = (JSON.parse(r.text) as { success?: unknown }).success;
+    } catch {
+      throw new Error(
+        `/reset_prefix_cache answered ${JSON.stringify(r.text.slice(0, 100))}, not {"success": …}`,
+      );
+    }
+    if (success === true) return;
+    if (attempt >= tries)
+      throw new Error(
+        `/reset_prefix_cache answered {"success": false} ${tries} times: calls would reuse the old weights' cache`,
+      );
+    await new Promise((r) => setTimeout(r, delayMs));
+  }
+}
+
+/** Removes all but the newest `keep` version folders (`v<N>`) of `dir`; returns the removed ones. */
+export async function pruneVersions(dir: string, keep: number, spare: string[] = []): Promise<string[]> {
+  let names: string[];
+  try {
+    names = (await readdir(dir, { withFileTypes: true }))
+      .filter((e) => e.isDirectory() && /^v\d+$/.test(e.name))
+      .map((e) => e.name);
+  } catch {
+    return [];
+  }
+  const old = names.sort((a, b) => Number(b.slice(1)) - Number(a.slice(1))).slice(keep);
+  const removed: string[] = [];
+  for (const name of old) {
+    const path = join(dir, name);
+    if (spare.includes(path)) continue;
+    await rm(path, { recursive: true, force: true });
+    removed.push(path);
+  }
+  return removed;
 }

@@ -138,10 +138,14 @@ let nextId = 1;
 
 /** The folder `update_config` named, per served model, for the next `reload_weights`. */
 const pendingModelDir = new WeakMap<ServedModel, string>();
+/** Served models between /pause and /resume: generation answers 503 (vllm/exceptions.py:139). */
+const paused = new WeakSet<ServedModel>();
 
 /**
- * vLLM's dev-mode RPC (VLLM_SERVER_DEV_MODE=1) as the daemon uses it to reload full weights:
- * update_config({model_config: {model: DIR}}), then reload_weights().
+ * vLLM 0.34's dev-mode RPC (VLLM_SERVER_DEV_MODE=1) as the daemon uses it to reload full weights:
+ * reload_weights(weights_path=DIR) between /pause and /resume. As vLLM's, a reload while generation is
+ * not paused fails (vllm/v1/worker/extensible_kv_cache.py:786, from gpu_worker.py:645). Older callers'
+ * update_config({model_config: {model: DIR}}) still names the folder.
  */
 async function collectiveRpc(
   served: ServedModel,
@@ -155,8 +159,15 @@ async function collectiveRpc(
     return sendJson(res, 200, { results: [null] });
   }
   if (rpc.method === 'reload_weights') {
+    if (!paused.has(served))
+      throw new HttpError(
+        500,
+        'RuntimeError: updating weights needs free device memory beside the KV cache: pause generation with the cache cleared first (POST /pause)',
+      );
+    const path = rpc.kwargs.weights_path;
+    if (typeof path === 'string' && path) pendingModelDir.set(served, path);
     const dir = pendingModelDir.get(served);
-    if (!dir) throw new HttpError(400, 'reload_weights before update_config named the weights folder');
+    if (!dir) throw new HttpError(400, 'reload_weights needs kwargs.weights_path', 'kwargs.weights_path');
     const version = await served.load(dir);
     return sendJson(res, 200, { results: [null] }, version);
   }
@@ -277,7 +288,18 @@ async function handle(served: ServedModel, req: IncomingMessage, res: ServerResp
     );
   }
   if (path === '/collective_rpc') return collectiveRpc(served, res, parse(CollectiveRpc, body));
-  if (path === '/reset_prefix_cache') return sendJson(res, 200, {}, version);
+  // {"success": bool}, false while blocks are held (vllm/entrypoints/serve/dev/cache/api_router.py:44).
+  if (path === '/reset_prefix_cache') return sendJson(res, 200, { success: true }, version);
+  if (path === '/pause') {
+    paused.add(served);
+    return sendJson(res, 200, { status: 'paused' }, version);
+  }
+  if (path === '/resume') {
+    paused.delete(served);
+    return sendJson(res, 200, { status: 'resumed' }, version);
+  }
+  if ((route === '/chat/completions' || route === '/completions') && paused.has(served))
+    throw new HttpError(503, 'Generation is paused; please retry');
   if (route === '/detokenize') {
     const r = parse(DetokenizeRequest, body);
     return sendJson(res, 200, { prompt: decode(r.tokens) }, version);

@@ -1,17 +1,21 @@
 // The inference role: in front of an existing vLLM server (--vllm-url), one the agent starts and keeps
 // up (--vllm-cmd), or the built-in reference engine (--engine reference). Tunnelled HTTP requests are
 // forwarded to it and streamed back frame by frame; new weights are received, checked and loaded —
-// LoRA adapters through vLLM's /v1/load_lora_adapter, full weights through its dev-mode
-// /collective_rpc (update_config + reload_weights) — while new requests wait in a queue.
+// LoRA adapters through vLLM's /v1/load_lora_adapter, full weights between its dev-mode /pause and
+// /resume (/collective_rpc reload_weights) — while new requests wait in a queue. Weights loaded at run
+// time live in vLLM's memory only: when the vLLM it started restarts, the node forgets them, reports
+// not ready and holds calls until the daemon has sent each run's weights again.
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { hasWeights, loadWeightsOverHttp, WeightsReceiver } from '../cluster/weights';
+import { hasWeights, loadWeightsOverHttp, pruneVersions, WeightsReceiver } from '../cluster/weights';
 import { type ReferenceEngine, startReferenceEngine } from '../engine';
 import type { Frame } from '../protocol/frames';
 import type { NodeMessageOf, WeightsRef } from '../protocol/node';
 import { readText, SendError, send } from '../proxy/backends';
 import type { Peer, Role } from './agent';
 import { Supervised } from './process';
+import { parseVllmCommand, VLLM_DEFAULT_MAX_LORA_RANK } from './vllm-command';
 
 export interface InferenceRoleOptions {
   dataDir: string;
@@ -20,6 +24,10 @@ export interface InferenceRoleOptions {
   /** A command that starts vLLM's server at vllmUrl (default http://127.0.0.1:8000). */
   vllmCmd?: string;
   engine?: 'reference';
+  /** Added to the started vLLM's environment (CUDA_VISIBLE_DEVICES, the runtime-LoRA and dev-mode switches). */
+  env?: Record<string, string>;
+  /** Received weight versions kept on disk per run (default 2). */
+  keepWeights?: number;
   log: (message: string, detail?: Record<string, unknown>) => void;
 }
 
@@ -43,6 +51,12 @@ export class InferenceRole implements Role {
   private healthTimer: NodeJS.Timeout | null = null;
   private drained: (() => void) | null = null;
   private probing: Promise<void> | null = null;
+  /**
+   * Runs whose weights the started vLLM lost when it restarted (its adapters and reloaded weights were in
+   * memory only): until each is loaded again the node is not ready and holds calls, so no call is served
+   * by the base model under a run's newer version.
+   */
+  private readonly lost = new Set<string>();
 
   constructor(private readonly options: InferenceRoleOptions) {
     this.backend = options.engine
@@ -66,10 +80,8 @@ export class InferenceRole implements Role {
           command: o.vllmCmd,
           name: 'vllm',
           log: o.log,
-          env: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True', VLLM_SERVER_DEV_MODE: '1' },
-          onExit: () => {
-            this.ready = false;
-          },
+          env: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True', VLLM_SERVER_DEV_MODE: '1', ...o.env },
+          onExit: () => this.forgetLoaded(),
         });
         this.process.start();
       }
@@ -77,6 +89,16 @@ export class InferenceRole implements Role {
     await this.checkHealth();
     this.healthTimer = setInterval(() => void this.checkHealth(), 2000);
     this.healthTimer.unref();
+  }
+
+  /** The started vLLM exited: what it had loaded is gone; its runs need their weights again. */
+  private forgetLoaded(): void {
+    this.ready = false;
+    for (const run of Object.keys(this.versions)) {
+      this.lost.add(run);
+      delete this.versions[run];
+    }
+    this.loaded.clear();
   }
 
   private async checkHealth(): Promise<void> {
@@ -92,10 +114,10 @@ export class InferenceRole implements Role {
     }
   }
 
-  private async untilReady(deadline: number, cancelled: () => boolean): Promise<void> {
+  private async untilReady(deadline: number, cancelled: () => boolean, withWeights = false): Promise<void> {
     this.waiting++;
     try {
-      while (!this.ready && !cancelled() && Date.now() < deadline) {
+      while ((!this.ready || (withWeights && this.lost.size > 0)) && !cancelled() && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 250));
         // One /health probe at a time, however many requests wait.
         this.probing ??= this.checkHealth().finally(() => {
@@ -110,7 +132,7 @@ export class InferenceRole implements Role {
 
   health() {
     return {
-      ready: this.ready,
+      ready: this.ready && this.lost.size === 0,
       queue_depth: this.waiting,
       in_flight: this.inFlight,
       loading: this.loadingNow !== null,
@@ -180,8 +202,10 @@ export class InferenceRole implements Role {
           this.waiting--;
         }
       }
-      // A server this agent starts (or restarts) is not up yet: wait for it, as for loading weights.
-      if (this.process && !this.ready) await this.untilReady(Date.now() + h.deadline_ms, () => cancelled);
+      // A server this agent starts (or restarts) is not up yet, or lost its weights: wait for it (and for
+      // the daemon to send them again), as for loading weights.
+      if (this.process && (!this.ready || this.lost.size > 0))
+        await this.untilReady(Date.now() + h.deadline_ms, () => cancelled, true);
       if (cancelled) return;
       this.inFlight++;
       let res: Awaited<ReturnType<typeof send>>;
@@ -289,8 +313,11 @@ export class InferenceRole implements Role {
     const dir = await this.localWeights(h.run_id, h.weights);
     if (!dir)
       throw new Error(`the files of version ${h.weights.version} are not on this node (send them first)`);
+    if (h.weights.format === 'lora') await this.checkLoraRank(dir);
     while (this.loadingNow) await this.loadingNow.catch(() => {});
     const work = (async () => {
+      // A vLLM this node starts (or restarts) loads once it answers /health.
+      if (this.process && !this.ready) await this.untilReady(Date.now() + 600_000, () => false);
       // Requests already running finish on the old weights (their records carry its version).
       if (this.inFlight > 0) await new Promise<void>((r) => (this.drained = r));
       this.drained = null;
@@ -301,6 +328,7 @@ export class InferenceRole implements Role {
       await work;
       this.versions[h.run_id] = h.weights.version;
       this.loaded.add(h.key);
+      this.lost.delete(h.run_id);
       this.options.log('weights loaded', {
         run_id: h.run_id,
         version: h.weights.version,
@@ -310,8 +338,40 @@ export class InferenceRole implements Role {
       this.lastError = `loading version ${h.weights.version} failed: ${(err as Error).message}`;
       throw new Error(this.lastError);
     } finally {
+      // Cleared in the same turn the work ends: calls waiting on it re-check loadingNow at once.
       this.loadingNow = null;
     }
+    await this.prune(h.run_id, dir);
+  }
+
+  /** Old received copies go (the newest --keep-weights stay; never the one just loaded). */
+  private async prune(runId: string, loaded: string): Promise<void> {
+    const dir = join(this.options.dataDir, 'weights', runId.replace(/[^\w.-]/g, '_'));
+    const removed = await pruneVersions(dir, this.options.keepWeights ?? 2, [loaded]);
+    if (removed.length > 0) this.options.log('old weights removed', { run_id: runId, removed });
+  }
+
+  /**
+   * A LoRA adapter vLLM cannot take fails here naming the flag: the started command's --enable-lora and
+   * --max-lora-rank (default 16, vllm/config/lora.py:33) against the adapter's rank `r`.
+   */
+  private async checkLoraRank(dir: string): Promise<void> {
+    if (!this.options.vllmCmd) return;
+    const cmd = parseVllmCommand(this.options.vllmCmd);
+    if (!cmd.isVllm) return;
+    if (!cmd.flags.has('--enable-lora'))
+      throw new Error("this node started vLLM without --enable-lora: it cannot load a LoRA run's adapters");
+    let rank: number | undefined;
+    try {
+      rank = (JSON.parse(await readFile(join(dir, 'adapter_config.json'), 'utf8')) as { r?: number }).r;
+    } catch {
+      return;
+    }
+    const max = Number(cmd.flags.get('--max-lora-rank') ?? VLLM_DEFAULT_MAX_LORA_RANK);
+    if (rank !== undefined && rank > max)
+      throw new Error(
+        `the adapter's LoRA rank ${rank} is above this node's vLLM --max-lora-rank ${max}: restart the node with --max-lora-rank ${rank} or more`,
+      );
   }
 
   private async post(path: string, body: unknown): Promise<{ status: number; text: string }> {

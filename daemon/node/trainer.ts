@@ -32,6 +32,8 @@ export interface TrainerRoleOptions {
   dataDir: string;
   engine?: 'reference';
   trainerCmd?: string;
+  /** Added to the trainer process's environment (CUDA_VISIBLE_DEVICES from --gpus). */
+  env?: Record<string, string>;
   log: (message: string, detail?: Record<string, unknown>) => void;
 }
 
@@ -114,11 +116,12 @@ class ProcessTrainer {
    */
   private holding: string | null = null;
 
-  constructor(command: string, log: TrainerRoleOptions['log']) {
+  constructor(command: string, log: TrainerRoleOptions['log'], env?: Record<string, string>) {
     this.supervised = new Supervised({
       command,
       name: 'trainer',
       log,
+      env,
       pipeStdio: true,
       onStart: (child) => this.attach(child),
       onExit: () => {
@@ -268,7 +271,9 @@ export class TrainerRole implements Role {
     if (!options.engine && !options.trainerCmd)
       throw new Error('the trainer role needs --engine reference or --trainer-cmd');
     this.backend = options.engine ? 'reference' : `trainer-cmd ${options.trainerCmd}`;
-    this.process = options.trainerCmd ? new ProcessTrainer(options.trainerCmd, options.log) : null;
+    this.process = options.trainerCmd
+      ? new ProcessTrainer(options.trainerCmd, options.log, options.env)
+      : null;
   }
 
   async start(): Promise<void> {

@@ -18,7 +18,12 @@ const TlsCa = z
 export const ModelConfig = z
   .object({
     name: z.string().min(1).default('reference').describe('the served model name harnesses ask for'),
-    path: z.string().optional().describe('base model path or hub id for the trainer'),
+    path: z
+      .string()
+      .optional()
+      .describe(
+        'the base model for the trainer: a folder on the trainer machine or a hub id (Qwen/Qwen3-1.7B; with HF_HUB_OFFLINE=1 it must be in the hub cache there)',
+      ),
     lora: z
       .object({ rank: z.number().int().positive(), alpha: z.number().positive() })
       .strict()
@@ -38,6 +43,14 @@ export const InferenceConfig = z
       .default('wait')
       .describe(
         'calls that find every backend loading new weights: wait for them, or get 429 with Retry-After',
+      ),
+    keep_weights: z
+      .number()
+      .int()
+      .min(1)
+      .default(2)
+      .describe(
+        "weight versions kept on the daemon's machine (copies fetched from the trainer node to send to inference nodes; full weights are GiBs each)",
       ),
     unsupported_tools: z
       .enum(['omit', 'reject'])
@@ -298,6 +311,7 @@ export const RunConfig = z
       endpoints: ['reference'],
       timeout_ms: 120_000,
       while_loading: 'wait',
+      keep_weights: 2,
       unsupported_tools: 'omit',
     }),
     trainer: TrainerConfig.default({ endpoint: 'reference' }),

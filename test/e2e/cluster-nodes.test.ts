@@ -460,7 +460,7 @@ describe('a run on node agents', () => {
       await node.close();
     }
   });
-  it('reloads full weights into a vLLM-shaped server given as a URL (update_config + reload_weights) after each step', async () => {
+  it('reloads full weights into a vLLM-shaped server given as a URL (pause, reload_weights with weights_path, resume: vLLM 0.34 refuses a reload while generating) after each step', async () => {
     const server = await startReferenceEngine({
       dataDir: join(dir, 'http-backend'),
       resume: false,

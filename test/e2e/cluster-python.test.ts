@@ -129,6 +129,9 @@ const serveArgs = (port: number) => [
   '--enable-lora',
   '--port',
   String(port),
+  // What the node agent's preflight asks of a vLLM command (daemon/node/vllm-command.ts).
+  ...['--host', '127.0.0.1', '--generation-config', 'vllm', '--enable-auto-tool-choice'],
+  ...['--tool-call-parser', 'hermes', '--reasoning-parser', 'qwen3', '--max-lora-rank', '16'],
 ];
 const trainerCmd = (name: string) =>
   `${PYTHON} -m harness_rl_trainer --checkpoint-dir ${join(dir, name)} --device cpu --dtype float32`;

@@ -1,7 +1,7 @@
 // `harness-rl node` as a process: the token file, usage errors, and --vllm-cmd — the agent starts the
 // backend, tunnels requests to it, and restarts it when it dies; and the daemon's tunnel to a silent node.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,9 +35,10 @@ function freePort(): Promise<number> {
   });
 }
 
-function nodeCli(args: string[]) {
+function nodeCli(args: string[], env: NodeJS.ProcessEnv = {}) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'daemon/cli/main.ts', 'node', ...args], {
     cwd: ROOT,
+    env: { ...process.env, HARNESS_RL_GPU_CLAIMS: join(dir, 'gpu-claims'), ...env },
   });
   children.push(child);
   let stdout = '';
@@ -69,7 +70,7 @@ describe('harness-rl node', () => {
       'http://x',
     ]);
     expect(await bad.exited).toBe(2);
-    expect(bad.stderr()).toMatch(/takes one of --vllm-url, --vllm-cmd or --engine reference/);
+    expect(bad.stderr()).toMatch(/takes one of --model, --vllm-url, --vllm-cmd or --engine reference/);
     expect(bad.stderr()).not.toMatch(/created a node token/);
     const noRole = nodeCli(['--token-file', join(dir, 't0')]);
     expect(await noRole.exited).toBe(2);
@@ -147,6 +148,98 @@ describe('harness-rl node', () => {
       connection.close();
       agent.child.kill('SIGTERM');
       expect(await agent.exited).toBe(0);
+    }
+  });
+});
+
+describe('harness-rl node checks its vLLM command and GPUs at start (preflight)', () => {
+  it("refuses the README's old vLLM command naming each missing flag, and starts nothing", async () => {
+    const refused = nodeCli([
+      '--role',
+      'inference',
+      '--listen',
+      '127.0.0.1:0',
+      '--token-file',
+      join(dir, 'token-pre'),
+      '--data',
+      join(dir, 'd-pre'),
+      '--vllm-cmd',
+      'vllm serve Qwen/Qwen3-1.7B --served-model-name base --enable-lora --max-lora-rank 32 --port 8000',
+    ]);
+    expect(await refused.exited).toBe(2);
+    const err = refused.stderr();
+    expect(err).toMatch(/refusing to start vLLM: vllm serve Qwen\/Qwen3-1\.7B/);
+    for (const flag of [
+      '--host 127.0.0.1 is missing',
+      '--enable-auto-tool-choice is missing',
+      '--tool-call-parser hermes is missing',
+      '--reasoning-parser qwen3 is missing',
+      '--generation-config vllm is missing',
+    ])
+      expect(err).toContain(flag);
+    expect(err).not.toMatch(/node agent listening/);
+  });
+
+  it('refuses a second role on the same GPU without a memory split, naming the first; with one it starts', async () => {
+    // A stand-in for vLLM's `vllm` executable (none can exist here): it only stays up.
+    const bin = join(dir, 'bin');
+    await mkdir(bin, { recursive: true });
+    await writeFile(join(bin, 'vllm'), '#!/bin/sh\nexec sleep 600\n', { mode: 0o755 });
+    const env = { PATH: `${bin}:${process.env.PATH}` };
+    const trainer = nodeCli(
+      [
+        '--role',
+        'trainer',
+        '--listen',
+        '127.0.0.1:0',
+        '--token-file',
+        join(dir, 'token-gpu'),
+        '--data',
+        join(dir, 'd-gpu-t'),
+        '--gpus',
+        '0',
+        '--trainer-cmd',
+        'sleep 600',
+      ],
+      env,
+    );
+    await trainer.url;
+    const vllmCmd =
+      'vllm serve Qwen/Qwen3-1.7B --host 127.0.0.1 --port 18999 --generation-config vllm --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3 --enable-lora --max-lora-rank 32';
+    const args = [
+      '--role',
+      'inference',
+      '--listen',
+      '127.0.0.1:0',
+      '--token-file',
+      join(dir, 'token-gpu'),
+      '--data',
+      join(dir, 'd-gpu-i'),
+      '--vllm-url',
+      'http://127.0.0.1:18999',
+      '--gpus',
+      '0',
+      '--vllm-cmd',
+      vllmCmd,
+    ];
+    try {
+      const clash = nodeCli(args, env);
+      expect(await clash.exited).toBe(2);
+      expect(clash.stderr()).toMatch(
+        new RegExp(
+          `--gpu-memory-utilization is missing and the GPU is shared with the trainer node agent \\(pid ${trainer.child.pid}, 127\\.0\\.0\\.1:0\\) on GPU 0`,
+        ),
+      );
+      const split = nodeCli([...args, '--gpu-memory-utilization', '0.5'], env);
+      await split.url;
+      expect(split.stderr()).toMatch(
+        /starting vLLM .*--gpu-memory-utilization 0\.5.*"CUDA_VISIBLE_DEVICES":"0"/,
+      );
+      split.child.kill('SIGTERM');
+      expect(await split.exited).toBe(0);
+    } finally {
+      trainer.child.kill('SIGTERM');
+      await trainer.exited;
     }
   });
 });

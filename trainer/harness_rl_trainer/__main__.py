@@ -153,6 +153,7 @@ class Server:
         elif t == "health":
             self.send({"t": "health", "health": self.health()})
         elif t == "open":
+            self.check_room(h["run"]["model"])
             opened = run_everywhere(self.ctx, self.trainer, ("open", h, b""))
             self.send({"t": "opened", "id": h["id"], **opened})
         elif t == "train":
@@ -165,6 +166,15 @@ class Server:
             self.send_weights(h)
         else:
             raise ProtocolError(f'a trainer does not take "{t}" messages', field="t")
+
+    def check_room(self, model: dict) -> None:
+        """A card whose free memory cannot hold the model is refused at open, naming who holds it."""
+        from .gpu import check_gpu_room
+        from .model import resolve_model_path
+
+        check_gpu_room(
+            resolve_model_path(model), bool(model.get("lora")), self.ctx.device, self.ctx.world_size
+        )
 
     def send_weights(self, h: dict) -> None:
         t = self.trainer
@@ -239,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from .dist import init_distributed, shutdown
+    from .gpu import check_cuda
 
+    check_cuda(args.device)
     ctx = init_distributed(args.device)
     server = Server(args, out, ctx)
     try:

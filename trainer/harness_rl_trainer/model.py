@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -38,21 +39,69 @@ def check_lora(lora: dict | None) -> None:
         )
 
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# What the trainer reads of a hub model: config, tokenizer, weights (not other formats of the same weights).
+HUB_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.py"]
+
+
+def hub_offline() -> bool:
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def hub_cache() -> str:
+    """The hub cache, read from the environment now (huggingface_hub reads it once, at import)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    return str(Path(os.environ.get("HF_HOME", "~/.cache/huggingface")).expanduser() / "hub")
+
+
+def resolve_hub_id(repo_id: str, field: str) -> str:
+    """The local snapshot folder of a hub model: from the cache when offline, downloaded (once) otherwise.
+    A folder, not the id, so everything that reads the checkpoint (config.json's dtype too) reads the
+    same files from_pretrained loads."""
+    from huggingface_hub import snapshot_download
+
+    cache = hub_cache()
+    if hub_offline():
+        try:
+            return snapshot_download(repo_id, cache_dir=cache, local_files_only=True)
+        except Exception:
+            raise TrainerError(
+                f"model {repo_id} is not in the hub cache ({cache}) and the hub is offline "
+                "(HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE): download it first "
+                f"(hf download {repo_id}) or give model.path as a folder",
+                field=field,
+            ) from None
+    try:
+        return snapshot_download(repo_id, cache_dir=cache, allow_patterns=HUB_FILES)
+    except Exception as err:
+        raise TrainerError(f"cannot fetch model {repo_id} from the hub: {err}", field=field) from None
+
+
 def resolve_model_path(model: dict) -> str:
-    """The local folder (model.path) or, when no path is given, the hub id (model.name)."""
+    """The local folder of model.path: a folder, or a hub id (Qwen/Qwen3-1.7B) resolved to its snapshot;
+    without a path, model.name as a hub id."""
     path = model.get("path")
     if path:
-        p = Path(path)
-        if not p.is_dir():
-            raise TrainerError(f"model path {path} does not exist or is not a folder", field="run.model.path")
-        if not (p / "config.json").is_file():
-            raise TrainerError(f"model path {path} has no config.json", field="run.model.path")
-        return str(p)
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        p = Path(path).expanduser()
+        if p.is_dir():
+            if not (p / "config.json").is_file():
+                raise TrainerError(f"model path {path} has no config.json", field="run.model.path")
+            return str(p)
+        if HUB_ID.match(path):
+            return resolve_hub_id(path, "run.model.path")
         raise TrainerError(
-            f"no model path given and the hub is offline (model {model['name']!r})", field="run.model.path"
+            f"model path {path} does not exist or is not a folder (nor a hub id like Qwen/Qwen3-1.7B)",
+            field="run.model.path",
         )
-    return model["name"]
+    if not HUB_ID.match(model["name"]):
+        raise TrainerError(
+            f"no model path given and model.name {model['name']!r} is not a hub id", field="run.model.path"
+        )
+    return resolve_hub_id(model["name"], "run.model.path")
 
 
 def load_model(

@@ -3,8 +3,10 @@
 The subset of vLLM's OpenAI-compatible server that harness-rl's proxy uses, on the same transformers
 model the trainer trains: /v1/chat/completions and /v1/completions (streaming SSE too, per-token
 logprobs, ``return_token_ids``, token-id prompts), /v1/models, /tokenize, /detokenize, /health,
-/v1/load_lora_adapter, /v1/unload_lora_adapter, and the dev-mode full-weight reload
-(/collective_rpc update_config + reload_weights, /reset_prefix_cache). For tests and laptops only:
+/v1/load_lora_adapter, /v1/unload_lora_adapter, and the dev-mode routes (VLLM_SERVER_DEV_MODE=1):
+/pause, /resume, /is_paused, /collective_rpc reload_weights (refused unless paused, as vLLM 0.34's is)
+and /reset_prefix_cache. It takes vLLM's flags and refuses what vLLM refuses where harness-rl depends on
+it: tools without --enable-auto-tool-choice. For tests and laptops only:
 with a GPU, run vLLM itself.
 
 Sampling is vLLM's: a field a request leaves out comes from the model folder's generation_config.json
@@ -26,6 +28,16 @@ import torch
 
 from .model import VLLM_MAX_LORA_RANKS
 from .sampling import add_sampling_flags, generation_defaults, log_request, request_sampling, sample_token
+from .vllm_rules import (
+    DEV_ROUTES,
+    ApiError,
+    VllmOptions,
+    add_vllm_flags,
+    check_tools,
+    dev_route,
+    generation_paused,
+    vllm_options,
+)
 
 
 class Engine:
@@ -41,6 +53,7 @@ class Engine:
         generation_config: str = "auto",
         logprobs_mode: str = "raw_logprobs",
         log_requests: bool = False,
+        vllm: VllmOptions | None = None,
     ):
         from transformers import AutoTokenizer
 
@@ -48,6 +61,8 @@ class Engine:
         self.logprobs_mode = logprobs_mode
         self.log_requests = log_requests
         self.lock = threading.Lock()
+        self.vllm = vllm or VllmOptions()
+        self.paused = False
         self.enable_lora = enable_lora
         self.max_lora_rank = max_lora_rank
         self.max_model_len = max_model_len
@@ -135,12 +150,6 @@ class _nullctx:
         return False
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, kind: str = "BadRequestError"):
-        super().__init__(message)
-        self.status, self.kind = status, kind
-
-
 def make_handler(engine: Engine):
     tok = engine.tokenizer
 
@@ -176,6 +185,8 @@ def make_handler(engine: Engine):
             path = self.path.split("?")[0]
             if path == "/health":
                 return self._text(200, "")
+            if path == "/is_paused" and engine.vllm.dev_mode:
+                return self._json(200, {"is_paused": engine.paused})
             if path in ("/v1/models", "/models"):
                 data = [
                     {
@@ -204,7 +215,7 @@ def make_handler(engine: Engine):
             self._error(ApiError(404, f"no route GET {path}", "NotFoundError"))
 
         def do_POST(self):
-            path = self.path.split("?")[0]
+            path, _, query = self.path.partition("?")
             try:
                 n = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(n) if n else b""
@@ -212,6 +223,9 @@ def make_handler(engine: Engine):
                     body = json.loads(raw) if raw else {}
                 except ValueError:
                     raise ApiError(400, "invalid JSON body") from None
+                if path in DEV_ROUTES and engine.vllm.dev_mode:
+                    with engine.lock:
+                        return dev_route(self, engine, path, query, body)
                 with engine.lock:
                     self.route(path, body)
             except ApiError as e:
@@ -275,26 +289,15 @@ def make_handler(engine: Engine):
                     engine.base = engine.peft.unload()
                     engine.peft = None
                 return self._text(200, f"Success: LoRA adapter '{name}' removed successfully.")
-            if path == "/collective_rpc":
-                method = body.get("method")
-                if method == "update_config":
-                    cfg = (body.get("args") or [{}])[0].get("model_config", {})
-                    if "model" in cfg:
-                        engine.model_dir = cfg["model"]
-                    return self._json(200, {"results": [None]})
-                if method == "reload_weights":
-                    engine._load(engine.model_dir)
-                    return self._json(200, {"results": [None]})
-                raise ApiError(400, f"unknown collective_rpc method {method!r}")
-            if path == "/reset_prefix_cache":
-                return self._text(200, "")
             if path in ("/v1/chat/completions", "/v1/completions"):
                 return self.completion(path == "/v1/chat/completions", body)
             raise ApiError(404, f"no route POST {path}", "NotFoundError")
 
         def completion(self, chat: bool, body: dict) -> None:
+            generation_paused(engine)
             model = engine.model_for(body.get("model"))
             if chat:
+                check_tools(engine, body)
                 if not isinstance(body.get("messages"), list):
                     raise ApiError(400, "messages: field required")
                 prompt = chat_ids(body)
@@ -499,6 +502,7 @@ def make_server(
     generation_config: str = "auto",
     logprobs_mode: str = "raw_logprobs",
     log_requests: bool = False,
+    vllm: VllmOptions | None = None,
 ) -> ThreadingHTTPServer:
     engine = Engine(
         model,
@@ -508,6 +512,7 @@ def make_server(
         generation_config=generation_config,
         logprobs_mode=logprobs_mode,
         log_requests=log_requests,
+        vllm=vllm,
     )
     server = ThreadingHTTPServer((host, port), make_handler(engine))
     server.daemon_threads = True
@@ -530,6 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     add_sampling_flags(p)
+    add_vllm_flags(p)
     a = p.parse_args(argv)
     server = make_server(
         a.model,
@@ -541,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         generation_config=a.generation_config,
         logprobs_mode=a.logprobs_mode,
         log_requests=a.enable_log_requests,
+        vllm=vllm_options(a),
     )
     print(f"serving {server.engine.name} on http://{a.host}:{server.server_address[1]}/v1", flush=True)
     server.serve_forever()

@@ -156,15 +156,12 @@ def test_full_weight_reload(server, tiny_model, tmp_path):
     )
     body = {"model": "tiny", "prompt": [5, 6, 7, 8], "max_tokens": 1, "temperature": 0, "logprobs": 0}
     _, before = post(f"{server}/v1/completions", body)
-    assert (
-        post(
-            f"{server}/collective_rpc",
-            {"method": "update_config", "args": [{"model_config": {"model": r["weights"]["path"]}}]},
-        )[0]
-        == 200
-    )
-    assert post(f"{server}/collective_rpc", {"method": "reload_weights"})[0] == 200
-    assert post(f"{server}/reset_prefix_cache", {}, raw=True)[0] == 200
+    # vLLM 0.34's sequence (see test_serve_vllm_rules.py): pause, reload from the path, resume.
+    assert post(f"{server}/pause?mode=wait", {})[0] == 200
+    rpc = {"method": "reload_weights", "kwargs": {"weights_path": r["weights"]["path"]}}
+    assert post(f"{server}/collective_rpc", rpc)[0] == 200
+    assert post(f"{server}/resume", {})[0] == 200
+    assert post(f"{server}/reset_prefix_cache", {}) == (200, {"success": True})
     _, after = post(f"{server}/v1/completions", body)
     assert (
         before["choices"][0]["logprobs"]["token_logprobs"]

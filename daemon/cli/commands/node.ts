@@ -4,8 +4,11 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { newToken } from '../../config/token';
-import { startNodeAgent } from '../../node/agent';
+import { type NodeAgent, startNodeAgent } from '../../node/agent';
+import { parseGpus } from '../../node/gpu';
+import { claimsDir, writeClaim } from '../../node/gpu-claims';
 import { InferenceRole } from '../../node/inference';
+import { type NodePlan, planNode, preflightNode } from '../../node/preflight';
 import { TrainerRole } from '../../node/trainer';
 import { parseCommandArgs } from '../args';
 
@@ -15,12 +18,23 @@ const USAGE = `usage: harness-rl node --role inference|trainer --listen HOST:POR
                  inference.token / trainer.token must be the same
   --tls-cert, --tls-key   PEM files: serve wss:// instead of ws://
   --data         folder for received weights and checkpoints (default ~/.harness-rl-node)
+  --gpus 0,1     the GPUs of what this node starts (CUDA_VISIBLE_DEVICES); default: every GPU. Both
+                 roles on one GPU need vLLM's share of it (--gpu-memory-utilization)
   inference, one of:
-    --vllm-url URL        an existing vLLM OpenAI server (e.g. http://127.0.0.1:8000)
-    --vllm-cmd "CMD"      start vLLM (health-checked, restarted on crash) listening at --vllm-url
-                          (default http://127.0.0.1:8000); runs with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
-                          and VLLM_SERVER_DEV_MODE=1 (LoRA hot-load; full-weight reload)
+    --model ID|DIR        start vLLM for this model from its own venv (scripts/setup-vllm-venv.sh),
+                          with the tool/reasoning parsers of its family, --host 127.0.0.1 and
+                          --generation-config vllm; with --max-lora-rank R for LoRA runs (rank <= R),
+                          --max-loras K for K LoRA runs sharing it, --served-model-name (default base);
+                          --tool-call-parser P [--reasoning-parser R] for a family not in
+                          daemon/node/vllm-command.ts's table (vLLM's parser names)
+    --vllm-cmd "CMD"      start this vLLM command instead (checked for the same flags at start)
+    --vllm-url URL        an existing vLLM OpenAI server (e.g. http://127.0.0.1:8000); with --model or
+                          --vllm-cmd: where the started one listens (default http://127.0.0.1:8000)
     --engine reference    the built-in reference engine
+  --gpu-memory-utilization F   vLLM's share of its GPUs (0 < F <= 1), added to its command
+  --keep-weights K      full-weight versions kept on disk per run (default 2)
+  A started vLLM runs with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and VLLM_SERVER_DEV_MODE=1 (LoRA
+  hot-load; full-weight reload); the node refuses to start naming each missing flag or GPU clash.
   trainer, one of:
     --engine reference    the built-in reference trainer
     --trainer-cmd "CMD"   a process speaking the trainer protocol on stdio (python -m harness_rl_trainer …)
@@ -40,6 +54,15 @@ export async function run(argv: string[]): Promise<number> {
       'vllm-cmd': { type: 'string' },
       'trainer-cmd': { type: 'string' },
       engine: { type: 'string' },
+      model: { type: 'string' },
+      'served-model-name': { type: 'string' },
+      'max-lora-rank': { type: 'string' },
+      'max-loras': { type: 'string' },
+      'tool-call-parser': { type: 'string' },
+      'reasoning-parser': { type: 'string' },
+      gpus: { type: 'string' },
+      'gpu-memory-utilization': { type: 'string' },
+      'keep-weights': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     USAGE,
@@ -67,48 +90,112 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(
       `${new Date().toISOString()} ${message}${detail ? ` ${JSON.stringify(detail)}` : ''}\n`,
     );
-  const engine = values.engine as 'reference' | undefined;
-  let role: InferenceRole | TrainerRole;
-  if (values.role === 'inference') {
-    // --vllm-url alone fronts a running server; with --vllm-cmd it says where the started one listens.
-    const backends = [values['vllm-cmd'] ?? values['vllm-url'], engine].filter(Boolean).length;
-    if (backends !== 1)
-      return fail('the inference role takes one of --vllm-url, --vllm-cmd or --engine reference');
-    role = new InferenceRole({
-      dataDir,
-      vllmUrl: values['vllm-url'],
+  let plan: NodePlan;
+  try {
+    plan = planNode({
+      role: values.role,
+      listen,
+      vllmUrl: values['vllm-url'] ?? 'http://127.0.0.1:8000',
       vllmCmd: values['vllm-cmd'],
-      engine,
-      log,
+      trainerCmd: values['trainer-cmd'],
+      model: values.model,
+      servedModelName: values['served-model-name'],
+      maxLoraRank: values['max-lora-rank'],
+      maxLoras: values['max-loras'],
+      toolCallParser: values['tool-call-parser'],
+      reasoningParser: values['reasoning-parser'],
+      gpus: values.gpus === undefined ? undefined : parseGpus(values.gpus),
+      gpuMemoryUtilization: values['gpu-memory-utilization'],
     });
-  } else {
-    if (Boolean(engine) === Boolean(values['trainer-cmd']))
-      return fail('the trainer role takes one of --engine reference or --trainer-cmd');
-    role = new TrainerRole({ dataDir, engine, trainerCmd: values['trainer-cmd'], log });
+  } catch (err) {
+    return fail((err as Error).message);
   }
-  const tokenFile = resolve(values['token-file']);
-  if (!existsSync(tokenFile)) {
-    mkdirSync(dirname(tokenFile), { recursive: true });
-    writeFileSync(tokenFile, `${newToken()}\n`, { mode: 0o600, flag: 'wx' });
+  const role = makeRole(values, plan, dataDir, log);
+  if (typeof role === 'string') return fail(role);
+  const { problems, claim } = preflightNode(plan, { builtFromModel: Boolean(values.model) });
+  const what = values.role === 'inference' ? 'vLLM' : 'the trainer';
+  if (problems.length > 0) {
     process.stderr.write(
-      `created a node token in ${tokenFile} (put it in the run config's ${values.role}.token)\n`,
+      `harness-rl node: refusing to start${plan.command ? ` ${what}: ${plan.command}` : ''}\n${problems.map((p) => `  - ${p}\n`).join('')}`,
     );
+    return 2;
   }
-  chmodSync(tokenFile, 0o600);
-  const token = readFileSync(tokenFile, 'utf8').trim();
-  if (!token) return fail(`${tokenFile} is empty`);
-
+  const token = readToken(resolve(values['token-file']), values.role);
+  if (!token) return fail(`${values['token-file']} is empty`);
   const tls =
     values['tls-cert'] && values['tls-key']
       ? { cert: readFileSync(values['tls-cert'], 'utf8'), key: readFileSync(values['tls-key'], 'utf8') }
       : undefined;
-  const agent = await startNodeAgent({ host, port, token, tls, role, log });
-  await new Promise<void>((done) => {
+  if (plan.command) log(`starting ${what}`, { command: plan.command, env: plan.env });
+  const unclaim = claim ? writeClaim(claimsDir(), claim) : () => {};
+  let agent: NodeAgent;
+  try {
+    agent = await startNodeAgent({ host, port, token, tls, role, log });
+  } catch (err) {
+    unclaim();
+    throw err;
+  }
+  await untilSignal(agent, values.role, unclaim);
+  return 0;
+}
+
+type Values = { [k: string]: string | boolean | undefined };
+
+/** The role the flags ask for, or the usage problem. */
+function makeRole(
+  values: Values,
+  plan: NodePlan,
+  dataDir: string,
+  log: (message: string, detail?: Record<string, unknown>) => void,
+): InferenceRole | TrainerRole | string {
+  const engine = values.engine as 'reference' | undefined;
+  const str = (k: string) => values[k] as string | undefined;
+  const keepWeights = Number(str('keep-weights') ?? 2);
+  if (!Number.isInteger(keepWeights) || keepWeights < 1) return '--keep-weights must be a whole number >= 1';
+  if (values.role === 'trainer') {
+    if (Boolean(engine) === Boolean(str('trainer-cmd')))
+      return 'the trainer role takes one of --engine reference or --trainer-cmd';
+    return new TrainerRole({ dataDir, engine, trainerCmd: str('trainer-cmd'), env: plan.env, log });
+  }
+  // --vllm-url alone fronts a running server; with --vllm-cmd or --model it says where the started one listens.
+  const backends = [str('vllm-cmd') ?? str('model') ?? str('vllm-url'), engine].filter(Boolean).length;
+  if (backends !== 1 || (str('vllm-cmd') && str('model')))
+    return 'the inference role takes one of --model, --vllm-url, --vllm-cmd or --engine reference';
+  if (!plan.command && str('vllm-url'))
+    log('fronting a vLLM this node did not start: it cannot check its flags (see README, "GPU machines")', {
+      vllm_url: str('vllm-url'),
+    });
+  return new InferenceRole({
+    dataDir,
+    vllmUrl: plan.command ? (str('vllm-url') ?? 'http://127.0.0.1:8000') : str('vllm-url'),
+    vllmCmd: plan.command,
+    env: plan.env,
+    keepWeights,
+    engine,
+    log,
+  });
+}
+
+/** The node's token, from its file (created with mode 0600 when missing). */
+function readToken(tokenFile: string, role: string): string {
+  if (!existsSync(tokenFile)) {
+    mkdirSync(dirname(tokenFile), { recursive: true });
+    writeFileSync(tokenFile, `${newToken()}\n`, { mode: 0o600, flag: 'wx' });
+    process.stderr.write(`created a node token in ${tokenFile} (put it in the run config's ${role}.token)\n`);
+  }
+  chmodSync(tokenFile, 0o600);
+  return readFileSync(tokenFile, 'utf8').trim();
+}
+
+/** Prints the node's URL and runs until SIGINT or SIGTERM, then stops the agent and removes its GPU claim. */
+function untilSignal(agent: NodeAgent, role: string, unclaim: () => void): Promise<void> {
+  return new Promise<void>((done) => {
     let stopping = false;
     const stop = () => {
       if (stopping) return;
       stopping = true;
       void agent.close().finally(() => {
+        unclaim();
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
         // Anything that still holds the event loop must not keep a stopped agent alive.
@@ -119,9 +206,6 @@ export async function run(argv: string[]): Promise<number> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
     // Printed once the signals are handled: whoever reads the URL may stop the agent at once.
-    process.stdout.write(
-      `${JSON.stringify({ node: { url: agent.url, role: values.role, node_id: agent.nodeId } })}\n`,
-    );
+    process.stdout.write(`${JSON.stringify({ node: { url: agent.url, role, node_id: agent.nodeId } })}\n`);
   });
-  return 0;
 }
