@@ -1,6 +1,7 @@
 // A sample carries the temperature its calls sampled at (the trainer divides its logits by it), and a
 // merge never joins calls sampled at different temperatures (spec/samples.md, the per-token loss).
 import { describe, expect, it } from 'vitest';
+import { NEUTRAL_SAMPLING } from '../protocol/config';
 import type { LlmCall } from '../protocol/entities';
 import { storedCall } from '../store/test-calls';
 import { buildSamples, type TrajectoryArrays } from './build';
@@ -51,13 +52,8 @@ describe('temperature of samples', () => {
 
   it("a stored rollout's calls give their recorded temperature to the trajectory", () => {
     const sampling = (temperature: number | null): LlmCall['sampling'] => ({
+      ...NEUTRAL_SAMPLING,
       temperature,
-      top_p: 1,
-      top_k: 0,
-      min_p: 0,
-      repetition_penalty: 1,
-      presence_penalty: 0,
-      frequency_penalty: 0,
       seed: null,
       max_tokens: null,
       source: 'run',

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { NEUTRAL_SAMPLING } from '../protocol/config';
 import {
   Attempt,
   Group,
@@ -580,13 +581,7 @@ describe.each(active)('$name store', (backend) => {
     const { store } = await fresh();
     const ro = await store.createRollout({ kind: 'standalone' });
     const sampling = {
-      temperature: 1,
-      top_p: 1,
-      top_k: 0,
-      min_p: 0,
-      repetition_penalty: 1,
-      presence_penalty: 0,
-      frequency_penalty: 0,
+      ...NEUTRAL_SAMPLING,
       seed: 7,
       max_tokens: 512,
       source: 'run' as const,

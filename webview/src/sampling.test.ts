@@ -1,15 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { NEUTRAL_SAMPLING } from '../../daemon/protocol/config';
 import type { CallSampling } from '../../daemon/protocol/entities';
 import { samplingLine, samplingTitle } from './sampling';
 
 const run: CallSampling = {
-  temperature: 1,
-  top_p: 1,
-  top_k: 0,
-  min_p: 0,
-  repetition_penalty: 1,
-  presence_penalty: 0,
-  frequency_penalty: 0,
+  ...NEUTRAL_SAMPLING,
   seed: null,
   max_tokens: 256,
   source: 'run',
