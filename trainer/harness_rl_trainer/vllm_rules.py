@@ -7,10 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .serve import Engine
+from typing import Protocol
 
 
 class ApiError(Exception):
@@ -32,6 +29,16 @@ class VllmOptions:
         self.auto_tool_choice = auto_tool_choice
         self.tool_call_parser = tool_call_parser
         self.dev_mode = dev_mode
+
+
+class Engine(Protocol):
+    """What these rules read and change of serve.py's Engine (declared here, so serve imports rules only)."""
+
+    vllm: VllmOptions
+    paused: bool
+    model_dir: str
+
+    def _load(self, model_dir: str) -> None: ...
 
 
 DEV_ROUTES = ("/pause", "/resume", "/is_paused", "/collective_rpc", "/reset_prefix_cache")
