@@ -76,26 +76,61 @@ const TRIGGERS = [
   `[?&](?:${SECRET_QUERY_PARAMS.map(anyCase).join('|')})=`,
 ];
 const TRIGGER = new RegExp(TRIGGERS.join('|'), 'g');
-/** The same, and a JSON string escaping printable ASCII (`\u0073k-…`: only the parsed value shows a key). */
-const ESCAPE = '\\\\u00[2-7][0-9a-fA-F]';
-const JSON_TRIGGER = new RegExp([ESCAPE, ...TRIGGERS].join('|'), 'g');
+// In a JSON text a value's characters may be escaped: `\nsk-…` is a key at a line's start, `:\/\/` a
+// scheme. The JSON scan also stops at escaped whitespace after Bearer and Basic and an escaped slash
+// after a colon, and checks the text around every trigger with its escapes decoded. An escaped
+// letter or digit (`\u0073k-…`, which no common encoder writes) sends the text to the walk, where
+// values are parsed; an escape of another character some trigger spells (`&-/:=?_`, space) is
+// checked around it (Go escapes `&` as `\u0026`; its `\u003c` for `<` concerns no pattern).
+const ESCAPE = '\\\\u00(?:2[06dDfF]|3[0-9aAdDfF]|[4-7][0-9a-fA-F])';
+const JSON_TRIGGER = new RegExp(
+  [ESCAPE, ':\\\\/', '(?:Bearer|Basic)\\\\[nrtfbu]', ...TRIGGERS].join('|'),
+  'g',
+);
 const AROUND = new RegExp(PATTERN.source);
 const PEM_AT = new RegExp(PEM, 'y');
 /** Characters before a trigger (a URL's scheme) and after it (a key's body) that PATTERN may need. */
 const BEFORE = 64;
 const AFTER = 512;
+const BACKSLASH = 92;
 
-/** Does PATTERN match in `text`? With `json`, an escaped printable character counts as a match. */
+const JSON_ESCAPES = /\\(?:u([0-9a-fA-F]{4})|([\s\S]))/g;
+const SIMPLE_ESCAPES: Record<string, string> = { n: '\n', r: '\r', t: '\t', b: '\b', f: '\f' };
+/** A piece of JSON text with its escapes decoded (a value's characters as they are). */
+const unescaped = (s: string) =>
+  s.replace(JSON_ESCAPES, (_m, hex?: string, c?: string) =>
+    hex ? String.fromCharCode(Number.parseInt(hex, 16)) : (SIMPLE_ESCAPES[c as string] ?? (c as string)),
+  );
+
+/** `\u00XX` spelling a letter or digit. */
+function escapedAlnum(m: string): boolean {
+  if (m.charCodeAt(0) !== BACKSLASH || m.charCodeAt(1) !== 117 /* u */) return false;
+  const c = Number.parseInt(m.slice(2), 16);
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+}
+
+/** Does PATTERN match around the trigger at `at`? `json`: `text` is JSON, its escapes decoded first. */
+function hitAround(text: string, at: number, json: boolean): boolean {
+  let from = Math.max(0, at - BEFORE);
+  let window = text.slice(from, at + AFTER);
+  if (!json || !window.includes('\\')) return AROUND.test(window);
+  // The window opens on a whole escape: a run of backslashes is taken from its start.
+  while (from > 0 && text.charCodeAt(from - 1) === BACKSLASH) from--;
+  window = unescaped(text.slice(from, at + AFTER));
+  // A private key block is longer than the window: an escape near one sends the text to the walk.
+  return AROUND.test(window) || window.includes('-----BEGIN') || hasLiteral(window);
+}
+
+/** Does PATTERN match in `text`? `json`: `text` is JSON, where a value's characters may be escaped. */
 function patternHit(text: string, json: boolean): boolean {
   const trigger = json ? JSON_TRIGGER : TRIGGER;
   trigger.lastIndex = 0;
   for (let m = trigger.exec(text); m !== null; m = trigger.exec(text)) {
     const at = m.index;
-    if (m[0].charCodeAt(0) === 92 /* \\ */) return true;
     if (m[0] === '-----BEGIN') {
       PEM_AT.lastIndex = at;
       if (PEM_AT.test(text)) return true;
-    } else if (AROUND.test(text.slice(Math.max(0, at - BEFORE), at + AFTER))) return true;
+    } else if (escapedAlnum(m[0]) || hitAround(text, at, json)) return true;
   }
   return false;
 }
