@@ -109,16 +109,35 @@ function escapedAlnum(m: string): boolean {
   return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 }
 
-/** Does PATTERN match around the trigger at `at`? `json`: `text` is JSON, its escapes decoded first. */
-function hitAround(text: string, at: number, json: boolean): boolean {
+/** Does PATTERN match around the trigger `m` at `at`? `json`: `text` is JSON, its escapes decoded first. */
+function hitAround(text: string, m: string, at: number, json: boolean): boolean {
   let from = Math.max(0, at - BEFORE);
-  let window = text.slice(from, at + AFTER);
-  if (!json || !window.includes('\\')) return AROUND.test(window);
+  const slash = json ? text.indexOf('\\', from) : -1;
+  if (slash === -1 || slash >= at + AFTER)
+    return m === '://' ? userinfoAt(text, at) : AROUND.test(text.slice(from, at + AFTER));
   // The window opens on a whole escape: a run of backslashes is taken from its start.
   while (from > 0 && text.charCodeAt(from - 1) === BACKSLASH) from--;
-  window = unescaped(text.slice(from, at + AFTER));
+  const window = unescaped(text.slice(from, at + AFTER));
   // A private key block is longer than the window: an escape near one sends the text to the walk.
   return AROUND.test(window) || window.includes('-----BEGIN') || hasLiteral(window);
+}
+
+const USERINFO_AT = new RegExp(URL_USERINFO.slice(URL_USERINFO.indexOf(')') + 1), 'y');
+const schemeChar = (c: number) =>
+  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 46;
+const letter = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
+
+/**
+ * Does URL_USERINFO match at the `://` at `at`? The check PATTERN makes over the window, without the
+ * window: every URL (a backend's in each call's fields) passes here.
+ */
+function userinfoAt(text: string, at: number): boolean {
+  let i = at - 1;
+  let scheme = false;
+  for (; i >= 0 && schemeChar(text.charCodeAt(i)); i--) scheme ||= letter(text.charCodeAt(i));
+  if (!scheme) return false;
+  USERINFO_AT.lastIndex = at + 3;
+  return USERINFO_AT.test(text);
 }
 
 /** Does PATTERN match in `text`? `json`: `text` is JSON, where a value's characters may be escaped. */
@@ -130,7 +149,7 @@ function patternHit(text: string, json: boolean): boolean {
     if (m[0] === '-----BEGIN') {
       PEM_AT.lastIndex = at;
       if (PEM_AT.test(text)) return true;
-    } else if (escapedAlnum(m[0]) || hitAround(text, at, json)) return true;
+    } else if (escapedAlnum(m[0]) || hitAround(text, m[0], at, json)) return true;
   }
   return false;
 }
