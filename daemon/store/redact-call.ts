@@ -15,6 +15,8 @@ const OVERLAP = 256;
  * gets the whole window after it that the redactor checks (512 characters, AFTER in ../redact.ts).
  */
 const END_OVERLAP = OVERLAP + 512;
+/** A backend request's unscanned rest (past the chain's base) compared with the request from this length. */
+const COMPARE_FROM = 4096;
 
 const orNull = <T>(s: T): T => (typeof s === 'string' ? (redactText(s) as T) : s);
 
@@ -80,8 +82,13 @@ export function bodiesNeedRedaction(
   const { request, backend } = texts;
   if (mayHoldSecret(novel(request, shared?.request ?? 0, 0))) return true;
   if (backend !== null) {
-    const head = Math.max(shared?.backend ?? 0, sharedChars(request, backend));
-    const end = sharedEnd(request, backend, Math.min(request.length, backend.length) - head);
+    let head = shared?.backend ?? 0;
+    let end = 0;
+    // Comparing with the request costs a pass of memory compares: not worth it for a short rest.
+    if (backend.length - head > COMPARE_FROM) {
+      head = Math.max(head, sharedChars(request, backend));
+      end = sharedEnd(request, backend, Math.min(request.length, backend.length) - head);
+    }
     if (mayHoldSecret(novel(backend, head, end))) return true;
   }
   const response = jsonText(call.response);
