@@ -103,10 +103,12 @@ function escapedAlnum(m: string): boolean {
   return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
 }
 
-/** Does PATTERN match around the trigger `m` at `at`? `json`: `text` is JSON, its escapes decoded first. */
-function hitAround(text: string, m: string, at: number, json: boolean): boolean {
+/**
+ * Does PATTERN match around the trigger `m` at `at`? `slash`: the first backslash at or after the
+ * window's start in a JSON text (-1: none), where escapes are decoded first.
+ */
+function hitAround(text: string, m: string, at: number, slash: number): boolean {
   let from = Math.max(0, at - BEFORE);
-  const slash = json ? text.indexOf('\\', from) : -1;
   if (slash === -1 || slash >= at + AFTER)
     return m === '://' ? userinfoAt(text, at) : AROUND.test(text.slice(from, at + AFTER));
   // The window opens on a whole escape: a run of backslashes is taken from its start.
@@ -138,12 +140,19 @@ function userinfoAt(text: string, at: number): boolean {
 function patternHit(text: string, json: boolean): boolean {
   const trigger = json ? JSON_TRIGGER : TRIGGER;
   trigger.lastIndex = 0;
+  // The next backslash, looked for again only once the windows have passed it: one pass in all.
+  let slash = json ? -2 : -1;
   for (let m = trigger.exec(text); m !== null; m = trigger.exec(text)) {
     const at = m.index;
     if (m[0] === '-----BEGIN') {
       PEM_AT.lastIndex = at;
       if (PEM_AT.test(text)) return true;
-    } else if (escapedAlnum(m[0]) || hitAround(text, m[0], at, json)) return true;
+      continue;
+    }
+    if (escapedAlnum(m[0])) return true;
+    const from = Math.max(0, at - BEFORE);
+    if (slash === -2 || (slash !== -1 && slash < from)) slash = text.indexOf('\\', from);
+    if (hitAround(text, m[0], at, slash)) return true;
   }
   return false;
 }
