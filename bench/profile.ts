@@ -27,9 +27,9 @@ const NATIVE: [string, (f: Frame) => boolean][] = [
 
 /** The first match wins, so the more specific stages come first. */
 const STAGES: [string, RegExp][] = [
+  ['redact', /daemon\/(store\/)?redact/],
   ['store_record', /daemon\/store\/|better-sqlite3|\/pg\/|pg-protocol/],
   ['recorder', /daemon\/proxy\/recorder/],
-  ['redact', /daemon\/redact/],
   ['tito_bridge', /daemon\/proxy\/(tito\/|bridge)/],
   ['json_parse_checked', /daemon\/api\/body/],
   ['assemble_strip', /daemon\/proxy\/(assemble|sse)/],

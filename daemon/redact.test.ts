@@ -82,6 +82,37 @@ describe('the redactor', () => {
     expect(out.text).toBe(`{"content":"${REDACTED}"}`);
   });
 
+  it('finds a key at the start of a line, a URL with escaped slashes and a token after an escaped newline in a JSON text', () => {
+    const values = [
+      `line one\n${KEYS['OpenAI project key']}`,
+      `a\t${KEYS['GitHub token']}`,
+      `\r\n${KEYS['AWS access key id']}\n`,
+      'see https://alice:pw-of-alice@gpu.internal/v1',
+      'Authorization: Bearer\nabcdefghijklmnop1234',
+      `jwt\n${KEYS.JWT}`,
+    ];
+    for (const value of values) {
+      // As encoders that escape `/` (PHP, some Java) write it, and as JSON.stringify does.
+      for (const text of [
+        JSON.stringify({ content: value }),
+        JSON.stringify({ content: value }).replaceAll('/', '\\/'),
+      ]) {
+        const out = redactJson(new JsonText(text, JSON.parse(text))) as JsonText;
+        expect(out.text, text).toContain(REDACTED);
+        expect(out.value).toEqual({ content: redactText(value) });
+      }
+    }
+  });
+
+  it("finds a secret query parameter in a JSON text that escapes '&' as Go does, and keeps a body that only escapes '<' as it is", () => {
+    const text = '{"url":"https://h/p?a=1\\u0026token=zzz-secret-value","html":"\\u003cb\\u003e"}';
+    const out = redactJson(new JsonText(text, JSON.parse(text))) as JsonText;
+    expect(out.value).toEqual({ url: `https://h/p?a=1&token=${REDACTED}`, html: '<b>' });
+    const html = '{"html":"\\u003cdiv class=\\"x\\"\\u003e sk-learn \\u003c/div\\u003e"}';
+    const kept = new JsonText(html, JSON.parse(html));
+    expect((redactJson(kept) as JsonText).text).toBe(html);
+  });
+
   it('walks values, object keys included, and returns the very value when nothing changed', () => {
     const clean = { a: ['x', { b: 1 }], c: null };
     expect(redactValue(clean)).toBe(clean);

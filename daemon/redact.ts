@@ -56,46 +56,103 @@ const PATTERN = new RegExp([URL_USERINFO, URL_QUERY, AUTH_HEADER, ...KEYS].join(
 const PEM = KEYS.at(-1) as string;
 // Where PATTERN may match, as alternatives that each open with a literal: V8 scans for those several
 // times faster than for PATTERN (whose alternatives open with classes and lookbehinds). Each trigger
-// is checked with PATTERN on the text around it only.
-const TRIGGERS = [
-  'sk-',
-  '[sr]k_(?:live|test)_',
-  'hr[klt]_',
-  'gh[pousr]_',
-  'github_pat_',
-  'hf_',
-  'glpat-',
+// is checked with PATTERN on the text around it only. Alternatives that open alike are written as
+// one (`g(?:h…|ithub…|lpat-)`): V8 then tests each character against fewer of them (~8% faster).
+const KEY_TRIGGERS = [
+  's(?:k-|k_(?:live|test)_)', // sk-, sk_live_, sk_test_
+  'rk_(?:live|test)_',
+  'h(?:r[klt]_|f_)',
+  'g(?:h[pousr]_|ithub_pat_|lpat-)',
   'xox[abposr]-',
-  'AIza',
-  'A[KS]IA',
+  'A(?:Iza|[KS]IA)',
   'eyJ',
   '-----BEGIN',
-  'Bearer\\s',
-  'Basic\\s',
-  '://',
   `[?&](?:${SECRET_QUERY_PARAMS.map(anyCase).join('|')})=`,
 ];
-const TRIGGER = new RegExp(TRIGGERS.join('|'), 'g');
-/** The same, and a JSON string escaping printable ASCII (`\u0073k-…`: only the parsed value shows a key). */
-const ESCAPE = '\\\\u00[2-7][0-9a-fA-F]';
-const JSON_TRIGGER = new RegExp([ESCAPE, ...TRIGGERS].join('|'), 'g');
+const TRIGGER = new RegExp(['B(?:earer|asic)\\s', '://', ...KEY_TRIGGERS].join('|'), 'g');
+// In a JSON text a value's characters may be escaped: `\nsk-…` is a key at a line's start, `:\/\/` a
+// scheme. The JSON scan also stops at escaped whitespace after Bearer and Basic and an escaped slash
+// after a colon, and checks the text around every trigger with its escapes decoded. An escaped
+// letter or digit (`\u0073k-…`, which no common encoder writes) sends the text to the walk, where
+// values are parsed; an escape of another character some trigger spells (`&-/:=?_`, space) is
+// checked around it (Go escapes `&` as `\u0026`; its `\u003c` for `<` concerns no pattern).
+const ESCAPE = '\\\\u00(?:2[06dDfF]|3[0-9aAdDfF]|[4-7][0-9a-fA-F])';
+const JSON_TRIGGER = new RegExp(
+  [ESCAPE, 'B(?:earer|asic)(?:\\s|\\\\[nrtfbu])', ':(?://|\\\\/)', ...KEY_TRIGGERS].join('|'),
+  'g',
+);
 const AROUND = new RegExp(PATTERN.source);
 const PEM_AT = new RegExp(PEM, 'y');
 /** Characters before a trigger (a URL's scheme) and after it (a key's body) that PATTERN may need. */
 const BEFORE = 64;
 const AFTER = 512;
+const BACKSLASH = 92;
 
-/** Does PATTERN match in `text`? With `json`, an escaped printable character counts as a match. */
+const JSON_ESCAPES = /\\(?:u([0-9a-fA-F]{4})|([\s\S]))/g;
+const SIMPLE_ESCAPES: Record<string, string> = { n: '\n', r: '\r', t: '\t', b: '\b', f: '\f' };
+/** A piece of JSON text with its escapes decoded (a value's characters as they are). */
+const unescaped = (s: string) =>
+  s.replace(JSON_ESCAPES, (_m, hex?: string, c?: string) =>
+    hex ? String.fromCharCode(Number.parseInt(hex, 16)) : (SIMPLE_ESCAPES[c as string] ?? (c as string)),
+  );
+
+/** `\u00XX` spelling a letter or digit. */
+function escapedAlnum(m: string): boolean {
+  if (m.charCodeAt(0) !== BACKSLASH || m.charCodeAt(1) !== 117 /* u */) return false;
+  const c = Number.parseInt(m.slice(2), 16);
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+}
+
+/**
+ * Does PATTERN match around the trigger `m` at `at`? `slash`: the first backslash at or after the
+ * window's start in a JSON text (-1: none), where escapes are decoded first.
+ */
+function hitAround(text: string, m: string, at: number, slash: number): boolean {
+  let from = Math.max(0, at - BEFORE);
+  if (slash === -1 || slash >= at + AFTER)
+    return m === '://' ? userinfoAt(text, at) : AROUND.test(text.slice(from, at + AFTER));
+  // The window opens on a whole escape: a run of backslashes is taken from its start.
+  while (from > 0 && text.charCodeAt(from - 1) === BACKSLASH) from--;
+  const window = unescaped(text.slice(from, at + AFTER));
+  // A private key block is longer than the window: an escape near one sends the text to the walk.
+  return AROUND.test(window) || window.includes('-----BEGIN') || hasLiteral(window);
+}
+
+const USERINFO_AT = new RegExp(URL_USERINFO.slice(URL_USERINFO.indexOf(')') + 1), 'y');
+const schemeChar = (c: number) =>
+  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 46;
+const letter = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
+
+/**
+ * Does URL_USERINFO match at the `://` at `at`? The check PATTERN makes over the window, without the
+ * window: every URL (a backend's in each call's fields) passes here.
+ */
+function userinfoAt(text: string, at: number): boolean {
+  let i = at - 1;
+  let scheme = false;
+  for (; i >= 0 && schemeChar(text.charCodeAt(i)); i--) scheme ||= letter(text.charCodeAt(i));
+  if (!scheme) return false;
+  USERINFO_AT.lastIndex = at + 3;
+  return USERINFO_AT.test(text);
+}
+
+/** Does PATTERN match in `text`? `json`: `text` is JSON, where a value's characters may be escaped. */
 function patternHit(text: string, json: boolean): boolean {
   const trigger = json ? JSON_TRIGGER : TRIGGER;
   trigger.lastIndex = 0;
+  // The next backslash, looked for again only once the windows have passed it: one pass in all.
+  let slash = json ? -2 : -1;
   for (let m = trigger.exec(text); m !== null; m = trigger.exec(text)) {
     const at = m.index;
-    if (m[0].charCodeAt(0) === 92 /* \\ */) return true;
     if (m[0] === '-----BEGIN') {
       PEM_AT.lastIndex = at;
       if (PEM_AT.test(text)) return true;
-    } else if (AROUND.test(text.slice(Math.max(0, at - BEFORE), at + AFTER))) return true;
+      continue;
+    }
+    if (escapedAlnum(m[0])) return true;
+    const from = Math.max(0, at - BEFORE);
+    if (slash === -2 || (slash !== -1 && slash < from)) slash = text.indexOf('\\', from);
+    if (hitAround(text, m[0], at, slash)) return true;
   }
   return false;
 }

@@ -155,5 +155,40 @@ for (const kind of kinds) {
       expect(leaks(stored)).toEqual([]);
       expect(stored).not.toContain('-----END RSA PRIVATE KEY-----');
     });
+
+    it('finds a key or a private key block that the backend request adds to a clean request, where the two texts part or beyond', async () => {
+      await open();
+      const r = await store.createRollout({ kind: 'standalone', input: 'x' });
+      const body = (content: string) => ({ model: 'm', messages: [{ role: 'user', content }] });
+      const record = (request: object, backend: object) =>
+        store.recordLlmCall(
+          newCall({
+            rollout_id: r.id,
+            request: new JsonText(JSON.stringify(request), request),
+            backend_request: new JsonText(JSON.stringify(backend), backend),
+          }),
+        );
+      const long = 'y'.repeat(2000);
+      // In place of the model (the texts part at once and meet again), appended before the last brace,
+      // and a key whose first characters the backend adds where the texts meet again.
+      await record(body(long), { ...body(long), model: KEY });
+      await record(body(long), { ...body(long), extra: TOKEN });
+      const hf = 'hf_Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWx';
+      await record(body(`x ${hf.slice(3)} ${long}`), body(`x ${hf} ${long}`));
+      // A private key block opened by the backend and closed far into what both texts share.
+      const tail = `MIIEowIBAAKCAQEA${'Q7x'.repeat(400)}\n-----END RSA PRIVATE KEY-----`;
+      await record(body(tail), body(`-----BEGIN RSA PRIVATE KEY-----\n${tail}`));
+      const calls = await store.listLlmCalls(r.id);
+      expect(calls.map((c) => JSON.stringify(c.backend_request).includes('[redacted]'))).toEqual([
+        true,
+        true,
+        true,
+        true,
+      ]);
+      const stored = await storedText(space);
+      expect(leaks(stored)).toEqual([]);
+      expect(stored).not.toContain('-----BEGIN RSA PRIVATE KEY-----');
+      expect(stored).not.toContain(hf);
+    });
   });
 }
