@@ -45,6 +45,8 @@ export interface ProxyHandle {
   backends: Backends;
   /** The pool itself (health, outstanding requests, served models) for status views. */
   pool: BackendPool;
+  /** LLM-call records waiting for their store transaction. */
+  recorderDepth(): number;
 }
 
 export type { Backends } from './backends';
@@ -590,7 +592,7 @@ export async function registerProxy(app: FastifyInstance, ctx: DaemonContext): P
   });
   app.addHook('onClose', async () => scopes.close());
 
-  return { backends: pool, pool };
+  return { backends: pool, pool, recorderDepth: () => recorder.depth };
 }
 
 /** The first RAW_KEEP characters of an unparsable body, marked when cut. */
