@@ -23,7 +23,7 @@ export class DaemonMetrics {
   private readonly addedLatency: Histogram<'wire_api'>;
   private readonly tokens: Counter<'direction'>;
   private readonly errors: Counter<'kind'>;
-  private readonly prefixBreaks: Counter<'reason'>;
+  private readonly prefixBreaks: Counter<'kind'>;
   /** Label children resolved once: prom-client's labels() hashes its arguments on every call. */
   private readonly children = new Map<string, { inc(): void }>();
   private readonly latencyChildren = new Map<string, [Histogram, Histogram, Histogram]>();
@@ -75,8 +75,8 @@ export class DaemonMetrics {
     });
     this.prefixBreaks = new Counter({
       name: 'harness_rl_bridge_prefix_breaks_total',
-      help: 'Calls where the token-in-token-out bridge could not reuse the recorded tokens, by reason',
-      labelNames: ['reason'],
+      help: "Calls whose history broke the bridge's token prefix (the harness changed an earlier turn), by kind of change",
+      labelNames: ['kind'],
       registers: r,
     });
     this.registerScrapeGauges(r);
@@ -112,8 +112,8 @@ export class DaemonMetrics {
       this.tokensOut.inc(c.usage.completion_tokens);
     }
     if (c.status !== 'ok') this.errors.labels(errorKind(c)).inc();
-    const fallback = (c.bridge as { fallback?: unknown } | null)?.fallback;
-    if (typeof fallback === 'string') this.prefixBreaks.labels(fallback).inc();
+    const kind = prefixBreakOf(c);
+    if (kind) this.prefixBreaks.labels(kind).inc();
   }
 
   async text(): Promise<string> {
@@ -212,6 +212,12 @@ export class DaemonMetrics {
       },
     });
   }
+}
+
+/** The kind of history change that broke the bridge's prefix (BridgeRecord.change), or null. */
+export function prefixBreakOf(c: NewLlmCall): string | null {
+  const change = (c.bridge as { change?: { change?: unknown } } | null)?.change?.change;
+  return typeof change === 'string' ? change : null;
 }
 
 function errorKind(c: NewLlmCall): string {

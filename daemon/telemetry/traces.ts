@@ -24,6 +24,7 @@ import type { NewLlmCall, Rollout, RunMetrics } from '../protocol/entities';
 import type { DaemonEvent } from '../protocol/events';
 import { redactText } from '../redact';
 import { plainValue } from '../store/json-text';
+import { prefixBreakOf } from './metrics';
 
 export interface OtlpOptions {
   /** Full traces URL (…/v1/traces); undefined: the exporter reads OTEL_EXPORTER_OTLP_* itself. */
@@ -161,9 +162,11 @@ export class SpanExport {
     if (c.backend) attrs['harness_rl.backend'] = c.backend;
     if (c.queue_ms != null) attrs['harness_rl.queue_ms'] = c.queue_ms;
     if (c.ttft_ms != null) attrs['harness_rl.ttft_ms'] = c.ttft_ms;
+    const broke = prefixBreakOf(c);
+    attrs['harness_rl.prefix_break'] = broke !== null;
+    if (broke) attrs['harness_rl.prefix_break.kind'] = broke;
     const fallback = (c.bridge as { fallback?: unknown } | null)?.fallback;
-    attrs['harness_rl.prefix_break'] = typeof fallback === 'string';
-    if (typeof fallback === 'string') attrs['harness_rl.prefix_break.reason'] = fallback;
+    if (typeof fallback === 'string') attrs['harness_rl.bridge.fallback'] = redactText(fallback);
     if (this.options.content) {
       attrs['gen_ai.input.messages'] = contentOf(c.request);
       if (c.response != null) attrs['gen_ai.output.messages'] = contentOf(c.response);
