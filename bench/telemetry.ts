@@ -12,8 +12,7 @@ import { type Daemon, startDaemon } from '../daemon/daemon';
 import type { NewLlmCall } from '../daemon/protocol/entities';
 import { DaemonMetrics } from '../daemon/telemetry/metrics';
 import { SpanExport } from '../daemon/telemetry/traces';
-import { startFakeVllm } from '../test/fixtures/fake-vllm';
-import { emit, round } from './emit';
+import { emit, root, round } from './emit';
 
 const CALLS = Number(process.env.BENCH_TELEMETRY_CALLS ?? 400);
 const CONCURRENCY = 16;
@@ -78,6 +77,10 @@ function hotPath(): { metrics_ns: number; spans_ns: number } {
 
 export default async function main(): Promise<void> {
   emit('telemetry.hot_path', hotPath());
+  // Imported by path: the fixture is outside bench/'s TypeScript project.
+  const { startFakeVllm } = (await import(`${root}test/fixtures/fake-vllm.ts`)) as {
+    startFakeVllm(o: { model: string }): Promise<{ url: string; close(): Promise<void> }>;
+  };
   const fake = await startFakeVllm({ model: 'toy' });
   const sink = createServer((req, res) => req.resume().on('end', () => res.end()));
   await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));

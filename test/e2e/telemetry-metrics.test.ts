@@ -1,5 +1,6 @@
 // GET /metrics in the real daemon: the daemon token required, the text parsed by a Prometheus text-format
 // parser, and the proxy's counters moved by real calls through the daemon.
+import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import parsePrometheusTextFormat, { type Family } from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,5 +72,18 @@ describe('Prometheus metrics', () => {
     expect(errors?.metrics.some((m) => m.labels?.kind === 'request' && Number(m.value) >= 1)).toBe(true);
     expect(after.find((f) => f.name === 'harness_rl_recorder_queue_depth')?.type).toBe('GAUGE');
     await daemon.api('POST', `/api/rollouts/${id}/complete`, {});
+  });
+
+  it('every metric the Grafana dashboard in docs/ queries is one /metrics serves', async () => {
+    const names = new Set((await scrape()).map((f) => f.name));
+    const dashboard = JSON.parse(
+      readFileSync(new URL('../../docs/grafana-dashboard.json', import.meta.url), 'utf8'),
+    );
+    const exprs: string[] = dashboard.panels.flatMap((p: { targets: { expr: string }[] }) =>
+      p.targets.map((t) => t.expr),
+    );
+    const used = new Set(exprs.flatMap((e) => e.match(/harness_rl_[a-z_]+/g) ?? []));
+    expect(used.size).toBeGreaterThan(10);
+    for (const name of used) expect(names, name).toContain(name.replace(/_bucket$/, ''));
   });
 });
