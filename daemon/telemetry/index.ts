@@ -48,6 +48,7 @@ export function registerTelemetry(
         store: ctx.store,
         recorderQueue: recorderDepth,
         spans: () => spans?.stats() ?? null,
+        log: ctx.log,
       })
     : null;
   const unsubscribe = spans ? ctx.store.subscribe((e) => spans.onEvent(e), ['rollout', 'run_metrics']) : null;

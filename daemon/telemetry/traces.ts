@@ -123,13 +123,34 @@ export class SpanExport {
 
   /** Store events: rollouts open and close their traces, attempts their spans, run metrics a step span. */
   onEvent(e: DaemonEvent): void {
+    // Calls recorded before this event belong under the spans it may close.
+    this.drain();
     if (e.type === 'rollout') this.onRollout(e.rollout);
     else if (e.type === 'run_metrics') this.onStep(e.metrics);
   }
 
-  /** One recorded LLM call: a CLIENT span under its rollout's current attempt, timed from total_ms. */
+  /**
+   * One recorded LLM call, on the proxy's path: kept (bounded by the queue) and made into a span on the
+   * next turn of the event loop, so the call pays a push, not the SDK's span creation.
+   */
   onCall(c: NewLlmCall): void {
-    const end = Date.now();
+    if (this.pending.length + this.processor.queued >= this.options.maxQueue) {
+      this.processor.dropped++;
+      return;
+    }
+    this.pending.push({ call: c, end: Date.now() });
+    if (this.pending.length === 1) setImmediate(this.drainSoon);
+  }
+
+  private readonly pending: { call: NewLlmCall; end: number }[] = [];
+  private readonly drainSoon = () => this.drain();
+
+  private drain(): void {
+    for (const { call, end } of this.pending.splice(0)) this.callSpan(call, end);
+  }
+
+  /** A CLIENT span under the rollout's current attempt, timed from total_ms. */
+  private callSpan(c: NewLlmCall, end: number): void {
     const start = end - (c.total_ms ?? 0);
     const parent = c.rollout_id ? this.openRollout(c.rollout_id, start) : null;
     const model = requestModel(c.request) ?? c.model ?? 'unknown';
@@ -183,16 +204,19 @@ export class SpanExport {
   }
 
   async close(): Promise<void> {
+    this.drain();
     for (const [id, r] of this.rollouts) {
       r.attempt?.span.end();
       r.span.setAttribute('harness_rl.rollout.open_at_shutdown', true);
       r.span.end();
       this.rollouts.delete(id);
     }
-    await this.provider.shutdown();
+    // A receiver that refuses the last batches fails the shutdown: those spans are counted as failed.
+    await this.provider.shutdown().catch(() => undefined);
   }
 
   async flush(): Promise<void> {
+    this.drain();
     await this.provider.forceFlush();
   }
 

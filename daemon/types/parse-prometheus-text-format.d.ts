@@ -1,4 +1,4 @@
-// Types for parse-prometheus-text-format (it ships none): the families it parses from the text format.
+// Types for parse-prometheus-text-format (it ships none), used by the metrics tests in daemon/ and test/.
 declare module 'parse-prometheus-text-format' {
   export interface Sample {
     value?: string;
