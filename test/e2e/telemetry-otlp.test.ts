@@ -1,81 +1,12 @@
 // OTLP span export from the real daemon to a loopback OTLP/HTTP receiver: the official exporter's JSON
 // encoding decoded here (rollout trace, LLM-call child spans with GenAI attributes), its protobuf
 // encoding received as protobuf, content only when turned on (and redacted), a full queue dropped and counted.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { attr, startReceiver } from '../helpers/otlp-receiver';
 import { waitFor } from '../helpers/wait';
-
-interface OtlpValue {
-  stringValue?: string;
-  intValue?: string | number;
-  doubleValue?: number;
-  boolValue?: boolean;
-  arrayValue?: { values: OtlpValue[] };
-}
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  startTimeUnixNano: string;
-  attributes: { key: string; value: OtlpValue }[];
-  status?: { code?: number };
-}
-
-interface Receiver {
-  url: string;
-  posts: { contentType: string; body: Buffer; headers: Record<string, unknown> }[];
-  spans(): OtlpSpan[];
-  close(): Promise<void>;
-}
-
-async function startReceiver(answer = true): Promise<Receiver> {
-  const posts: Receiver['posts'] = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      posts.push({
-        contentType: String(req.headers['content-type']),
-        body: Buffer.concat(chunks),
-        headers: req.headers,
-      });
-      if (!answer) return; // a receiver that never answers
-      res.writeHead(200, { 'content-type': String(req.headers['content-type']) });
-      res.end(req.headers['content-type'] === 'application/json' ? '{}' : '');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/v1/traces`,
-    posts,
-    spans: () =>
-      posts
-        .filter((p) => p.contentType === 'application/json')
-        .flatMap((p) =>
-          JSON.parse(p.body.toString()).resourceSpans.flatMap((rs: { scopeSpans: { spans: OtlpSpan[] }[] }) =>
-            rs.scopeSpans.flatMap((ss) => ss.spans),
-          ),
-        ),
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((r) => server.close(() => r()));
-    },
-  };
-}
-
-function attr(span: OtlpSpan, key: string): unknown {
-  const v = span.attributes.find((a) => a.key === key)?.value;
-  if (!v) return undefined;
-  if (v.arrayValue) return v.arrayValue.values.map((x) => x.stringValue);
-  return v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : (v.doubleValue ?? v.boolValue));
-}
 
 let fake: FakeVllm;
 beforeAll(async () => {
