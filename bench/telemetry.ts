@@ -1,6 +1,7 @@
 // Telemetry's cost to the proxy, in one run: the daemon with /metrics and OTLP export (to a loopback
 // sink) on against both off, alternating rounds against one fake-vllm (everything in this process).
-//   telemetry.throughput  calls/s on / off (goal >= 0.95)
+//   telemetry.throughput  calls/s on / off (goal >= 0.95), and CPU per call off / on (steadier on a
+//                         shared machine: other processes' load does not count)
 //   telemetry.hot_path    ns per recorded call spent in the metrics counters and the span export
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,9 +17,10 @@ import { emit, root, round } from './emit';
 
 const CALLS = Number(process.env.BENCH_TELEMETRY_CALLS ?? 400);
 const CONCURRENCY = 16;
-const ROUNDS = 3;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
-async function rate(d: Daemon): Promise<number> {
+/** Calls/s, and this process's CPU per call in µs (the daemon, fake-vllm and the client all live here). */
+async function rate(d: Daemon): Promise<{ rps: number; cpuUs: number }> {
   const headers = { authorization: `Bearer ${d.token}`, 'content-type': 'application/json' };
   const created = await (
     await fetch(`${d.url}/api/rollouts`, { method: 'POST', headers, body: '{}' })
@@ -26,6 +28,7 @@ async function rate(d: Daemon): Promise<number> {
   const { key, openai_base_url } = created as { key: string; openai_base_url: string };
   let next = 0;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const worker = async () => {
     while (next++ < CALLS) {
       const res = await fetch(`${openai_base_url}/chat/completions`, {
@@ -37,7 +40,8 @@ async function rate(d: Daemon): Promise<number> {
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return CALLS / ((performance.now() - t0) / 1000);
+  const cpu = process.cpuUsage(cpu0);
+  return { rps: CALLS / ((performance.now() - t0) / 1000), cpuUs: (cpu.user + cpu.system) / CALLS };
 }
 
 async function hotPath(): Promise<{ metrics_ns: number; spans_ns: number }> {
@@ -94,7 +98,7 @@ export default async function main(): Promise<void> {
   await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
   const sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/v1/traces`;
   const dirs: string[] = [];
-  const start = (on: boolean) => {
+  const start = (mode: 'on' | 'off' | 'metrics') => {
     const dataDir = mkdtempSync(join(tmpdir(), 'harness-rl-bench-'));
     dirs.push(dataDir);
     return startDaemon({
@@ -102,22 +106,35 @@ export default async function main(): Promise<void> {
       port: 0,
       token: `bench_${randomBytes(8).toString('hex')}`,
       backends: [fake.url],
-      config: on ? { metrics: true, otlp: { endpoint: sinkUrl } } : { metrics: false },
+      config:
+        mode === 'on' ? { metrics: true, otlp: { endpoint: sinkUrl } } : { metrics: mode === 'metrics' },
     });
   };
-  const on = await start(true);
-  const off = await start(false);
-  const rates = { on: [] as number[], off: [] as number[] };
+  const on = await start('on');
+  const off = await start('off');
+  const metricsOnly = await start('metrics');
+  const rates = { on: [] as number[], off: [] as number[], metrics: [] as number[] };
+  const cpu = { on: [] as number[], off: [] as number[], metrics: [] as number[] };
   try {
     await rate(on);
     await rate(off);
+    await rate(metricsOnly);
     for (let i = 0; i < ROUNDS; i++) {
-      rates.off.push(await rate(off));
-      rates.on.push(await rate(on));
+      // Alternating, so load from others on the machine falls on both alike.
+      for (const [name, d] of [
+        ['off', off],
+        ['on', on],
+        ['metrics', metricsOnly],
+      ] as const) {
+        const m = await rate(d);
+        rates[name].push(m.rps);
+        cpu[name].push(m.cpuUs);
+      }
     }
   } finally {
     await on.close();
     await off.close();
+    await metricsOnly.close();
     await fake.close();
     sink.close();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -130,6 +147,11 @@ export default async function main(): Promise<void> {
     on_rps: round(median(rates.on), 1),
     off_rps: round(median(rates.off), 1),
     ratio: round(median(rates.on) / median(rates.off), 3),
+    on_cpu_us_per_call: round(median(cpu.on), 0),
+    off_cpu_us_per_call: round(median(cpu.off), 0),
+    cpu_ratio: round(median(cpu.off) / median(cpu.on), 3),
+    metrics_only_rps: round(median(rates.metrics), 1),
+    metrics_only_cpu_us_per_call: round(median(cpu.metrics), 0),
   });
 }
 
