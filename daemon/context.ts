@@ -1,7 +1,7 @@
 // What every part of a running daemon shares. daemon.ts builds it; api/, proxy/ and cluster/ take it.
 import type { BackendStatus } from './protocol/api';
 import type { DaemonConfig } from './protocol/config';
-import type { AttemptOutput, RunWorkers } from './protocol/entities';
+import type { AttemptOutput, NewLlmCall, RunWorkers } from './protocol/entities';
 import type { Store } from './store/store';
 
 /** Starts and stops runs (the cluster's scheduler); the REST API calls it after creating a run. */
@@ -26,6 +26,8 @@ export interface DaemonContext {
   log(message: string, detail?: Record<string, unknown>): void;
   /** Set once the cluster is registered. */
   runs?: RunController;
+  /** Metrics and span export, told of each recorded LLM call (never throws, never waits). */
+  telemetry?: { onCall(call: NewLlmCall): void };
   /** The proxy's inference backends as they stand; set once the proxy is registered. */
   backends?: () => BackendStatus[];
 }

@@ -16,6 +16,7 @@ import { proxyServerFactory } from './proxy/front';
 import { redactText, registerSecret } from './redact';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
+import { registerTelemetry } from './telemetry';
 
 export interface DaemonOptions {
   dataDir: string;
@@ -137,6 +138,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     closers.push(() => api.close());
     const proxy = await registerProxy(app, ctx);
     ctx.backends = () => proxy.pool.list();
+    const telemetry = registerTelemetry(app, ctx, proxy.recorderDepth);
+    closers.push(() => telemetry.close());
     for (const backend of config.backends) proxy.backends.add(backend);
     ctx.runs = await registerCluster(app, ctx, proxy, options.cluster);
     const runs = ctx.runs;

@@ -330,6 +330,44 @@ export const RunConfig = z
   })
   .strict();
 
+/** The daemon's OTLP/HTTP span export (an unset field falls back to the standard OTEL_EXPORTER_OTLP_* variables). */
+export const OtlpConfig = z
+  .object({
+    endpoint: z
+      .url()
+      .optional()
+      .describe(
+        'the traces URL, e.g. http://127.0.0.1:4318/v1/traces (default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces)',
+      ),
+    headers: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe(
+        'HTTP headers sent with each export, e.g. an authorization header (default: OTEL_EXPORTER_OTLP_HEADERS)',
+      ),
+    protocol: z
+      .enum(['http/protobuf', 'http/json'])
+      .optional()
+      .describe(
+        'default: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf',
+      ),
+    content: z
+      .boolean()
+      .default(false)
+      .describe(
+        'export message content (gen_ai.input.messages, gen_ai.output.messages), redacted like the store',
+      ),
+    max_queue: z
+      .number()
+      .int()
+      .positive()
+      .max(1_000_000)
+      .default(4096)
+      .describe('spans held for export at most; more are dropped and counted'),
+    delay_ms: durationMs().default(2000).describe('how often a batch of spans leaves'),
+  })
+  .strict();
+
 export const DaemonConfig = z
   .object({
     port: z.number().int().min(0).max(65535).default(4100),
@@ -356,6 +394,13 @@ export const DaemonConfig = z
       .describe(
         'regular expression (case-insensitive) of model names whose recorded calls are tagged "side" (default: haiku|mini|nano|lite as a name part)',
       ),
+    metrics: z
+      .boolean()
+      .default(true)
+      .describe('serve Prometheus metrics at GET /metrics (daemon token required)'),
+    otlp: OtlpConfig.optional().describe(
+      'OpenTelemetry span export (rollouts as traces, LLM calls as GenAI spans); also on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set',
+    ),
   })
   .strict();
 
@@ -386,3 +431,4 @@ export function withoutSecrets(config: unknown): unknown {
       : part;
   return { ...c, inference: hide(c.inference), trainer: hide(c.trainer) };
 }
+export type OtlpConfig = z.infer<typeof OtlpConfig>;

@@ -129,6 +129,7 @@ export class Call {
     if (this.raw !== undefined && call.request === this.request && this.request != null)
       call.request = new JsonText(this.raw, this.request);
     const choices = this.choices;
+    this.ctx.telemetry?.onCall(call);
     if (choices && choices.length > 1)
       await this.recorder.recordAll(
         choices.map((c) => ({ ...call, ...c, tags: [...call.tags, ...(c.tags ?? [])] })),

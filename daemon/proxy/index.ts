@@ -51,6 +51,8 @@ export interface ProxyHandle {
     scopes: { bytes: number; rollouts: number };
     affinities: number;
   };
+  /** LLM-call records waiting for their store transaction. */
+  recorderDepth(): number;
 }
 
 export interface ProxyOptions {
@@ -623,6 +625,7 @@ export async function registerProxy(
     backends: pool,
     pool,
     held: () => ({ bridge: memory.held, scopes: scopes.held, affinities: pool.affinities }),
+    recorderDepth: () => recorder.depth,
   };
 }
 

@@ -20,6 +20,11 @@ export class Recorder {
     private readonly maxBatch = 256,
   ) {}
 
+  /** Records waiting for their transaction (the /metrics queue depth). */
+  get depth(): number {
+    return this.queue.length;
+  }
+
   /** Resolves once `call` is committed. */
   record(call: NewLlmCall): Promise<void> {
     return this.recordAll([call]);

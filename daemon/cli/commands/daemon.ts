@@ -10,6 +10,9 @@ import { type DaemonOptions, startDaemon } from '../../daemon';
 const USAGE = `usage: harness-rl daemon [--port N] [--host H] [--data DIR] [--store sqlite|postgres://…]
                         [--token T] [--backend URL]... [--config FILE]
                         [--tls-cert PEM --tls-key PEM] [--allow-plain-http]
+                        [--otlp-endpoint URL] [--otlp-header NAME=VALUE]... [--otlp-content]
+  --otlp-endpoint exports spans to an OTLP/HTTP traces URL (…/v1/traces); the standard
+    OTEL_EXPORTER_OTLP_* variables work too. --otlp-content adds message content, redacted
   --host other than loopback needs --tls-cert/--tls-key (https), or --allow-plain-http`;
 
 export function defaultDataDir(): string {
@@ -23,6 +26,30 @@ export function defaultDataDir(): string {
 /** The PEM pair named by --tls-cert/--tls-key, read (the node agent's flags, the same way). */
 function readTls(cert: string | undefined, key: string | undefined): DaemonOptions['tls'] {
   return cert && key ? { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') } : undefined;
+}
+
+/** --otlp-* over the config file's daemon.otlp section. */
+function otlpFlags(
+  section: DaemonOptions['config'],
+  values: { 'otlp-endpoint'?: string; 'otlp-header'?: string[]; 'otlp-content'?: boolean },
+): DaemonOptions['config'] {
+  const endpoint = values['otlp-endpoint'];
+  const list = values['otlp-header'];
+  const content = values['otlp-content'];
+  if (endpoint === undefined && list === undefined && content === undefined) return section;
+  const headers: Record<string, string> = { ...section?.otlp?.headers };
+  for (const h of list ?? []) {
+    const eq = h.indexOf('=');
+    if (eq <= 0) throw new Error(`--otlp-header must be NAME=VALUE, got ${h}\n${USAGE}`);
+    headers[h.slice(0, eq).trim()] = h.slice(eq + 1).trim();
+  }
+  const otlp = {
+    ...section?.otlp,
+    ...(endpoint !== undefined ? { endpoint } : {}),
+    ...(list !== undefined ? { headers } : {}),
+    ...(content !== undefined ? { content } : {}),
+  };
+  return { ...section, otlp };
 }
 
 export async function daemonOptions(argv: string[]): Promise<DaemonOptions | null> {
@@ -39,6 +66,9 @@ export async function daemonOptions(argv: string[]): Promise<DaemonOptions | nul
       'tls-cert': { type: 'string' },
       'tls-key': { type: 'string' },
       'allow-plain-http': { type: 'boolean' },
+      'otlp-endpoint': { type: 'string' },
+      'otlp-header': { type: 'string', multiple: true },
+      'otlp-content': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -51,7 +81,7 @@ export async function daemonOptions(argv: string[]): Promise<DaemonOptions | nul
   if (Boolean(values['tls-cert']) !== Boolean(values['tls-key']))
     throw new Error(`--tls-cert and --tls-key go together\n${USAGE}`);
   const loaded = values.config ? await loadConfigFile(values.config) : null;
-  const section = loaded?.config.daemon;
+  const section = otlpFlags(loaded?.config.daemon, values);
   return {
     dataDir: resolve(
       values.data ?? (section?.data ? resolve(loaded!.baseDir, section.data) : defaultDataDir()),
