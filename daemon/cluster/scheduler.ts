@@ -6,12 +6,21 @@
 import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext, RunController } from '../context';
 import { RunConfig } from '../protocol/config';
-import type { Group, Rollout, Run, Task } from '../protocol/entities';
+import type { Rollout, Run, Task } from '../protocol/entities';
 import type { TrainerStepResult } from '../protocol/node';
 import type { StepValidation, Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
 import { buildOptionsOf, buildSamples, excludedCallMetrics, trajectoriesFromStore } from '../samples';
-import { type Store, StoreError } from '../store/store';
+import { StoreError } from '../store/store';
+import {
+  type Batch,
+  cancelOpenWork,
+  closeGroups,
+  meanStd,
+  rolloutsOf,
+  sampleBatch,
+  timeOut,
+} from './batches';
 import { nextEvent, rolloutOf } from './events';
 import { NodeRegistry } from './nodes/registry';
 import { tasksForStep } from './order';
@@ -30,13 +39,6 @@ export interface SchedulerOptions {
 const TERMINAL_ROLLOUT = new Set(['succeeded', 'failed', 'cancelled']);
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** The groups one step (or one validation pass) sampled. */
-interface Batch {
-  step: number;
-  groups: Group[];
-  startedAt: number;
-}
-
 class Halted extends Error {
   constructor() {
     super('halted');
@@ -45,52 +47,6 @@ class Halted extends Error {
 
 /** A step went past the run's `validation:` thresholds: the run pauses with this message. */
 class Paused extends Error {}
-
-/** Mean and (population) standard deviation; nulls for an empty list. */
-export function meanStd(values: number[]): { mean: number | null; std: number | null } {
-  if (values.length === 0) return { mean: null, std: null };
-  const mean = values.reduce((a, b) => a + b, 0) / values.length;
-  const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length;
-  return { mean, std: Math.sqrt(variance) };
-}
-
-/** Cancel every queued or running rollout of a run. */
-export async function cancelOpenRollouts(store: Store, runId: string): Promise<void> {
-  for (const status of ['queued', 'running'] as const) {
-    for (let round = 0; round < 1000; round++) {
-      const page = await store.listRollouts({ run_id: runId, status, limit: 1000 });
-      if (page.items.length === 0) break;
-      for (const rollout of page.items) {
-        try {
-          await store.cancelRollout(rollout.id);
-        } catch (err) {
-          if (!(err instanceof StoreError)) throw err;
-        }
-      }
-    }
-  }
-}
-
-/**
- * Mark every open group of a run cancelled: its step will not finish (the run stopped or failed, or a
- * restarted daemon starts the step over with new groups). Without this they would say "running" forever.
- */
-async function cancelOpenGroups(store: Store, runId: string): Promise<void> {
-  const open: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.listGroups(runId, { cursor, limit: 1000 });
-    open.push(...page.items.filter((g) => g.status === 'pending' || g.status === 'running').map((g) => g.id));
-    cursor = page.next_cursor ?? undefined;
-  } while (cursor);
-  for (const id of open) await store.setGroupStatus(id, 'cancelled');
-}
-
-/** Cancel a run's open rollouts, then their groups. */
-async function cancelOpenWork(store: Store, runId: string): Promise<void> {
-  await cancelOpenRollouts(store, runId);
-  await cancelOpenGroups(store, runId);
-}
 
 /** One running run. `done` settles when the loop ends (finished, stopped, failed or halted). */
 class RunLoop {
@@ -282,40 +238,8 @@ class RunLoop {
   }
 
   /** Create one group of `n` rollouts per task; workers claim them. */
-  private async sample(step: number, tasks: Task[], n: number): Promise<Batch> {
-    const { store, runId } = this;
-    const groups: Group[] = [];
-    const inputs = [];
-    for (const task of tasks) {
-      const group = await store.createGroup({ run_id: runId, task_id: task.id, step, size: n });
-      groups.push(group);
-      for (let i = 0; i < n; i++) {
-        inputs.push({
-          kind: 'run' as const,
-          run_id: runId,
-          group_id: group.id,
-          task_id: task.id,
-          input: task.input,
-          max_attempts: this.config.harness.max_attempts,
-        });
-      }
-    }
-    await store.createRollouts(inputs);
-    for (const group of groups) await store.setGroupStatus(group.id, 'running');
-    return { step, groups, startedAt: Date.now() };
-  }
-
-  private async rolloutsOf(batch: Batch): Promise<Rollout[]> {
-    const all: Rollout[] = [];
-    for (const group of batch.groups) {
-      let cursor: string | undefined;
-      do {
-        const page = await this.store.listRollouts({ group_id: group.id, cursor, limit: 1000 });
-        all.push(...page.items);
-        cursor = page.next_cursor ?? undefined;
-      } while (cursor);
-    }
-    return all;
+  private sample(step: number, tasks: Task[], n: number): Promise<Batch> {
+    return sampleBatch(this.store, this.runId, step, tasks, n, this.config.harness.max_attempts);
   }
 
   /** Wait until every rollout of the batch is finished, timing out attempts that run too long. */
@@ -325,10 +249,10 @@ class RunLoop {
       this.config.harness.timeout_s * 1000 * (this.config.harness.reward === 'verifier' ? 2 : 1);
     for (;;) {
       this.check();
-      const rollouts = await this.rolloutsOf(batch);
+      const rollouts = await rolloutsOf(this.store, batch);
       const open = rollouts.filter((r) => !TERMINAL_ROLLOUT.has(r.status));
       if (open.length === 0) return rollouts;
-      await this.timeOut(open, timeoutMs);
+      await timeOut(this.store, open, timeoutMs);
       await nextEvent(
         this.store,
         rolloutOf(this.runId),
@@ -337,21 +261,6 @@ class RunLoop {
       );
       // Let a burst of finishing rollouts settle before listing again.
       await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  private async timeOut(open: Rollout[], timeoutMs: number): Promise<void> {
-    const now = Date.now();
-    for (const rollout of open) {
-      if (rollout.status !== 'running') continue;
-      if (rollout.started_at && now - Date.parse(rollout.started_at) < timeoutMs) continue;
-      const attempt = (await this.store.listAttempts(rollout.id)).find((a) => a.status === 'running');
-      if (!attempt || now - Date.parse(attempt.started_at) < timeoutMs) continue;
-      try {
-        await this.store.finishAttempt(attempt.id, 'timed_out', `no result after ${timeoutMs / 1000}s`);
-      } catch (err) {
-        if (!(err instanceof StoreError)) throw err;
-      }
     }
   }
 
@@ -384,7 +293,7 @@ class RunLoop {
     for (const [id, { stats, prefix_breaks }] of built.rollouts) {
       await store.setRolloutStats(id, stats, prefix_breaks);
     }
-    const { mean, std } = meanStd(await this.closeGroups(batch, rollouts));
+    const { mean, std } = meanStd(await closeGroups(this.store, batch, rollouts));
     let result: TrainResult | null = null;
     if (built.samples.length > 0) {
       this.check();
@@ -441,17 +350,7 @@ class RunLoop {
   private async validate(step: number, tasks: Task[]): Promise<number | null> {
     const batch = await this.sample(step, tasks, 1);
     const rollouts = await this.waitFinished(batch);
-    return meanStd(await this.closeGroups(batch, rollouts)).mean;
-  }
-
-  /** Mark each group complete (some rollout succeeded) or failed; the rewards of the succeeded rollouts. */
-  private async closeGroups(batch: Batch, rollouts: Rollout[]): Promise<number[]> {
-    const succeeded = rollouts.filter((r) => r.status === 'succeeded');
-    for (const group of batch.groups) {
-      const ok = succeeded.some((r) => r.group_id === group.id);
-      await this.store.setGroupStatus(group.id, ok ? 'complete' : 'failed');
-    }
-    return succeeded.map((r) => r.reward).filter((r): r is number => r !== null);
+    return meanStd(await closeGroups(this.store, batch, rollouts)).mean;
   }
 }
 
