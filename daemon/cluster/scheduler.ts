@@ -10,7 +10,7 @@ import type { Rollout, Run, Task } from '../protocol/entities';
 import type { TrainerStepResult } from '../protocol/node';
 import type { StepValidation, Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
-import { buildOptionsOf, buildSamples, excludedCallMetrics, trajectoriesFromStore } from '../samples';
+import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
 import { StoreError } from '../store/store';
 import {
   type Batch,
@@ -26,6 +26,7 @@ import { NodeRegistry } from './nodes/registry';
 import { tasksForStep } from './order';
 import { checkEndpoints, RunBackends } from './run-backends';
 import { StandbyEngine } from './standby';
+import { stepMetrics } from './step-metrics';
 import { ValidationGate, validationMetrics } from './validation-gate';
 import { readAttemptOutput, type Workers } from './workers';
 
@@ -293,7 +294,7 @@ class RunLoop {
     for (const [id, { stats, prefix_breaks }] of built.rollouts) {
       await store.setRolloutStats(id, stats, prefix_breaks);
     }
-    const { mean, std } = meanStd(await closeGroups(this.store, batch, rollouts));
+    const rewards = meanStd(await closeGroups(this.store, batch, rollouts));
     let result: TrainResult | null = null;
     if (built.samples.length > 0) {
       this.check();
@@ -312,31 +313,17 @@ class RunLoop {
         samples: built.samples,
       });
     }
-    const values: Record<string, number | null> = {
-      mean_reward: mean,
-      reward_std: std,
-      rollouts: rollouts.length,
-      failed_rollouts: rollouts.filter((r) => r.status === 'failed').length,
-      samples: built.samples.length,
-      prefix_breaks: built.summary.prefix_breaks,
-      temperature_breaks: built.summary.temperature_breaks,
-      mask_tokens: built.summary.mask_tokens,
-      zero_variance_groups: built.summary.zero_variance_groups,
-      dropped_groups: built.summary.dropped_groups,
-      ...excludedCallMetrics(built.summary.excluded_calls),
-      loss: result?.loss ?? null,
-      kl: result?.kl ?? null,
-      entropy: result?.entropy ?? null,
-      clip_fraction: result?.clip_fraction ?? null,
-      ...validationMetrics(result ? result.validation : undefined),
-      staleness: version - oldest,
-      tokens_per_s: sampleSeconds > 0 ? responseTokens / sampleSeconds : null,
-      train_tokens_per_s: result && result.seconds > 0 ? result.tokens / result.seconds : null,
-      rollouts_per_s: sampleSeconds > 0 ? finished.length / sampleSeconds : null,
-      train_seconds: result?.seconds ?? null,
-      seconds: null,
-      ...(result ? this.backends?.trainerMetrics : {}),
-    };
+    const values = stepMetrics({
+      rollouts,
+      built,
+      rewards,
+      result,
+      version,
+      oldest,
+      sampleSeconds,
+      responseTokens,
+      trainerMetrics: this.backends?.trainerMetrics,
+    });
     return {
       version: result?.model_version ?? version,
       trained: result !== null,
