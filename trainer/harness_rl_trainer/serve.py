@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 from .model import VLLM_MAX_LORA_RANKS
 from .sampling import add_sampling_flags, log_request, request_sampling
 from .serve_engine import Engine
+from .serve_responses import Completion, chat_ids, prompt_of
 from .vllm_rules import (
     DEV_ROUTES,
     ApiError,
@@ -124,7 +124,7 @@ def make_handler(engine: Engine):
         def route(self, path: str, body: dict) -> None:
             if path == "/tokenize":
                 if "messages" in body:
-                    ids = chat_ids(body)
+                    ids = chat_ids(tok, body)
                 else:
                     ids = tok.encode(
                         body.get("prompt", ""), add_special_tokens=body.get("add_special_tokens", True)
@@ -188,19 +188,7 @@ def make_handler(engine: Engine):
                 check_tools(engine, body)
                 if not isinstance(body.get("messages"), list):
                     raise ApiError(400, "messages: field required")
-                prompt = chat_ids(body)
-            else:
-                p = body.get("prompt")
-                if isinstance(p, str):
-                    prompt = tok.encode(p)
-                elif isinstance(p, list) and p and all(isinstance(x, int) for x in p):
-                    prompt = p
-                elif isinstance(p, list) and p and isinstance(p[0], list):
-                    prompt = p[0]
-                elif isinstance(p, list) and p and isinstance(p[0], str):
-                    prompt = tok.encode(p[0])
-                else:
-                    raise ApiError(400, "prompt: must be a string or a list of token ids")
+            prompt = prompt_of(tok, body, chat)
             n = int(body.get("n") or 1)
             max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
             params = request_sampling(body, engine.sampling_defaults)
@@ -208,86 +196,12 @@ def make_handler(engine: Engine):
             if not body.get("ignore_eos") and tok.eos_token_id is not None:
                 stop_ids.add(tok.eos_token_id)
             gens = engine.generate(model, prompt, n, max_tokens, params, body.get("seed"), stop_ids)
-            want_ids = bool(body.get("return_token_ids"))
-            want_lp = body.get("logprobs") is True if chat else isinstance(body.get("logprobs"), int)
             rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
             if engine.log_requests:
                 log_request(rid, params, n, body.get("seed"), max_tokens)
-            created = int(time.time())
-            ct = sum(len(g[0]) for g in gens)
-            usage = {"prompt_tokens": len(prompt), "completion_tokens": ct, "total_tokens": len(prompt) + ct}
-
-            def text_of(ids):
-                return tok.decode([i for i in ids if i != tok.eos_token_id])
-
-            def chat_lp(ids, lps):
-                return {
-                    "content": [
-                        {
-                            "token": tok.decode([t]),
-                            "logprob": lp,
-                            "bytes": list(tok.decode([t]).encode()),
-                            "top_logprobs": [],
-                        }
-                        for t, lp in zip(ids, lps, strict=True)
-                    ]
-                }
-
-            def cmpl_lp(ids, lps, start=0):
-                return {
-                    "tokens": [tok.decode([t]) for t in ids],
-                    "token_logprobs": lps,
-                    "top_logprobs": [{} for _ in ids],
-                    "text_offset": list(range(start, start + len(ids))),
-                }
-
+            answer = Completion(tok, body, chat, prompt, gens, rid)
             if not body.get("stream"):
-                if chat:
-                    choices = [
-                        {
-                            "index": i,
-                            "message": {"role": "assistant", "content": text_of(ids)},
-                            "logprobs": chat_lp(ids, lps) if want_lp else None,
-                            "finish_reason": fin,
-                            "stop_reason": None,
-                            **({"token_ids": ids} if want_ids else {}),
-                        }
-                        for i, (ids, lps, fin) in enumerate(gens)
-                    ]
-                    return self._json(
-                        200,
-                        {
-                            "id": rid,
-                            "object": "chat.completion",
-                            "created": created,
-                            "model": body["model"],
-                            "choices": choices,
-                            "usage": usage,
-                            **({"prompt_token_ids": prompt} if want_ids else {}),
-                        },
-                    )
-                choices = [
-                    {
-                        "index": i,
-                        "text": text_of(ids),
-                        "logprobs": cmpl_lp(ids, lps) if want_lp else None,
-                        "finish_reason": fin,
-                        "stop_reason": None,
-                        **({"prompt_token_ids": prompt, "token_ids": ids} if want_ids else {}),
-                    }
-                    for i, (ids, lps, fin) in enumerate(gens)
-                ]
-                return self._json(
-                    200,
-                    {
-                        "id": rid,
-                        "object": "text_completion",
-                        "created": created,
-                        "model": body["model"],
-                        "choices": choices,
-                        "usage": usage,
-                    },
-                )
+                return self._json(200, answer.whole())
 
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
@@ -295,86 +209,11 @@ def make_handler(engine: Engine):
             self.send_header("connection", "close")
             self.end_headers()
             self.close_connection = True
-
-            def send(obj):
+            for obj in answer.chunks():
                 self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
                 self.wfile.flush()
-
-            obj = "chat.completion.chunk" if chat else "text_completion"
-            if chat:
-                for i in range(n):
-                    send(
-                        {
-                            "id": rid,
-                            "object": obj,
-                            "created": created,
-                            "model": body["model"],
-                            "choices": [
-                                {
-                                    "index": i,
-                                    "delta": {"role": "assistant", "content": ""},
-                                    "logprobs": None,
-                                    "finish_reason": None,
-                                }
-                            ],
-                            **({"prompt_token_ids": prompt} if want_ids and i == 0 else {}),
-                        }
-                    )
-            for i, (ids, lps, fin) in enumerate(gens):
-                for k, (t, lp) in enumerate(zip(ids, lps, strict=True)):
-                    last = k == len(ids) - 1
-                    piece = "" if t == tok.eos_token_id else tok.decode([t])
-                    if chat:
-                        choice = {
-                            "index": i,
-                            "delta": {"content": piece},
-                            "logprobs": chat_lp([t], [lp]) if want_lp else None,
-                            "finish_reason": fin if last else None,
-                            **({"token_ids": [t]} if want_ids else {}),
-                        }
-                    else:
-                        choice = {
-                            "index": i,
-                            "text": piece,
-                            "logprobs": cmpl_lp([t], [lp], k) if want_lp else None,
-                            "finish_reason": fin if last else None,
-                            **(
-                                {"token_ids": [t], **({"prompt_token_ids": prompt} if k == 0 else {})}
-                                if want_ids
-                                else {}
-                            ),
-                        }
-                    send(
-                        {
-                            "id": rid,
-                            "object": obj,
-                            "created": created,
-                            "model": body["model"],
-                            "choices": [choice],
-                        }
-                    )
-            if (body.get("stream_options") or {}).get("include_usage"):
-                send(
-                    {
-                        "id": rid,
-                        "object": obj,
-                        "created": created,
-                        "model": body["model"],
-                        "choices": [],
-                        "usage": usage,
-                    }
-                )
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
-
-    def chat_ids(body: dict) -> list[int]:
-        out = tok.apply_chat_template(
-            body["messages"],
-            add_generation_prompt=body.get("add_generation_prompt", True),
-            tokenize=True,
-            tools=body.get("tools"),
-        )
-        return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
 
     return Handler
 
