@@ -3,135 +3,28 @@
 // a request is served entirely by one version (training swaps in a new Model object).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { advance, type ChoiceState, type SamplingParams, startChoices, takeDelta } from './generate';
 import type { Model } from './model';
 import {
-  applyChatTemplate,
-  type ChatMessage,
-  decode,
-  encode,
-  tokenBytes,
-  tokenString,
-  VOCAB_SIZE,
-} from './tokenizer';
+  ChatRequest,
+  CollectiveRpc,
+  CompletionRequest,
+  DetokenizeRequest,
+  HttpError,
+  parse,
+  TokenizeChat,
+  TokenizePrompt,
+  toChatMessages,
+  UpdateConfigArgs,
+} from './requests';
+import { applyChatTemplate, decode, encode, tokenBytes, tokenString } from './tokenizer';
 
 export interface ServedModel {
   readonly name: string;
   current(): { model: Model; version: number };
   /** Serve the checkpoint in folder `dir` from now on (vLLM's full-weight reload); returns its version. */
   load?(dir: string): Promise<number>;
-}
-
-const CollectiveRpc = z
-  .object({
-    method: z.string(),
-    args: z.array(z.unknown()).default([]),
-    kwargs: z.record(z.string(), z.unknown()).default({}),
-  })
-  .loose();
-const UpdateConfigArgs = z.object({ model_config: z.object({ model: z.string().min(1) }).loose() }).loose();
-
-const TextPart = z.object({ type: z.string(), text: z.string().optional() }).loose();
-const Message = z
-  .object({
-    role: z.string().min(1),
-    content: z.union([z.string(), z.array(TextPart), z.null()]).optional(),
-  })
-  .loose();
-
-/** A penalty this engine does not apply: only its neutral value (or none) is accepted, not ignored. */
-function neutral(value: number) {
-  return z
-    .number()
-    .refine((v) => v === value, `the reference engine applies no penalties: only ${value} is accepted`)
-    .nullish();
-}
-
-const Common = {
-  model: z.string().optional(),
-  n: z.number().int().min(1).max(64).default(1),
-  temperature: z.number().min(0).max(100).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  top_k: z.number().int().min(-1).nullish(),
-  min_p: z.number().min(0).max(1).nullish(),
-  repetition_penalty: neutral(1),
-  presence_penalty: neutral(0),
-  frequency_penalty: neutral(0),
-  seed: z.number().int().nullish(),
-  stop: z.union([z.string(), z.array(z.string()).max(16)]).nullish(),
-  stream: z.boolean().nullish(),
-  stream_options: z.object({ include_usage: z.boolean().nullish() }).loose().nullish(),
-  return_token_ids: z.boolean().nullish(),
-};
-
-export const ChatRequest = z
-  .object({
-    ...Common,
-    messages: z.array(Message).min(1),
-    max_tokens: z.number().int().positive().nullish(),
-    max_completion_tokens: z.number().int().positive().nullish(),
-    logprobs: z.boolean().nullish(),
-    top_logprobs: z.number().int().min(0).max(20).nullish(),
-    add_generation_prompt: z.boolean().default(true),
-  })
-  .loose();
-
-const TokenIds = z.array(
-  z
-    .number()
-    .int()
-    .min(0)
-    .max(VOCAB_SIZE - 1),
-);
-export const CompletionRequest = z
-  .object({
-    ...Common,
-    prompt: z.union([
-      z.string(),
-      TokenIds.min(1),
-      z.array(z.string()).min(1),
-      z.array(TokenIds.min(1)).min(1),
-    ]),
-    max_tokens: z.number().int().positive().nullish(),
-    logprobs: z.number().int().min(0).max(20).nullish(),
-    echo: z.boolean().nullish(),
-  })
-  .loose();
-
-const TokenizePrompt = z.object({ prompt: z.string(), add_special_tokens: z.boolean().optional() }).loose();
-const TokenizeChat = z
-  .object({ messages: z.array(Message).min(1), add_generation_prompt: z.boolean().default(true) })
-  .loose();
-const DetokenizeRequest = z.object({ tokens: TokenIds }).loose();
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly param: string | null = null,
-  ) {
-    super(message);
-  }
-}
-
-function contentText(content: z.infer<typeof Message>['content']): string {
-  if (content == null) return '';
-  if (typeof content === 'string') return content;
-  return content.map((p) => p.text ?? '').join('');
-}
-
-export function toChatMessages(messages: z.infer<typeof Message>[]): ChatMessage[] {
-  return messages.map((m) => ({ role: m.role, content: contentText(m.content) }));
-}
-
-function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  const r = schema.safeParse(body);
-  if (!r.success) {
-    const first = r.error.issues[0];
-    throw new HttpError(400, z.prettifyError(r.error), first ? first.path.join('.') : null);
-  }
-  return r.data;
 }
 
 let nextId = 1;
