@@ -4,7 +4,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { z } from 'zod';
-import { advance, type ChoiceState, type SamplingParams, startChoices, takeDelta } from './generate';
+import { chat, completions } from './completions';
+import type { SamplingParams } from './generate';
+import { readBody, sendJson } from './http';
 import type { Model } from './model';
 import {
   ChatRequest,
@@ -18,7 +20,7 @@ import {
   toChatMessages,
   UpdateConfigArgs,
 } from './requests';
-import { applyChatTemplate, decode, encode, tokenBytes, tokenString } from './tokenizer';
+import { applyChatTemplate, decode, encode } from './tokenizer';
 
 export interface ServedModel {
   readonly name: string;
@@ -26,8 +28,6 @@ export interface ServedModel {
   /** Serve the checkpoint in folder `dir` from now on (vLLM's full-weight reload); returns its version. */
   load?(dir: string): Promise<number>;
 }
-
-let nextId = 1;
 
 /** The folder `update_config` named, per served model, for the next `reload_weights`. */
 const pendingModelDir = new WeakMap<ServedModel, string>();
@@ -106,34 +106,6 @@ export async function startServer(served: ServedModel, port = 0): Promise<Engine
         server.close(() => resolve());
       }),
   };
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, version?: number): void {
-  const text = JSON.stringify(body);
-  const headers: Record<string, string | number> = {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-  };
-  if (version !== undefined) headers['x-model-version'] = version;
-  res.writeHead(status, headers);
-  res.end(text);
-}
-
-async function readBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req) {
-    size += (c as Buffer).length;
-    if (size > 16 * 1024 * 1024) throw new HttpError(413, 'request body too large');
-    chunks.push(c as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') throw new HttpError(400, 'request body must be JSON');
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new HttpError(400, 'request body is not valid JSON');
-  }
 }
 
 async function handle(served: ServedModel, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -269,261 +241,4 @@ function samplingParams(
     stop: r.stop == null ? [] : typeof r.stop === 'string' ? [r.stop] : r.stop,
     topLogprobs,
   };
-}
-
-function chatLogprob(c: ChoiceState, i: number) {
-  const id = c.tokens[i];
-  return {
-    token: tokenString(id),
-    logprob: c.logprobs[i],
-    bytes: tokenBytes(id),
-    top_logprobs: (c.top[i] ?? []).map((t) => ({
-      token: tokenString(t.id),
-      logprob: t.logprob,
-      bytes: tokenBytes(t.id),
-    })),
-  };
-}
-
-function completionLogprobs(c: ChoiceState, from: number, to: number, textOffset: number) {
-  const tokens: string[] = [];
-  const lps: number[] = [];
-  const tops: Record<string, number>[] = [];
-  const offsets: number[] = [];
-  let off = textOffset;
-  for (let i = from; i < to; i++) {
-    const s = tokenString(c.tokens[i]);
-    tokens.push(s);
-    lps.push(c.logprobs[i]);
-    tops.push(Object.fromEntries((c.top[i] ?? []).map((t) => [tokenString(t.id), t.logprob])));
-    offsets.push(off);
-    off += s.length;
-  }
-  return { tokens, token_logprobs: lps, top_logprobs: tops, text_offset: offsets };
-}
-
-const pause = () => new Promise<void>((r) => setImmediate(r));
-
-function sse(res: ServerResponse, data: unknown): void {
-  res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
-}
-
-/** Start an event stream; the returned state turns `closed` when the client goes away. */
-function startSse(req: IncomingMessage, res: ServerResponse, version: number): { closed: boolean } {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-model-version': String(version),
-  });
-  const state = { closed: false };
-  res.on('close', () => {
-    state.closed = true;
-  });
-  req.on('aborted', () => {
-    state.closed = true;
-  });
-  return state;
-}
-
-async function chat(
-  res: ServerResponse,
-  req: IncomingMessage,
-  model: Model,
-  version: number,
-  name: string,
-  r: z.infer<typeof ChatRequest>,
-  prompt: number[],
-  params: SamplingParams,
-): Promise<void> {
-  const id = `chatcmpl-${nextId++}`;
-  const created = Math.floor(Date.now() / 1000);
-  const choices = startChoices(model, prompt, params);
-  const wantIds = r.return_token_ids === true;
-  const wantLp = r.logprobs === true;
-  if (!r.stream) {
-    for (const c of choices) while (!c.finish) advance(model, c, params);
-    const completion = choices.reduce((s, c) => s + c.tokens.length, 0);
-    return sendJson(
-      res,
-      200,
-      {
-        id,
-        object: 'chat.completion',
-        created,
-        model: name,
-        model_version: version,
-        choices: choices.map((c) => ({
-          index: c.index,
-          message: { role: 'assistant', content: c.text, tool_calls: [] },
-          logprobs: wantLp ? { content: c.tokens.map((_, i) => chatLogprob(c, i)) } : null,
-          finish_reason: c.finish,
-          stop_reason: c.stopReason,
-          ...(wantIds ? { token_ids: c.tokens } : {}),
-        })),
-        usage: {
-          prompt_tokens: prompt.length,
-          completion_tokens: completion,
-          total_tokens: prompt.length + completion,
-        },
-        ...(wantIds ? { prompt_token_ids: prompt } : {}),
-      },
-      version,
-    );
-  }
-  const conn = startSse(req, res, version);
-  const base = { id, object: 'chat.completion.chunk', created, model: name, model_version: version };
-  sse(res, {
-    ...base,
-    choices: choices.map((c) => ({
-      index: c.index,
-      delta: { role: 'assistant', content: '' },
-      logprobs: null,
-      finish_reason: null,
-      ...(wantIds ? { token_ids: [] } : {}),
-    })),
-    ...(wantIds ? { prompt_token_ids: prompt } : {}),
-  });
-  while (!conn.closed && choices.some((c) => !c.finish)) {
-    for (const c of choices) {
-      if (c.finish) continue;
-      const i = c.tokens.length;
-      advance(model, c, params);
-      const delta = takeDelta(c, params);
-      sse(res, {
-        ...base,
-        choices: [
-          {
-            index: c.index,
-            delta: { content: delta },
-            logprobs: wantLp ? { content: [chatLogprob(c, i)] } : null,
-            finish_reason: c.finish,
-            ...(c.finish ? { stop_reason: c.stopReason } : {}),
-            ...(wantIds ? { token_ids: [c.tokens[i]] } : {}),
-          },
-        ],
-      });
-    }
-    await pause();
-  }
-  if (conn.closed) return;
-  if (r.stream_options?.include_usage) {
-    const completion = choices.reduce((s, c) => s + c.tokens.length, 0);
-    sse(res, {
-      ...base,
-      choices: [],
-      usage: {
-        prompt_tokens: prompt.length,
-        completion_tokens: completion,
-        total_tokens: prompt.length + completion,
-      },
-    });
-  }
-  sse(res, '[DONE]');
-  res.end();
-}
-
-async function completions(
-  res: ServerResponse,
-  req: IncomingMessage,
-  model: Model,
-  version: number,
-  name: string,
-  r: z.infer<typeof CompletionRequest>,
-  prompts: number[][],
-  params: SamplingParams,
-): Promise<void> {
-  const id = `cmpl-${nextId++}`;
-  const created = Math.floor(Date.now() / 1000);
-  const wantIds = r.return_token_ids === true;
-  const wantLp = r.logprobs != null;
-  const groups = prompts.map((p, k) => ({
-    prompt: p,
-    choices: startChoices(
-      model,
-      p,
-      { ...params, maxTokens: Math.min(params.maxTokens, model.config.maxLen - p.length) },
-      k * params.n,
-    ),
-  }));
-  const all = groups.flatMap((g) => g.choices.map((c) => ({ c, prompt: g.prompt })));
-  const promptTokens = prompts.reduce((s, p) => s + p.length, 0);
-  if (!r.stream) {
-    for (const { c } of all) while (!c.finish) advance(model, c, params);
-    const completion = all.reduce((s, x) => s + x.c.tokens.length, 0);
-    return sendJson(
-      res,
-      200,
-      {
-        id,
-        object: 'text_completion',
-        created,
-        model: name,
-        model_version: version,
-        choices: all.map(({ c, prompt }) => ({
-          index: c.index,
-          text: c.text,
-          logprobs: wantLp ? completionLogprobs(c, 0, c.tokens.length, 0) : null,
-          finish_reason: c.finish,
-          stop_reason: c.stopReason,
-          ...(wantIds ? { prompt_token_ids: prompt, token_ids: c.tokens } : {}),
-        })),
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: completion,
-          total_tokens: promptTokens + completion,
-        },
-        ...(wantIds ? { prompt_token_ids: prompts[0] } : {}),
-      },
-      version,
-    );
-  }
-  const conn = startSse(req, res, version);
-  const base = { id, object: 'text_completion', created, model: name, model_version: version };
-  const first = new Set<number>();
-  const offsets = new Map<number, number>();
-  while (!conn.closed && all.some((x) => !x.c.finish)) {
-    for (const { c, prompt } of all) {
-      if (c.finish) continue;
-      const i = c.tokens.length;
-      advance(model, c, params);
-      const delta = takeDelta(c, params);
-      const isFirst = !first.has(c.index);
-      first.add(c.index);
-      const off = offsets.get(c.index) ?? 0;
-      offsets.set(c.index, off + delta.length);
-      sse(res, {
-        ...base,
-        choices: [
-          {
-            index: c.index,
-            text: delta,
-            logprobs: wantLp ? completionLogprobs(c, i, i + 1, off) : null,
-            finish_reason: c.finish,
-            ...(c.finish ? { stop_reason: c.stopReason } : {}),
-            ...(wantIds
-              ? { token_ids: [c.tokens[i]], ...(isFirst ? { prompt_token_ids: prompt } : {}) }
-              : {}),
-          },
-        ],
-        ...(wantIds && isFirst && c.index === 0 ? { prompt_token_ids: prompts[0] } : {}),
-      });
-    }
-    await pause();
-  }
-  if (conn.closed) return;
-  if (r.stream_options?.include_usage) {
-    const completion = all.reduce((s, x) => s + x.c.tokens.length, 0);
-    sse(res, {
-      ...base,
-      choices: [],
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: completion,
-        total_tokens: promptTokens + completion,
-      },
-    });
-  }
-  sse(res, '[DONE]');
-  res.end();
 }
