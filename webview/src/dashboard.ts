@@ -323,22 +323,8 @@ function renderCharts() {
     };
     const data = chartData(spec.key);
     const points = { show: data[0].length < 50 };
-    const series: uPlot.Series[] = [{ label: 'step' }];
-    for (const r of runs) {
-      if (smoothing > 0) {
-        series.push({ label: `${r.name} (raw)`, stroke: faint(r.stroke), width: 1, spanGaps: true });
-        series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points: { show: false } });
-      } else series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points });
-    }
     const limits = thresholdsOf(run?.config, spec.key);
-    for (const t of limits)
-      series.push({
-        label: `${t.bound} ${formatNumber(t.value)}`,
-        stroke: color('--vscode-charts-red', '#f14c4c'),
-        width: 1.5,
-        dash: [6, 4],
-        points: { show: false },
-      });
+    const series = chartSeries(runs, limits, points);
     if (limits.length > 0) box.dataset.thresholds = limits.map((t) => `${t.bound} ${t.value}`).join(', ');
     const plot = new uPlot(
       {
@@ -381,6 +367,30 @@ function renderCharts() {
     });
     plots.set(spec.key, plot);
   }
+}
+
+/** A chart's lines: per run its line (over its faint raw line when smoothing), then one dashed per threshold. */
+function chartSeries(
+  runs: ReturnType<typeof drawn>,
+  limits: ReturnType<typeof thresholdsOf>,
+  points: { show: boolean },
+): uPlot.Series[] {
+  const series: uPlot.Series[] = [{ label: 'step' }];
+  for (const r of runs) {
+    if (smoothing > 0) {
+      series.push({ label: `${r.name} (raw)`, stroke: faint(r.stroke), width: 1, spanGaps: true });
+      series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points: { show: false } });
+    } else series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points });
+  }
+  for (const t of limits)
+    series.push({
+      label: `${t.bound} ${formatNumber(t.value)}`,
+      stroke: color('--vscode-charts-red', '#f14c4c'),
+      width: 1.5,
+      dash: [6, 4],
+      points: { show: false },
+    });
+  return series;
 }
 
 followTheme(() => {
