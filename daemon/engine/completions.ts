@@ -41,6 +41,82 @@ function completionLogprobs(c: ChoiceState, from: number, to: number, textOffset
   return { tokens, token_logprobs: lps, top_logprobs: tops, text_offset: offsets };
 }
 
+/** Prompt and generated token counts, as the OpenAI `usage` field. */
+function usageOf(promptTokens: number, choices: ChoiceState[]) {
+  const completion = choices.reduce((s, c) => s + c.tokens.length, 0);
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completion,
+    total_tokens: promptTokens + completion,
+  };
+}
+
+/** What every answer of one request repeats: its id, when it was made, the served name and weight version. */
+interface AnswerHead {
+  id: string;
+  created: number;
+  name: string;
+  version: number;
+}
+
+/** A whole (non-streamed) chat completion's body. */
+function chatBody(
+  h: AnswerHead,
+  choices: ChoiceState[],
+  prompt: number[],
+  wantIds: boolean,
+  wantLp: boolean,
+) {
+  return {
+    id: h.id,
+    object: 'chat.completion',
+    created: h.created,
+    model: h.name,
+    model_version: h.version,
+    choices: choices.map((c) => ({
+      index: c.index,
+      message: { role: 'assistant', content: c.text, tool_calls: [] },
+      logprobs: wantLp ? { content: c.tokens.map((_, i) => chatLogprob(c, i)) } : null,
+      finish_reason: c.finish,
+      stop_reason: c.stopReason,
+      ...(wantIds ? { token_ids: c.tokens } : {}),
+    })),
+    usage: usageOf(prompt.length, choices),
+    ...(wantIds ? { prompt_token_ids: prompt } : {}),
+  };
+}
+
+/** A whole (non-streamed) text completion's body: every prompt's choices, numbered across prompts. */
+function completionBody(
+  h: AnswerHead,
+  all: { c: ChoiceState; prompt: number[] }[],
+  prompts: number[][],
+  promptTokens: number,
+  wantIds: boolean,
+  wantLp: boolean,
+) {
+  return {
+    id: h.id,
+    object: 'text_completion',
+    created: h.created,
+    model: h.name,
+    model_version: h.version,
+    choices: all.map(({ c, prompt }) => ({
+      index: c.index,
+      text: c.text,
+      logprobs: wantLp ? completionLogprobs(c, 0, c.tokens.length, 0) : null,
+      finish_reason: c.finish,
+      stop_reason: c.stopReason,
+      ...(wantIds ? { prompt_token_ids: prompt, token_ids: c.tokens } : {}),
+    })),
+    usage: usageOf(
+      promptTokens,
+      all.map((x) => x.c),
+    ),
+    ...(wantIds ? { prompt_token_ids: prompts[0] } : {}),
+  };
+}
+
 const pause = () => new Promise<void>((r) => setImmediate(r));
 
 export async function chat(
@@ -60,31 +136,10 @@ export async function chat(
   const wantLp = r.logprobs === true;
   if (!r.stream) {
     for (const c of choices) while (!c.finish) advance(model, c, params);
-    const completion = choices.reduce((s, c) => s + c.tokens.length, 0);
     return sendJson(
       res,
       200,
-      {
-        id,
-        object: 'chat.completion',
-        created,
-        model: name,
-        model_version: version,
-        choices: choices.map((c) => ({
-          index: c.index,
-          message: { role: 'assistant', content: c.text, tool_calls: [] },
-          logprobs: wantLp ? { content: c.tokens.map((_, i) => chatLogprob(c, i)) } : null,
-          finish_reason: c.finish,
-          stop_reason: c.stopReason,
-          ...(wantIds ? { token_ids: c.tokens } : {}),
-        })),
-        usage: {
-          prompt_tokens: prompt.length,
-          completion_tokens: completion,
-          total_tokens: prompt.length + completion,
-        },
-        ...(wantIds ? { prompt_token_ids: prompt } : {}),
-      },
+      chatBody({ id, created, name, version }, choices, prompt, wantIds, wantLp),
       version,
     );
   }
@@ -124,18 +179,8 @@ export async function chat(
     await pause();
   }
   if (conn.closed) return;
-  if (r.stream_options?.include_usage) {
-    const completion = choices.reduce((s, c) => s + c.tokens.length, 0);
-    sse(res, {
-      ...base,
-      choices: [],
-      usage: {
-        prompt_tokens: prompt.length,
-        completion_tokens: completion,
-        total_tokens: prompt.length + completion,
-      },
-    });
-  }
+  if (r.stream_options?.include_usage)
+    sse(res, { ...base, choices: [], usage: usageOf(prompt.length, choices) });
   sse(res, '[DONE]');
   res.end();
 }
@@ -167,33 +212,8 @@ export async function completions(
   const promptTokens = prompts.reduce((s, p) => s + p.length, 0);
   if (!r.stream) {
     for (const { c } of all) while (!c.finish) advance(model, c, params);
-    const completion = all.reduce((s, x) => s + x.c.tokens.length, 0);
-    return sendJson(
-      res,
-      200,
-      {
-        id,
-        object: 'text_completion',
-        created,
-        model: name,
-        model_version: version,
-        choices: all.map(({ c, prompt }) => ({
-          index: c.index,
-          text: c.text,
-          logprobs: wantLp ? completionLogprobs(c, 0, c.tokens.length, 0) : null,
-          finish_reason: c.finish,
-          stop_reason: c.stopReason,
-          ...(wantIds ? { prompt_token_ids: prompt, token_ids: c.tokens } : {}),
-        })),
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: completion,
-          total_tokens: promptTokens + completion,
-        },
-        ...(wantIds ? { prompt_token_ids: prompts[0] } : {}),
-      },
-      version,
-    );
+    const head = { id, created, name, version };
+    return sendJson(res, 200, completionBody(head, all, prompts, promptTokens, wantIds, wantLp), version);
   }
   const conn = startSse(req, res, version);
   const base = { id, object: 'text_completion', created, model: name, model_version: version };
@@ -229,18 +249,15 @@ export async function completions(
     await pause();
   }
   if (conn.closed) return;
-  if (r.stream_options?.include_usage) {
-    const completion = all.reduce((s, x) => s + x.c.tokens.length, 0);
+  if (r.stream_options?.include_usage)
     sse(res, {
       ...base,
       choices: [],
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: completion,
-        total_tokens: promptTokens + completion,
-      },
+      usage: usageOf(
+        promptTokens,
+        all.map((x) => x.c),
+      ),
     });
-  }
   sse(res, '[DONE]');
   res.end();
 }
