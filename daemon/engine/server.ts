@@ -113,30 +113,7 @@ async function handle(served: ServedModel, req: IncomingMessage, res: ServerResp
   const route = path.startsWith('/v1/') ? path.slice(3) : path;
   const { model, version } = served.current();
   const maxLen = model.config.maxLen;
-  if (req.method === 'GET') {
-    if (route === '/health') return sendJson(res, 200, { status: 'ok', model_version: version }, version);
-    if (route === '/models')
-      return sendJson(
-        res,
-        200,
-        {
-          object: 'list',
-          data: [
-            {
-              id: served.name,
-              object: 'model',
-              created: 0,
-              owned_by: 'harness-rl',
-              root: served.name,
-              max_model_len: maxLen,
-              model_version: version,
-            },
-          ],
-        },
-        version,
-      );
-    throw new HttpError(404, `no route GET ${path}`);
-  }
+  if (req.method === 'GET') return answerGet(served, res, path, route, maxLen, version);
   if (req.method !== 'POST') throw new HttpError(405, `method ${req.method} not allowed`);
   const body = await readBody(req);
   if (route === '/tokenize') {
@@ -196,6 +173,39 @@ async function handle(served: ServedModel, req: IncomingMessage, res: ServerResp
     return completions(res, req, model, version, served.name, r, prompts, params);
   }
   throw new HttpError(404, `no route POST ${path}`);
+}
+
+/** GET /health and /v1/models (vLLM's list: the one served model, with its context length). */
+function answerGet(
+  served: ServedModel,
+  res: ServerResponse,
+  path: string,
+  route: string,
+  maxLen: number,
+  version: number,
+) {
+  if (route === '/health') return sendJson(res, 200, { status: 'ok', model_version: version }, version);
+  if (route === '/models')
+    return sendJson(
+      res,
+      200,
+      {
+        object: 'list',
+        data: [
+          {
+            id: served.name,
+            object: 'model',
+            created: 0,
+            owned_by: 'harness-rl',
+            root: served.name,
+            max_model_len: maxLen,
+            model_version: version,
+          },
+        ],
+      },
+      version,
+    );
+  throw new HttpError(404, `no route GET ${path}`);
 }
 
 function checkModel(served: ServedModel, name: string | undefined): void {
