@@ -3,18 +3,24 @@
 // a request is served entirely by one version (training swaps in a new Model object).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { z } from 'zod';
-import { advance, type ChoiceState, type SamplingParams, startChoices, takeDelta } from './generate';
+import type { z } from 'zod';
+import { chat, completions } from './completions';
+import type { SamplingParams } from './generate';
+import { readBody, sendJson } from './http';
 import type { Model } from './model';
 import {
-  applyChatTemplate,
-  type ChatMessage,
-  decode,
-  encode,
-  tokenBytes,
-  tokenString,
-  VOCAB_SIZE,
-} from './tokenizer';
+  ChatRequest,
+  CollectiveRpc,
+  CompletionRequest,
+  DetokenizeRequest,
+  HttpError,
+  parse,
+  TokenizeChat,
+  TokenizePrompt,
+  toChatMessages,
+  UpdateConfigArgs,
+} from './requests';
+import { applyChatTemplate, decode, encode } from './tokenizer';
 
 export interface ServedModel {
   readonly name: string;
@@ -22,119 +28,6 @@ export interface ServedModel {
   /** Serve the checkpoint in folder `dir` from now on (vLLM's full-weight reload); returns its version. */
   load?(dir: string): Promise<number>;
 }
-
-const CollectiveRpc = z
-  .object({
-    method: z.string(),
-    args: z.array(z.unknown()).default([]),
-    kwargs: z.record(z.string(), z.unknown()).default({}),
-  })
-  .loose();
-const UpdateConfigArgs = z.object({ model_config: z.object({ model: z.string().min(1) }).loose() }).loose();
-
-const TextPart = z.object({ type: z.string(), text: z.string().optional() }).loose();
-const Message = z
-  .object({
-    role: z.string().min(1),
-    content: z.union([z.string(), z.array(TextPart), z.null()]).optional(),
-  })
-  .loose();
-
-/** A penalty this engine does not apply: only its neutral value (or none) is accepted, not ignored. */
-function neutral(value: number) {
-  return z
-    .number()
-    .refine((v) => v === value, `the reference engine applies no penalties: only ${value} is accepted`)
-    .nullish();
-}
-
-const Common = {
-  model: z.string().optional(),
-  n: z.number().int().min(1).max(64).default(1),
-  temperature: z.number().min(0).max(100).nullish(),
-  top_p: z.number().gt(0).max(1).nullish(),
-  top_k: z.number().int().min(-1).nullish(),
-  min_p: z.number().min(0).max(1).nullish(),
-  repetition_penalty: neutral(1),
-  presence_penalty: neutral(0),
-  frequency_penalty: neutral(0),
-  seed: z.number().int().nullish(),
-  stop: z.union([z.string(), z.array(z.string()).max(16)]).nullish(),
-  stream: z.boolean().nullish(),
-  stream_options: z.object({ include_usage: z.boolean().nullish() }).loose().nullish(),
-  return_token_ids: z.boolean().nullish(),
-};
-
-export const ChatRequest = z
-  .object({
-    ...Common,
-    messages: z.array(Message).min(1),
-    max_tokens: z.number().int().positive().nullish(),
-    max_completion_tokens: z.number().int().positive().nullish(),
-    logprobs: z.boolean().nullish(),
-    top_logprobs: z.number().int().min(0).max(20).nullish(),
-    add_generation_prompt: z.boolean().default(true),
-  })
-  .loose();
-
-const TokenIds = z.array(
-  z
-    .number()
-    .int()
-    .min(0)
-    .max(VOCAB_SIZE - 1),
-);
-export const CompletionRequest = z
-  .object({
-    ...Common,
-    prompt: z.union([
-      z.string(),
-      TokenIds.min(1),
-      z.array(z.string()).min(1),
-      z.array(TokenIds.min(1)).min(1),
-    ]),
-    max_tokens: z.number().int().positive().nullish(),
-    logprobs: z.number().int().min(0).max(20).nullish(),
-    echo: z.boolean().nullish(),
-  })
-  .loose();
-
-const TokenizePrompt = z.object({ prompt: z.string(), add_special_tokens: z.boolean().optional() }).loose();
-const TokenizeChat = z
-  .object({ messages: z.array(Message).min(1), add_generation_prompt: z.boolean().default(true) })
-  .loose();
-const DetokenizeRequest = z.object({ tokens: TokenIds }).loose();
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly param: string | null = null,
-  ) {
-    super(message);
-  }
-}
-
-function contentText(content: z.infer<typeof Message>['content']): string {
-  if (content == null) return '';
-  if (typeof content === 'string') return content;
-  return content.map((p) => p.text ?? '').join('');
-}
-
-export function toChatMessages(messages: z.infer<typeof Message>[]): ChatMessage[] {
-  return messages.map((m) => ({ role: m.role, content: contentText(m.content) }));
-}
-
-function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  const r = schema.safeParse(body);
-  if (!r.success) {
-    const first = r.error.issues[0];
-    throw new HttpError(400, z.prettifyError(r.error), first ? first.path.join('.') : null);
-  }
-  return r.data;
-}
-
-let nextId = 1;
 
 /** The folder `update_config` named, per served model, for the next `reload_weights`. */
 const pendingModelDir = new WeakMap<ServedModel, string>();
@@ -215,63 +108,12 @@ export async function startServer(served: ServedModel, port = 0): Promise<Engine
   };
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown, version?: number): void {
-  const text = JSON.stringify(body);
-  const headers: Record<string, string | number> = {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-  };
-  if (version !== undefined) headers['x-model-version'] = version;
-  res.writeHead(status, headers);
-  res.end(text);
-}
-
-async function readBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req) {
-    size += (c as Buffer).length;
-    if (size > 16 * 1024 * 1024) throw new HttpError(413, 'request body too large');
-    chunks.push(c as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') throw new HttpError(400, 'request body must be JSON');
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new HttpError(400, 'request body is not valid JSON');
-  }
-}
-
 async function handle(served: ServedModel, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = (req.url ?? '/').split('?')[0].replace(/\/+$/, '') || '/';
   const route = path.startsWith('/v1/') ? path.slice(3) : path;
   const { model, version } = served.current();
   const maxLen = model.config.maxLen;
-  if (req.method === 'GET') {
-    if (route === '/health') return sendJson(res, 200, { status: 'ok', model_version: version }, version);
-    if (route === '/models')
-      return sendJson(
-        res,
-        200,
-        {
-          object: 'list',
-          data: [
-            {
-              id: served.name,
-              object: 'model',
-              created: 0,
-              owned_by: 'harness-rl',
-              root: served.name,
-              max_model_len: maxLen,
-              model_version: version,
-            },
-          ],
-        },
-        version,
-      );
-    throw new HttpError(404, `no route GET ${path}`);
-  }
+  if (req.method === 'GET') return answerGet(served, res, path, route, maxLen, version);
   if (req.method !== 'POST') throw new HttpError(405, `method ${req.method} not allowed`);
   const body = await readBody(req);
   if (route === '/tokenize') {
@@ -333,6 +175,39 @@ async function handle(served: ServedModel, req: IncomingMessage, res: ServerResp
   throw new HttpError(404, `no route POST ${path}`);
 }
 
+/** GET /health and /v1/models (vLLM's list: the one served model, with its context length). */
+function answerGet(
+  served: ServedModel,
+  res: ServerResponse,
+  path: string,
+  route: string,
+  maxLen: number,
+  version: number,
+) {
+  if (route === '/health') return sendJson(res, 200, { status: 'ok', model_version: version }, version);
+  if (route === '/models')
+    return sendJson(
+      res,
+      200,
+      {
+        object: 'list',
+        data: [
+          {
+            id: served.name,
+            object: 'model',
+            created: 0,
+            owned_by: 'harness-rl',
+            root: served.name,
+            max_model_len: maxLen,
+            model_version: version,
+          },
+        ],
+      },
+      version,
+    );
+  throw new HttpError(404, `no route GET ${path}`);
+}
+
 function checkModel(served: ServedModel, name: string | undefined): void {
   if (name !== undefined && name !== served.name)
     throw new HttpError(
@@ -376,261 +251,4 @@ function samplingParams(
     stop: r.stop == null ? [] : typeof r.stop === 'string' ? [r.stop] : r.stop,
     topLogprobs,
   };
-}
-
-function chatLogprob(c: ChoiceState, i: number) {
-  const id = c.tokens[i];
-  return {
-    token: tokenString(id),
-    logprob: c.logprobs[i],
-    bytes: tokenBytes(id),
-    top_logprobs: (c.top[i] ?? []).map((t) => ({
-      token: tokenString(t.id),
-      logprob: t.logprob,
-      bytes: tokenBytes(t.id),
-    })),
-  };
-}
-
-function completionLogprobs(c: ChoiceState, from: number, to: number, textOffset: number) {
-  const tokens: string[] = [];
-  const lps: number[] = [];
-  const tops: Record<string, number>[] = [];
-  const offsets: number[] = [];
-  let off = textOffset;
-  for (let i = from; i < to; i++) {
-    const s = tokenString(c.tokens[i]);
-    tokens.push(s);
-    lps.push(c.logprobs[i]);
-    tops.push(Object.fromEntries((c.top[i] ?? []).map((t) => [tokenString(t.id), t.logprob])));
-    offsets.push(off);
-    off += s.length;
-  }
-  return { tokens, token_logprobs: lps, top_logprobs: tops, text_offset: offsets };
-}
-
-const pause = () => new Promise<void>((r) => setImmediate(r));
-
-function sse(res: ServerResponse, data: unknown): void {
-  res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
-}
-
-/** Start an event stream; the returned state turns `closed` when the client goes away. */
-function startSse(req: IncomingMessage, res: ServerResponse, version: number): { closed: boolean } {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-model-version': String(version),
-  });
-  const state = { closed: false };
-  res.on('close', () => {
-    state.closed = true;
-  });
-  req.on('aborted', () => {
-    state.closed = true;
-  });
-  return state;
-}
-
-async function chat(
-  res: ServerResponse,
-  req: IncomingMessage,
-  model: Model,
-  version: number,
-  name: string,
-  r: z.infer<typeof ChatRequest>,
-  prompt: number[],
-  params: SamplingParams,
-): Promise<void> {
-  const id = `chatcmpl-${nextId++}`;
-  const created = Math.floor(Date.now() / 1000);
-  const choices = startChoices(model, prompt, params);
-  const wantIds = r.return_token_ids === true;
-  const wantLp = r.logprobs === true;
-  if (!r.stream) {
-    for (const c of choices) while (!c.finish) advance(model, c, params);
-    const completion = choices.reduce((s, c) => s + c.tokens.length, 0);
-    return sendJson(
-      res,
-      200,
-      {
-        id,
-        object: 'chat.completion',
-        created,
-        model: name,
-        model_version: version,
-        choices: choices.map((c) => ({
-          index: c.index,
-          message: { role: 'assistant', content: c.text, tool_calls: [] },
-          logprobs: wantLp ? { content: c.tokens.map((_, i) => chatLogprob(c, i)) } : null,
-          finish_reason: c.finish,
-          stop_reason: c.stopReason,
-          ...(wantIds ? { token_ids: c.tokens } : {}),
-        })),
-        usage: {
-          prompt_tokens: prompt.length,
-          completion_tokens: completion,
-          total_tokens: prompt.length + completion,
-        },
-        ...(wantIds ? { prompt_token_ids: prompt } : {}),
-      },
-      version,
-    );
-  }
-  const conn = startSse(req, res, version);
-  const base = { id, object: 'chat.completion.chunk', created, model: name, model_version: version };
-  sse(res, {
-    ...base,
-    choices: choices.map((c) => ({
-      index: c.index,
-      delta: { role: 'assistant', content: '' },
-      logprobs: null,
-      finish_reason: null,
-      ...(wantIds ? { token_ids: [] } : {}),
-    })),
-    ...(wantIds ? { prompt_token_ids: prompt } : {}),
-  });
-  while (!conn.closed && choices.some((c) => !c.finish)) {
-    for (const c of choices) {
-      if (c.finish) continue;
-      const i = c.tokens.length;
-      advance(model, c, params);
-      const delta = takeDelta(c, params);
-      sse(res, {
-        ...base,
-        choices: [
-          {
-            index: c.index,
-            delta: { content: delta },
-            logprobs: wantLp ? { content: [chatLogprob(c, i)] } : null,
-            finish_reason: c.finish,
-            ...(c.finish ? { stop_reason: c.stopReason } : {}),
-            ...(wantIds ? { token_ids: [c.tokens[i]] } : {}),
-          },
-        ],
-      });
-    }
-    await pause();
-  }
-  if (conn.closed) return;
-  if (r.stream_options?.include_usage) {
-    const completion = choices.reduce((s, c) => s + c.tokens.length, 0);
-    sse(res, {
-      ...base,
-      choices: [],
-      usage: {
-        prompt_tokens: prompt.length,
-        completion_tokens: completion,
-        total_tokens: prompt.length + completion,
-      },
-    });
-  }
-  sse(res, '[DONE]');
-  res.end();
-}
-
-async function completions(
-  res: ServerResponse,
-  req: IncomingMessage,
-  model: Model,
-  version: number,
-  name: string,
-  r: z.infer<typeof CompletionRequest>,
-  prompts: number[][],
-  params: SamplingParams,
-): Promise<void> {
-  const id = `cmpl-${nextId++}`;
-  const created = Math.floor(Date.now() / 1000);
-  const wantIds = r.return_token_ids === true;
-  const wantLp = r.logprobs != null;
-  const groups = prompts.map((p, k) => ({
-    prompt: p,
-    choices: startChoices(
-      model,
-      p,
-      { ...params, maxTokens: Math.min(params.maxTokens, model.config.maxLen - p.length) },
-      k * params.n,
-    ),
-  }));
-  const all = groups.flatMap((g) => g.choices.map((c) => ({ c, prompt: g.prompt })));
-  const promptTokens = prompts.reduce((s, p) => s + p.length, 0);
-  if (!r.stream) {
-    for (const { c } of all) while (!c.finish) advance(model, c, params);
-    const completion = all.reduce((s, x) => s + x.c.tokens.length, 0);
-    return sendJson(
-      res,
-      200,
-      {
-        id,
-        object: 'text_completion',
-        created,
-        model: name,
-        model_version: version,
-        choices: all.map(({ c, prompt }) => ({
-          index: c.index,
-          text: c.text,
-          logprobs: wantLp ? completionLogprobs(c, 0, c.tokens.length, 0) : null,
-          finish_reason: c.finish,
-          stop_reason: c.stopReason,
-          ...(wantIds ? { prompt_token_ids: prompt, token_ids: c.tokens } : {}),
-        })),
-        usage: {
-          prompt_tokens: promptTokens,
-          completion_tokens: completion,
-          total_tokens: promptTokens + completion,
-        },
-        ...(wantIds ? { prompt_token_ids: prompts[0] } : {}),
-      },
-      version,
-    );
-  }
-  const conn = startSse(req, res, version);
-  const base = { id, object: 'text_completion', created, model: name, model_version: version };
-  const first = new Set<number>();
-  const offsets = new Map<number, number>();
-  while (!conn.closed && all.some((x) => !x.c.finish)) {
-    for (const { c, prompt } of all) {
-      if (c.finish) continue;
-      const i = c.tokens.length;
-      advance(model, c, params);
-      const delta = takeDelta(c, params);
-      const isFirst = !first.has(c.index);
-      first.add(c.index);
-      const off = offsets.get(c.index) ?? 0;
-      offsets.set(c.index, off + delta.length);
-      sse(res, {
-        ...base,
-        choices: [
-          {
-            index: c.index,
-            text: delta,
-            logprobs: wantLp ? completionLogprobs(c, i, i + 1, off) : null,
-            finish_reason: c.finish,
-            ...(c.finish ? { stop_reason: c.stopReason } : {}),
-            ...(wantIds
-              ? { token_ids: [c.tokens[i]], ...(isFirst ? { prompt_token_ids: prompt } : {}) }
-              : {}),
-          },
-        ],
-        ...(wantIds && isFirst && c.index === 0 ? { prompt_token_ids: prompts[0] } : {}),
-      });
-    }
-    await pause();
-  }
-  if (conn.closed) return;
-  if (r.stream_options?.include_usage) {
-    const completion = all.reduce((s, x) => s + x.c.tokens.length, 0);
-    sse(res, {
-      ...base,
-      choices: [],
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: completion,
-        total_tokens: promptTokens + completion,
-      },
-    });
-  }
-  sse(res, '[DONE]');
-  res.end();
 }

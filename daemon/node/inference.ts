@@ -12,7 +12,7 @@ import { hasWeights, loadWeightsOverHttp, pruneVersions, WeightsReceiver } from 
 import { type ReferenceEngine, startReferenceEngine } from '../engine';
 import type { Frame } from '../protocol/frames';
 import type { NodeMessageOf, WeightsRef } from '../protocol/node';
-import { readText, SendError, send } from '../proxy/backends';
+import { readText, SendError, send } from '../proxy/send';
 import type { Peer, Role } from './agent';
 import { Supervised } from './process';
 import { parseVllmCommand, VLLM_DEFAULT_MAX_LORA_RANK } from './vllm-command';

@@ -3,8 +3,8 @@
 // as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
 import { BoundedMap, jsonBytes } from '../bounded-map';
 import type { HistoryChange } from '../protocol/entities';
-import { readText, send } from './backends';
 import type { Json } from './json';
+import { readText, send } from './send';
 import {
   backendTokenizer,
   type ChatMessageLike,

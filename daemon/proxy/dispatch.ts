@@ -2,11 +2,12 @@
 // while weights load) or a fixed target, with the token bridge's decision applied.
 import type { BridgeRecord } from '../protocol/entities';
 import type { BackendKind } from './assemble';
-import { type Backend, type BackendPool, type BackendResponse, SendError, send } from './backends';
+import type { Backend, BackendPool } from './backends';
 import type { BridgeDecision } from './bridge';
 import type { Call } from './call';
 import { ProxyError } from './errors';
 import type { Json } from './json';
+import { type BackendResponse, SendError, send } from './send';
 
 /** A fixed target instead of the pool: a recording's upstream (vLLM or OpenAI). */
 export interface FixedTarget {

@@ -4,11 +4,11 @@
 // is committed before the terminal event reaches the harness.
 import { parseBoundedJson } from '../api/body';
 import type { NewLlmCall } from '../protocol/entities';
-import { readText, SendError, send, timedOut } from './backends';
 import { backendErrorMessage, type Call, parseBackendJson } from './call';
 import { ProxyError } from './errors';
 import type { Json } from './json';
 import { AS_REQUESTED, callSampling } from './sampling';
+import { readText, SendError, send, timedOut } from './send';
 import { SseParser } from './sse';
 
 export type NativeShape = 'messages' | 'responses' | 'json';

@@ -2,13 +2,13 @@
 // closing frame waits for the record's commit.
 import type { NewLlmCall } from '../protocol/entities';
 import { type BackendKind, tokensOf } from './assemble';
-import { timedOut } from './backends';
 import type { Call } from './call';
 import type { Dispatched } from './dispatch';
 import type { Json } from './json';
 import type { Output } from './output';
 import { answerStatus, choiceFields, fieldsOf, tokenFields } from './record-fields';
 import { StreamRelay } from './relay';
+import { timedOut } from './send';
 import { CompletionToChatStream } from './tito';
 
 export async function finishStream(

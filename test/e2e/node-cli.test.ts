@@ -11,7 +11,7 @@ import { NodeConnection } from '../../daemon/cluster/nodes/connection';
 import { NodeTunnel } from '../../daemon/cluster/nodes/tunnel';
 import { startNodeAgent } from '../../daemon/node/agent';
 import { InferenceRole } from '../../daemon/node/inference';
-import { readText, SendError } from '../../daemon/proxy/backends';
+import { readText, SendError } from '../../daemon/proxy/send';
 import { waitFor } from '../helpers/wait';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
-import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import torch
-
 from .model import VLLM_MAX_LORA_RANKS
-from .sampling import add_sampling_flags, generation_defaults, log_request, request_sampling, sample_token
+from .sampling import add_sampling_flags, log_request, request_sampling
+from .serve_engine import Engine
+from .serve_responses import Completion, chat_ids, prompt_of
 from .vllm_rules import (
     DEV_ROUTES,
     ApiError,
@@ -40,455 +38,191 @@ from .vllm_rules import (
 )
 
 
-class Engine:
-    """One model (plus LoRA adapters by name), greedy or sampled decoding, raw-model logprobs."""
+class Handler(BaseHTTPRequestHandler):
+    """vLLM's routes over one Engine (make_handler binds it: http.server makes a handler per request)."""
 
-    def __init__(
-        self,
-        model_dir: str,
-        served_name: str | None,
-        enable_lora: bool,
-        max_model_len: int = 2048,
-        max_lora_rank: int = 16,
-        generation_config: str = "auto",
-        logprobs_mode: str = "raw_logprobs",
-        log_requests: bool = False,
-        vllm: VllmOptions | None = None,
-    ):
-        from transformers import AutoTokenizer
+    protocol_version = "HTTP/1.1"
+    engine: Engine
 
-        self.sampling_defaults = generation_defaults(generation_config, model_dir)
-        self.logprobs_mode = logprobs_mode
-        self.log_requests = log_requests
-        self.lock = threading.Lock()
-        self.vllm = vllm or VllmOptions()
-        self.paused = False
-        self.enable_lora = enable_lora
-        self.max_lora_rank = max_lora_rank
-        self.max_model_len = max_model_len
-        self.model_dir = model_dir
-        self.name = served_name or model_dir
-        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        self.adapters: dict[str, str] = {}
-        self._load(model_dir)
+    def log_message(self, fmt, *args):  # quiet
+        pass
 
-    def _load(self, model_dir: str) -> None:
-        from transformers import AutoModelForCausalLM
+    def _json(self, status: int, obj) -> None:
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
-        base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-        self.base, self.peft = base, None
-        for name, path in list(self.adapters.items()):
-            self._add_adapter(name, path)
+    def _text(self, status: int, text: str) -> None:
+        body = text.encode()
+        self.send_response(status)
+        self.send_header("content-type", "text/plain; charset=utf-8")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
-    def _add_adapter(self, name: str, path: str) -> None:
-        from peft import PeftModel
-
-        if self.peft is None:
-            self.peft = PeftModel.from_pretrained(self.base, path, adapter_name=name).eval()
-        else:
-            if name in self.peft.peft_config:
-                self.peft.delete_adapter(name)
-            self.peft.load_adapter(path, adapter_name=name)
-        self.adapters[name] = path
-
-    def model_for(self, name: str):
-        if name == self.name:
-            if self.peft is not None:
-                return _NoAdapter(self.peft)
-            return self.base
-        if name in self.adapters:
-            self.peft.set_adapter(name)
-            return self.peft
-        raise ApiError(404, f"The model `{name}` does not exist.", "NotFoundError")
-
-    def generate(self, model, prompt: list[int], n: int, max_tokens: int, params: dict, seed, stop_ids):
-        """Per choice: (token ids, their logprobs, finish_reason); ``params`` from request_sampling."""
-        gen = torch.Generator().manual_seed(int(seed)) if seed is not None else None
-        out = []
-        for _ in range(n):
-            ids = list(prompt)
-            toks, lps, finish = [], [], "length"
-            with model if isinstance(model, _NoAdapter) else _nullctx():
-                m = model.model if isinstance(model, _NoAdapter) else model
-                for _ in range(max_tokens):
-                    if len(ids) >= self.max_model_len:
-                        break
-                    with torch.no_grad():
-                        logits = m(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1].float()
-                    tok, lp = sample_token(logits, ids, len(prompt), params, gen, self.logprobs_mode)
-                    ids.append(tok)
-                    toks.append(tok)
-                    lps.append(lp)
-                    if tok in stop_ids:
-                        finish = "stop"
-                        break
-            out.append((toks, lps, finish))
-        return out
-
-
-class _NoAdapter:
-    """The base model of a PeftModel with every adapter switched off."""
-
-    def __init__(self, peft):
-        self.model = peft
-        self._ctx = None
-
-    def __enter__(self):
-        self._ctx = self.model.disable_adapter()
-        self._ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self._ctx.__exit__(*exc)
-
-
-class _nullctx:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def make_handler(engine: Engine):
-    tok = engine.tokenizer
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, fmt, *args):  # quiet
-            pass
-
-        def _json(self, status: int, obj) -> None:
-            body = json.dumps(obj).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _text(self, status: int, text: str) -> None:
-            body = text.encode()
-            self.send_response(status)
-            self.send_header("content-type", "text/plain; charset=utf-8")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _error(self, e: ApiError) -> None:
-            self._json(
-                e.status,
-                {"object": "error", "message": str(e), "type": e.kind, "param": None, "code": e.status},
-            )
-
-        def do_GET(self):
-            path = self.path.split("?")[0]
-            if path == "/health":
-                return self._text(200, "")
-            if path == "/is_paused" and engine.vllm.dev_mode:
-                return self._json(200, {"is_paused": engine.paused})
-            if path in ("/v1/models", "/models"):
-                data = [
-                    {
-                        "id": engine.name,
-                        "object": "model",
-                        "created": 0,
-                        "owned_by": "vllm",
-                        "root": engine.model_dir,
-                        "parent": None,
-                        "max_model_len": engine.max_model_len,
-                    }
-                ]
-                data += [
-                    {
-                        "id": n,
-                        "object": "model",
-                        "created": 0,
-                        "owned_by": "vllm",
-                        "root": p,
-                        "parent": engine.name,
-                        "max_model_len": engine.max_model_len,
-                    }
-                    for n, p in engine.adapters.items()
-                ]
-                return self._json(200, {"object": "list", "data": data})
-            self._error(ApiError(404, f"no route GET {path}", "NotFoundError"))
-
-        def do_POST(self):
-            path, _, query = self.path.partition("?")
-            try:
-                n = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(n) if n else b""
-                try:
-                    body = json.loads(raw) if raw else {}
-                except ValueError:
-                    raise ApiError(400, "invalid JSON body") from None
-                if path in DEV_ROUTES and engine.vllm.dev_mode:
-                    with engine.lock:
-                        return dev_route(self, engine, path, query, body)
-                with engine.lock:
-                    self.route(path, body)
-            except ApiError as e:
-                self._error(e)
-            except Exception as e:  # noqa: BLE001
-                self._error(ApiError(500, f"{type(e).__name__}: {e}", "InternalServerError"))
-
-        def route(self, path: str, body: dict) -> None:
-            if path == "/tokenize":
-                if "messages" in body:
-                    ids = chat_ids(body)
-                else:
-                    ids = tok.encode(
-                        body.get("prompt", ""), add_special_tokens=body.get("add_special_tokens", True)
-                    )
-                return self._json(
-                    200,
-                    {
-                        "count": len(ids),
-                        "max_model_len": engine.max_model_len,
-                        "tokens": ids,
-                        "token_strs": None,
-                    },
-                )
-            if path == "/detokenize":
-                return self._json(200, {"prompt": tok.decode(body.get("tokens", []))})
-            if path == "/v1/load_lora_adapter":
-                if not engine.enable_lora:
-                    raise ApiError(400, "LoRA is not enabled (start with --enable-lora)")
-                name, lpath = body.get("lora_name"), body.get("lora_path")
-                if not name or not lpath:
-                    raise ApiError(400, "Both 'lora_name' and 'lora_path' must be provided.")
-                if name in engine.adapters and not body.get("load_inplace"):
-                    raise ApiError(
-                        400,
-                        f"The lora adapter '{name}' has already been loaded. If you want to load the "
-                        "adapter in place, set 'load_inplace' to True.",
-                        "InvalidUserInput",
-                    )
-                if not (Path(lpath) / "adapter_config.json").is_file():
-                    raise ApiError(404, f"No adapter found for {lpath}", "NotFoundError")
-                acfg = json.loads((Path(lpath) / "adapter_config.json").read_text())
-                rank = max([acfg.get("r", 8), *(acfg.get("rank_pattern") or {}).values()])
-                if (
-                    rank > engine.max_lora_rank
-                ):  # vllm/lora/peft_helper.py:201, answered 500 by serving.py:209
-                    raise ApiError(
-                        500,
-                        f"LoRA rank {rank} is greater than max_lora_rank {engine.max_lora_rank}.",
-                        "InternalServerError",
-                    )
-                engine._add_adapter(name, lpath)
-                return self._text(200, f"Success: LoRA adapter '{name}' added successfully.")
-            if path == "/v1/unload_lora_adapter":
-                name = body.get("lora_name")
-                if name not in engine.adapters:
-                    raise ApiError(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError")
-                engine.peft.delete_adapter(name)
-                del engine.adapters[name]
-                if not engine.adapters:
-                    engine.base = engine.peft.unload()
-                    engine.peft = None
-                return self._text(200, f"Success: LoRA adapter '{name}' removed successfully.")
-            if path in ("/v1/chat/completions", "/v1/completions"):
-                return self.completion(path == "/v1/chat/completions", body)
-            raise ApiError(404, f"no route POST {path}", "NotFoundError")
-
-        def completion(self, chat: bool, body: dict) -> None:
-            generation_paused(engine)
-            model = engine.model_for(body.get("model"))
-            if chat:
-                check_tools(engine, body)
-                if not isinstance(body.get("messages"), list):
-                    raise ApiError(400, "messages: field required")
-                prompt = chat_ids(body)
-            else:
-                p = body.get("prompt")
-                if isinstance(p, str):
-                    prompt = tok.encode(p)
-                elif isinstance(p, list) and p and all(isinstance(x, int) for x in p):
-                    prompt = p
-                elif isinstance(p, list) and p and isinstance(p[0], list):
-                    prompt = p[0]
-                elif isinstance(p, list) and p and isinstance(p[0], str):
-                    prompt = tok.encode(p[0])
-                else:
-                    raise ApiError(400, "prompt: must be a string or a list of token ids")
-            n = int(body.get("n") or 1)
-            max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
-            params = request_sampling(body, engine.sampling_defaults)
-            stop_ids = set(body.get("stop_token_ids") or [])
-            if not body.get("ignore_eos") and tok.eos_token_id is not None:
-                stop_ids.add(tok.eos_token_id)
-            gens = engine.generate(model, prompt, n, max_tokens, params, body.get("seed"), stop_ids)
-            want_ids = bool(body.get("return_token_ids"))
-            want_lp = body.get("logprobs") is True if chat else isinstance(body.get("logprobs"), int)
-            rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
-            if engine.log_requests:
-                log_request(rid, params, n, body.get("seed"), max_tokens)
-            created = int(time.time())
-            ct = sum(len(g[0]) for g in gens)
-            usage = {"prompt_tokens": len(prompt), "completion_tokens": ct, "total_tokens": len(prompt) + ct}
-
-            def text_of(ids):
-                return tok.decode([i for i in ids if i != tok.eos_token_id])
-
-            def chat_lp(ids, lps):
-                return {
-                    "content": [
-                        {
-                            "token": tok.decode([t]),
-                            "logprob": lp,
-                            "bytes": list(tok.decode([t]).encode()),
-                            "top_logprobs": [],
-                        }
-                        for t, lp in zip(ids, lps, strict=True)
-                    ]
-                }
-
-            def cmpl_lp(ids, lps, start=0):
-                return {
-                    "tokens": [tok.decode([t]) for t in ids],
-                    "token_logprobs": lps,
-                    "top_logprobs": [{} for _ in ids],
-                    "text_offset": list(range(start, start + len(ids))),
-                }
-
-            if not body.get("stream"):
-                if chat:
-                    choices = [
-                        {
-                            "index": i,
-                            "message": {"role": "assistant", "content": text_of(ids)},
-                            "logprobs": chat_lp(ids, lps) if want_lp else None,
-                            "finish_reason": fin,
-                            "stop_reason": None,
-                            **({"token_ids": ids} if want_ids else {}),
-                        }
-                        for i, (ids, lps, fin) in enumerate(gens)
-                    ]
-                    return self._json(
-                        200,
-                        {
-                            "id": rid,
-                            "object": "chat.completion",
-                            "created": created,
-                            "model": body["model"],
-                            "choices": choices,
-                            "usage": usage,
-                            **({"prompt_token_ids": prompt} if want_ids else {}),
-                        },
-                    )
-                choices = [
-                    {
-                        "index": i,
-                        "text": text_of(ids),
-                        "logprobs": cmpl_lp(ids, lps) if want_lp else None,
-                        "finish_reason": fin,
-                        "stop_reason": None,
-                        **({"prompt_token_ids": prompt, "token_ids": ids} if want_ids else {}),
-                    }
-                    for i, (ids, lps, fin) in enumerate(gens)
-                ]
-                return self._json(
-                    200,
-                    {
-                        "id": rid,
-                        "object": "text_completion",
-                        "created": created,
-                        "model": body["model"],
-                        "choices": choices,
-                        "usage": usage,
-                    },
-                )
-
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("cache-control", "no-cache")
-            self.send_header("connection", "close")
-            self.end_headers()
-            self.close_connection = True
-
-            def send(obj):
-                self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
-                self.wfile.flush()
-
-            obj = "chat.completion.chunk" if chat else "text_completion"
-            if chat:
-                for i in range(n):
-                    send(
-                        {
-                            "id": rid,
-                            "object": obj,
-                            "created": created,
-                            "model": body["model"],
-                            "choices": [
-                                {
-                                    "index": i,
-                                    "delta": {"role": "assistant", "content": ""},
-                                    "logprobs": None,
-                                    "finish_reason": None,
-                                }
-                            ],
-                            **({"prompt_token_ids": prompt} if want_ids and i == 0 else {}),
-                        }
-                    )
-            for i, (ids, lps, fin) in enumerate(gens):
-                for k, (t, lp) in enumerate(zip(ids, lps, strict=True)):
-                    last = k == len(ids) - 1
-                    piece = "" if t == tok.eos_token_id else tok.decode([t])
-                    if chat:
-                        choice = {
-                            "index": i,
-                            "delta": {"content": piece},
-                            "logprobs": chat_lp([t], [lp]) if want_lp else None,
-                            "finish_reason": fin if last else None,
-                            **({"token_ids": [t]} if want_ids else {}),
-                        }
-                    else:
-                        choice = {
-                            "index": i,
-                            "text": piece,
-                            "logprobs": cmpl_lp([t], [lp], k) if want_lp else None,
-                            "finish_reason": fin if last else None,
-                            **(
-                                {"token_ids": [t], **({"prompt_token_ids": prompt} if k == 0 else {})}
-                                if want_ids
-                                else {}
-                            ),
-                        }
-                    send(
-                        {
-                            "id": rid,
-                            "object": obj,
-                            "created": created,
-                            "model": body["model"],
-                            "choices": [choice],
-                        }
-                    )
-            if (body.get("stream_options") or {}).get("include_usage"):
-                send(
-                    {
-                        "id": rid,
-                        "object": obj,
-                        "created": created,
-                        "model": body["model"],
-                        "choices": [],
-                        "usage": usage,
-                    }
-                )
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
-
-    def chat_ids(body: dict) -> list[int]:
-        out = tok.apply_chat_template(
-            body["messages"],
-            add_generation_prompt=body.get("add_generation_prompt", True),
-            tokenize=True,
-            tools=body.get("tools"),
+    def _error(self, e: ApiError) -> None:
+        self._json(
+            e.status,
+            {"object": "error", "message": str(e), "type": e.kind, "param": None, "code": e.status},
         )
-        return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
 
-    return Handler
+    def do_GET(self):
+        engine = self.engine
+        path = self.path.split("?")[0]
+        if path == "/health":
+            return self._text(200, "")
+        if path == "/is_paused" and engine.vllm.dev_mode:
+            return self._json(200, {"is_paused": engine.paused})
+        if path in ("/v1/models", "/models"):
+            data = [
+                {
+                    "id": engine.name,
+                    "object": "model",
+                    "created": 0,
+                    "owned_by": "vllm",
+                    "root": engine.model_dir,
+                    "parent": None,
+                    "max_model_len": engine.max_model_len,
+                }
+            ]
+            data += [
+                {
+                    "id": n,
+                    "object": "model",
+                    "created": 0,
+                    "owned_by": "vllm",
+                    "root": p,
+                    "parent": engine.name,
+                    "max_model_len": engine.max_model_len,
+                }
+                for n, p in engine.adapters.items()
+            ]
+            return self._json(200, {"object": "list", "data": data})
+        self._error(ApiError(404, f"no route GET {path}", "NotFoundError"))
+
+    def do_POST(self):
+        engine = self.engine
+        path, _, query = self.path.partition("?")
+        try:
+            n = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(n) if n else b""
+            try:
+                body = json.loads(raw) if raw else {}
+            except ValueError:
+                raise ApiError(400, "invalid JSON body") from None
+            if path in DEV_ROUTES and engine.vllm.dev_mode:
+                with engine.lock:
+                    return dev_route(self, engine, path, query, body)
+            with engine.lock:
+                self.route(path, body)
+        except ApiError as e:
+            self._error(e)
+        except Exception as e:  # noqa: BLE001
+            self._error(ApiError(500, f"{type(e).__name__}: {e}", "InternalServerError"))
+
+    def route(self, path: str, body: dict) -> None:
+        engine = self.engine
+        tok = engine.tokenizer
+        if path == "/tokenize":
+            if "messages" in body:
+                ids = chat_ids(tok, body)
+            else:
+                ids = tok.encode(
+                    body.get("prompt", ""), add_special_tokens=body.get("add_special_tokens", True)
+                )
+            return self._json(
+                200,
+                {
+                    "count": len(ids),
+                    "max_model_len": engine.max_model_len,
+                    "tokens": ids,
+                    "token_strs": None,
+                },
+            )
+        if path == "/detokenize":
+            return self._json(200, {"prompt": tok.decode(body.get("tokens", []))})
+        if path == "/v1/load_lora_adapter":
+            if not engine.enable_lora:
+                raise ApiError(400, "LoRA is not enabled (start with --enable-lora)")
+            name, lpath = body.get("lora_name"), body.get("lora_path")
+            if not name or not lpath:
+                raise ApiError(400, "Both 'lora_name' and 'lora_path' must be provided.")
+            if name in engine.adapters and not body.get("load_inplace"):
+                raise ApiError(
+                    400,
+                    f"The lora adapter '{name}' has already been loaded. If you want to load the "
+                    "adapter in place, set 'load_inplace' to True.",
+                    "InvalidUserInput",
+                )
+            if not (Path(lpath) / "adapter_config.json").is_file():
+                raise ApiError(404, f"No adapter found for {lpath}", "NotFoundError")
+            acfg = json.loads((Path(lpath) / "adapter_config.json").read_text())
+            rank = max([acfg.get("r", 8), *(acfg.get("rank_pattern") or {}).values()])
+            if rank > engine.max_lora_rank:  # vllm/lora/peft_helper.py:201, answered 500 by serving.py:209
+                raise ApiError(
+                    500,
+                    f"LoRA rank {rank} is greater than max_lora_rank {engine.max_lora_rank}.",
+                    "InternalServerError",
+                )
+            engine._add_adapter(name, lpath)
+            return self._text(200, f"Success: LoRA adapter '{name}' added successfully.")
+        if path == "/v1/unload_lora_adapter":
+            name = body.get("lora_name")
+            if name not in engine.adapters:
+                raise ApiError(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError")
+            engine.peft.delete_adapter(name)
+            del engine.adapters[name]
+            if not engine.adapters:
+                engine.base = engine.peft.unload()
+                engine.peft = None
+            return self._text(200, f"Success: LoRA adapter '{name}' removed successfully.")
+        if path in ("/v1/chat/completions", "/v1/completions"):
+            return self.completion(path == "/v1/chat/completions", body)
+        raise ApiError(404, f"no route POST {path}", "NotFoundError")
+
+    def completion(self, chat: bool, body: dict) -> None:
+        engine = self.engine
+        tok = engine.tokenizer
+        generation_paused(engine)
+        model = engine.model_for(body.get("model"))
+        if chat:
+            check_tools(engine, body)
+            if not isinstance(body.get("messages"), list):
+                raise ApiError(400, "messages: field required")
+        prompt = prompt_of(tok, body, chat)
+        n = int(body.get("n") or 1)
+        max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+        params = request_sampling(body, engine.sampling_defaults)
+        stop_ids = set(body.get("stop_token_ids") or [])
+        if not body.get("ignore_eos") and tok.eos_token_id is not None:
+            stop_ids.add(tok.eos_token_id)
+        gens = engine.generate(model, prompt, n, max_tokens, params, body.get("seed"), stop_ids)
+        rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+        if engine.log_requests:
+            log_request(rid, params, n, body.get("seed"), max_tokens)
+        answer = Completion(tok, body, chat, prompt, gens, rid)
+        if not body.get("stream"):
+            return self._json(200, answer.whole())
+
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for obj in answer.chunks():
+            self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+def make_handler(engine: Engine) -> type[Handler]:
+    """The handler class http.server instantiates per request, bound to ``engine``."""
+    return type("Handler", (Handler,), {"engine": engine})
 
 
 def make_server(

@@ -32,7 +32,7 @@ class VllmOptions:
 
 
 class Engine(Protocol):
-    """What these rules read and change of serve.py's Engine (declared here, so serve imports rules only)."""
+    """What these rules read and change of serve_engine.py's Engine (declared here: it imports rules)."""
 
     vllm: VllmOptions
     paused: bool

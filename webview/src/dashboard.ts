@@ -21,16 +21,16 @@ import {
   thresholdsOf,
   upsertMetrics,
 } from './metrics';
-import { progressText } from './progress';
 import {
   type DashboardState,
+  type FromWebview,
   MAX_COMPARED,
   type StepProgress,
   ToDashboard,
   type VsCodeApi,
 } from './protocol';
+import { type HeaderState, renderHeader, renderProgress } from './runHeader';
 import { runLabels } from './runLabels';
-import { describeWorkers } from './workers';
 
 declare function acquireVsCodeApi(): VsCodeApi<DashboardState>;
 const vscode = acquireVsCodeApi();
@@ -50,8 +50,9 @@ let daemonRunning = true;
 let smoothing = vscode.getState()?.smoothing ?? 0;
 let compareIds = vscode.getState()?.compare ?? [];
 let scatterStep = vscode.getState()?.scatter_step ?? null;
+const post = (m: FromWebview) => vscode.postMessage(m);
 const agreement = new AgreementView(
-  (m) => vscode.postMessage(m),
+  post,
   scatterStep,
   (step) => {
     scatterStep = step;
@@ -97,13 +98,13 @@ window.addEventListener('message', (ev: MessageEvent) => {
     case 'run':
       if (run && msg.run.id === run.id) {
         run = msg.run;
-        renderHeader();
+        showHeader();
       }
       break;
     case 'workers':
       if (run && msg.workers.run_id === run.id) {
         workers = msg.workers;
-        renderHeader();
+        showHeader();
       }
       break;
     case 'metrics': {
@@ -125,12 +126,12 @@ window.addEventListener('message', (ev: MessageEvent) => {
     case 'progress':
       if (run && msg.progress.run_id === run.id) {
         progress = msg.progress;
-        renderProgress();
+        showProgress();
       }
       break;
     case 'daemon':
       daemonRunning = msg.running;
-      renderHeader();
+      showHeader();
       break;
     case 'error':
       for (const p of plots.values()) p.destroy();
@@ -201,118 +202,19 @@ function size(el: HTMLElement | null): { width: number; height: number } {
   return { width: Math.max(260, (el?.clientWidth ?? 380) - 12), height: 180 };
 }
 
-function renderHeader() {
-  const header = document.getElementById('header');
-  if (!header || !run) return;
-  const r = run;
-  clear(header);
-  const steps = (r.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
-  const live = daemonRunning || r.status !== 'running';
-  const parts: (Node | null)[] = [
-    h('h1', {}, labelOf(r)),
-    h('span', { class: 'badge', id: 'run-status' }, live ? r.status : 'paused: daemon stopped'),
-    h('span', { id: 'run-step' }, `step ${r.step}${steps ? ` of ${steps}` : ''}`),
-    h('span', {}, `model v${r.model_version}`),
-    r.error && r.status !== 'paused' ? h('span', { class: 'error' }, r.error) : null,
-    live && (r.status === 'running' || r.status === 'created' || r.status === 'paused')
-      ? h('button', { onclick: () => vscode.postMessage({ type: 'stopRun', run_id: r.id }) }, 'Stop run')
-      : null,
-    r.status === 'paused' || r.status === 'stopped'
-      ? h(
-          'button',
-          { id: 'resume-run', onclick: () => vscode.postMessage({ type: 'resumeRun', run_id: r.id }) },
-          'Resume run',
-        )
-      : null,
-    h('button', { onclick: () => vscode.postMessage({ type: 'refresh' }) }, 'Refresh'),
-  ];
-  header.append(...parts.filter((p): p is Node => p !== null));
-  renderProgress();
-  renderWorkers(r);
-  renderPaused(r);
-  renderDaemonStopped(r);
+/** The header's view of the dashboard's state (null before the first run arrives). */
+function headerState(): HeaderState | null {
+  return run ? { run, label: labelOf(run), daemonRunning, progress, workers } : null;
 }
 
-/** In the header while the run trains: the current step's rollouts finished / running / queued. */
-function renderProgress() {
-  document.getElementById('step-progress')?.remove();
-  const p = progress;
-  if (!run || !p || run.status !== 'running' || !daemonRunning) return;
-  document
-    .getElementById('run-step')
-    ?.after(
-      h(
-        'span',
-        { id: 'step-progress', role: 'status', 'aria-live': 'polite' },
-        h('progress', { max: Math.max(1, p.total), value: p.finished, 'aria-hidden': 'true' }),
-        ` ${progressText(p)}`,
-      ),
-    );
+function showHeader() {
+  const state = headerState();
+  if (state) renderHeader(state, post);
 }
 
-/** Below the header: why the run paused (a `validation:` threshold names the step and the figure). */
-function renderPaused(r: Run) {
-  document.getElementById('run-paused')?.remove();
-  if (r.status !== 'paused') return;
-  document
-    .getElementById('header')
-    ?.after(
-      h(
-        'div',
-        { id: 'run-paused', class: 'notice', role: 'alert' },
-        h('strong', {}, 'Paused: '),
-        h('span', {}, r.error ?? 'the run waits to be resumed'),
-      ),
-    );
-}
-
-/** Below the header while the daemon is down: the run waits for it, not for a worker. */
-function renderDaemonStopped(r: Run) {
-  document.getElementById('daemon-stopped')?.remove();
-  if (daemonRunning) return;
-  const resumes =
-    r.status === 'running'
-      ? ` Run ${r.name} is paused; it resumes from step ${r.step} when the daemon starts again.`
-      : '';
-  document
-    .getElementById('header')
-    ?.after(
-      h(
-        'div',
-        { id: 'daemon-stopped', class: 'notice', role: 'status' },
-        h('span', {}, `The Harness RL daemon is not running.${resumes} `),
-        h(
-          'button',
-          { class: 'primary', onclick: () => vscode.postMessage({ type: 'startDaemon' }) },
-          'Start Daemon',
-        ),
-      ),
-    );
-}
-
-/** Below the header: nothing runs the rollouts (waiting for a worker, the last one went away). */
-function renderWorkers(r: Run) {
-  document.getElementById('run-workers')?.remove();
-  const note = r.status === 'running' && daemonRunning ? describeWorkers(workers) : null;
-  if (!note?.waiting) return;
-  const [before, command] = note.command ? note.detail.split(/`([^`]*)`/) : [note.detail, null];
-  document.getElementById('header')?.after(
-    h(
-      'div',
-      { id: 'run-workers', class: 'notice', role: 'status' },
-      h('span', {}, before ?? ''),
-      command ? h('code', {}, command) : null,
-      command
-        ? h(
-            'button',
-            {
-              onclick: () => vscode.postMessage({ type: 'copy', what: 'the worker command', text: command }),
-            },
-            'Copy',
-          )
-        : null,
-    ),
-  );
+function showProgress() {
+  const state = headerState();
+  if (state) renderProgress(state);
 }
 
 /** Smoothing slider and the runs to compare with, above the charts. */
@@ -380,7 +282,7 @@ function render() {
   if (!run) return;
   clear(root);
   root.append(h('header', { class: 'bar', id: 'header' }));
-  renderHeader();
+  showHeader();
   root.append(h('div', { class: 'toolbar', id: 'toolbar' }));
   renderToolbar();
   root.append(h('div', { class: 'charts', id: 'charts' }));
@@ -421,22 +323,8 @@ function renderCharts() {
     };
     const data = chartData(spec.key);
     const points = { show: data[0].length < 50 };
-    const series: uPlot.Series[] = [{ label: 'step' }];
-    for (const r of runs) {
-      if (smoothing > 0) {
-        series.push({ label: `${r.name} (raw)`, stroke: faint(r.stroke), width: 1, spanGaps: true });
-        series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points: { show: false } });
-      } else series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points });
-    }
     const limits = thresholdsOf(run?.config, spec.key);
-    for (const t of limits)
-      series.push({
-        label: `${t.bound} ${formatNumber(t.value)}`,
-        stroke: color('--vscode-charts-red', '#f14c4c'),
-        width: 1.5,
-        dash: [6, 4],
-        points: { show: false },
-      });
+    const series = chartSeries(runs, limits, points);
     if (limits.length > 0) box.dataset.thresholds = limits.map((t) => `${t.bound} ${t.value}`).join(', ');
     const plot = new uPlot(
       {
@@ -479,6 +367,30 @@ function renderCharts() {
     });
     plots.set(spec.key, plot);
   }
+}
+
+/** A chart's lines: per run its line (over its faint raw line when smoothing), then one dashed per threshold. */
+function chartSeries(
+  runs: ReturnType<typeof drawn>,
+  limits: ReturnType<typeof thresholdsOf>,
+  points: { show: boolean },
+): uPlot.Series[] {
+  const series: uPlot.Series[] = [{ label: 'step' }];
+  for (const r of runs) {
+    if (smoothing > 0) {
+      series.push({ label: `${r.name} (raw)`, stroke: faint(r.stroke), width: 1, spanGaps: true });
+      series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points: { show: false } });
+    } else series.push({ label: r.name, stroke: r.stroke, width: 2, spanGaps: true, points });
+  }
+  for (const t of limits)
+    series.push({
+      label: `${t.bound} ${formatNumber(t.value)}`,
+      stroke: color('--vscode-charts-red', '#f14c4c'),
+      width: 1.5,
+      dash: [6, 4],
+      points: { show: false },
+    });
+  return series;
 }
 
 followTheme(() => {

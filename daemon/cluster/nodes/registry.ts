@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { NodeInfo } from '../../protocol/entities';
 import type { NodeDetail, NodeRole } from '../../protocol/node';
-import { registerTransport, rootUrl } from '../../proxy/backends';
+import { registerTransport, rootUrl } from '../../proxy/send';
 import type { Store } from '../../store/store';
 import { NodeConnection } from './connection';
 import { NodeTunnel } from './tunnel';

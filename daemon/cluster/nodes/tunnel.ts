@@ -10,7 +10,7 @@ import {
   type SendOptions,
   type Transport,
   timedOut,
-} from '../../proxy/backends';
+} from '../../proxy/send';
 import type { NodeConnection } from './connection';
 
 class TunnelResponse extends Readable implements BackendResponse {

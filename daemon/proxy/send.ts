@@ -1,0 +1,263 @@
+// The HTTP client the proxy and the daemon use to reach inference backends: one undici agent for plain
+// HTTP, registered transports for node agents' tunnels, failures told apart (connect, timeout, aborted),
+// and what a backend says it serves (GET /v1/models).
+import { EventEmitter } from 'node:events';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import { Agent, type Dispatcher } from 'undici';
+
+// undici rather than node:http: it costs about half the CPU per request (measured 26-29 µs against
+// 46-47 µs at 64 concurrent keep-alive calls), which is most of what the proxy adds to a call.
+// Idle sockets are closed after 4 s, before vLLM's server closes them (VLLM_HTTP_TIMEOUT_KEEP_ALIVE,
+// 5 s by default: vllm/envs.py:112), so a request rarely meets a socket the server is just closing;
+// generation requests are not retried when it happens (see `send`).
+const agent = new Agent({ keepAliveTimeout: 4_000, connections: null, pipelining: 1 });
+
+/** `http://h:p/v1/` and `http://h:p` both → `http://h:p` (endpoints are appended as `/v1/...`). */
+export function rootUrl(url: string): string {
+  let u = url.trim().replace(/\/+$/, '');
+  if (u.endsWith('/v1')) u = u.slice(0, -3);
+  return u;
+}
+
+/** What a vLLM-shaped server says it serves (GET /v1/models): its model names and context length. */
+export interface ServedModels {
+  names: string[];
+  /** The first model's max_model_len (null: not given); absent when the server lists no models. */
+  maxModelLen?: number | null;
+}
+
+/**
+ * Asks `root` what it serves. null: unreachable or 5xx (still starting; ask again); no names and no
+ * maxModelLen: it answered without a list of models (404, 401, not JSON).
+ */
+export async function askServedModels(root: string, timeoutMs: number): Promise<ServedModels | null> {
+  let text: string;
+  let status: number | undefined;
+  try {
+    const res = await send(`${root}/v1/models`, { method: 'GET', timeoutMs });
+    text = await readText(res);
+    status = res.statusCode;
+  } catch {
+    return null;
+  }
+  if (status === undefined || status >= 500) return null;
+  let data: unknown;
+  try {
+    data = status === 200 ? (JSON.parse(text) as { data?: unknown }).data : undefined;
+  } catch {}
+  if (!Array.isArray(data)) return { names: [] };
+  const len = (data[0] as { max_model_len?: unknown } | undefined)?.max_model_len;
+  return {
+    names: data.map((m: { id?: unknown }) => String(m?.id)),
+    maxModelLen: typeof len === 'number' ? len : null,
+  };
+}
+
+/** Where a URL's requests go, split once (parsing the URL on every request costs more than the request). */
+interface RequestTarget {
+  origin: string;
+  path: string;
+  authorization: string | undefined;
+}
+
+const targets = new Map<string, RequestTarget>();
+function targetOf(url: string): RequestTarget {
+  let t = targets.get(url);
+  if (!t) {
+    const u = new URL(url);
+    t = {
+      origin: u.origin,
+      path: `${u.pathname}${u.search}`,
+      authorization: u.username
+        ? `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`
+        : undefined,
+    };
+    if (targets.size > 1000) targets.clear();
+    targets.set(url, t);
+  }
+  return t;
+}
+
+/** Why a request to a backend failed before a response came back. */
+export class SendError extends Error {
+  constructor(
+    readonly kind: 'connect' | 'timeout' | 'aborted' | 'other',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface SendOptions {
+  method?: string;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+  /** Socket idle limit: no byte for this long → the request fails with a timeout. */
+  timeoutMs: number;
+  /** Set to the live request so the caller can abort it (client disconnect). */
+  onRequest?: (abort: () => void) => void;
+  /**
+   * Safe to send twice (no generation runs twice): such a request, and every GET, is retried once
+   * when a reused socket closes before any answer. A POST that is not is never retried: a backend
+   * that closed before its headers may have run it already.
+   */
+  idempotent?: boolean;
+}
+
+/** What `send` resolves with: an HTTP response, or one tunnelled over a node agent's WebSocket. */
+export type BackendResponse = Readable & {
+  statusCode?: number;
+  headers: IncomingHttpHeaders;
+  /** True once the whole body arrived. */
+  complete: boolean;
+};
+
+/** Carries requests to backends that are not plain HTTP (node agents: `ws(s)://host:port`). */
+export interface Transport {
+  send(path: string, opts: SendOptions): Promise<BackendResponse>;
+}
+
+const transports = new Map<string, Transport>();
+
+/** Requests to `root + path` go through `transport` until unregistered. */
+export function registerTransport(root: string, transport: Transport): () => void {
+  transports.set(root, transport);
+  return () => {
+    if (transports.get(root) === transport) transports.delete(root);
+  };
+}
+
+function transportOf(url: string): { transport: Transport; path: string } | null {
+  // Node agents are ws:// or wss://; everything else is plain HTTP.
+  if (url.charCodeAt(0) !== 119 /* w */) return null;
+  const slash = url.indexOf('/', url.indexOf('//') + 2);
+  const root = slash < 0 ? url : url.slice(0, slash);
+  const transport = transports.get(root);
+  return transport ? { transport, path: slash < 0 ? '/' : url.slice(slash) } : null;
+}
+
+/** One HTTP request over a keep-alive pool (or a node's tunnel); resolves once the response headers arrive. */
+export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
+  const tunnel = transportOf(url);
+  if (tunnel) return tunnel.transport.send(tunnel.path, opts);
+  if (url.charCodeAt(0) === 119)
+    return Promise.reject(
+      new SendError('connect', `no connection to node ${url.split('/').slice(0, 3).join('/')}`),
+    );
+  const t = targetOf(url);
+  const headers: Record<string, string> = { accept: '*/*' };
+  if (t.authorization) headers.authorization = t.authorization;
+  Object.assign(headers, opts.headers);
+  if (opts.body !== undefined) headers['content-type'] ??= 'application/json';
+  // An emitter is what undici listens to for 'abort'; an AbortController per call costs more.
+  let signal: EventEmitter | undefined;
+  let aborted = false;
+  let response: BackendResponse | null = null;
+  if (opts.onRequest) {
+    const emitter = new EventEmitter();
+    signal = emitter;
+    opts.onRequest(() => {
+      if (aborted) return;
+      aborted = true;
+      emitter.emit('abort');
+      response?.destroy();
+    });
+  }
+  const method = opts.method ?? 'POST';
+  const retryable = opts.idempotent === true || method === 'GET' || method === 'HEAD';
+  return new Promise((resolve, reject) => {
+    attempt(retryable);
+    function attempt(mayRetry: boolean): void {
+      if (aborted) {
+        reject(new SendError('aborted', 'request aborted'));
+        return;
+      }
+      agent.request(
+        {
+          origin: t.origin,
+          path: t.path,
+          method: method as Dispatcher.HttpMethod,
+          headers,
+          body: opts.body,
+          headersTimeout: opts.timeoutMs,
+          bodyTimeout: opts.timeoutMs,
+          signal,
+        },
+        (err, data) => {
+          if (err) {
+            // A kept-alive socket closed before any answer: the request may never have arrived, or the
+            // backend may have run it and died; only a request that is safe to repeat is sent again.
+            if (mayRetry && !aborted && reusedSocketClosed(err)) attempt(false);
+            else if (!aborted && !retryable && reusedSocketClosed(err))
+              reject(
+                new SendError(
+                  'other',
+                  `backend closed the connection before answering (${(err as { code?: string }).code ?? err.message}); not retried: the backend may have run the request already`,
+                ),
+              );
+            else reject(sendError(err, aborted, opts.timeoutMs));
+            return;
+          }
+          const res = data.body as unknown as BackendResponse;
+          res.statusCode = data.statusCode;
+          res.headers = data.headers as IncomingHttpHeaders;
+          res.complete = false;
+          res.once('end', () => (res.complete = true));
+          // Registered first, so a cut-off body reads as a timeout to every later 'close' listener.
+          res.on('error', (e: NodeJS.ErrnoException) => {
+            if (e.code === 'UND_ERR_BODY_TIMEOUT') timedOut.add(res);
+          });
+          response = res;
+          resolve(res);
+        },
+      );
+    }
+  });
+}
+
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+function reusedSocketClosed(err: Error & { code?: string; socket?: { bytesRead?: number } }): boolean {
+  if (err.code === 'UND_ERR_SOCKET') return (err.socket?.bytesRead ?? 0) > 0;
+  return err.code === 'ECONNRESET' || err.code === 'EPIPE';
+}
+
+function sendError(err: Error & { code?: string }, aborted: boolean, timeoutMs: number): SendError {
+  if (aborted || err.code === 'UND_ERR_ABORTED') return new SendError('aborted', 'request aborted');
+  if (err.code === 'UND_ERR_HEADERS_TIMEOUT')
+    return new SendError('timeout', `backend did not answer within ${timeoutMs} ms`);
+  if (err.code && CONNECT_CODES.has(err.code))
+    return new SendError('connect', `cannot reach backend: ${err.code} ${err.message}`);
+  return new SendError('other', err.message);
+}
+
+/** Responses whose socket went idle past the timeout (so a cut-off body reads as a timeout). */
+export const timedOut = new WeakSet<object>();
+
+/** The whole response body as text (the socket idle timeout of `send` still applies). */
+export function readText(res: BackendResponse): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    res.on('data', (c: Buffer) => parts.push(c));
+    res.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    const cut = () =>
+      reject(
+        timedOut.has(res)
+          ? new SendError('timeout', 'backend went silent mid-response (timeout)')
+          : new SendError('other', 'backend closed the connection mid-response'),
+      );
+    res.on('error', (e) => (e instanceof SendError ? reject(e) : cut()));
+    res.on('aborted', cut);
+    res.on('close', () => {
+      if (!res.complete) cut();
+    });
+  });
+}
