@@ -124,8 +124,18 @@ async function palette(command, { accept = true } = {}) {
       await input.waitFor({ state: 'visible' });
       await page.keyboard.type('>');
     }
-    // the palette fills its list asynchronously; typing before that loses keystrokes
-    await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ state: 'visible' });
+    // the palette fills its list asynchronously; typing before that loses keystrokes. A webview that
+    // takes the focus back as the palette opens leaves the list hidden: open the palette again.
+    const listed = await page
+      .locator('.quick-input-list .monaco-list-row')
+      .first()
+      .waitFor({ state: 'visible', timeout: 10_000 })
+      .then(() => true)
+      .catch(() => false);
+    if (!listed) {
+      if (Date.now() > deadline) throw new Error(`the command palette showed no list for "${command}"`);
+      continue;
+    }
     await page.waitForTimeout(200);
     await page.keyboard.type(command, { delay: 10 });
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: command.trim() }).first();
