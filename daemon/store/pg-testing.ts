@@ -18,6 +18,24 @@ export const PG_SHOWN = (() => {
   return u.toString();
 })();
 
+/** Every row of every table of `schema`, as text (tests grep it for what must not be stored). */
+export async function pgSchemaText(schema: string): Promise<string> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    const tables = await client.query(
+      'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
+      [schema],
+    );
+    let out = '';
+    for (const { table_name } of tables.rows)
+      out += JSON.stringify((await client.query(`SELECT * FROM ${schema}."${table_name}"`)).rows);
+    return out;
+  } finally {
+    await client.end();
+  }
+}
+
 /** null when PostgreSQL at PG_URL connects and answers a query, else why not. */
 export async function postgresProblem(): Promise<string | null> {
   const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });

@@ -3,11 +3,10 @@
 // scanned only past what they share with the last call (a key that straddles that point included).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JsonText } from './json-text';
 import { openStore } from './open';
-import { freshStoreSpace, PG_URL, postgresProblem, type TestStoreSpace } from './pg-testing';
+import { freshStoreSpace, pgSchemaText, postgresProblem, type TestStoreSpace } from './pg-testing';
 import type { Store } from './store';
 import { newCall } from './test-calls';
 
@@ -27,21 +26,7 @@ async function storedText(space: TestStoreSpace): Promise<string> {
       .filter((f) => f.startsWith('harness-rl.db'))
       .map((f) => readFileSync(join(space.dataDir, f)).toString('latin1'))
       .join('');
-  const schema = new URL(space.spec).searchParams.get('schema') as string;
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    const tables = await client.query(
-      'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
-      [schema],
-    );
-    let out = '';
-    for (const { table_name } of tables.rows)
-      out += JSON.stringify((await client.query(`SELECT * FROM ${schema}."${table_name}"`)).rows);
-    return out;
-  } finally {
-    await client.end();
-  }
+  return pgSchemaText(new URL(space.spec).searchParams.get('schema') as string);
 }
 
 const leaks = (text: string) => NEEDLES.filter((n) => text.includes(n));

@@ -5,12 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { CreatedRecording, CreatedRollout, RolloutDetail } from '../../daemon/protocol/api';
 import type { Run } from '../../daemon/protocol/entities';
-import { dropPgSchema, PG_URL, pgSchemaUrl, postgresProblem } from '../../daemon/store/pg-testing';
+import { dropPgSchema, pgSchemaText, pgSchemaUrl, postgresProblem } from '../../daemon/store/pg-testing';
 import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
@@ -43,24 +42,6 @@ async function sqliteBytes(dataDir: string): Promise<string> {
   for (const f of await readdir(dataDir))
     if (f.startsWith('harness-rl.db')) bytes += (await readFile(join(dataDir, f))).toString('latin1');
   return bytes;
-}
-
-/** Every row of every table of `schema`, as text. */
-async function pgDump(schema: string): Promise<string> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    const tables = await client.query(
-      'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
-      [schema],
-    );
-    let out = '';
-    for (const { table_name } of tables.rows)
-      out += JSON.stringify((await client.query(`SELECT * FROM ${schema}."${table_name}"`)).rows);
-    return out;
-  } finally {
-    await client.end();
-  }
 }
 
 for (const kind of ['sqlite', 'postgres'] as const) {
@@ -251,7 +232,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       expect(leaks(events.join('\n'))).toEqual([]);
 
       // The store itself.
-      const stored = kind === 'sqlite' ? await sqliteBytes(daemon.dataDir) : await pgDump(schema);
+      const stored = kind === 'sqlite' ? await sqliteBytes(daemon.dataDir) : await pgSchemaText(schema);
       expect(stored).toContain(r.id);
       expect(stored).toContain('[redacted]');
       expect(leaks(stored)).toEqual([]);
