@@ -108,3 +108,8 @@ export function toApiError(err: unknown, bodyLimit: number): ApiError {
   }
   return new ApiError(500, 'internal', err instanceof Error ? err.message : String(err));
 }
+
+/** The 404 for an entity that is not there, naming the field that gave its id. */
+export function notFound(kind: string, id: string, field = 'id'): ApiError {
+  return new ApiError(404, 'not_found', `no ${kind} with id ${JSON.stringify(id)}`, field);
+}

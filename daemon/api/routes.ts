@@ -43,7 +43,7 @@ import {
   RunMetrics,
   RunWorkers,
 } from '../protocol/entities';
-import { ApiError } from './errors';
+import { ApiError, notFound } from './errors';
 import { eventTickets, TICKET_TTL_MS } from './events';
 import { openApiFor } from './openapi';
 import { type AnyRoute, route } from './route';
@@ -51,10 +51,6 @@ import { validationRoutes } from './run-validation';
 import { readTasks } from './tasks';
 
 const IdParams = z.object({ id: Id }).strict();
-
-function notFound(kind: string, id: string, field = 'id'): ApiError {
-  return new ApiError(404, 'not_found', `no ${kind} with id ${JSON.stringify(id)}`, field);
-}
 
 /** A run as the API shows it (no node tokens). */
 function publicRun<T extends { config: unknown }>(run: T): T {

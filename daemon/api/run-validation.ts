@@ -5,7 +5,7 @@ import { EmptyBody } from '../protocol/api';
 import { withoutSecrets } from '../protocol/config';
 import { Id, Run } from '../protocol/entities';
 import { StepValidation } from '../protocol/training';
-import { ApiError } from './errors';
+import { ApiError, notFound } from './errors';
 import { type AnyRoute, route } from './route';
 
 const StepParams = z.object({ id: Id, step: z.coerce.number().int().nonnegative() }).strict();
@@ -23,8 +23,7 @@ export const validationRoutes: AnyRoute[] = [
     params: StepParams,
     response: StepValidation,
     handler: async ({ ctx, params }) => {
-      if (!(await ctx.store.getRun(params.id)))
-        throw new ApiError(404, 'not_found', `no run with id ${JSON.stringify(params.id)}`, 'id');
+      if (!(await ctx.store.getRun(params.id))) throw notFound('run', params.id);
       const found = await ctx.store.getStepValidation(params.id, params.step);
       if (!found)
         throw new ApiError(
@@ -46,7 +45,7 @@ export const validationRoutes: AnyRoute[] = [
     response: Run,
     handler: async ({ ctx, params }) => {
       const run = await ctx.store.getRun(params.id);
-      if (!run) throw new ApiError(404, 'not_found', `no run with id ${JSON.stringify(params.id)}`, 'id');
+      if (!run) throw notFound('run', params.id);
       if (!RESUMABLE.has(run.status))
         throw new ApiError(
           409,
