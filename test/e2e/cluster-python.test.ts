@@ -11,7 +11,6 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,6 +23,7 @@ import { TrainerRole } from '../../daemon/node/trainer';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Run, RunMetrics } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { freePort } from '../helpers/process';
 
 const ROOT = resolve(__dirname, '../..');
 const PYTHON = join(ROOT, 'trainer/.venv/bin/python');
@@ -111,14 +111,6 @@ async function stopProcess(child: ChildProcess): Promise<void> {
     });
     child.kill('SIGTERM');
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 const serveArgs = (port: number) => [

@@ -5,7 +5,6 @@
 // started by the node (--vllm-cmd), which reports the version it really serves (x-model-version).
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
@@ -17,6 +16,7 @@ import { TrainerRole } from '../../daemon/node/trainer';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { freePort } from '../helpers/process';
 
 const ROOT = resolve(__dirname, '../..');
 const token = `node_${randomBytes(8).toString('hex')}`;
@@ -34,14 +34,6 @@ afterAll(async () => {
   await daemon?.close();
   await rm(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 async function chatHarness(ctx: RolloutContext): Promise<{ reward: number }> {
   const client = new OpenAI({ baseURL: ctx.openai_base_url, apiKey: ctx.key, maxRetries: 0 });

@@ -9,7 +9,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunConfig } from '../../daemon/protocol/config';
 import { buildSamples, trajectoryFromCalls } from '../../daemon/samples';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { freePort } from '../helpers/process';
 
 const ROOT = resolve(__dirname, '../..');
 const PYTHON = join(ROOT, 'trainer/.venv/bin/python');
@@ -29,14 +29,6 @@ let daemon: TestDaemon;
 let server: ChildProcess | undefined;
 /** The stand-in's "Received request … params: SamplingParams(…)" lines, in order. */
 const received: string[] = [];
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 beforeAll(async () => {
   if (!existsSync(PYTHON))
