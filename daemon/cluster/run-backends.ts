@@ -161,13 +161,26 @@ export class RunBackends {
 
   /**
    * Inference nodes: one that refuses us (token, protocol version, role) fails the run with its
-   * reason; unreachable ones are fine while another backend can serve (they join when they come up).
+   * reason; unreachable ones are fine while another backend can serve (they join when they come up). A
+   * LoRA run whose rank a node's vLLM cannot take fails here, before a rollout, not at its first load.
    */
   private async checkNodes(): Promise<void> {
     const nodes = this.targets.filter((t): t is Extract<Target, { kind: 'node' }> => t.kind === 'node');
     if (nodes.length === 0) return;
     const results = await Promise.allSettled(nodes.map((t) => t.node.ready(10_000)));
     for (const r of results) if (r.status === 'rejected' && r.reason instanceof NodeRefused) throw r.reason;
+    const rank = this.config.model.lora?.rank;
+    for (const t of rank === undefined ? [] : nodes) {
+      const lora = t.node.health?.lora;
+      if (lora && !lora.enabled)
+        throw new Error(
+          `inference node ${t.url} started vLLM without --enable-lora: it cannot serve this LoRA run (model.lora.rank ${rank})`,
+        );
+      if (lora && rank !== undefined && rank > lora.max_rank)
+        throw new Error(
+          `model.lora.rank ${rank} is above inference node ${t.url}'s vLLM --max-lora-rank ${lora.max_rank} (vllm/lora/peft_helper.py:201 refuses the adapter): restart the node with --max-lora-rank ${rank} or more, or lower the rank`,
+        );
+    }
     if (nodes.length === this.targets.length && results.every((r) => r.status === 'rejected'))
       throw new Error(
         `no inference node is reachable: ${results.map((r) => (r as PromiseRejectedResult).reason?.message).join('; ')}`,

@@ -139,6 +139,18 @@ export class InferenceRole implements Role {
       versions: { ...this.versions },
       restarts: this.process?.restarts ?? 0,
       last_error: this.lastError,
+      lora: this.loraFlags(),
+    };
+  }
+
+  /** What the daemon checks a LoRA run's rank against when the run starts (see checkLoraRank). */
+  private loraFlags(): { enabled: boolean; max_rank: number } | null {
+    if (!this.options.vllmCmd) return null;
+    const cmd = parseVllmCommand(this.options.vllmCmd);
+    if (!cmd.isVllm) return null;
+    return {
+      enabled: cmd.flags.has('--enable-lora'),
+      max_rank: Number(cmd.flags.get('--max-lora-rank') ?? VLLM_DEFAULT_MAX_LORA_RANK),
     };
   }
 
@@ -356,10 +368,9 @@ export class InferenceRole implements Role {
    * --max-lora-rank (default 16, vllm/config/lora.py:33) against the adapter's rank `r`.
    */
   private async checkLoraRank(dir: string): Promise<void> {
-    if (!this.options.vllmCmd) return;
-    const cmd = parseVllmCommand(this.options.vllmCmd);
-    if (!cmd.isVllm) return;
-    if (!cmd.flags.has('--enable-lora'))
+    const lora = this.loraFlags();
+    if (!lora) return;
+    if (!lora.enabled)
       throw new Error("this node started vLLM without --enable-lora: it cannot load a LoRA run's adapters");
     let rank: number | undefined;
     try {
@@ -367,10 +378,9 @@ export class InferenceRole implements Role {
     } catch {
       return;
     }
-    const max = Number(cmd.flags.get('--max-lora-rank') ?? VLLM_DEFAULT_MAX_LORA_RANK);
-    if (rank !== undefined && rank > max)
+    if (rank !== undefined && rank > lora.max_rank)
       throw new Error(
-        `the adapter's LoRA rank ${rank} is above this node's vLLM --max-lora-rank ${max}: restart the node with --max-lora-rank ${rank} or more`,
+        `the adapter's LoRA rank ${rank} is above this node's vLLM --max-lora-rank ${lora.max_rank}: restart the node with --max-lora-rank ${rank} or more`,
       );
   }
 

@@ -80,6 +80,13 @@ export const NodeHealth = z.object({
   uptime_s: z.number(),
   restarts: z.number().int().nonnegative().describe('backend or trainer process restarts'),
   last_error: z.string().nullable(),
+  lora: z
+    .object({ enabled: z.boolean(), max_rank: z.number().int().positive() })
+    .nullable()
+    .optional()
+    .describe(
+      'the LoRA flags of the vLLM this node started (--enable-lora, --max-lora-rank); null or absent: unknown (a vLLM it fronts by URL, the reference engine, a trainer)',
+    ),
 });
 
 /**
