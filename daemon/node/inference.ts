@@ -15,7 +15,7 @@ import type { NodeMessageOf, WeightsRef } from '../protocol/node';
 import { readText, SendError, send } from '../proxy/send';
 import type { Peer, Role } from './agent';
 import { Supervised } from './process';
-import { parseVllmCommand, VLLM_DEFAULT_MAX_LORA_RANK } from './vllm-command';
+import { vllmFlags } from './vllm-command';
 
 export interface InferenceRoleOptions {
   dataDir: string;
@@ -139,18 +139,7 @@ export class InferenceRole implements Role {
       versions: { ...this.versions },
       restarts: this.process?.restarts ?? 0,
       last_error: this.lastError,
-      lora: this.loraFlags(),
-    };
-  }
-
-  /** What the daemon checks a LoRA run's rank against when the run starts (see checkLoraRank). */
-  private loraFlags(): { enabled: boolean; max_rank: number } | null {
-    if (!this.options.vllmCmd) return null;
-    const cmd = parseVllmCommand(this.options.vllmCmd);
-    if (!cmd.isVllm) return null;
-    return {
-      enabled: cmd.flags.has('--enable-lora'),
-      max_rank: Number(cmd.flags.get('--max-lora-rank') ?? VLLM_DEFAULT_MAX_LORA_RANK),
+      vllm: this.options.vllmCmd ? vllmFlags(this.options.vllmCmd) : null,
     };
   }
 
@@ -368,9 +357,9 @@ export class InferenceRole implements Role {
    * --max-lora-rank (default 16, vllm/config/lora.py:33) against the adapter's rank `r`.
    */
   private async checkLoraRank(dir: string): Promise<void> {
-    const lora = this.loraFlags();
-    if (!lora) return;
-    if (!lora.enabled)
+    const vllm = this.options.vllmCmd ? vllmFlags(this.options.vllmCmd) : null;
+    if (!vllm) return;
+    if (!vllm.enable_lora)
       throw new Error("this node started vLLM without --enable-lora: it cannot load a LoRA run's adapters");
     let rank: number | undefined;
     try {
@@ -378,9 +367,9 @@ export class InferenceRole implements Role {
     } catch {
       return;
     }
-    if (rank !== undefined && rank > lora.max_rank)
+    if (rank !== undefined && rank > vllm.max_lora_rank)
       throw new Error(
-        `the adapter's LoRA rank ${rank} is above this node's vLLM --max-lora-rank ${lora.max_rank}: restart the node with --max-lora-rank ${rank} or more`,
+        `the adapter's LoRA rank ${rank} is above this node's vLLM --max-lora-rank ${vllm.max_lora_rank}: restart the node with --max-lora-rank ${rank} or more`,
       );
   }
 

@@ -144,7 +144,8 @@ export const LossAggregation = z.enum([
  * "raw_logprobs", vllm/config/model.py:305), so only neutral values (T = 1, no truncation, no
  * penalties) sample from the distribution the recorded logprobs describe; the proxy sends these on
  * every training call, whatever the harness asked for. Anything else needs vLLM started with
- * `--logprobs-mode processed_logprobs` (then a T other than 1 divides the trainer's logits).
+ * `--logprobs-mode processed_logprobs` (then a T other than 1 divides the trainer's logits): the node
+ * agent starts it so, and a run refuses at start a node whose vLLM lacks it (cluster/run-backends.ts).
  */
 export const SamplingConfig = z
   .object({

@@ -309,7 +309,9 @@ describe('a run on node agents', () => {
         const r = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
         return r.status === 'failed' ? r : null;
       });
-      expect(failed.error).toMatch(/model\.lora\.rank 16 is above inference node .* --max-lora-rank 8/);
+      expect(failed.error).toMatch(
+        /inference node .*: model\.lora\.rank 16 is above its vLLM's --max-lora-rank 8/,
+      );
     } finally {
       await node.close();
     }
