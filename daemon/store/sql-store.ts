@@ -9,6 +9,7 @@ import type {
   LlmCall,
   ModelVersion,
   NewLlmCall,
+  NewToolRun,
   NodeInfo,
   Page,
   PrefixBreak,
@@ -19,6 +20,7 @@ import type {
   Run,
   RunMetrics,
   Task,
+  ToolRun,
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
 import type { StepValidation } from '../protocol/training';
@@ -33,6 +35,7 @@ import * as rewards from './sql/rewards';
 import * as rollouts from './sql/rollouts';
 import * as runs from './sql/runs';
 import * as tasks from './sql/tasks';
+import * as toolRuns from './sql/tool-runs';
 import type { GroupFilter, NewRecording, NewRollout, RolloutFilter, Store } from './store';
 
 export { summarizeCall } from './sql/calls';
@@ -208,6 +211,14 @@ export class SqlStore implements Store {
   }
   listRewards(rolloutId: string): Promise<Reward[]> {
     return rewards.listRewards(this.c, rolloutId);
+  }
+
+  // ---- tool runs
+  addToolRuns(rolloutId: string, runs: NewToolRun[]): Promise<ToolRun[]> {
+    return toolRuns.addToolRuns(this.c, rolloutId, redactValue(runs));
+  }
+  listToolRuns(rolloutId: string): Promise<ToolRun[]> {
+    return toolRuns.listToolRuns(this.c, rolloutId);
   }
 
   // ---- model versions, nodes, recordings

@@ -1130,6 +1130,41 @@ describe.each(active)('$name store', (backend) => {
     cleanups.push(() => s2.close());
     expect((await s2.getRun(run.id))?.name).toBe('persist');
   });
+
+  it("keeps a rollout's reported tool runs in start order, once each, redacted, with an event; an unknown rollout is named", async () => {
+    const { store, events } = await fresh();
+    const r = await store.createRollout({ kind: 'standalone' });
+    const run = (tool: string, at: string, call_id: string | null) => ({
+      tool,
+      call_id,
+      started_at: at,
+      duration_ms: 12.5,
+      success: true,
+      result_bytes: 40,
+      error: null,
+      source: 'claude_code.tool_result',
+      agent: 'claude-code',
+      attributes: { command: 'echo sk-abcdefghijklmnopqrstuvwx', nested: { n: 1 } },
+    });
+    const stored = await store.addToolRuns(r.id, [
+      run('Write', '2026-12-07T00:00:02.000Z', 'toolu_2'),
+      run('Bash', '2026-12-07T00:00:01.000Z', null),
+    ]);
+    expect(stored).toHaveLength(2);
+    // a retry of the same report (same call id, or same source, tool and start) adds nothing
+    expect(await store.addToolRuns(r.id, [run('Write', '2026-12-07T00:00:09.000Z', 'toolu_2')])).toEqual([]);
+    expect(await store.addToolRuns(r.id, [run('Bash', '2026-12-07T00:00:01.000Z', null)])).toEqual([]);
+    const runs = await store.listToolRuns(r.id);
+    expect(runs.map((t) => [t.tool, t.started_at, t.success, t.duration_ms])).toEqual([
+      ['Bash', '2026-12-07T00:00:01.000Z', true, 12.5],
+      ['Write', '2026-12-07T00:00:02.000Z', true, 12.5],
+    ]);
+    expect(runs[0].attributes).toEqual({ command: 'echo [redacted]', nested: { n: 1 } });
+    expect(events.filter((e) => e.type === 'tool_runs')).toHaveLength(1);
+    expect(
+      (await storeError(store.addToolRuns('ro_missing', [run('X', '2026-12-07T00:00:00.000Z', null)]))).field,
+    ).toBe('rollout_id');
+  });
 });
 
 describe('openStore', () => {
