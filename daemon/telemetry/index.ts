@@ -54,7 +54,9 @@ export function registerTelemetry(
         log: ctx.log,
       })
     : null;
-  const unsubscribe = spans ? ctx.store.subscribe((e) => spans.onEvent(e), ['rollout', 'run_metrics']) : null;
+  const unsubscribe = spans
+    ? ctx.store.subscribe((e) => spans.onEvent(e), ['rollout', 'run_metrics', 'tool_runs'])
+    : null;
   if (spans) ctx.log('exporting spans over OTLP', { protocol: options?.protocol, content: options?.content });
   if (metrics || spans) {
     ctx.telemetry = {
