@@ -179,6 +179,9 @@ export function registerIngest(app: FastifyInstance, ctx: DaemonContext): void {
   installFront(
     app.server,
     (msg, res) => {
+      // Most requests are the proxy's: a look at the URL's end before parsing it
+      const url = msg.url ?? '';
+      if (!url.includes('/v1/traces') && !url.includes('/v1/logs')) return false;
       const req = proxyRequest(msg);
       const signal = req && SIGNALS[req.path];
       if (!req || !signal) return false;
