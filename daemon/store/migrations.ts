@@ -278,6 +278,7 @@ CREATE TABLE step_validations (
   {
     // Tool executions a harness reports over OTLP (daemon/telemetry/ingest.ts), on their rollout.
     // `dedupe` (the tool call id, else source + tool + start) makes an exporter's retry a no-op.
+    // rollouts_key: an unscoped report finds its rollout by the key it presents.
     version: 11,
     name: 'tool runs the harness reports over OTLP (tool_runs)',
     up: `
@@ -298,7 +299,8 @@ CREATE TABLE tool_runs (
   created_at {TS} NOT NULL
 );
 CREATE UNIQUE INDEX tool_runs_dedupe ON tool_runs (rollout_id, dedupe);
-CREATE INDEX tool_runs_rollout ON tool_runs (rollout_id, started_at)`,
+CREATE INDEX tool_runs_rollout ON tool_runs (rollout_id, started_at);
+CREATE INDEX rollouts_key ON rollouts (key_sha256)`,
   },
 ];
 

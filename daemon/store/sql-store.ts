@@ -26,6 +26,7 @@ import type { DaemonEvent, DaemonEventType } from '../protocol/events';
 import type { StepValidation } from '../protocol/training';
 import { redactText, redactValue } from '../redact';
 import type { Driver } from './driver';
+import { keyHash } from './ids';
 import * as calls from './sql/calls';
 import { SqlContext } from './sql/context';
 import * as modelVersions from './sql/model-versions';
@@ -219,6 +220,9 @@ export class SqlStore implements Store {
   }
   listToolRuns(rolloutId: string): Promise<ToolRun[]> {
     return toolRuns.listToolRuns(this.c, rolloutId);
+  }
+  rolloutOfKey(key: string): Promise<string | null> {
+    return toolRuns.rolloutOfKeyHash(this.c, keyHash(key));
   }
 
   // ---- model versions, nodes, recordings

@@ -154,6 +154,8 @@ export interface Store {
   addToolRuns(rolloutId: string, runs: NewToolRun[]): Promise<ToolRun[]>;
   /** A rollout's tool runs by start time. */
   listToolRuns(rolloutId: string): Promise<ToolRun[]>;
+  /** The rollout a key opens (its own key, or its recording's key); null for no key the store knows. */
+  rolloutOfKey(key: string): Promise<string | null>;
 
   // model versions, nodes, recordings
   addModelVersion(v: Omit<ModelVersion, 'created_at'>): Promise<ModelVersion>;

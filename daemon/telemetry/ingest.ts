@@ -1,7 +1,7 @@
 // The OTLP/HTTP receiver: a harness's own telemetry (`POST /v1/traces`, `/v1/logs`, protobuf or
 // JSON, gzip or not) in, its tool executions out onto the trajectory. `/r/<rollout>/v1/…` ties the
 // report to that rollout (its key, its recording's key or the daemon token); unscoped `/v1/…` to the
-// active recording (its key, its rollout's key or the daemon token), as the proxy does. Bodies are
+// rollout or recording whose key it presents (the daemon token: the active recording). Bodies are
 // bounded, decoded (otlp-proto.ts) and checked (protocol/otlp.ts) before anything is stored; every
 // refusal is a 4xx naming the field. Reports may come a little after the rollout ends (exporters
 // flush at exit): up to LATE_MS after it finished.
@@ -44,6 +44,13 @@ async function rolloutOf(ctx: DaemonContext, rid: string | undefined, key: strin
     );
   const isToken = sameSecret(key, ctx.token);
   let rolloutId = rid;
+  // Unscoped: the key says whose report it is (a rollout's or a recording's); the daemon token means
+  // the active recording.
+  if (rolloutId === undefined && !isToken) {
+    rolloutId = (await ctx.store.rolloutOfKey(key)) ?? undefined;
+    if (rolloutId === undefined)
+      throw new ProxyError(401, 'this key is no rollout’s or recording’s key', 'authorization', 'wrong_key');
+  }
   if (rolloutId === undefined) {
     const recording = await ctx.store.activeRecording();
     if (!recording)

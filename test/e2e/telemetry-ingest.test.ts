@@ -202,6 +202,17 @@ describe('OTLP ingest', () => {
     }
   });
 
+  it("a rollout's key on the unscoped URL ties the report to that rollout; a key nobody holds is refused naming authorization", async () => {
+    const { id, key } = await rollout();
+    const body = JSON.stringify(claudeToolResult(new Date('2026-12-07T00:00:03.000Z')));
+    const r = await post('/v1/logs', body, json(key));
+    expect(r.status, r.text).toBe(200);
+    expect((await toolRuns(id)).map((t) => t.tool)).toEqual(['Bash']);
+    const stranger = await post('/v1/logs', body, json('hrk_nobody_holds_this_key_0000000000000'));
+    expect(stranger.status).toBe(401);
+    expect(stranger.json.error.field).toBe('authorization');
+  });
+
   it('refusals are 4xx answers that name the field: key, rollout, content type, encoding, schema, protobuf, size', async () => {
     const { id, key } = await rollout();
     const other = await rollout();

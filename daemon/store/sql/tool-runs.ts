@@ -84,3 +84,16 @@ export async function listToolRuns(c: SqlContext, rolloutId: string): Promise<To
     return rows.map(toToolRun);
   });
 }
+
+/** The rollout whose key (or whose recording's key) has this SHA-256; null when none has. */
+export async function rolloutOfKeyHash(c: SqlContext, hash: string): Promise<string | null> {
+  return c.read(async () => {
+    const own = await c.db.get<{ id: string }>('SELECT id FROM rollouts WHERE key_sha256 = ?', [hash]);
+    if (own) return String(own.id);
+    const rec = await c.db.get<{ rollout_id: string }>(
+      'SELECT rollout_id FROM recordings WHERE key_sha256 = ?',
+      [hash],
+    );
+    return rec ? String(rec.rollout_id) : null;
+  });
+}
