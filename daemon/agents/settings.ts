@@ -71,6 +71,11 @@ export function terminalEnv(e: Pick<AgentEndpoints, 'openaiBaseUrl' | 'anthropic
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 
+/** A value as one shell word: quoted when it holds a space (`Authorization=Bearer <key>`). */
+export function shellWord(value: string): string {
+  return /\s/.test(value) ? `'${value.replaceAll("'", `'\\''`)}'` : value;
+}
+
 /**
  * Claude Code's own OpenTelemetry events (its monitoring docs: CLAUDE_CODE_ENABLE_TELEMETRY with the
  * OTLP logs exporter) go to the daemon's receiver beside its calls: each `claude_code.tool_result`
@@ -399,7 +404,7 @@ export function settingsMarkdown(
     return c ? `${line.padEnd(48)} # ${c}` : line;
   };
   const parts: string[] = [];
-  const sh = agent.env(e).map((v) => withComment(`export ${v.name}=${v.value}`, v.comment));
+  const sh = agent.env(e).map((v) => withComment(`export ${v.name}=${shellWord(v.value)}`, v.comment));
   if (agent.command && options.command !== false) sh.push(agent.command(e));
   if (sh.length) parts.push(`\`\`\`sh\n${sh.join('\n')}\n\`\`\``);
   for (const f of agent.files(e)) {

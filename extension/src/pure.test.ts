@@ -182,6 +182,10 @@ describe('recording snippets', () => {
       OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: `${rec.anthropic_base_url}/v1/logs`,
       OTEL_EXPORTER_OTLP_HEADERS: 'Authorization=Bearer k123',
     });
+    // one shell word in the snippet a person copies (unquoted, the key would be a second word)
+    expect(recordingSnippets(rec, 'm')).toContain(
+      "export OTEL_EXPORTER_OTLP_HEADERS='Authorization=Bearer k123'",
+    );
   });
 });
 
