@@ -271,6 +271,27 @@ export const Reward = z.object({
   created_at: Timestamp,
 });
 
+/**
+ * A tool execution the harness reported over OTLP (its own telemetry: Claude Code's and Codex's
+ * tool_result events, GenAI `execute_tool` spans), kept on its rollout beside the llm calls.
+ */
+export const ToolRun = z.object({
+  id: Id,
+  rollout_id: Id,
+  tool: z.string(),
+  call_id: z.string().nullable().describe("the model's tool call id (tool_use_id, call_id) when reported"),
+  started_at: Timestamp,
+  duration_ms: z.number().nonnegative().nullable(),
+  success: z.boolean().nullable(),
+  result_bytes: z.number().int().nonnegative().nullable().describe('size of the tool result, as reported'),
+  error: z.string().nullable(),
+  source: z.string().describe('the event or span it came from, e.g. claude_code.tool_result'),
+  agent: z.string().nullable().describe("the reporting program's service.name"),
+  attributes: z.record(z.string(), Json).describe('the remaining attributes (redacted, long values cut)'),
+  created_at: Timestamp,
+});
+export const NewToolRun = ToolRun.omit({ id: true, rollout_id: true, created_at: true });
+
 export const ModelVersion = z.object({
   run_id: Id.nullable(),
   version: z.number().int().nonnegative(),
@@ -364,6 +385,8 @@ export type CallExclusion = z.infer<typeof CallExclusion>;
 export type NewLlmCall = z.infer<typeof NewLlmCall>;
 export type WireApi = z.infer<typeof WireApi>;
 export type Reward = z.infer<typeof Reward>;
+export type ToolRun = z.infer<typeof ToolRun>;
+export type NewToolRun = z.infer<typeof NewToolRun>;
 export type ModelVersion = z.infer<typeof ModelVersion>;
 export type NodeInfo = z.infer<typeof NodeInfo>;
 export type Recording = z.infer<typeof Recording>;

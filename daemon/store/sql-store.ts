@@ -9,6 +9,7 @@ import type {
   LlmCall,
   ModelVersion,
   NewLlmCall,
+  NewToolRun,
   NodeInfo,
   Page,
   PrefixBreak,
@@ -19,11 +20,13 @@ import type {
   Run,
   RunMetrics,
   Task,
+  ToolRun,
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
 import type { StepValidation } from '../protocol/training';
 import { redactText, redactValue } from '../redact';
 import type { Driver } from './driver';
+import { keyHash } from './ids';
 import * as calls from './sql/calls';
 import { SqlContext } from './sql/context';
 import * as modelVersions from './sql/model-versions';
@@ -33,6 +36,7 @@ import * as rewards from './sql/rewards';
 import * as rollouts from './sql/rollouts';
 import * as runs from './sql/runs';
 import * as tasks from './sql/tasks';
+import * as toolRuns from './sql/tool-runs';
 import type { GroupFilter, NewRecording, NewRollout, RolloutFilter, Store } from './store';
 
 export { summarizeCall } from './sql/calls';
@@ -208,6 +212,17 @@ export class SqlStore implements Store {
   }
   listRewards(rolloutId: string): Promise<Reward[]> {
     return rewards.listRewards(this.c, rolloutId);
+  }
+
+  // ---- tool runs
+  addToolRuns(rolloutId: string, runs: NewToolRun[]): Promise<ToolRun[]> {
+    return toolRuns.addToolRuns(this.c, rolloutId, redactValue(runs));
+  }
+  listToolRuns(rolloutId: string): Promise<ToolRun[]> {
+    return toolRuns.listToolRuns(this.c, rolloutId);
+  }
+  rolloutOfKey(key: string): Promise<string | null> {
+    return toolRuns.rolloutOfKeyHash(this.c, keyHash(key));
   }
 
   // ---- model versions, nodes, recordings

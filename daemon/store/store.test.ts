@@ -21,6 +21,7 @@ import { DaemonEvent } from '../protocol/events';
 import { encodeIds } from './codec';
 import { keyHash, newKey } from './ids';
 import { JsonText } from './json-text';
+import { migrations } from './migrations';
 import { openStore } from './open';
 import { freshStoreSpace, PG_SHOWN, postgresProblem, type TestStoreSpace } from './pg-testing';
 import type { SqlStore } from './sql-store';
@@ -28,6 +29,8 @@ import { type Store, StoreError } from './store';
 import { newCall } from './test-calls';
 
 const pgProblem = await postgresProblem();
+/** Every migration's version (branches add theirs; the upgrade test applies them all). */
+const ALL_VERSIONS = migrations('sqlite').map((m) => m.version);
 
 const backends: { name: 'sqlite' | 'postgres'; fresh(): Promise<TestStoreSpace> }[] = [
   { name: 'sqlite', fresh: async () => freshStoreSpace('sqlite', 'hrl-store-') },
@@ -901,7 +904,7 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10]);
+    expect(await versions(upgraded)).toEqual(ALL_VERSIONS);
     // Version 4 hashed the keys in place: the old keys still work, and the database holds none.
     expect(await upgraded.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
     expect(await upgraded.getRecordingKeyHash(rec.id)).toBe(keyHash(rec.key));
@@ -945,7 +948,7 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10]);
+    expect(await versions(again)).toEqual(ALL_VERSIONS);
     expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
   });
 
@@ -1129,6 +1132,41 @@ describe.each(active)('$name store', (backend) => {
     const s2 = await openStore(db.spec, db.dataDir);
     cleanups.push(() => s2.close());
     expect((await s2.getRun(run.id))?.name).toBe('persist');
+  });
+
+  it("keeps a rollout's reported tool runs in start order, once each, redacted, with an event; an unknown rollout is named", async () => {
+    const { store, events } = await fresh();
+    const r = await store.createRollout({ kind: 'standalone' });
+    const run = (tool: string, at: string, call_id: string | null) => ({
+      tool,
+      call_id,
+      started_at: at,
+      duration_ms: 12.5,
+      success: true,
+      result_bytes: 40,
+      error: null,
+      source: 'claude_code.tool_result',
+      agent: 'claude-code',
+      attributes: { command: 'echo sk-abcdefghijklmnopqrstuvwx', nested: { n: 1 } },
+    });
+    const stored = await store.addToolRuns(r.id, [
+      run('Write', '2026-12-07T00:00:02.000Z', 'toolu_2'),
+      run('Bash', '2026-12-07T00:00:01.000Z', null),
+    ]);
+    expect(stored).toHaveLength(2);
+    // a retry of the same report (same call id, or same source, tool and start) adds nothing
+    expect(await store.addToolRuns(r.id, [run('Write', '2026-12-07T00:00:09.000Z', 'toolu_2')])).toEqual([]);
+    expect(await store.addToolRuns(r.id, [run('Bash', '2026-12-07T00:00:01.000Z', null)])).toEqual([]);
+    const runs = await store.listToolRuns(r.id);
+    expect(runs.map((t) => [t.tool, t.started_at, t.success, t.duration_ms])).toEqual([
+      ['Bash', '2026-12-07T00:00:01.000Z', true, 12.5],
+      ['Write', '2026-12-07T00:00:02.000Z', true, 12.5],
+    ]);
+    expect(runs[0].attributes).toEqual({ command: 'echo [redacted]', nested: { n: 1 } });
+    expect(events.filter((e) => e.type === 'tool_runs')).toHaveLength(1);
+    expect(
+      (await storeError(store.addToolRuns('ro_missing', [run('X', '2026-12-07T00:00:00.000Z', null)]))).field,
+    ).toBe('rollout_id');
   });
 });
 

@@ -9,6 +9,7 @@ import type {
   LlmCall,
   ModelVersion,
   NewLlmCall,
+  NewToolRun,
   NodeInfo,
   Page,
   PrefixBreak,
@@ -21,6 +22,7 @@ import type {
   Run,
   RunMetrics,
   Task,
+  ToolRun,
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
 import type { StepValidation } from '../protocol/training';
@@ -146,6 +148,14 @@ export interface Store {
   // rewards
   addReward(rolloutId: string, reward: { value: number; source: string; detail?: unknown }): Promise<Reward>;
   listRewards(rolloutId: string): Promise<Reward[]>;
+
+  // tool runs the harness reports over OTLP (redacted like every stored text)
+  /** Stores the runs not stored yet (same call id, or same source, tool and start: a repeat); resolves to those stored. */
+  addToolRuns(rolloutId: string, runs: NewToolRun[]): Promise<ToolRun[]>;
+  /** A rollout's tool runs by start time. */
+  listToolRuns(rolloutId: string): Promise<ToolRun[]>;
+  /** The rollout a key opens (its own key, or its recording's key); null for no key the store knows. */
+  rolloutOfKey(key: string): Promise<string | null>;
 
   // model versions, nodes, recordings
   addModelVersion(v: Omit<ModelVersion, 'created_at'>): Promise<ModelVersion>;

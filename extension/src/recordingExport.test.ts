@@ -55,6 +55,7 @@ function detail(calls: LlmCall[], reward: number | null): RolloutDetail {
     rewards: [],
     llm_calls: calls,
     prefix_breaks: [],
+    tool_runs: [],
   };
 }
 
