@@ -26,7 +26,7 @@ export async function sampleBatch(
   step: number,
   tasks: Task[],
   n: number,
-  maxAttempts: number,
+  attempts: { max_attempts: number; infrastructure_retries: number },
 ): Promise<Batch> {
   const groups: Group[] = [];
   const inputs = [];
@@ -40,7 +40,8 @@ export async function sampleBatch(
         group_id: group.id,
         task_id: task.id,
         input: task.input,
-        max_attempts: maxAttempts,
+        max_attempts: attempts.max_attempts,
+        infrastructure_retries: attempts.infrastructure_retries,
       });
     }
   }

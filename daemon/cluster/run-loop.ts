@@ -229,7 +229,7 @@ export class RunLoop {
 
   /** Create one group of `n` rollouts per task; workers claim them. */
   private sample(step: number, tasks: Task[], n: number): Promise<Batch> {
-    return sampleBatch(this.store, this.runId, step, tasks, n, this.config.harness.max_attempts);
+    return sampleBatch(this.store, this.runId, step, tasks, n, this.config.harness);
   }
 
   /** Wait until every rollout of the batch is finished, timing out attempts that run too long. */

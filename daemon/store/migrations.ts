@@ -275,6 +275,18 @@ CREATE TABLE step_validations (
   PRIMARY KEY (run_id, step)
 )`,
   },
+  {
+    // Why each attempt failed (protocol/failures.ts): infrastructure failures are retried within the
+    // rollout's own budget and never become a reward; the rollout keeps its latest failure.
+    version: 14,
+    name: 'attempts and rollouts keep why they failed (failure kind and reason)',
+    up: `
+ALTER TABLE attempts ADD COLUMN failure_kind TEXT;
+ALTER TABLE attempts ADD COLUMN failure_reason TEXT;
+ALTER TABLE rollouts ADD COLUMN failure_kind TEXT;
+ALTER TABLE rollouts ADD COLUMN failure_reason TEXT;
+ALTER TABLE rollouts ADD COLUMN infrastructure_retries {INT} NOT NULL DEFAULT 0`,
+  },
 ];
 
 export function migrations(
