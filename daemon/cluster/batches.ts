@@ -80,9 +80,17 @@ export async function timeOut(store: Store, open: Rollout[], timeoutMs: number):
   }
 }
 
-/** Mark each group complete (some rollout succeeded) or failed; the rewards of the succeeded rollouts. */
-export async function closeGroups(store: Store, batch: Batch, rollouts: Rollout[]): Promise<number[]> {
-  const succeeded = rollouts.filter((r) => r.status === 'succeeded');
+/**
+ * Mark each group complete (a rollout of it succeeded and it was not dropped as incomplete) or failed;
+ * the rewards of the succeeded rollouts of the groups kept.
+ */
+export async function closeGroups(
+  store: Store,
+  batch: Batch,
+  rollouts: Rollout[],
+  dropped: ReadonlySet<string> = new Set(),
+): Promise<number[]> {
+  const succeeded = rollouts.filter((r) => r.status === 'succeeded' && !dropped.has(r.group_id ?? r.id));
   for (const group of batch.groups) {
     const ok = succeeded.some((r) => r.group_id === group.id);
     await store.setGroupStatus(group.id, ok ? 'complete' : 'failed');

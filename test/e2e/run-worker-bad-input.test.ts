@@ -75,6 +75,7 @@ describe('a harness or verifier that misbehaves', () => {
         concurrency: 10,
         timeout_s: TIMEOUT_S,
         max_attempts: 1,
+        infrastructure_retries: 0,
         ...(acting === 'verifier' ? { reward: 'verifier', verifier: node('verifier') } : {}),
       },
       algorithm: { n: 2 },
