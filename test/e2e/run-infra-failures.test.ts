@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCommand } from '../../daemon/cli/commands/run';
 import type { Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
@@ -164,6 +165,16 @@ describe('infrastructure failures are not zero rewards', () => {
       'lost_rollouts.exit': 1,
       dropped_incomplete_groups: 0,
       samples: 3,
+    });
+    // `harness-rl run show` sums what the steps lost.
+    const lines: string[] = [];
+    const io = { out: (t: string) => lines.push(t), err: (t: string) => lines.push(t) };
+    const show = ['show', trained.id, '--url', daemon.url, '--token', daemon.token, '--json'];
+    expect(await runCommand(show, io)).toBe(0);
+    expect(JSON.parse(lines.join('\n')).lost).toMatchObject({
+      lost_rollouts: 1,
+      'lost_rollouts.exit': 1,
+      'failed_attempts.harness': 1,
     });
 
     const dropped = await start(
