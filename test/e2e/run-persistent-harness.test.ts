@@ -6,8 +6,10 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfigFile } from '../../daemon/config/load';
 import type { Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { exampleDir } from '../helpers/examples';
 import { alive } from '../helpers/process';
 import { waitFor } from '../helpers/wait';
 
@@ -107,4 +109,32 @@ describe('a persistent harness', () => {
     expect(crashed[0]!.error).toContain('segfault, or so');
     expect(readdirSync(join(dir, 'pids'))).toHaveLength(3);
   });
+
+  it('the math example trains from its run.yaml with its persistent harness (node --import tsx, once per slot)', async () => {
+    const { config } = await loadConfigFile(join(exampleDir('math-agent'), 'run.yaml'));
+    // biome-ignore lint/suspicious/noExplicitAny: the test patches the config loosely
+    const run = structuredClone(config.run) as Record<string, any>;
+    expect(run.harness).toMatchObject({
+      mode: 'persistent',
+      command: ['node', '--import', 'tsx', 'main.ts'],
+    });
+    run.schedule.steps = 3;
+    const res = await daemon.api<Run>('POST', '/api/runs', {
+      config: run,
+      base_dir: exampleDir('math-agent'),
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const ended = await waitFor(
+      'the math run to end',
+      async () => {
+        const r = await daemon.ctx.store.getRun(res.body.id);
+        return r && ['finished', 'failed'].includes(r.status) ? r : null;
+      },
+      120_000,
+    );
+    expect(ended.status, ended.error ?? '').toBe('finished');
+    expect(ended.model_version).toBe(3);
+    const metrics = await daemon.ctx.store.listRunMetrics(ended.id);
+    expect(metrics.map((m) => m.metrics.lost_rollouts)).toEqual([0, 0, 0]);
+  }, 150_000);
 });
