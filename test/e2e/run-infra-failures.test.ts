@@ -187,4 +187,35 @@ describe('infrastructure failures are not zero rewards', () => {
     const groups = (await daemon.ctx.store.listGroups(dropped.id)).items;
     expect(groups.map((g) => g.status).sort()).toEqual(['complete', 'failed']);
   });
+
+  it('a worker that disappears mid-rollout (no heartbeat) loses its attempt as infrastructure: the rollout is queued again, its max_attempts untouched', async () => {
+    const gone = await startTestDaemon({ cluster: { heartbeatTimeoutMs: 1000, sweepIntervalMs: 200 } });
+    try {
+      const dir = folder([{ q: 'a' }]);
+      dirs.push(dir);
+      const body = config('worker lost', { harness: { workers: 'external', max_attempts: 1 } });
+      const created = await gone.api<Run>('POST', '/api/runs', { config: body, base_dir: dir });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      // A worker claims a rollout, then its machine goes away: no heartbeat, no finish.
+      const claim = await gone.api('POST', `/api/runs/${created.body.id}/claim`, {
+        worker: 'w',
+        wait_ms: 5000,
+      });
+      expect(claim.status).toBe(200);
+      const rolloutId = claim.body.rollout.id as string;
+      const requeued = await waitFor('the sweep to end the attempt', async () => {
+        const r = await gone.ctx.store.getRollout(rolloutId);
+        return r?.status === 'queued' && r.attempt_count === 1 ? r : null;
+      });
+      expect(requeued.failure).toEqual({ kind: 'infrastructure', reason: 'worker_lost' });
+      const [attempt] = await gone.ctx.store.listAttempts(rolloutId);
+      expect(attempt).toMatchObject({
+        status: 'unresponsive',
+        failure: { kind: 'infrastructure', reason: 'worker_lost' },
+      });
+      await gone.api('POST', `/api/runs/${created.body.id}/stop`);
+    } finally {
+      await gone.close();
+    }
+  });
 });
