@@ -108,7 +108,7 @@ describe('infrastructure failures are not zero rewards', () => {
   it('a harness killed at the deadline is retried as infrastructure, and the run trains on', async () => {
     const run = await start(
       [{ q: 'a', hang: true }, { q: 'b' }],
-      config('deadline', { harness: { timeout_s: 4 } }),
+      config('deadline', { harness: { timeout_s: 4, max_attempts: 1 } }),
     );
     expect(run.status, run.error ?? '').toBe('finished');
     expect(run.model_version).toBe(1);
