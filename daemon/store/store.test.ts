@@ -383,7 +383,10 @@ describe.each(active)('$name store', (backend) => {
         error: 'upstream down',
       }),
     );
+    // As the finish route does with a reward the harness printed: stored, then the attempt ends.
+    await store.addReward(ro.id, { value: 0, source: 'harness' });
     const lost = await store.finishAttempt(a3.id, 'succeeded');
+    expect(lost.reward).toBeNull();
     expect(lost).toMatchObject({
       status: 'failed',
       failure: { kind: 'infrastructure', reason: 'backend_error' },

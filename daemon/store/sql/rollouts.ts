@@ -455,9 +455,17 @@ export async function finishAttempt(
     } else if (status === 'cancelled') {
       Object.assign(next, { status: 'cancelled', error: error ?? rollout.error, finished_at: t });
     } else if (failure && (await mayRetry(q, rollout, failure))) {
-      Object.assign(next, { status: 'queued', error: error ?? status, failure });
+      // A failed attempt's reward (one the harness posted, or gave after a backend error) is not the
+      // rollout's: the next attempt gives its own.
+      Object.assign(next, { status: 'queued', error: error ?? status, failure, reward: null });
     } else {
-      Object.assign(next, { status: 'failed', error: error ?? status, failure, finished_at: t });
+      Object.assign(next, {
+        status: 'failed',
+        error: error ?? status,
+        failure,
+        reward: null,
+        finished_at: t,
+      });
     }
     await saveRollout(q, next);
     emit({ type: 'rollout', rollout: next });
