@@ -103,6 +103,15 @@ class HarnessProcess {
         resolve: (result) => resolve({ ...result, stdout: pending.stdout }),
         reject,
       };
+      if (this.exited) {
+        reject(
+          new AttemptFailedError(
+            'the persistent harness process had ended',
+            infrastructure('harness_crashed'),
+          ),
+        );
+        return;
+      }
       this.pending = pending;
       this.child.stdin!.write(`${JSON.stringify(message)}\n`);
     });
