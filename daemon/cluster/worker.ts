@@ -21,6 +21,7 @@ import {
   type RolloutOutcome,
 } from './wire';
 
+export { AttemptFailedError, InfrastructureError } from '../protocol/failures';
 export type { RolloutContext, RolloutOutcome } from './wire';
 
 export interface WorkerOptions {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand } from '../../daemon/cli/commands/run';
+import { InfrastructureError, runWorker } from '../../daemon/cluster/worker';
 import type { Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
@@ -217,5 +218,46 @@ describe('infrastructure failures are not zero rewards', () => {
     } finally {
       await gone.close();
     }
+  });
+
+  it('an SDK worker whose sandbox does not start (InfrastructureError) has the attempt retried, not failed', async () => {
+    const dir = folder([{ q: 'a' }]);
+    dirs.push(dir);
+    const body = config('sdk sandbox', { harness: { workers: 'external', max_attempts: 1 } });
+    delete (body.harness as { command?: string[] }).command;
+    const created = await daemon.api<Run>('POST', '/api/runs', { config: body, base_dir: dir });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    let starts = 0;
+    await runWorker({
+      daemonUrl: daemon.url,
+      token: daemon.token,
+      runId: created.body.id,
+      concurrency: 2,
+      rollout: async (ctx) => {
+        // The first sandbox fails to start; the rest run (one chat call, then the reward).
+        if (starts++ === 0)
+          throw new InfrastructureError('container runtime: no space left', 'sandbox_start');
+        const res = await fetch(`${ctx.openai_base_url}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ctx.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: ctx.model,
+            max_tokens: 2,
+            messages: [{ role: 'user', content: 'hi' }],
+          }),
+        });
+        return { reward: res.ok ? 1 : 0 };
+      },
+    });
+    const run = await ended(daemon, created.body.id);
+    expect(run.status, run.error ?? '').toBe('finished');
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
+    expect(rollouts.every((r) => r.status === 'succeeded')).toBe(true);
+    const failed = [];
+    for (const r of rollouts)
+      failed.push(...(await daemon.ctx.store.listAttempts(r.id)).filter((a) => a.failure));
+    expect(failed.map((a) => [a.status, a.error, a.failure])).toEqual([
+      ['failed', 'container runtime: no space left', { kind: 'infrastructure', reason: 'sandbox_start' }],
+    ]);
   });
 });
