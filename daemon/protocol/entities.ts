@@ -2,6 +2,7 @@
 // Token ids and logprobs are plain number arrays here; the store keeps them as binary blobs.
 import { z } from 'zod';
 import { Id } from './bounds';
+import { AttemptFailure } from './failures';
 
 export { Id };
 export const Timestamp = z.string().describe('ISO 8601 time');
@@ -188,6 +189,15 @@ export const Rollout = z.object({
   max_attempts: z.number().int().positive(),
   reward: z.number().nullable().describe('the latest reward value, null until one is given'),
   error: z.string().nullable(),
+  failure: AttemptFailure.nullable()
+    .optional()
+    .describe('why its latest failed attempt failed (null: none failed, or it succeeded since)'),
+  infrastructure_retries: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('attempts failed for the infrastructure it may retry (harness.infrastructure_retries)'),
   stats: RolloutStats.nullable(),
   tito: z
     .boolean()
@@ -209,6 +219,9 @@ export const Attempt = z.object({
   status: AttemptStatus,
   worker: z.string().nullable(),
   error: z.string().nullable(),
+  failure: AttemptFailure.nullable()
+    .optional()
+    .describe('why it failed: infrastructure (retried, never a reward) or harness (null: it did not fail)'),
   started_at: Timestamp,
   heartbeat_at: Timestamp,
   finished_at: Timestamp.nullable(),

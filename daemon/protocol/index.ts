@@ -3,5 +3,7 @@ export * from './config';
 export * from './entities';
 export * from './events';
 export * from './otlp';
+export * from './failures';
+export * from './persistent';
 export * from './samples';
 export * from './training';

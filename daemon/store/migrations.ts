@@ -302,6 +302,18 @@ CREATE UNIQUE INDEX tool_runs_dedupe ON tool_runs (rollout_id, dedupe);
 CREATE INDEX tool_runs_rollout ON tool_runs (rollout_id, started_at);
 CREATE INDEX rollouts_key ON rollouts (key_sha256)`,
   },
+  {
+    // Why each attempt failed (protocol/failures.ts): infrastructure failures are retried within the
+    // rollout's own budget and never become a reward; the rollout keeps its latest failure.
+    version: 14,
+    name: 'attempts and rollouts keep why they failed (failure kind and reason)',
+    up: `
+ALTER TABLE attempts ADD COLUMN failure_kind TEXT;
+ALTER TABLE attempts ADD COLUMN failure_reason TEXT;
+ALTER TABLE rollouts ADD COLUMN failure_kind TEXT;
+ALTER TABLE rollouts ADD COLUMN failure_reason TEXT;
+ALTER TABLE rollouts ADD COLUMN infrastructure_retries {INT} NOT NULL DEFAULT 0`,
+  },
 ];
 
 export function migrations(

@@ -23,6 +23,7 @@ import type {
   ToolRun,
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
+import type { AttemptFailure } from '../protocol/failures';
 import type { StepValidation } from '../protocol/training';
 import { redactText, redactValue } from '../redact';
 import type { Driver } from './driver';
@@ -164,8 +165,9 @@ export class SqlStore implements Store {
     attemptId: string,
     status: Exclude<Attempt['status'], 'running'>,
     error?: string,
+    failure?: AttemptFailure | null,
   ): Promise<Rollout> {
-    return rollouts.finishAttempt(this.c, attemptId, status, error && redactText(error));
+    return rollouts.finishAttempt(this.c, attemptId, status, error && redactText(error), failure);
   }
   completeRollout(id: string): Promise<Rollout> {
     return rollouts.completeRollout(this.c, id);

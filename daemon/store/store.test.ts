@@ -305,7 +305,8 @@ describe.each(active)('$name store', (backend) => {
       kind: 'run',
       run_id: run.id,
       group_id: group.id,
-      max_attempts: 2,
+      max_attempts: 1,
+      infrastructure_retries: 1,
     });
 
     const first = await store.claimRollout({ run_id: run.id, worker: 'w1' });
@@ -348,6 +349,78 @@ describe.each(active)('$name store', (backend) => {
     });
     expect(await storeError(store.finishAttempt('att_nope', 'failed'))).toMatchObject({ code: 'not_found' });
     expect(await storeError(store.listAttempts('ro_nope'))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('retries infrastructure failures on their own budget, keeps why each attempt failed, and never takes a reward given after a backend error', async () => {
+    const { store } = await fresh();
+    const { run, group } = await runWithGroup(store);
+    const ro = await store.createRollout({
+      kind: 'run',
+      run_id: run.id,
+      group_id: group.id,
+      max_attempts: 1,
+      infrastructure_retries: 2,
+    });
+    expect(Rollout.parse(ro)).toMatchObject({ infrastructure_retries: 2, failure: null });
+    // A lost worker and a sandbox that did not start use the infrastructure budget, not max_attempts.
+    const a1 = (await store.claimRollout({ run_id: run.id }))!.attempt;
+    expect(await store.finishAttempt(a1.id, 'unresponsive', 'no heartbeat for 30s')).toMatchObject({
+      status: 'queued',
+      failure: { kind: 'infrastructure', reason: 'worker_lost' },
+    });
+    const a2 = (await store.claimRollout({ run_id: run.id }))!.attempt;
+    const sandbox = { kind: 'infrastructure', reason: 'sandbox_start' } as const;
+    expect(await store.finishAttempt(a2.id, 'failed', 'bwrap: cannot mount', sandbox)).toMatchObject({
+      status: 'queued',
+      failure: sandbox,
+    });
+    // The harness gave a reward after its last call failed at the backend: infrastructure all the same.
+    const a3 = (await store.claimRollout({ run_id: run.id }))!.attempt;
+    await store.recordLlmCall(
+      newCall({
+        rollout_id: ro.id,
+        attempt_id: a3.id,
+        status: 'error',
+        http_status: 502,
+        error: 'upstream down',
+      }),
+    );
+    // As the finish route does with a reward the harness printed: stored, then the attempt ends.
+    await store.addReward(ro.id, { value: 0, source: 'harness' });
+    const lost = await store.finishAttempt(a3.id, 'succeeded');
+    expect(lost.reward).toBeNull();
+    expect(lost).toMatchObject({
+      status: 'failed',
+      failure: { kind: 'infrastructure', reason: 'backend_error' },
+    });
+    expect(lost.error).toContain('HTTP 502');
+    expect((await store.listAttempts(ro.id)).map((a) => Attempt.parse(a).failure)).toEqual([
+      { kind: 'infrastructure', reason: 'worker_lost' },
+      sandbox,
+      { kind: 'infrastructure', reason: 'backend_error' },
+    ]);
+
+    // A harness failure uses max_attempts; a 4xx (the request's own fault) is not the backend's.
+    const other = await store.createRollout({
+      kind: 'run',
+      run_id: run.id,
+      group_id: group.id,
+      max_attempts: 1,
+    });
+    const b1 = (await store.claimRollout({ run_id: run.id }))!.attempt;
+    await store.recordLlmCall(
+      newCall({
+        rollout_id: other.id,
+        attempt_id: b1.id,
+        status: 'error',
+        http_status: 400,
+        error: 'too long',
+      }),
+    );
+    expect(await store.finishAttempt(b1.id, 'failed', 'harness exit code 1')).toMatchObject({
+      status: 'failed',
+      failure: { kind: 'harness', reason: 'error' },
+    });
   });
 
   it('succeeds, cancels and completes rollouts and refuses transitions out of a final state', async () => {

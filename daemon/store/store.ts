@@ -25,6 +25,7 @@ import type {
   ToolRun,
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
+import type { AttemptFailure } from '../protocol/failures';
 import type { StepValidation } from '../protocol/training';
 
 export interface RolloutFilter {
@@ -49,6 +50,8 @@ export interface NewRollout {
   recording_id?: string | null;
   input?: unknown;
   max_attempts?: number;
+  /** Further attempts after failures of kind infrastructure (default 0). */
+  infrastructure_retries?: number;
   /** Standalone rollouts: false turns the token bridge off (absent: on where tokens are known). */
   tito?: boolean;
 }
@@ -119,13 +122,17 @@ export interface Store {
   startAttempt(rolloutId: string, worker?: string): Promise<Attempt>;
   heartbeat(attemptId: string): Promise<void>;
   /**
-   * End an attempt. succeeded → rollout succeeded. failed/timed_out/unresponsive → rollout queued
-   * again while attempts remain, else failed. cancelled → rollout cancelled.
+   * End an attempt. succeeded → rollout succeeded. failed/timed_out/unresponsive → the attempt keeps
+   * its `failure` (as named, else protocol/failures defaultFailure; an attempt of a run whose last llm
+   * call failed at the backend failed as infrastructure, even one reported succeeded) and the rollout
+   * is queued again while that kind's budget lasts (harness: max_attempts, infrastructure:
+   * infrastructure_retries more), else failed. cancelled → rollout cancelled.
    */
   finishAttempt(
     attemptId: string,
     status: Exclude<AttemptStatus, 'running'>,
     error?: string,
+    failure?: AttemptFailure | null,
   ): Promise<Rollout>;
   /** Mark a rollout done without an attempt bookkeeping (ends its running attempt if any). */
   completeRollout(id: string): Promise<Rollout>;

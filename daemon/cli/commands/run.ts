@@ -69,6 +69,20 @@ export function latestAgreement(rows: RunMetrics[]): Record<string, number | nul
   return figures;
 }
 
+/**
+ * The rollouts the run's steps lost (failed after all their attempts), in all and by reason, and the
+ * attempts that failed by kind (retried or not); null before the first step.
+ */
+export function lostRollouts(rows: RunMetrics[]): Record<string, number> | null {
+  if (rows.length === 0) return null;
+  const sum: Record<string, number> = { lost_rollouts: 0, dropped_incomplete_groups: 0 };
+  for (const r of rows)
+    for (const [k, v] of Object.entries(r.metrics))
+      if (typeof v === 'number' && /^(lost_rollouts|failed_attempts|dropped_incomplete_groups)(\.|$)/.test(k))
+        sum[k] = (sum[k] ?? 0) + v;
+  return sum;
+}
+
 export interface Output {
   out(text: string): void;
   err(text: string): void;
@@ -143,7 +157,8 @@ export async function runCommand(argv: string[], io: Output): Promise<number> {
         const shown = await call<Run>('GET', `/api/runs/${id}`);
         const metrics = await call<RunMetrics[]>('GET', `/api/runs/${id}/metrics`);
         const validation = latestAgreement(metrics);
-        out(JSON.stringify({ ...shown, metrics, validation }, null, values.json ? undefined : 2));
+        const lost = lostRollouts(metrics);
+        out(JSON.stringify({ ...shown, metrics, validation, lost }, null, values.json ? undefined : 2));
         return 0;
       }
       case 'stop': {

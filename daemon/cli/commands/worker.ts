@@ -3,6 +3,7 @@
 // given), then, for a run with harness.reward: verifier, the run's harness.verifier command.
 import { resolve } from 'node:path';
 import { commandRollout } from '../../cluster/command';
+import { PersistentHarness } from '../../cluster/persistent';
 import { runWorker } from '../../cluster/worker';
 import { readToken } from '../../config/token';
 import { RunConfig } from '../../protocol/config';
@@ -93,13 +94,14 @@ export async function run(argv: string[]): Promise<number> {
       verifier ? `, verifier ${verifier.join(' ')}` : ''
     }`,
   );
+  const persistent = config.harness.mode === 'persistent' ? new PersistentHarness(command, { cwd }) : null;
   try {
     const summary = await runWorker({
       daemonUrl: url,
       token,
       runId: values.run,
       concurrency,
-      rollout: commandRollout(command, { cwd }),
+      rollout: persistent ? (ctx) => persistent.rollout(ctx) : commandRollout(command, { cwd }),
       cwd,
       signal: controller.signal,
       log,
@@ -107,6 +109,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify({ worker: summary })}\n`);
     return 0;
   } finally {
+    await persistent?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
