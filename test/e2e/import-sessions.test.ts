@@ -53,7 +53,6 @@ function script(
 }
 
 beforeAll(async () => {
-  if (!installed) return;
   root = await mkdtemp(join(tmpdir(), 'harness-rl-import-'));
   fake = await startFakeVllm({ model: 'toy', script, maxModelLen: 1_000_000 });
   daemon = await startTestDaemon({ backends: [fake.url] });
@@ -150,6 +149,13 @@ describe.skipIf(!installed)('sessions the pinned agent CLIs wrote, imported', ()
       // the tool result is in the second prompt; the calls keep the session's order and times
       expect(Date.parse(calls[1].created_at)).toBeGreaterThan(Date.parse(calls[0].created_at));
       expect(calls[0].total_ms).toBeGreaterThanOrEqual(0);
+      // what the model was shown: Claude Code 2.1.3xx writes its system prompt and tools, Codex its instructions
+      if (id === 'claude-code')
+        expect(calls[0].request).toMatchObject({
+          system: expect.any(Array),
+          tools: expect.arrayContaining([expect.objectContaining({ name: 'Write' })]),
+        });
+      else expect(calls[0].request).toMatchObject({ instructions: expect.stringContaining('Codex') });
       // not on-policy: left out of RL samples unless asked
       const rollout = { id: recording.rollout_id, group_id: null, reward: 1 };
       expect(trajectoryFromCalls(rollout, calls).excluded_calls).toEqual({ imported: 2 });
@@ -167,4 +173,31 @@ describe.skipIf(!installed)('sessions the pinned agent CLIs wrote, imported', ()
         }),
       );
     }, 180_000);
+});
+
+describe('the import API', () => {
+  it('answers 400 naming the field: a model without a known template, a path outside the sessions folder, an unknown source', async () => {
+    const home = await mkdtemp(join(root, 'api-'));
+    const sessions = join(home, '.claude/projects');
+    const model = await daemon.api('POST', '/api/imports', {
+      source: 'claude-code',
+      root: sessions,
+      path: join(sessions, 'p/s.jsonl'),
+      model: 'gpt-4o',
+    });
+    expect([model.status, model.body.error.field]).toEqual([400, 'model']);
+    const outside = await daemon.api('POST', '/api/imports', {
+      source: 'claude-code',
+      root: sessions,
+      path: join(home, 'elsewhere.jsonl'),
+    });
+    expect([outside.status, outside.body.error.field]).toEqual([400, 'path']);
+    const source = await daemon.api('POST', '/api/imports/scan', { source: 'cursor' });
+    expect([source.status, source.body.error.field]).toEqual([400, 'source']);
+    const empty = await daemon.api('POST', '/api/imports/scan', {
+      source: 'codex',
+      root: join(home, 'none'),
+    });
+    expect(empty.body).toEqual({ root: join(home, 'none'), sessions: [], skipped: [] });
+  });
 });
