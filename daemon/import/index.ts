@@ -3,12 +3,14 @@
 // are marked token_source "import". A session is imported once (the store keys it by source and id).
 import { readFile } from 'node:fs/promises';
 import type { NewLlmCall } from '../protocol/entities';
+import type { SessionImport } from '../protocol/imports';
 import type { Store } from '../store/store';
 import { readClaudeCodeSession } from './claude-code';
 import { readCodexSession } from './codex';
 import type { ImportSource, ParsedSession } from './session';
 import { endOfTurnIds, type ImportTokenizer, sessionRenderer, tokenizeCall } from './tokenize';
 
+export type { SessionImport } from '../protocol/imports';
 export { findSessions, type SessionFile, sessionsRoot } from './files';
 export type { ImportSource, ParsedSession } from './session';
 export {
@@ -20,19 +22,6 @@ export {
 
 export function readSession(source: ImportSource, text: string, file: string): ParsedSession {
   return source === 'claude-code' ? readClaudeCodeSession(text, file) : readCodexSession(text, file);
-}
-
-export interface SessionImport {
-  path: string;
-  session_id: string | null;
-  /** imported: a new recording; already_imported: the session's earlier one; empty: no model answer in it. */
-  status: 'imported' | 'already_imported' | 'empty' | 'failed';
-  recording_id: string | null;
-  calls: number;
-  /** Lines skipped, as `file:line: why`. */
-  bad_lines: string[];
-  notes: string[];
-  error: string | null;
 }
 
 /** Sessions being imported by this process (by key): a second import of one waits for nothing, it is refused. */

@@ -3,7 +3,9 @@
 // that answered, plus what could not be read (line and why) and what was left out (images, …).
 import { redactValue } from '../redact';
 
-export type ImportSource = 'claude-code' | 'codex';
+export type { ImportSource } from '../protocol/imports';
+
+import type { ImportSource } from '../protocol/imports';
 
 /** One model answer of the session: what the agent sent and what came back, in the agent's wire format. */
 export interface SessionCall {

@@ -11,8 +11,9 @@ import { CliError, client, type Output } from './run';
 
 const USAGE = `usage: harness-rl import claude-code|codex [--since DATE] [--project DIR] [--model M]
   [--root DIR] [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]
-  Imports past sessions as recordings, tokenized with M's chat template (default Qwen/Qwen3-8B) and
-  marked token_source "import" (not sampled by the training model: never mixed into RL samples).`;
+  Imports past sessions (those changed since DATE; of project DIR) as recordings, tokenized with M's
+  chat template (default Qwen/Qwen3-8B) and marked token_source "import": text the training model never
+  sampled, left out of RL samples. A session imported before is found, not copied again.`;
 
 const stdio: Output = {
   out: (text) => process.stdout.write(`${text}\n`),
