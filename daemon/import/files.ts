@@ -32,6 +32,10 @@ export function claudeProjectFolder(dir: string): string {
   return resolve(dir).replace(/[^A-Za-z0-9]/g, '-');
 }
 
+/** Claude Code cuts a folder name longer than 200 characters there and adds a hash of the path. */
+const sameProject = (name: string, wanted: string) =>
+  name === wanted || (wanted.length > 200 && name.startsWith(wanted.slice(0, 200)));
+
 async function entries(dir: string) {
   try {
     return await readdir(dir, { withFileTypes: true });
@@ -78,7 +82,7 @@ export async function findSessions(
   if (source === 'claude-code') {
     const wanted = filter.project ? claudeProjectFolder(filter.project) : null;
     for (const p of await entries(root)) {
-      if (!p.isDirectory() || (wanted && p.name !== wanted)) continue;
+      if (!p.isDirectory() || (wanted && !sameProject(p.name, wanted))) continue;
       for (const f of await entries(join(root, p.name)))
         if (f.isFile() && f.name.endsWith('.jsonl'))
           paths.push({ path: join(root, p.name, f.name), id: f.name.slice(0, -'.jsonl'.length) });
