@@ -216,6 +216,14 @@ export function readClaudeCodeSession(text: string, file: string): ParsedSession
   }
   const sidechains = entries.filter((e) => e.value.isSidechain === true).length;
   if (sidechains) notes.add('sub-agent (sidechain) lines left out', sidechains);
+  const onBranch = new Set(chain.map((e) => e.line));
+  const elsewhere = entries.filter(
+    (e) =>
+      (e.value.type === 'user' || e.value.type === 'assistant') &&
+      e.value.isSidechain !== true &&
+      !onBranch.has(e.line),
+  ).length;
+  if (elsewhere) notes.add('messages on branches the session left (a rewind or an edit) left out', elsewhere);
   const times = chain.map((e) => str(e.value.timestamp)).filter((t) => t !== null);
   const first = chain.find((e) => str(e.value.sessionId))?.value;
   return {

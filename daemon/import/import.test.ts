@@ -42,9 +42,9 @@ describe('a Claude Code session log', () => {
     expect(session.title).toBe('Fix the cart total rounding');
     expect(session.cwd).toBe('/home/ana/src/shop');
     expect(session.calls.map((c) => [c.wire_api, c.model, c.finish_reason, c.line])).toEqual([
-      ['messages', 'claude-sonnet-4-5', 'tool_use', 3],
-      ['messages', 'claude-sonnet-4-5', 'tool_use', 8],
-      ['messages', 'claude-sonnet-4-5', 'end_turn', 12],
+      ['messages', 'claude-sonnet-4-5', 'tool_use', 4],
+      ['messages', 'claude-sonnet-4-5', 'tool_use', 9],
+      ['messages', 'claude-sonnet-4-5', 'end_turn', 13],
     ]);
     const first = session.calls[0];
     expect((first.response.content as { type: string }[]).map((b) => b.type)).toEqual([
@@ -60,16 +60,18 @@ describe('a Claude Code session log', () => {
     expect(last[1].content.map((b) => b.type)).toEqual(['thinking', 'tool_use']);
   });
 
-  it('reports the bad line by number, and notes the images, the sub-agent line and the API error it left out', () => {
-    expect(session.bad_lines).toEqual([{ line: 6, error: expect.stringMatching(/^not JSON/) }]);
+  it('reports the bad line by number, and notes the images, the sub-agent line, the API error and the rewound branch it left out', () => {
+    expect(session.bad_lines).toEqual([{ line: 7, error: expect.stringMatching(/^not JSON/) }]);
     expect(session.notes).toEqual([
       'images in tool results left out (the chat template takes text): 1',
       'image blocks left out (the chat template takes text): 1',
       'messages the CLI wrote itself (not model answers) left out: 1',
       'sub-agent (sidechain) lines left out: 1',
+      'messages on branches the session left (a rewind or an edit) left out: 1',
     ]);
     expect(JSON.stringify(session.calls)).not.toContain('iVBORw0KGgo');
     expect(JSON.stringify(session.calls)).not.toContain('API Error');
+    expect(JSON.stringify(session.calls)).not.toContain('(abandoned)');
   });
 });
 
@@ -158,7 +160,7 @@ describe('importing a session into the store', () => {
     const [file] = await findSessions('claude-code', join(home, '.claude/projects'));
     const r = await importSessionFile(store, file.path, { source: 'claude-code', model, tokenizer: tok });
     expect(r).toMatchObject({ status: 'imported', calls: 3, error: null });
-    expect(r.bad_lines).toEqual([`${file.path}:6: not JSON: ${session6Error()}`]);
+    expect(r.bad_lines).toEqual([`${file.path}:7: not JSON: ${session7Error()}`]);
     const recording = (await store.getRecording(r.recording_id!))!;
     expect(recording).toMatchObject({ status: 'stopped', name: 'claude-code: Fix the cart total rounding' });
     expect(recording.upstream).toMatchObject({
@@ -229,8 +231,8 @@ describe('importing a session into the store', () => {
   });
 });
 
-/** JSON.parse's message for the fixture's broken line 6. */
-function session6Error(): string {
+/** JSON.parse's message for the fixture's broken line 7. */
+function session7Error(): string {
   try {
     JSON.parse('{"type": "user", "broken');
   } catch (err) {
