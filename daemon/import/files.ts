@@ -88,9 +88,10 @@ export async function findSessions(
           paths.push({ path: join(root, p.name, f.name), id: f.name.slice(0, -'.jsonl'.length) });
     }
   } else {
+    // only the YYYY/MM/DD folders: a root that is not Codex's is not walked through
     const walk = async (dir: string, depth: number): Promise<void> => {
       for (const e of await entries(dir)) {
-        if (e.isDirectory() && depth < 3) await walk(join(dir, e.name), depth + 1);
+        if (e.isDirectory() && depth < 3 && /^\d+$/.test(e.name)) await walk(join(dir, e.name), depth + 1);
         else if (e.isFile() && e.name.endsWith('.jsonl.zst')) skipped.push(join(dir, e.name));
         else if (e.isFile() && CODEX_NAME.test(e.name))
           paths.push({ path: join(dir, e.name), id: CODEX_NAME.exec(e.name)![1] });
