@@ -11,6 +11,7 @@ import { localQwen3Tokenizer } from '../proxy/tito';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { trajectoryFromCalls } from '../samples';
 import { openStore } from '../store/open';
+import { freshStoreSpace, postgresProblem } from '../store/pg-testing';
 import type { Store } from '../store/store';
 import { findSessions, importSessionFile, importTokenizer, readSession } from '.';
 import { claudeProjectFolder } from './files';
@@ -240,3 +241,36 @@ function session7Error(): string {
   }
   return '';
 }
+
+const pgProblem = await postgresProblem();
+const backends = (['sqlite', 'postgres'] as const).filter((b) => b === 'sqlite' || !pgProblem);
+
+describe.each(backends)('on a %s store', (backend) => {
+  it('a session is imported once, and one whose import stopped half-way is imported anew', async () => {
+    const space = freshStoreSpace(backend, 'hrl-import-', 'imp_');
+    const s = await openStore(space.spec, space.dataDir);
+    try {
+      const file = join(
+        space.dataDir,
+        'rollout-2026-11-30T10-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl',
+      );
+      copyFileSync(join(FIXTURES, 'codex-rollout.jsonl'), file);
+      const key = 'codex:0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+      const broken = await s.createImportedRecording({ name: 'cut short', upstream: null, import_key: key });
+      const first = await importSessionFile(s, file, { source: 'codex', model, tokenizer: tok });
+      expect(first).toMatchObject({ status: 'imported', calls: 3 });
+      expect((await s.getRollout(broken.recording.rollout_id))!.status).toBe('failed');
+      const again = await importSessionFile(s, file, { source: 'codex', model, tokenizer: tok });
+      expect(again).toMatchObject({ status: 'already_imported', recording_id: first.recording_id, calls: 3 });
+      const calls = await s.listRecordingCalls(first.recording_id!);
+      expect(calls.map((c) => [c.token_source, c.created_at])).toEqual([
+        ['import', '2026-11-30T10:00:01.000Z'],
+        ['import', '2026-11-30T10:00:05.000Z'],
+        ['import', '2026-11-30T10:00:08.000Z'],
+      ]);
+    } finally {
+      await s.close();
+      await space.drop();
+    }
+  });
+});
