@@ -150,6 +150,31 @@ function usageOf(u: unknown): SessionCall['usage'] {
   };
 }
 
+/** Notes the lines not on the session's branch: sub-agent lines, and messages of branches it left. */
+function noteLeftOut(entries: Entry[], chain: Entry[], notes: Notes): void {
+  const sidechains = entries.filter((e) => e.value.isSidechain === true).length;
+  if (sidechains) notes.add('sub-agent (sidechain) lines left out', sidechains);
+  const onBranch = new Set(chain.map((e) => e.line));
+  const elsewhere = entries.filter(
+    (e) =>
+      (e.value.type === 'user' || e.value.type === 'assistant') &&
+      e.value.isSidechain !== true &&
+      !onBranch.has(e.line),
+  ).length;
+  if (elsewhere) notes.add('messages on branches the session left (a rewind or an edit) left out', elsewhere);
+}
+
+/** The text an attachment line showed the model (its `rendered` parts), with the role it was shown as. */
+function renderedOf(v: Record<string, unknown>): { role: 'user' | 'system'; text: string } | null {
+  const rendered = Array.isArray(v.rendered)
+    ? v.rendered.map((r) => (isObject(r) ? str(r.content) : null))
+    : [];
+  const texts = rendered.filter((t) => t !== null);
+  return texts.length
+    ? { role: v.renderedRole === 'system' ? 'system' : 'user', text: texts.join('\n') }
+    : null;
+}
+
 /** Reads a Claude Code session file's text (`file` names the session when its lines do not). */
 export function readClaudeCodeSession(text: string, file: string): ParsedSession {
   const bad: BadLine[] = [];
@@ -168,14 +193,8 @@ export function readClaudeCodeSession(text: string, file: string): ParsedSession
     if (v.type === 'attachment') {
       const a = isObject(v.attachment) ? v.attachment : {};
       if (a.type === 'prompt_snapshot') snapshot = a;
-      const rendered = Array.isArray(v.rendered)
-        ? v.rendered.map((r) => (isObject(r) ? str(r.content) : null))
-        : [];
-      const texts = rendered.filter((t) => t !== null);
-      if (texts.length)
-        append(messages, v.renderedRole === 'system' ? 'system' : 'user', [
-          { type: 'text', text: texts.join('\n') },
-        ]);
+      const shown = renderedOf(v);
+      if (shown) append(messages, shown.role, [{ type: 'text', text: shown.text }]);
     }
     if (v.type === 'user' && isObject(v.message)) {
       const content = blocksOf(v.message.content, notes);
@@ -214,16 +233,7 @@ export function readClaudeCodeSession(text: string, file: string): ParsedSession
     else calls.push(call);
     append(messages, 'assistant', content);
   }
-  const sidechains = entries.filter((e) => e.value.isSidechain === true).length;
-  if (sidechains) notes.add('sub-agent (sidechain) lines left out', sidechains);
-  const onBranch = new Set(chain.map((e) => e.line));
-  const elsewhere = entries.filter(
-    (e) =>
-      (e.value.type === 'user' || e.value.type === 'assistant') &&
-      e.value.isSidechain !== true &&
-      !onBranch.has(e.line),
-  ).length;
-  if (elsewhere) notes.add('messages on branches the session left (a rewind or an edit) left out', elsewhere);
+  noteLeftOut(entries, chain, notes);
   const times = chain.map((e) => str(e.value.timestamp)).filter((t) => t !== null);
   const first = chain.find((e) => str(e.value.sessionId))?.value;
   return {

@@ -114,137 +114,145 @@ function usageOf(u: unknown): SessionCall['usage'] {
   return { prompt_tokens: n('input_tokens'), completion_tokens: n('output_tokens') };
 }
 
-/** Reads a Codex rollout file's text (`file` names the session when its lines do not). */
-export function readCodexSession(text: string, file: string): ParsedSession {
-  const bad: BadLine[] = [];
-  const notes = new Notes();
-  const calls: SessionCall[] = [];
-  let history: Item[] = [];
-  let meta: Item = {};
-  let model: string | null = null;
-  let pending: Pending | null = null;
-  let lastInputAt: string | null = null;
-  let firstUser: string | null = null;
-  const times: string[] = [];
+/** The kind of a line and its payload (before the RolloutLine envelope: meta first, then the items). */
+function kindOf(v: Item): { type: string; payload: unknown } {
+  if ('payload' in v) return { type: String(v.type), payload: v.payload };
+  const type = v.record_type ? 'state' : 'type' in v ? 'response_item' : 'session_meta';
+  return { type, payload: v };
+}
 
-  const flush = () => {
-    if (!pending) return;
-    const p = pending;
-    pending = null;
+/** One rollout read line by line: the history so far, the response being read, the calls made. */
+class CodexReader {
+  readonly bad: BadLine[] = [];
+  readonly notes = new Notes();
+  readonly calls: SessionCall[] = [];
+  readonly times: string[] = [];
+  meta: Item = {};
+  firstUser: string | null = null;
+  private history: Item[] = [];
+  private model: string | null = null;
+  private pending: Pending | null = null;
+  private lastInputAt: string | null = null;
+
+  line(line: number, v: Item): void {
+    const at = str(v.timestamp);
+    if (at) this.times.push(at);
+    const { type, payload } = kindOf(v);
+    if (!isObject(payload)) {
+      this.bad.push({ line, error: `a ${type} line without a payload object` });
+      return;
+    }
+    if (type === 'session_meta') {
+      const base = isObject(payload.base_instructions) ? payload.base_instructions.text : undefined;
+      this.meta = { ...payload, instructions: str(payload.instructions) ?? str(base) };
+    } else if (type === 'turn_context') this.model = str(payload.model) ?? this.model;
+    else if (type === 'compacted') this.compacted(payload);
+    else if (type === 'token_usage_record' || (type === 'event_msg' && payload.type === 'token_count'))
+      this.usage(payload, type === 'token_usage_record');
+    else if (type === 'response_item') this.item(line, at, payload);
+  }
+
+  /** The history replaced by the compaction's (or by its summary as a user message). */
+  private compacted(payload: Item): void {
+    this.flush();
+    const replaced = Array.isArray(payload.replacement_history) ? payload.replacement_history : null;
+    this.history = replaced
+      ? replaced.filter(isObject).flatMap((i): Item[] => {
+          const n = normalize(i, this.notes);
+          return n ? [n] : [];
+        })
+      : [
+          {
+            type: 'message',
+            role: 'user',
+            content: [{ type: 'input_text', text: String(payload.message ?? '') }],
+          },
+        ];
+  }
+
+  /** A response's usage (and id); a usage record also ends it. */
+  private usage(payload: Item, ends: boolean): void {
+    if (!this.pending) return;
+    const info = isObject(payload.info) ? payload.info : {};
+    this.pending.usage = usageOf(payload.usage ?? info.last_token_usage) ?? this.pending.usage;
+    this.pending.id = str(payload.response_id) ?? this.pending.id;
+    if (ends) this.flush();
+  }
+
+  /** An input item ends the response being read and joins the history; an output item joins the response. */
+  private item(line: number, at: string | null, payload: Item): void {
+    const t = String(payload.type);
+    const output = OUTPUTS.has(t) || (t === 'message' && payload.role === 'assistant');
+    const item = normalize(payload, this.notes);
+    if (!output) {
+      this.flush();
+      if (item) this.history.push(item);
+      this.lastInputAt = at ?? this.lastInputAt;
+      if (t === 'message' && payload.role === 'user' && item)
+        this.firstUser ??=
+          (item.content as Item[]).map((p) => String(p.text ?? '')).find((s) => titleOf(s)) ?? null;
+      return;
+    }
+    if (!item) return;
+    this.pending ??= { items: [], line, startedAt: this.lastInputAt, lastAt: at, id: null, usage: null };
+    this.pending.items.push(item);
+    this.pending.lastAt = at ?? this.pending.lastAt;
+  }
+
+  /** The response read so far as a call: the history before it is its request. */
+  flush(): void {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = null;
     const request: Item = {
-      model: model ?? 'unknown',
-      ...(str(meta.instructions) ? { instructions: meta.instructions } : {}),
-      input: structuredClone(history),
+      model: this.model ?? 'unknown',
+      ...(str(this.meta.instructions) ? { instructions: this.meta.instructions } : {}),
+      input: structuredClone(this.history),
     };
-    history.push(...p.items);
+    this.history.push(...p.items);
     if (!(request.input as Item[]).length) {
-      bad.push({ line: p.line, error: 'a response with no input before it (nothing the model was asked)' });
+      this.bad.push({
+        line: p.line,
+        error: 'a response with no input before it (nothing the model was asked)',
+      });
       return;
     }
     const parsed = ResponsesRequest.safeParse(request);
     if (!parsed.success) {
-      bad.push({
-        line: p.line,
-        error: `its request does not read as OpenAI Responses: ${parsed.error.issues[0]?.message}`,
-      });
+      const why = parsed.error.issues[0]?.message;
+      this.bad.push({ line: p.line, error: `its request does not read as OpenAI Responses: ${why}` });
       return;
     }
-    const calls_ = p.items.filter((i) => i.type === 'function_call').length;
-    calls.push({
+    const model = this.model;
+    this.calls.push({
       wire_api: 'responses',
       request,
       response: { id: p.id, object: 'response', status: 'completed', model, output: p.items, usage: p.usage },
       model,
-      finish_reason: calls_ ? 'tool_calls' : 'stop',
+      finish_reason: p.items.some((i) => i.type === 'function_call') ? 'tool_calls' : 'stop',
       usage: p.usage,
       started_at: p.startedAt,
       total_ms: msBetween(p.startedAt, p.lastAt),
       line: p.line,
     });
-  };
-
-  for (const { line, value: v } of jsonLines(text, bad)) {
-    const at = str(v.timestamp);
-    if (at) times.push(at);
-    // before the RolloutLine envelope: the first line is the session meta, the others items
-    const type =
-      'payload' in v
-        ? String(v.type)
-        : v.record_type
-          ? 'state'
-          : 'type' in v
-            ? 'response_item'
-            : 'session_meta';
-    const payload = 'payload' in v ? v.payload : v;
-    if (!isObject(payload)) {
-      bad.push({ line, error: `a ${type} line without a payload object` });
-      continue;
-    }
-    if (type === 'session_meta') {
-      const base = isObject(payload.base_instructions) ? payload.base_instructions.text : undefined;
-      meta = { ...payload, instructions: str(payload.instructions) ?? str(base) };
-      continue;
-    }
-    if (type === 'turn_context') {
-      model = str(payload.model) ?? model;
-      continue;
-    }
-    if (type === 'compacted') {
-      flush();
-      const replaced = Array.isArray(payload.replacement_history) ? payload.replacement_history : null;
-      history = replaced
-        ? replaced.filter(isObject).flatMap((i): Item[] => {
-            const n = normalize(i, notes);
-            return n ? [n] : [];
-          })
-        : [
-            {
-              type: 'message',
-              role: 'user',
-              content: [{ type: 'input_text', text: String(payload.message ?? '') }],
-            },
-          ];
-      continue;
-    }
-    if (type === 'token_usage_record' || (type === 'event_msg' && payload.type === 'token_count')) {
-      if (pending) {
-        const info = isObject(payload.info) ? payload.info : {};
-        pending.usage = usageOf(payload.usage ?? info.last_token_usage) ?? pending.usage;
-        pending.id = str(payload.response_id) ?? pending.id;
-        if (type === 'token_usage_record') flush();
-      }
-      continue;
-    }
-    if (type !== 'response_item') continue;
-    const t = String(payload.type);
-    const output = OUTPUTS.has(t) || (t === 'message' && payload.role === 'assistant');
-    const item = normalize(payload, notes);
-    if (!output) {
-      flush();
-      if (item) history.push(item);
-      lastInputAt = at ?? lastInputAt;
-      if (t === 'message' && payload.role === 'user' && item)
-        firstUser ??=
-          (item.content as Item[]).map((p) => String(p.text ?? '')).find((s) => titleOf(s)) ?? null;
-      continue;
-    }
-    if (!item) continue;
-    pending ??= { items: [], line, startedAt: lastInputAt, lastAt: at, id: null, usage: null };
-    pending.items.push(item);
-    pending.lastAt = at ?? pending.lastAt;
   }
-  flush();
-  const sessionId = str(meta.id) ?? /([0-9a-f]{8}-[0-9a-f-]{27})\.jsonl$/.exec(file)?.[1] ?? file;
+}
+
+/** Reads a Codex rollout file's text (`file` names the session when its lines do not). */
+export function readCodexSession(text: string, file: string): ParsedSession {
+  const r = new CodexReader();
+  for (const { line, value } of jsonLines(text, r.bad)) r.line(line, value);
+  r.flush();
   return {
     source: 'codex',
-    session_id: sessionId,
-    cwd: str(meta.cwd),
-    title: firstUser ? titleOf(firstUser) : null,
-    cli_version: str(meta.cli_version),
-    started_at: str(meta.timestamp) ?? times[0] ?? null,
-    ended_at: times.at(-1) ?? null,
-    calls,
-    bad_lines: bad,
-    notes: notes.list(),
+    session_id: str(r.meta.id) ?? /([0-9a-f]{8}-[0-9a-f-]{27})\.jsonl$/.exec(file)?.[1] ?? file,
+    cwd: str(r.meta.cwd),
+    title: r.firstUser ? titleOf(r.firstUser) : null,
+    cli_version: str(r.meta.cli_version),
+    started_at: str(r.meta.timestamp) ?? r.times[0] ?? null,
+    ended_at: r.times.at(-1) ?? null,
+    calls: r.calls,
+    bad_lines: r.bad,
+    notes: r.notes.list(),
   };
 }
