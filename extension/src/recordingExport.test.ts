@@ -4,6 +4,7 @@ import type { LlmCall, Recording } from '../../daemon/protocol/entities';
 import { storedCall } from '../../daemon/store/test-calls';
 import { samplesJsonl } from './export';
 import { recordingSamples, recordingTask } from './recordingExport';
+import { viewSamples } from './samples';
 
 const recording: Recording = {
   id: 'rec_1',
@@ -140,5 +141,10 @@ describe('an imported session exported', () => {
     const run = samplesJsonl(null, [d]);
     expect(run.samples).toBe(0);
     expect(JSON.parse(run.text.trim().split('\n').at(-1)!).summary.trajectories).toBe(1);
+  });
+
+  it("shows its token view in the recording's trajectory", () => {
+    const view = viewSamples(detail([imported(0)], 1), null, []);
+    expect(view.samples?.map((s) => s.loss_mask.filter((m) => m === 1).length)).toEqual([2]);
   });
 });
