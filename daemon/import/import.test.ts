@@ -3,7 +3,7 @@
 // the CLI wrote itself, a bad line) and Codex (the RolloutLine envelope with reasoning, function and
 // free-form tool calls, an image, a bad line; and a rollout from before the envelope), read into calls
 // and stored as recordings with Qwen3 token ids, token_source "import", secrets redacted, once.
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -191,7 +191,7 @@ describe('importing a session into the store', () => {
   });
 
   it('gives the ids of the template rendered and tokenized whole, though it encodes each turn once a session', async () => {
-    const recording = (await store.listRecordings()).find((x) => x.name.startsWith('claude-code'))!;
+    const recording = (await store.listRecordings()).find((x) => x.name === 'claude-code: Fix the cart total rounding')!;
     const calls = await store.listRecordingCalls(recording.id);
     for (const c of calls) {
       const chat = messagesToChat(CountTokensRequest.parse(c.request));
@@ -220,8 +220,44 @@ describe('importing a session into the store', () => {
     expect(await tok.decode(calls[1].response_ids!)).toContain('"name": "apply_patch"');
   });
 
+  it('skips an answer the template cannot render (reported by line) and imports the rest', async () => {
+    const line = (o: object) =>
+      JSON.stringify({ sessionId: 'odd', timestamp: '2026-11-30T09:00:00.000Z', ...o });
+    const file = join(dir, 'odd.jsonl');
+    writeFileSync(
+      file,
+      [
+        line({ type: 'user', uuid: 'u1', parentUuid: null, message: { role: 'user', content: 'hi' } }),
+        line({
+          type: 'assistant',
+          uuid: 'a1',
+          parentUuid: 'u1',
+          message: { id: 'm1', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'hello' }] },
+        }),
+        line({ type: 'user', uuid: 'u2', parentUuid: 'a1', message: { role: 'user', content: 'run it' } }),
+        // a tool call whose input is not an object: no Messages request can hold it
+        line({
+          type: 'assistant',
+          uuid: 'a2',
+          parentUuid: 'u2',
+          message: {
+            id: 'm2',
+            role: 'assistant',
+            model: 'm',
+            content: [{ type: 'tool_use', id: 't', name: 'Bash', input: 'ls' }],
+          },
+        }),
+      ].join('\n'),
+    );
+    const r = await importSessionFile(store, file, { source: 'claude-code', model, tokenizer: tok });
+    expect(r).toMatchObject({ status: 'imported', calls: 1 });
+    expect(r.bad_lines).toEqual([
+      expect.stringMatching(/odd\.jsonl:4: cannot render it with the template: /),
+    ]);
+  });
+
   it('leaves imported calls out of RL samples (counted as imported) unless they are asked for', async () => {
-    const recording = (await store.listRecordings()).find((x) => x.name.startsWith('claude-code'))!;
+    const recording = (await store.listRecordings()).find((x) => x.name === 'claude-code: Fix the cart total rounding')!;
     const calls = await store.listRecordingCalls(recording.id);
     const rollout = { id: recording.rollout_id, group_id: null, reward: 1 };
     const rl = trajectoryFromCalls(rollout, calls);

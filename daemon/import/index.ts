@@ -103,7 +103,16 @@ async function store_(
     const render = sessionRenderer(options.tokenizer);
     let diverged = 0;
     for (const call of session.calls) {
-      const tokens = await tokenizeCall(render, call, endIds);
+      let tokens: Awaited<ReturnType<typeof tokenizeCall>>;
+      try {
+        tokens = await tokenizeCall(render, call, endIds);
+      } catch (err) {
+        // an answer the template cannot render is skipped like a bad line; the session goes on
+        result.bad_lines.push(
+          `${result.path}:${call.line}: cannot render it with the template: ${(err as Error).message}`,
+        );
+        continue;
+      }
       if (tokens.diverged) diverged++;
       await store.recordLlmCall(newCall(call, tokens, recording, options.source));
       result.calls++;
