@@ -2,10 +2,12 @@
 // turns (each tool result ~3 KB of code), read, tokenized with Qwen3's template (every call's prompt is
 // the whole history so far) and stored in a temporary SQLite store.
 //   import.claude-code  turns, calls, prompt_tokens (all calls), ms (the whole import), ms_per_call,
-//                       last_prompt_tokens (the longest prompt)
+//                       last_prompt_tokens (the longest prompt), loop_delay_max_ms (the event loop's
+//                       longest wait while it ran: what a proxy request could wait)
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { importSessionFile, importTokenizer } from '../daemon/import';
 import { openStore } from '../daemon/store/open';
 import { emit, round } from './emit';
@@ -19,7 +21,10 @@ function session(turns: number): string {
   const lines: object[] = [];
   let parent: string | null = null;
   let t = Date.parse('2026-11-30T09:00:00.000Z');
-  const at = () => new Date((t += 1500)).toISOString();
+  const at = () => {
+    t += 1500;
+    return new Date(t).toISOString();
+  };
   const push = (type: string, message: object) => {
     const uuid = `u${lines.length}`;
     lines.push({ type, uuid, parentUuid: parent, sessionId: 'bench', cwd: '/w', timestamp: at(), message });
@@ -60,6 +65,8 @@ export default async function main(): Promise<void> {
     writeFileSync(file, session(turns));
     const store = await openStore('sqlite', join(dir, 'store'));
     try {
+      const lag = monitorEventLoopDelay({ resolution: 10 });
+      lag.enable();
       const t0 = performance.now();
       const r = await importSessionFile(store, file, {
         source: 'claude-code',
@@ -67,6 +74,7 @@ export default async function main(): Promise<void> {
         tokenizer,
       });
       const ms = performance.now() - t0;
+      lag.disable();
       const calls = await store.listRecordingCalls(r.recording_id!);
       emit('import.claude-code', {
         turns,
@@ -75,6 +83,8 @@ export default async function main(): Promise<void> {
         last_prompt_tokens: calls.at(-1)?.prompt_ids?.length ?? 0,
         ms: round(ms, 0),
         ms_per_call: round(ms / r.calls, 1),
+        // the longest the event loop (the daemon's proxy requests) waited while the import ran
+        loop_delay_max_ms: round(lag.max / 1e6, 0),
       });
     } finally {
       await store.close();

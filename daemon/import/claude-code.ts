@@ -6,7 +6,6 @@
 // newer CLIs (2.1.3xx) write the system prompt and tools (`api-request-shape`, `prompt_snapshot`) and
 // each request's parameters (`api-request`, which an answer's requestRef names). A compact boundary
 // starts the history anew (the model saw the summary, not what came before).
-import { CountTokensRequest } from '../proxy/translate/messages';
 import {
   type BadLine,
   isObject,
@@ -270,13 +269,11 @@ function callOf(a: {
     ...(req?.maxTokens ? { max_tokens: req.maxTokens } : {}),
     ...(shape.system ? { system: shape.system } : {}),
     ...(Array.isArray(shape.tools) && shape.tools.length ? { tools: shape.tools } : {}),
-    messages: structuredClone(a.messages),
+    // the messages as they stand now (append gives a message a new content array, never edits one)
+    messages: a.messages.map((m) => ({ ...m })),
   };
   if (!a.messages.length)
     return { error: 'an answer with no request before it (nothing the model was asked)' };
-  const parsed = CountTokensRequest.safeParse(request);
-  if (!parsed.success)
-    return { error: `its request does not read as Anthropic Messages: ${parsed.error.issues[0]?.message}` };
   const startedAt = req?.timestamp ?? a.lastInputAt;
   return {
     wire_api: 'messages',

@@ -5,7 +5,6 @@
 // function calls and their outputs), compacted (the history replaced by a summary), event_msg and
 // token usage records (a response's usage; its end). The items the model produced between two inputs
 // are one response. Lines of rollouts before the RolloutLine envelope (2025) are the items themselves.
-import { ResponsesRequest } from '../proxy/translate/responses';
 import {
   type BadLine,
   isObject,
@@ -207,7 +206,8 @@ class CodexReader {
     const request: Item = {
       model: this.model ?? 'unknown',
       ...(str(this.meta.instructions) ? { instructions: this.meta.instructions } : {}),
-      input: structuredClone(this.history),
+      // history items are never edited once pushed: a copy of the list is the request's own
+      input: this.history.slice(),
     };
     this.history.push(...p.items);
     if (!(request.input as Item[]).length) {
@@ -215,12 +215,6 @@ class CodexReader {
         line: p.line,
         error: 'a response with no input before it (nothing the model was asked)',
       });
-      return;
-    }
-    const parsed = ResponsesRequest.safeParse(request);
-    if (!parsed.success) {
-      const why = parsed.error.issues[0]?.message;
-      this.bad.push({ line: p.line, error: `its request does not read as OpenAI Responses: ${why}` });
       return;
     }
     const model = this.model;

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localQwen3Tokenizer } from '../proxy/tito';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
+import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
 import { trajectoryFromCalls } from '../samples';
 import { openStore } from '../store/open';
 import { freshStoreSpace, postgresProblem } from '../store/pg-testing';
@@ -191,7 +192,9 @@ describe('importing a session into the store', () => {
   });
 
   it('gives the ids of the template rendered and tokenized whole, though it encodes each turn once a session', async () => {
-    const recording = (await store.listRecordings()).find((x) => x.name === 'claude-code: Fix the cart total rounding')!;
+    const recording = (await store.listRecordings()).find(
+      (x) => x.name === 'claude-code: Fix the cart total rounding',
+    )!;
     const calls = await store.listRecordingCalls(recording.id);
     for (const c of calls) {
       const chat = messagesToChat(CountTokensRequest.parse(c.request));
@@ -218,6 +221,10 @@ describe('importing a session into the store', () => {
     expect((await store.getRollout(broken.recording.rollout_id))!).toMatchObject({ status: 'failed' });
     const calls = await store.listRecordingCalls(r.recording_id!);
     expect(await tok.decode(calls[1].response_ids!)).toContain('"name": "apply_patch"');
+    for (const c of calls) {
+      const chat = responsesToChat(ResponsesRequest.parse(c.request));
+      expect(c.prompt_ids).toEqual(await whole.render(chat.messages as never, chat.tools as never, true));
+    }
   });
 
   it('skips an answer the template cannot render (reported by line) and imports the rest', async () => {
@@ -257,7 +264,9 @@ describe('importing a session into the store', () => {
   });
 
   it('leaves imported calls out of RL samples (counted as imported) unless they are asked for', async () => {
-    const recording = (await store.listRecordings()).find((x) => x.name === 'claude-code: Fix the cart total rounding')!;
+    const recording = (await store.listRecordings()).find(
+      (x) => x.name === 'claude-code: Fix the cart total rounding',
+    )!;
     const calls = await store.listRecordingCalls(recording.id);
     const rollout = { id: recording.rollout_id, group_id: null, reward: 1 };
     const rl = trajectoryFromCalls(rollout, calls);

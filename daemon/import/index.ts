@@ -103,6 +103,8 @@ async function store_(
     const render = sessionRenderer(options.tokenizer);
     let diverged = 0;
     for (const call of session.calls) {
+      // each call is a burst of CPU (render, encode, store): the proxy's requests go between them
+      await new Promise((resolve) => setImmediate(resolve));
       let tokens: Awaited<ReturnType<typeof tokenizeCall>>;
       try {
         tokens = await tokenizeCall(render, call, endIds);

@@ -144,8 +144,12 @@ export async function tokenizeCall(
   call: SessionCall,
   endIds: ReadonlySet<number>,
 ): Promise<TokenizedCall> {
-  const ask = chatOf(call, false);
+  // the request with its answer, read once: the chat conversion turns the answer into one last
+  // assistant message, so the request alone is the rest (read on its own where that is not so)
   const full = chatOf(call, true);
+  const last = full.messages.at(-1) as { role?: string } | undefined;
+  const ask =
+    last?.role === 'assistant' ? { ...full, messages: full.messages.slice(0, -1) } : chatOf(call, false);
   const kwargs = ask.chat_template_kwargs as Record<string, unknown> | undefined;
   const prompt = await render(ask.messages as never, ask.tools as never, true, kwargs);
   const all = await render(full.messages as never, full.tools as never, false, kwargs);
