@@ -45,6 +45,7 @@ import {
 } from '../protocol/entities';
 import { ApiError, notFound } from './errors';
 import { eventTickets, TICKET_TTL_MS } from './events';
+import { importRoutes } from './imports';
 import { openApiFor } from './openapi';
 import { type AnyRoute, route } from './route';
 import { validationRoutes } from './run-validation';
@@ -502,4 +503,5 @@ export const routes: AnyRoute[] = [
       return ctx.store.stopRecording(params.id);
     },
   }),
+  ...importRoutes,
 ];

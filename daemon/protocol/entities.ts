@@ -47,11 +47,21 @@ export function answered(status: string): boolean {
  * Why the samples stage left a call out of its rollout's trajectory: its status, or `text_only` for
  * an answered call without token ids (a provider pass-through, which never has them).
  */
-export const CallExclusion = z.enum([...UntrainableStatus.options, 'error', 'cancelled', 'text_only']);
+export const CallExclusion = z.enum([
+  ...UntrainableStatus.options,
+  'error',
+  'cancelled',
+  'text_only',
+  'imported',
+]);
 /** The API the harness spoke to the proxy. */
 export const WireApi = z.enum(['chat', 'completions', 'responses', 'messages', 'gemini']);
-/** Where the stored token ids came from: the backend, the token-in-token-out bridge, or none (text only). */
-export const TokenSource = z.enum(['backend', 'bridge', 'text']);
+/**
+ * Where the stored token ids came from: the backend, the token-in-token-out bridge, none (text only), or
+ * `import`: a past session's text (daemon/import/) tokenized with a chosen model's template, which that
+ * model never sampled: SFT-style or evaluation data, left out of RL samples unless asked for.
+ */
+export const TokenSource = z.enum(['backend', 'bridge', 'text', 'import']);
 export const RolloutKind = z.enum(['run', 'standalone', 'recording']);
 
 export const RolloutStats = z.object({
@@ -270,9 +280,12 @@ export const LlmCall = z.object({
   created_at: Timestamp,
 });
 
-/** What the proxy hands to the store; the store assigns id, seq and created_at. */
+/** What the proxy hands to the store; the store assigns id, seq and created_at (an import gives its own time). */
 export const NewLlmCall = LlmCall.omit({ id: true, seq: true, created_at: true }).extend({
   sampling: CallSampling.nullish(),
+  created_at: Timestamp.optional().describe(
+    "when the call was made (imported sessions); absent: the store's now",
+  ),
 });
 
 export const Reward = z.object({

@@ -5,5 +5,6 @@ export * from './events';
 export * from './otlp';
 export * from './failures';
 export * from './persistent';
+export * from './imports';
 export * from './samples';
 export * from './training';

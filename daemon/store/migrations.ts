@@ -303,6 +303,15 @@ CREATE INDEX tool_runs_rollout ON tool_runs (rollout_id, started_at);
 CREATE INDEX rollouts_key ON rollouts (key_sha256)`,
   },
   {
+    // A recording imported from an agent's own session log (daemon/import/) names that session once
+    // (`claude-code:<session id>`): importing it again finds it instead of making a second copy.
+    version: 12,
+    name: 'recordings imported from session logs keep their session key (import_key)',
+    up: `
+ALTER TABLE recordings ADD COLUMN import_key TEXT;
+CREATE UNIQUE INDEX recordings_import_key ON recordings (import_key)`,
+  },
+  {
     // Why each attempt failed (protocol/failures.ts): infrastructure failures are retried within the
     // rollout's own budget and never become a reward; the rollout keeps its latest failure.
     version: 14,

@@ -38,7 +38,14 @@ import * as rollouts from './sql/rollouts';
 import * as runs from './sql/runs';
 import * as tasks from './sql/tasks';
 import * as toolRuns from './sql/tool-runs';
-import type { GroupFilter, NewRecording, NewRollout, RolloutFilter, Store } from './store';
+import type {
+  GroupFilter,
+  NewImportedRecording,
+  NewRecording,
+  NewRollout,
+  RolloutFilter,
+  Store,
+} from './store';
 
 export { summarizeCall } from './sql/calls';
 
@@ -257,5 +264,8 @@ export class SqlStore implements Store {
   }
   stopRecording(id: string): Promise<Recording> {
     return recordings.stopRecording(this.c, id);
+  }
+  createImportedRecording(input: NewImportedRecording): Promise<{ recording: Recording; created: boolean }> {
+    return recordings.createImportedRecording(this.c, redactValue(input));
   }
 }

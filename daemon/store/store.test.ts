@@ -28,9 +28,10 @@ import type { SqlStore } from './sql-store';
 import { type Store, StoreError } from './store';
 import { newCall } from './test-calls';
 
-const pgProblem = await postgresProblem();
-/** Every migration's version (branches add theirs; the upgrade test applies them all). */
+/** Every migration's version, in order (what an upgraded store has applied). */
 const ALL_VERSIONS = migrations('sqlite').map((m) => m.version);
+
+const pgProblem = await postgresProblem();
 
 const backends: { name: 'sqlite' | 'postgres'; fresh(): Promise<TestStoreSpace> }[] = [
   { name: 'sqlite', fresh: async () => freshStoreSpace('sqlite', 'hrl-store-') },

@@ -64,6 +64,18 @@ export interface NewRecording {
   tito?: boolean;
 }
 
+/** A recording of a past session read from an agent's log (daemon/import/). */
+export interface NewImportedRecording {
+  name: string;
+  /** What it was imported from: `{kind: "import", source, session_id, file, tokenizer_model}`. */
+  upstream: unknown;
+  /** The session's identity (`<source>:<session id>`): one recording per session. */
+  import_key: string;
+  /** When the session began and ended (absent: now). */
+  created_at?: string;
+  stopped_at?: string;
+}
+
 export interface Store {
   /** "sqlite" or "postgres" */
   readonly kind: string;
@@ -177,6 +189,11 @@ export interface Store {
   activeRecording(): Promise<Recording | null>;
   listRecordings(): Promise<Recording[]>;
   stopRecording(id: string): Promise<Recording>;
+  /**
+   * A stopped recording for an imported session and its running rollout (the importer records the
+   * calls, then completes it); the session's earlier complete import instead, with `created: false`.
+   */
+  createImportedRecording(input: NewImportedRecording): Promise<{ recording: Recording; created: boolean }>;
 }
 
 /** Thrown for unknown ids and invalid transitions; the API maps it to 404 / 409. */
