@@ -75,6 +75,8 @@ scripts/setup-code-server.sh >&2
 if [ -x trainer/scripts/setup-venv.sh ]; then
   trainer/scripts/setup-venv.sh >&2
 fi
+# the Python package the task-synthesis tests mutate (inflection's sdist) and its pytest venv
+scripts/setup-synth-python.sh >&2
 # --- end of the Python set-up -----------------------------------------------------------------
 
 log "ready"
