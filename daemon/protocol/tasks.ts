@@ -5,17 +5,17 @@
 import { z } from 'zod';
 
 /** A list of test ids, or that list JSON-encoded in a string (SWE-bench on Hugging Face). */
-const TestList = z.union([
-  z.array(z.string()),
-  z.string().transform((text, ctx) => {
+const TestList = z.preprocess(
+  (v) => {
+    if (typeof v !== 'string') return v;
     try {
-      return z.array(z.string()).parse(JSON.parse(text));
+      return JSON.parse(v);
     } catch {
-      ctx.addIssue({ code: 'custom', message: 'not a JSON list of test ids' });
-      return z.NEVER;
+      return v;
     }
-  }),
-]);
+  },
+  z.array(z.string(), { error: 'not a list of test ids (nor one JSON-encoded in a string)' }),
+);
 
 export const TaskMutation = z.object({
   file: z.string(),

@@ -106,7 +106,7 @@ function isStatementList(node: Node | null): boolean {
 }
 
 function statementEdits(node: Node, lang: Lang): Edit[] {
-  if (!isStatementList(node.parent) || (node.parent?.namedChildCount ?? 0) < 2) return [];
+  if (!isStatementList(node.parent)) return [];
   // a lone docstring or string statement is no behaviour
   if (node.namedChildren[0]?.type === 'string') return [];
   const what = node.type === 'return_statement' ? 'return removed' : 'statement removed';

@@ -47,17 +47,16 @@ export function verdictOf(task: RunnableTask, run: TestRun, partial: boolean): T
     ? `the tests ran past the time limit (${task.harness_rl.timeout_s} s)`
     : all
       ? ''
-      : [
+      : `${[
           f2p < task.FAIL_TO_PASS.length
             ? `${task.FAIL_TO_PASS.length - f2p} of ${task.FAIL_TO_PASS.length} FAIL_TO_PASS tests still fail`
             : '',
           p2p < task.PASS_TO_PASS.length
             ? `${task.PASS_TO_PASS.length - p2p} of ${task.PASS_TO_PASS.length} PASS_TO_PASS tests now fail`
             : '',
-          failing[0] ? `(first: ${failing[0].test}: ${failing[0].message?.split('\n')[0]})` : '',
         ]
           .filter(Boolean)
-          .join('; ');
+          .join('; ')} (first: ${failing[0]?.test}: ${failing[0]?.message?.split('\n')[0]})`;
   const reward = run.timedOut ? 0 : all ? 1 : partial && total > 0 ? (f2p + p2p) / total : 0;
   return {
     reward,
