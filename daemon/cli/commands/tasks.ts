@@ -8,6 +8,7 @@ import { readTasks, runnable } from '../../tasks/swe-format';
 import { synthesize } from '../../tasks/synth';
 import { validateTask, verifyPatch } from '../../tasks/verify';
 import { positiveInt, UsageError } from './samples';
+import { checkout, test, verifyStdin } from './tasks-harness';
 
 export const TASKS_USAGE = `usage:
   harness-rl tasks synth --repo DIR --test CMD [--lang python|typescript] [--max N] [--out FILE]
@@ -15,6 +16,10 @@ export const TASKS_USAGE = `usage:
   harness-rl tasks validate FILE [--id ID]…
   harness-rl tasks verify FILE --id ID [--patch DIFF_FILE] [--partial]
   harness-rl tasks import FILE --repos DIR --test CMD [--out FILE] [--store DIR]
+for a harness, one task (JSON) on stdin, its store relative to --base DIR (default: here):
+  harness-rl tasks checkout --dir DIR     the buggy tree into DIR
+  harness-rl tasks test --dir DIR         run its tests in DIR, print the failing ones
+  harness-rl tasks verify --stdin [--partial]   stdin {"task": …, "patch": "unified diff"}
 CMD runs pytest or vitest in the repository's root, e.g. "python -m pytest" or "npx vitest run".
 --model-url is an OpenAI-compatible base URL (the daemon's proxy): the model writes the problem
 statements from the failing tests (HARNESS_RL_API_KEY is its key); without it they are built from them.`;
@@ -103,10 +108,21 @@ async function validate(args: string[]): Promise<number> {
 async function verify(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
-    options: { id: { type: 'string' }, patch: { type: 'string' }, partial: { type: 'boolean' } },
+    options: {
+      id: { type: 'string' },
+      patch: { type: 'string' },
+      partial: { type: 'boolean' },
+      stdin: { type: 'boolean' },
+      base: { type: 'string' },
+    },
     allowPositionals: true,
     strict: true,
   });
+  if (values.stdin)
+    return verifyStdin([
+      ...(values.partial ? ['--partial'] : []),
+      ...(values.base ? ['--base', values.base] : []),
+    ]);
   const file = positionals[0];
   if (!file) throw new UsageError('verify needs the task FILE');
   if (!values.id) throw new UsageError('--id is required');
@@ -156,6 +172,8 @@ const SUB: Record<string, (args: string[]) => Promise<number>> = {
   validate,
   verify,
   import: importCommand,
+  checkout,
+  test,
 };
 
 export async function run(argv: string[]): Promise<number> {
