@@ -45,9 +45,13 @@ export type Tree = z.infer<typeof Tree>;
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
-/** The files of `repo` (relative path → bytes, executable) and its links, skipping SKIPPED folders. */
+/**
+ * The files of `repo` (relative path → bytes, executable) and its links, skipping SKIPPED folders and
+ * the `exclude` paths (absolute: the task file and store synthesis writes, when they are inside it).
+ */
 export async function readRepo(
   repo: string,
+  exclude: string[] = [],
 ): Promise<{ files: Map<string, { data: Buffer; x: boolean }>; links: Record<string, string> }> {
   const files = new Map<string, { data: Buffer; x: boolean }>();
   const links: Record<string, string> = {};
@@ -57,6 +61,7 @@ export async function readRepo(
     )) {
       const full = join(dir, entry.name);
       const rel = relative(repo, full);
+      if (exclude.includes(full)) continue;
       if (LINKED.has(entry.name)) {
         links[rel] = await realpath(full);
       } else if (entry.isDirectory()) {

@@ -101,52 +101,64 @@ export function stablePassing(a: TestRun, b: TestRun): { stable: string[]; flaky
   return { stable: stable.sort(), flaky };
 }
 
+type Files = Map<string, { data: Buffer; x: boolean }>;
+type Run = (timeoutMs: number) => Promise<TestRun>;
+
+/** The clean tree run twice: the stable passing tests, the flaky count, the time limit per mutant. */
+async function baseline(run: Run, o: SynthOptions) {
+  const first = await run((o.timeoutS ?? 600) * 1000);
+  const second = await run((o.timeoutS ?? 600) * 1000);
+  const { stable, flaky } = stablePassing(first, second);
+  if (stable.length === 0)
+    throw new Error(
+      `no test passes on the clean tree with \`${o.testCmd}\` (exit ${first.code}${first.timedOut ? ', timed out' : ''}): ${first.output.slice(-600)}`,
+    );
+  const timeoutMs = (o.timeoutS ?? 3 * Math.max(first.seconds, second.seconds) + 5) * 1000;
+  return { stable, flaky, timeoutMs, sandboxed: first.sandboxed };
+}
+
+/** Every mutant of the source files (under --only), in a seeded order. */
+async function mutantsToTry(files: Files, o: SynthOptions): Promise<{ found: number; chosen: Mutant[] }> {
+  const mutants: Mutant[] = [];
+  for (const [path, f] of files) {
+    if (!isSource(path, o.lang)) continue;
+    if (o.only && !o.only.some((p) => path === p || path.startsWith(`${p.replace(/\/$/, '')}/`))) continue;
+    mutants.push(...(await mutantsOf(path, f.data.toString('utf8'), o.lang)));
+  }
+  return { found: mutants.length, chosen: shuffled(mutants, o.seed ?? 1).slice(0, o.max) };
+}
+
 export async function synthesize(o: SynthOptions): Promise<SynthSummary> {
   const started = performance.now();
   const repo = resolve(o.repo);
-  const name = basename(repo);
   const storeDir = resolve(o.store ?? join(dirname(resolve(o.out)), 'snapshots'));
   const store = new SnapshotStore(storeDir);
-  const { files, links } = await readRepo(repo);
+  const { files, links } = await readRepo(repo, [resolve(o.out), storeDir]);
   const clean = await store.put(files, links);
   const work = await mkdtemp(join(tmpdir(), 'harness-rl-synth-'));
   const readOnly = Object.values(links);
   try {
     await store.materialize(clean, work);
-    const run = (timeoutMs: number) =>
+    const run: Run = (timeoutMs) =>
       runTestCommand({ dir: work, command: o.testCmd, timeoutMs, readOnly, sandbox: o.sandbox });
-    const first = await run((o.timeoutS ?? 600) * 1000);
-    const second = await run((o.timeoutS ?? 600) * 1000);
-    const { stable, flaky } = stablePassing(first, second);
-    if (stable.length === 0)
-      throw new Error(
-        `no test passes on the clean tree with \`${o.testCmd}\` (exit ${first.code}${first.timedOut ? ', timed out' : ''}): ${first.output.slice(-600)}`,
-      );
-    const timeoutMs = (o.timeoutS ?? 3 * Math.max(first.seconds, second.seconds) + 5) * 1000;
-
-    const mutants: Mutant[] = [];
-    for (const [path, f] of files) {
-      if (!isSource(path, o.lang)) continue;
-      if (o.only && !o.only.some((p) => path === p || path.startsWith(`${p.replace(/\/$/, '')}/`))) continue;
-      mutants.push(...(await mutantsOf(path, f.data.toString('utf8'), o.lang)));
-    }
-    const chosen = shuffled(mutants, o.seed ?? 1).slice(0, o.max);
+    const base = await baseline(run, o);
+    const { found, chosen } = await mutantsToTry(files, o);
     await mkdir(dirname(resolve(o.out)), { recursive: true });
     await writeFile(o.out, '');
     const summary: SynthSummary = {
       repo,
       lang: o.lang,
       out: o.out,
-      tests: stable.length,
-      flaky,
-      mutants_found: mutants.length,
+      tests: base.stable.length,
+      flaky: base.flaky,
+      mutants_found: found,
       tried: 0,
       kept: 0,
       share_kept: 0,
       dropped: { equivalent: 0, duplicate: 0, timeout: 0, 'breaks-all': 0 },
       seconds: 0,
       mutants_per_minute: 0,
-      sandboxed: first.sandboxed,
+      sandboxed: base.sandboxed,
       cancelled: false,
     };
     const seen = new Set<string>();
@@ -159,24 +171,12 @@ export async function synthesize(o: SynthOptions): Promise<SynthSummary> {
       const original = files.get(m.file)!.data.toString('utf8');
       const mutated = applyMutant(original, m);
       await writeFile(join(work, m.file), mutated);
-      const result = await run(timeoutMs).finally(() => writeFile(join(work, m.file), original));
+      const result = await run(base.timeoutMs).finally(() => writeFile(join(work, m.file), original));
       summary.tried++;
-      const verdict = classify(result, stable, seen);
+      const verdict = classify(result, base.stable, seen);
       if (typeof verdict === 'string') summary.dropped[verdict]++;
       else {
-        const task = await taskOf({
-          o,
-          name,
-          store,
-          storeDir,
-          files,
-          links,
-          m,
-          original,
-          mutated,
-          result,
-          ...verdict,
-        });
+        const task = await taskOf({ o, store, storeDir, files, links, m, mutated, result, ...verdict });
         await appendFile(o.out, `${JSON.stringify(task)}\n`);
         summary.kept++;
       }
@@ -216,18 +216,18 @@ export function classify(
 
 async function taskOf(a: {
   o: SynthOptions;
-  name: string;
   store: SnapshotStore;
   storeDir: string;
-  files: Map<string, { data: Buffer; x: boolean }>;
+  files: Files;
   links: Record<string, string>;
   m: Mutant;
-  original: string;
   mutated: string;
   result: TestRun;
   failToPass: string[];
   passToPass: string[];
 }): Promise<TaskInstance> {
+  const name = basename(resolve(a.o.repo));
+  const original = a.files.get(a.m.file)!.data.toString('utf8');
   const tree = new Map(a.files);
   tree.set(a.m.file, { data: Buffer.from(a.mutated), x: a.files.get(a.m.file)!.x });
   const snapshot = await a.store.put(tree, a.links);
@@ -243,10 +243,10 @@ async function taskOf(a: {
   }
   const storeRel = relative(dirname(resolve(a.o.out)), a.storeDir) || '.';
   return {
-    instance_id: `${a.name}__${a.m.operator}-${snapshot.slice(0, 10)}`,
-    repo: a.name,
+    instance_id: `${name}__${a.m.operator}-${snapshot.slice(0, 10)}`,
+    repo: name,
     base_commit: snapshot,
-    patch: unifiedDiff(a.m.file, a.mutated, a.original),
+    patch: unifiedDiff(a.m.file, a.mutated, original),
     test_patch: '',
     problem_statement: statement,
     FAIL_TO_PASS: a.failToPass,

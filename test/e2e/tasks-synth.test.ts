@@ -113,6 +113,41 @@ describe('tasks from code nobody here wrote', () => {
     await synthAndCheck(slice, 'node node_modules/vitest/vitest.mjs run', 'typescript', 8, 0.33);
   }, 300_000);
 
+  it('validate reports a broken task with the test that shows it, and exits 1', async () => {
+    const [task] = pyTasks.tasks;
+    const file = join(tmp, 'python', 'broken.jsonl');
+    const noFix = { ...task!, instance_id: 'no-fix', patch: '' };
+    const passesAlready = {
+      ...task!,
+      instance_id: 'passes-already',
+      FAIL_TO_PASS: [...task!.FAIL_TO_PASS, task!.PASS_TO_PASS[0]!],
+    };
+    await writeFile(file, `${JSON.stringify(noFix)}\n${JSON.stringify(passesAlready)}\n`);
+    const r = await cli(['validate', file]);
+    expect(r.code).toBe(1);
+    const [a, b] = jsonLines(r.stdout);
+    expect(a).toMatchObject({ instance_id: 'no-fix', valid: false });
+    expect(a.problem).toContain(
+      `the gold patch: ${task!.FAIL_TO_PASS.length} of ${task!.FAIL_TO_PASS.length} FAIL_TO_PASS tests still fail (first: ${task!.FAIL_TO_PASS[0]}`,
+    );
+    expect(b).toMatchObject({ instance_id: 'passes-already', valid: false });
+    expect(b.problem).toBe(
+      `without the gold patch 1 FAIL_TO_PASS test(s) already pass (first: ${task!.PASS_TO_PASS[0]})`,
+    );
+    expect(r.stderr).toContain('0 of 2 tasks valid');
+  }, 120_000);
+
+  it('a missing option or a malformed task line is named, with exit code 2 or 1', async () => {
+    const missing = await cli(['synth', '--repo', tmp]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('--test is required');
+    const bad = join(tmp, 'bad.jsonl');
+    await writeFile(bad, '{"instance_id": "x"}\n');
+    const r = await cli(['validate', bad]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${bad}:1: repo:`);
+  }, 60_000);
+
   it('import: a SWE-bench instance of a local clone is imported and validates; a missing repository or commit is refused by name', async () => {
     const task = pyTasks.tasks[0];
     // a clone whose commit is the buggy tree of the first synthesised task
