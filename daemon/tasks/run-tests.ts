@@ -32,6 +32,11 @@ export function runnerOf(command: string): Runner {
   throw new Error(`cannot tell the test runner of "${command}": the command must run pytest or vitest`);
 }
 
+const hasViteConfig = (dir: string) =>
+  ['vitest', 'vite'].some((n) =>
+    ['ts', 'mts', 'cts', 'js', 'mjs', 'cjs'].some((e) => existsSync(join(dir, `${n}.config.${e}`))),
+  );
+
 /** Where the runner's report goes, in the copy (removed after reading). */
 export const REPORT = '.harness-rl-test-report';
 
@@ -41,10 +46,15 @@ export const REPORT = '.harness-rl-test-report';
  */
 export function reportingCommand(command: string, runner: Runner, dir: string): string {
   const report = join(dir, REPORT);
+  // vite bundles a config file into node_modules/.vite-temp, read-only in the sandbox: load it in place
+  const configLoader =
+    runner === 'vitest' && !command.includes('--configLoader') && hasViteConfig(dir)
+      ? ' --configLoader runner'
+      : '';
   // no .pyc: a mutant of the same size written in the same second would run the cached original
   return runner === 'pytest'
     ? `export PYTHONDONTWRITEBYTECODE=1 COLUMNS=240; { ${command} -rA -p no:cacheprovider; } >${report} 2>&1`
-    : `${command} --reporter=json --outputFile=${report}`;
+    : `${command}${configLoader} --reporter=json --outputFile=${report}`;
 }
 
 /** `/x/venv/bin/python` → `/x/venv`; another file → its folder. */

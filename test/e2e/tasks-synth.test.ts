@@ -102,7 +102,7 @@ describe('tasks from code nobody here wrote', () => {
 
   it('inflection (PyPI sdist, pytest): at least half the mutants kept, every kept task valid, gold patch 1, no patch 0', async () => {
     pyTasks = await synthAndCheck(join(PY, 'inflection-0.5.1'), PYTEST, 'python', 8, 0.5);
-  }, 300_000);
+  }, 600_000);
 
   it("this repository's BoundedMap and task order with vitest: at least a third kept, every kept task valid, gold 1, nothing 0", async () => {
     const slice = join(tmp, 'slice');
@@ -110,8 +110,13 @@ describe('tasks from code nobody here wrote', () => {
     for (const f of ['bounded-map', 'bounded-map.test', 'cluster/order', 'cluster/order.test'])
       await cp(join(ROOT, 'daemon', `${f}.ts`), join(slice, 'daemon', `${f}.ts`));
     await symlink(await realpath(join(ROOT, 'node_modules')), join(slice, 'node_modules'));
+    // a config file: vite bundles it into node_modules, which the sandbox has read-only
+    await writeFile(
+      join(slice, 'vitest.config.mjs'),
+      "export default { test: { include: ['daemon/**/*.test.ts'] } };\n",
+    );
     await synthAndCheck(slice, 'node node_modules/vitest/vitest.mjs run', 'typescript', 8, 0.33);
-  }, 300_000);
+  }, 600_000);
 
   it('validate reports a broken task with the test that shows it, and exits 1', async () => {
     const [task] = pyTasks.tasks;
@@ -198,7 +203,7 @@ describe('tasks from code nobody here wrote', () => {
     );
     const validate = await cli(['validate', out]);
     expect(jsonLines(validate.stdout)).toEqual([{ instance_id: 'ok', valid: true, problem: '' }]);
-  }, 300_000);
+  }, 600_000);
 });
 
 /** The mutated file of a synthesised task, read from its snapshot store. */
@@ -252,5 +257,5 @@ describe('a tiny repository', () => {
     expect(tasks.length).toBeGreaterThan(0);
     for (const t of tasks)
       expect([...t.FAIL_TO_PASS, ...t.PASS_TO_PASS]).not.toContain('test_count.py::test_flaky');
-  }, 300_000);
+  }, 600_000);
 });
