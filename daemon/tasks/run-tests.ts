@@ -2,7 +2,7 @@
 // works) with a time limit and reads the result of every test from the runner's own report: pytest's
 // `-rA` summary (`PASSED tests/test_x.py::test_y`, `FAILED … - message`) or vitest's JSON reporter.
 // Test ids: pytest node ids; vitest `file > describe > test`.
-import { existsSync, realpathSync } from 'node:fs';
+import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { z } from 'zod';
@@ -63,13 +63,29 @@ const prefixOf = (file: string) => {
   return dir.endsWith('/bin') ? dirname(dir) : dir;
 };
 
+/** Where `name` is found on `path` (the first executable file), as a shell would run it. */
+function onPath(name: string, path: string): string | undefined {
+  for (const dir of path.split(':')) {
+    const full = join(dir, name);
+    try {
+      accessSync(full, constants.X_OK);
+      return full;
+    } catch {}
+  }
+  return undefined;
+}
+
 /**
- * Read-only folders the test command needs: for `/x/venv/bin/python …` the venv (`/x/venv`) and the
- * installation its interpreter links to (pyenv's, say); for other absolute paths, their folder.
+ * Read-only folders the test command needs: for `/x/venv/bin/python …` (or a `python` that PATH finds
+ * there: an activated venv) the venv (`/x/venv`) and the installation its interpreter links to (pyenv's,
+ * say); for other absolute paths, their folder.
  */
-export function commandFolders(command: string): string[] {
+export function commandFolders(command: string, path = process.env.PATH ?? ''): string[] {
   const out = new Set<string>();
-  for (const word of command.split(/\s+/)) {
+  const words = command.trim().split(/\s+/);
+  const first =
+    words[0] && !words[0].includes('/') && !words[0].includes('=') ? onPath(words[0], path) : undefined;
+  for (const word of first ? [first, ...words.slice(1)] : words) {
     if (!isAbsolute(word) || !existsSync(word)) continue;
     out.add(prefixOf(word));
     out.add(prefixOf(realpathSync(word)));

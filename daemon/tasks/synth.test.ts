@@ -1,8 +1,12 @@
 // The rules that decide which mutants become tasks, and the runners' reports they read: a test whose
 // clean runs differ is flaky and in no task; a mutant is kept only when stable tests fail and others
 // still pass, and one failing the same tests as a kept one is a duplicate.
+
+import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parsePytest, parseVitest, type TestResult, type TestRun } from './run-tests';
+import { commandFolders, parsePytest, parseVitest, type TestResult, type TestRun } from './run-tests';
 import { classify, isTestFile, stablePassing } from './synth';
 
 const runOf = (results: Record<string, TestResult['status']>, timedOut = false): TestRun => ({
@@ -87,5 +91,24 @@ describe("the runners' reports", () => {
       'src/a.test.ts > A > B > fails': { status: 'failed', message: 'Error: no\n  at x' },
       'src/a.test.ts > later': { status: 'skipped' },
     });
+  });
+});
+
+describe('what the sandbox binds for the test command', () => {
+  it('a venv python, named by path or found on PATH (an activated venv), brings its venv and the interpreter it links to', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'folders-'));
+    try {
+      await mkdir(join(dir, 'venv/bin'), { recursive: true });
+      await symlink(process.execPath, join(dir, 'venv/bin/python'));
+      const interpreter = dirname(dirname(process.execPath));
+      expect(commandFolders(`${dir}/venv/bin/python -m pytest`)).toEqual([join(dir, 'venv'), interpreter]);
+      expect(commandFolders('python -m pytest', `/nonexistent:${dir}/venv/bin`)).toEqual([
+        join(dir, 'venv'),
+        interpreter,
+      ]);
+      expect(commandFolders('python -m pytest', '/nonexistent')).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
