@@ -24,6 +24,8 @@ export interface SynthOptions {
   /** Only mutate files under these repository-relative paths. */
   only?: string[];
   seed?: number;
+  /** Mutants run at once, each in its own working copy (default 1). */
+  jobs?: number;
   /** Per mutant test run; default: 3 × the slower clean run + 5 s. */
   timeoutS?: number;
   store?: string;
@@ -135,13 +137,19 @@ export async function synthesize(o: SynthOptions): Promise<SynthSummary> {
   const store = new SnapshotStore(storeDir);
   const { files, links } = await readRepo(repo, [resolve(o.out), storeDir]);
   const clean = await store.put(files, links);
-  const work = await mkdtemp(join(tmpdir(), 'harness-rl-synth-'));
   const readOnly = Object.values(links);
+  // one working copy per job; a mutant is written into one, run, and the file put back
+  const works: string[] = [];
+  const runIn =
+    (dir: string): Run =>
+    (timeoutMs) =>
+      runTestCommand({ dir, command: o.testCmd, timeoutMs, readOnly, sandbox: o.sandbox });
   try {
-    await store.materialize(clean, work);
-    const run: Run = (timeoutMs) =>
-      runTestCommand({ dir: work, command: o.testCmd, timeoutMs, readOnly, sandbox: o.sandbox });
-    const base = await baseline(run, o);
+    for (let i = 0; i < Math.max(1, o.jobs ?? 1); i++) {
+      works.push(await mkdtemp(join(tmpdir(), 'harness-rl-synth-')));
+      await store.materialize(clean, works[i]!);
+    }
+    const base = await baseline(runIn(works[0]!), o);
     const { found, chosen } = await mutantsToTry(files, o);
     await mkdir(dirname(resolve(o.out)), { recursive: true });
     await writeFile(o.out, '');
@@ -163,37 +171,43 @@ export async function synthesize(o: SynthOptions): Promise<SynthSummary> {
     };
     const seen = new Set<string>();
     const loopStart = performance.now();
-    for (const m of chosen) {
-      if (o.signal?.aborted) {
-        summary.cancelled = true;
-        break;
+    let next = 0;
+    const job = async (dir: string): Promise<void> => {
+      while (next < chosen.length) {
+        if (o.signal?.aborted) {
+          summary.cancelled = true;
+          return;
+        }
+        const m = chosen[next++]!;
+        const original = files.get(m.file)!.data.toString('utf8');
+        const mutated = applyMutant(original, m);
+        await writeFile(join(dir, m.file), mutated);
+        const result = await runIn(dir)(base.timeoutMs).finally(() => writeFile(join(dir, m.file), original));
+        summary.tried++;
+        // synchronous: two jobs never both keep the same failing set
+        const verdict = classify(result, base.stable, seen);
+        if (typeof verdict === 'string') summary.dropped[verdict]++;
+        else {
+          const task = await taskOf({ o, store, storeDir, files, links, m, mutated, result, ...verdict });
+          await appendFile(o.out, `${JSON.stringify(task)}\n`);
+          summary.kept++;
+        }
+        const per = (performance.now() - loopStart) / 1000 / summary.tried;
+        o.onProgress?.({
+          tried: summary.tried,
+          total: chosen.length,
+          kept: summary.kept,
+          etaS: per * (chosen.length - summary.tried),
+        });
       }
-      const original = files.get(m.file)!.data.toString('utf8');
-      const mutated = applyMutant(original, m);
-      await writeFile(join(work, m.file), mutated);
-      const result = await run(base.timeoutMs).finally(() => writeFile(join(work, m.file), original));
-      summary.tried++;
-      const verdict = classify(result, base.stable, seen);
-      if (typeof verdict === 'string') summary.dropped[verdict]++;
-      else {
-        const task = await taskOf({ o, store, storeDir, files, links, m, mutated, result, ...verdict });
-        await appendFile(o.out, `${JSON.stringify(task)}\n`);
-        summary.kept++;
-      }
-      const per = (performance.now() - loopStart) / 1000 / summary.tried;
-      o.onProgress?.({
-        tried: summary.tried,
-        total: chosen.length,
-        kept: summary.kept,
-        etaS: per * (chosen.length - summary.tried),
-      });
-    }
+    };
+    await Promise.all(works.map(job));
     summary.seconds = (performance.now() - started) / 1000;
     summary.share_kept = summary.tried ? summary.kept / summary.tried : 0;
     summary.mutants_per_minute = summary.tried / ((performance.now() - loopStart) / 60_000);
     return summary;
   } finally {
-    await rm(work, { recursive: true, force: true });
+    await Promise.all(works.map((w) => rm(w, { recursive: true, force: true })));
   }
 }
 

@@ -215,7 +215,7 @@ async function buggyFile(task: RunnableTask, out: string): Promise<string> {
 }
 
 describe('a tiny repository', () => {
-  it('leaves a flaky test out of every task and drops a mutant that hangs', async () => {
+  it('leaves a flaky test out of every task and drops a mutant that hangs (two jobs at once)', async () => {
     const repo = join(tmp, 'tiny');
     await mkdir(repo, { recursive: true });
     await writeFile(
@@ -245,12 +245,18 @@ describe('a tiny repository', () => {
       '50',
       '--timeout',
       '4',
+      '--jobs',
+      '2',
       '--out',
       out,
     ]);
     expect(r.code, r.stderr).toBe(0);
     const summary = jsonLines(r.stdout).at(-1);
     expect(summary).toMatchObject({ tests: 2, flaky: 1 });
+    // every mutant tried once, each kept or dropped for one reason
+    expect(summary.tried).toBe(summary.mutants_found);
+    const dropped = Object.values(summary.dropped as Record<string, number>).reduce((a, b) => a + b, 0);
+    expect(summary.kept + dropped).toBe(summary.tried);
     // `i += 1` → `i += 0` never ends
     expect(summary.dropped.timeout).toBeGreaterThanOrEqual(1);
     const tasks = jsonLines(await readFile(out, 'utf8'));

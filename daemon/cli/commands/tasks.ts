@@ -12,7 +12,7 @@ import { checkout, test, verifyStdin } from './tasks-harness';
 
 export const TASKS_USAGE = `usage:
   harness-rl tasks synth --repo DIR --test CMD [--lang python|typescript] [--max N] [--out FILE]
-      [--only PATH]… [--seed N] [--timeout S] [--store DIR] [--model-url URL --model NAME]
+      [--only PATH]… [--seed N] [--jobs N] [--timeout S] [--store DIR] [--model-url URL --model NAME]
   harness-rl tasks validate FILE [--id ID]…
   harness-rl tasks verify FILE --id ID [--patch DIFF_FILE] [--partial]
   harness-rl tasks import FILE --repos DIR --test CMD [--out FILE] [--store DIR]
@@ -41,6 +41,7 @@ async function synth(args: string[]): Promise<number> {
       out: { type: 'string' },
       only: { type: 'string', multiple: true },
       seed: { type: 'string' },
+      jobs: { type: 'string' },
       timeout: { type: 'string' },
       store: { type: 'string' },
       'model-url': { type: 'string' },
@@ -64,6 +65,7 @@ async function synth(args: string[]): Promise<number> {
       max: positiveInt('max', values.max) ?? 200,
       only: values.only,
       seed: positiveInt('seed', values.seed),
+      jobs: positiveInt('jobs', values.jobs),
       timeoutS: positiveInt('timeout', values.timeout),
       store: values.store,
       model: values['model-url']
