@@ -6,6 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatMessageLike, ChatToolLike } from '../proxy/tito/tokenizer';
 import { readModelFolder } from './files';
@@ -165,5 +167,34 @@ describe("the daemon's own chat tokenizer", () => {
       true,
     );
     expect(text.startsWith('<|im_start|>system\nYou code.<|im_end|>')).toBe(true);
+  });
+
+  it('encodes any text exactly as the tokenizer library does without the daemon’s word memo', () => {
+    const qwen = localQwen3Tokenizer();
+    const files = readModelFolder(qwen3ModelFolder);
+    const plain = new Tokenizer(files.tokenizer, files.config);
+    const pieces = fc.constantFrom(
+      ' ',
+      '  ',
+      '\n',
+      '\n\n  ',
+      '\t',
+      'é',
+      '€',
+      '😀',
+      '中文',
+      '<|im_end|>',
+      "'s",
+      '123',
+      'x',
+    );
+    const text = fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 12 }), pieces), { maxLength: 30 });
+    fc.assert(
+      fc.property(text, (parts) => {
+        const s = parts.join('');
+        expect(qwen.encode(s)).toEqual(s === '' ? [] : plain.encode(s, { add_special_tokens: false }).ids);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
