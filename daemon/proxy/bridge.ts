@@ -321,15 +321,17 @@ export class BridgeMemory {
     });
     const { tok, problem } = await locals.get(model);
     if (!tok) return backend(problem);
-    const verdict = locals.verdict(root, model);
-    if (verdict.distrust) return backend(verdict.distrust);
+    const distrust = locals.distrusted(root, model);
+    if (distrust) return backend(distrust);
     let plan: LocalPlan;
     try {
       plan = planLocal(previous, request, tok);
     } catch (e) {
       return backend(`the chat template failed in the daemon: ${e instanceof Error ? e.message : String(e)}`);
     }
-    if (!plan.ok || !verdict.check) return { plan, note: { tokenizer: 'daemon' } };
+    if (!plan.ok) return { plan, note: { tokenizer: 'daemon' } };
+    const verdict = locals.verdict(root, model);
+    if (!verdict.check) return { plan, note: { tokenizer: 'daemon' } };
     const tools = request.tools?.length ? request.tools : undefined;
     const kwargs = request.chat_template_kwargs ?? undefined;
     let theirs: number[];

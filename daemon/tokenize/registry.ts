@@ -62,30 +62,30 @@ export class LocalTokenizers {
     return p;
   }
 
-  /**
-   * For a call of `model` on `root`: 'distrusted' (with why), or whether this call is checked
-   * against /tokenize (the first, then every checkEvery-th) or trusted as it is.
-   */
-  verdict(root: string, model: string): { check: boolean; first: boolean; distrust: string | null } {
+  /** Why `root`'s calls of `model` no longer use the daemon's tokenizer (null: they do). */
+  distrusted(root: string, model: string): string | null {
+    return this.trust.get(`${root} ${model}`)?.distrust ?? null;
+  }
+
+  /** For a bridged call of `model` on `root`: whether it is checked against /tokenize (the first, then every checkEvery-th). */
+  verdict(root: string, model: string): { check: boolean; first: boolean } {
     const key = `${root} ${model}`;
     let t = this.trust.get(key);
     if (!t) {
       t = { calls: 0, distrust: null };
       this.trust.set(key, t);
     }
-    if (t.distrust !== null) return { check: false, first: false, distrust: t.distrust };
     const n = t.calls++;
     return {
       check: n === 0 || (this.checkEvery > 0 && n % this.checkEvery === 0),
       first: n === 0,
-      distrust: null,
     };
   }
 
   /** The backend's /tokenize disagreed: its calls of `model` use the backend's tokenizer from now on. */
   distrust(root: string, model: string, why: string): void {
-    const t = this.trust.get(`${root} ${model}`);
-    if (t) t.distrust = why;
+    const key = `${root} ${model}`;
+    this.trust.set(key, { calls: this.trust.get(key)?.calls ?? 0, distrust: why });
     this.log('bridge: the local tokenizer disagrees with the backend; using the backend’s', {
       root,
       model,
