@@ -6,7 +6,7 @@
 //               rollouts with the token bridge (12 turns each, resending the history), all finished;
 //               what bounds the difference: the toy tokenizer (loaded on the first bridged call),
 //               the bridge's memory (256 MB budget, emptied as rollouts finish), the V8 heap's growth
-//               under --max-semi-space-size=128
+//               under --max-semi-space-size=128 (BENCH_DAEMON_FLAGS="": Node's defaults)
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -33,6 +33,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export default async function daemonRss(): Promise<void> {
   const total = Number(process.env.BENCH_CALLS ?? 10_000);
+  // BENCH_DAEMON_FLAGS: the daemon's node flags instead of DAEMON_NODE_FLAGS ("" for none)
+  const given = process.env.BENCH_DAEMON_FLAGS;
+  const flags = given === undefined ? DAEMON_NODE_FLAGS : given.split(' ').filter(Boolean);
   execFileSync(process.execPath, ['scripts/build.mjs', '--only=cli'], { cwd: root, stdio: 'inherit' });
   const fake = await child(FAKE);
   const data = mkdtempSync(join(tmpdir(), 'harness-rl-bench-daemon-'));
@@ -41,17 +44,12 @@ export default async function daemonRss(): Promise<void> {
   const token = 'bench-token';
   const daemon = spawn(
     process.execPath,
-    [
-      ...DAEMON_NODE_FLAGS,
-      join(root, 'dist/cli.js'),
-      'daemon',
-      '--port',
-      '0',
-      '--data',
-      data,
-      '--token',
-      token,
-    ].concat(['--backend', fake.info.url, '--config', configFile]),
+    [...flags, join(root, 'dist/cli.js'), 'daemon', '--port', '0', '--data', data, '--token', token].concat([
+      '--backend',
+      fake.info.url,
+      '--config',
+      configFile,
+    ]),
     { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const origin = await new Promise<string>((resolve, reject) => {
@@ -107,6 +105,7 @@ export default async function daemonRss(): Promise<void> {
       idle_mb: round(idle, 1),
       after_calls_mb: round(rssMb(daemon.pid as number), 1),
       calls,
+      node_flags: flags.join(' '),
     });
   } finally {
     const exited = new Promise((r) => daemon.once('exit', r));
