@@ -1,10 +1,14 @@
 // The token bridge planned in the daemon (no round trips): the request rendered as text twice with the
 // model's own template, the new messages tokenized with its own tokenizer. Same plan and same checks
 // as proxy/tito/bridge.ts planBridge, which asks the backend instead; see there why it is safe.
-import { type BridgePlan, type BridgeRequest, historyChange, type PreviousCall } from '../proxy/tito/bridge';
+import { type BridgePlan, type BridgeRequest, bridgeRefusal, type PreviousCall } from '../proxy/tito/bridge';
 import type { LocalChatTokenizer } from './local';
 
 const SENTINEL = 'TITO_SENTINEL_8c1f2e';
+
+export type LocalPlan =
+  /** tail: the marker and the new messages' ids, what the backend's rendering must end with. */
+  (Extract<BridgePlan, { ok: true }> & { tail: number[] }) | Extract<BridgePlan, { ok: false }>;
 
 /**
  * In text: render the request with the previous assistant turn replaced by a sentinel; what follows
@@ -13,31 +17,15 @@ const SENTINEL = 'TITO_SENTINEL_8c1f2e';
  * prompt, the sampled tokens, the marker and the encoding of the text after it: what the backend's
  * encode of the whole rendering ends with, because encode splits at special tokens before any BPE.
  */
-export type LocalPlan =
-  /** tail: the marker and the new messages' ids, what the backend's rendering must end with. */
-  (Extract<BridgePlan, { ok: true }> & { tail: number[] }) | Extract<BridgePlan, { ok: false }>;
-
 export function planLocal(
   previous: PreviousCall | null | undefined,
   request: BridgeRequest,
   tok: LocalChatTokenizer,
 ): LocalPlan {
-  if (!previous) return { ok: false, reason: 'no previous call' };
-  if (!previous.prompt_ids.length || !previous.response_ids.length)
-    return { ok: false, reason: 'previous call has no recorded token ids' };
+  const refusal = bridgeRefusal(previous, request);
+  if (refusal || !previous) return refusal ?? { ok: false, reason: 'no previous call' };
   const n = previous.messages.length;
   const msgs = request.messages;
-  const change = historyChange(previous, request);
-  if (change) {
-    const what =
-      change.index === null
-        ? change.detail
-        : `history edited: message ${change.index} (${change.role})${change.index === n ? ' is not the previous response' : ''}: ${change.detail}`;
-    return { ok: false, reason: what, change };
-  }
-  if (msgs.length === n + 1) return { ok: false, reason: 'no new messages after the previous response' };
-  if (msgs[msgs.length - 1].role === 'assistant')
-    return { ok: false, reason: 'request ends with an assistant message (prefill)' };
   const tools = request.tools?.length ? request.tools : undefined;
   const kwargs = request.chat_template_kwargs ?? undefined;
   const probe = msgs.map((m, i) => (i === n ? { role: 'assistant', content: SENTINEL } : m));
