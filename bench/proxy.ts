@@ -33,9 +33,14 @@ import { bundledChild, child, cpuOf, emit, machineTimes, quantile, root, round }
 import { monotonicUs, newestProfile, stagesPerCall } from './profile';
 
 const FAKE = `
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startFakeVllm } from '${root}test/fixtures/fake-vllm.ts';
+import { writeToyModelFolder } from '${root}test/fixtures/toy-model.ts';
 const f = await startFakeVllm({ model: 'toy' });
-process.stdout.write(JSON.stringify({ url: f.url }) + '\\n');
+const modelDir = writeToyModelFolder(join(mkdtempSync(join(tmpdir(), 'harness-rl-bench-toy-')), 'toy'));
+process.stdout.write(JSON.stringify({ url: f.url, modelDir }) + '\\n');
 `;
 
 // The floor for any proxy written on Node: node:http in, node:http (keep-alive) out, bytes piped
@@ -301,7 +306,12 @@ export default async function main(): Promise<void> {
     const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_SCHEMA);
     const p = await bundledChild(
       'servers/proxy.ts',
-      { BACKEND: fake.info.url, STORE: spec, CONVERSATIONS: String(CONVERSATIONS) },
+      {
+        BACKEND: fake.info.url,
+        STORE: spec,
+        CONVERSATIONS: String(CONVERSATIONS),
+        MODEL_FILES: fake.info.modelDir,
+      },
       [...DAEMON_NODE_FLAGS, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
     );
     proxies.push({

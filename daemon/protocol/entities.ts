@@ -100,6 +100,18 @@ export const BridgeRecord = z.object({
   prompt_tokens: z.number().int().nonnegative().optional(),
   fallback: z.string().optional().describe('why the bridge rendered the request as text instead'),
   change: HistoryChange.optional().describe('the history change that made it fall back'),
+  tokenizer: z
+    .enum(['daemon', 'backend'])
+    .optional()
+    .describe(
+      "who rendered the template and tokenized the new messages: the daemon, from the served model's own files (config model_files), or the backend's /tokenize and /detokenize",
+    ),
+  tokenizer_check: z
+    .string()
+    .optional()
+    .describe(
+      "what checking the daemon's rendering against the backend's /tokenize found (on first use and a sample of calls), or why the daemon's was not used",
+    ),
 });
 
 /**

@@ -2,10 +2,15 @@
 // chat call's messages and sampled tokens are remembered; when the next request resends that history
 // as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
 import { BoundedMap, jsonBytes } from '../bounded-map';
+import type { DaemonConfig } from '../protocol/config';
 import type { HistoryChange } from '../protocol/entities';
+import { type LocalPlan, planLocal } from '../tokenize/plan';
+import { firstDifference, LocalTokenizers, type TokenizerNote } from '../tokenize/registry';
 import type { Json } from './json';
 import { readText, send } from './send';
 import {
+  type BridgePlan,
+  type BridgeRequest,
   backendTokenizer,
   type ChatMessageLike,
   type ChatTokenizer,
@@ -30,8 +35,9 @@ export type BridgeDecision =
       reused_tokens: number;
       /** The generation prompt opened a think block itself (the output starts inside it). */
       thinking: boolean;
+      note: TokenizerNote;
     }
-  | { ok: false; reason: string; change?: HistoryChange };
+  | { ok: false; reason: string; change?: HistoryChange; note?: TokenizerNote };
 
 /** Calls remembered per rollout: a main conversation's last call survives a few side calls between its turns. */
 const KEPT_PER_ROLLOUT = 4;
@@ -157,6 +163,15 @@ function rememberedBytes(r: Remembered, promptText: number): number {
   );
 }
 
+/** The daemon's own tokenizers as the config names them (null: none, every bridged call asks the backend). */
+export function localTokenizers(
+  config: Pick<DaemonConfig, 'model_files' | 'tokenizer_check_every'>,
+  log?: (message: string, detail?: Record<string, unknown>) => void,
+): LocalTokenizers | null {
+  if (!Object.keys(config.model_files ?? {}).length) return null;
+  return new LocalTokenizers(config.model_files, config.tokenizer_check_every ?? 64, log);
+}
+
 export class BridgeMemory {
   /** Per rollout, its last calls (oldest first) and what they weigh (BRIDGE_BUDGET_BYTES). */
   private readonly last: BoundedMap<string, { kept: Remembered[]; bytes: number[] }>;
@@ -164,7 +179,11 @@ export class BridgeMemory {
   private readonly tokenizers = new Map<string, ChatTokenizer>();
   private readonly promptTexts = new PromptTexts();
 
-  constructor(budgetBytes = BRIDGE_BUDGET_BYTES) {
+  constructor(
+    budgetBytes = BRIDGE_BUDGET_BYTES,
+    /** The daemon's own tokenizers (config model_files): a bridged call then asks the backend nothing. */
+    private readonly locals: LocalTokenizers | null = null,
+  ) {
     this.last = new BoundedMap(budgetBytes, (_, v) => this.forgetTexts(v.kept));
   }
 
@@ -246,21 +265,27 @@ export class BridgeMemory {
     if (typeof chat.n === 'number' && chat.n > 1) return { ok: false, reason: 'n > 1' };
     if (!Array.isArray(chat.messages)) return { ok: false, reason: 'no messages' };
     const previous = previousFor(kept, chat.messages);
-    let plan: Awaited<ReturnType<typeof planBridge>>;
-    try {
-      plan = await planBridge({
-        previous,
-        request: {
-          messages: chat.messages,
-          tools: chat.tools ?? null,
-          chat_template_kwargs: chat.chat_template_kwargs ?? null,
-        },
-        tokenizer: this.tokenizer(root, String(chat.model)),
-      });
-    } catch (e) {
-      return { ok: false, reason: `tokenizer failed: ${e instanceof Error ? e.message : String(e)}` };
+    const request: BridgeRequest = {
+      messages: chat.messages,
+      tools: chat.tools ?? null,
+      chat_template_kwargs: chat.chat_template_kwargs ?? null,
+    };
+    const model = String(chat.model);
+    let { plan, note }: { plan: BridgePlan | null; note: TokenizerNote } = this.locals?.has(model)
+      ? await this.localPlan(root, model, previous, request)
+      : { plan: null, note: { tokenizer: 'backend' } };
+    if (!plan) {
+      try {
+        plan = await planBridge({ previous, request, tokenizer: this.tokenizer(root, model) });
+      } catch (e) {
+        const reason = `tokenizer failed: ${e instanceof Error ? e.message : String(e)}`;
+        return { ok: false, reason, ...(note.tokenizer_check ? { note } : {}) };
+      }
     }
-    if (!plan.ok) return plan;
+    if (!plan.ok) {
+      const { ok, reason, change } = plan;
+      return { ok, reason, ...(change ? { change } : {}), ...(note.tokenizer_check ? { note } : {}) };
+    }
     const req = completionRequestFor(chat, plan.prompt_ids, {
       defaultMaxTokens: maxModelLen ? maxModelLen - plan.prompt_ids.length : undefined,
     });
@@ -274,6 +299,63 @@ export class BridgeMemory {
       prompt_ids: plan.prompt_ids,
       reused_tokens: plan.reused_tokens,
       thinking: plan.thinking,
+      note,
+    };
+  }
+
+  /**
+   * The plan made with the daemon's own tokenizer of `model`, checked against the backend's /tokenize
+   * when this call is one to check (the first: the whole rendering; then every n-th: the ids the plan
+   * adds). plan null: the backend's tokenizer is to be used (the note says why).
+   */
+  private async localPlan(
+    root: string,
+    model: string,
+    previous: PreviousCall,
+    request: BridgeRequest,
+  ): Promise<{ plan: BridgePlan | null; note: TokenizerNote }> {
+    const locals = this.locals as LocalTokenizers;
+    const backend = (why: string | null) => ({
+      plan: null,
+      note: { tokenizer: 'backend' as const, ...(why ? { tokenizer_check: why } : {}) },
+    });
+    const { tok, problem } = await locals.get(model);
+    if (!tok) return backend(problem);
+    const distrust = locals.distrusted(root, model);
+    if (distrust) return backend(distrust);
+    let plan: LocalPlan;
+    try {
+      plan = planLocal(previous, request, tok);
+    } catch (e) {
+      return backend(`the chat template failed in the daemon: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (!plan.ok) return { plan, note: { tokenizer: 'daemon' } };
+    const verdict = locals.verdict(root, model);
+    if (!verdict.check) return { plan, note: { tokenizer: 'daemon' } };
+    const tools = request.tools?.length ? request.tools : undefined;
+    const kwargs = request.chat_template_kwargs ?? undefined;
+    let theirs: number[];
+    try {
+      theirs = await this.tokenizer(root, model).render(request.messages, tools, true, kwargs);
+    } catch (e) {
+      const why = `not checked: /tokenize failed (${e instanceof Error ? e.message : String(e)})`;
+      return { plan, note: { tokenizer: 'daemon', tokenizer_check: why } };
+    }
+    const decode = (ids: number[]) => tok.decode(ids);
+    const differs = verdict.first
+      ? firstDifference(tok.encode(tok.renderText(request.messages, tools, true, kwargs)), theirs, decode)
+      : firstDifference(plan.tail, theirs.slice(-plan.tail.length), decode);
+    if (differs) {
+      const why = `the daemon's rendering disagreed with the backend's /tokenize ${differs}`;
+      locals.distrust(root, model, why);
+      return backend(why);
+    }
+    return {
+      plan,
+      note: {
+        tokenizer: 'daemon',
+        tokenizer_check: verdict.first ? 'checked whole against /tokenize' : 'checked against /tokenize',
+      },
     };
   }
 }

@@ -54,7 +54,10 @@ export type BridgeFn = (b: Pick<Backend, 'root' | 'maxModelLen'>, sent: Json) =>
 export interface Dispatched {
   res: BackendResponse;
   /** Set when the token-in-token-out bridge sent a token prompt to /v1/completions. */
-  bridged: { prompt_ids: number[]; reused_tokens: number; thinking: boolean } | null;
+  bridged: Pick<
+    Extract<BridgeDecision, { ok: true }>,
+    'prompt_ids' | 'reused_tokens' | 'thinking' | 'note'
+  > | null;
   /** Why the bridge was not used, as recorded (null when it was, or was not asked for). */
   fallback: BridgeRecord | null;
   /** The chat body (what the bridge was asked about), even when a completions body was sent. */
@@ -71,16 +74,23 @@ export interface Dispatched {
 /** The token prompt the bridge decided to send, if it did. */
 function bridgedOf(decision: BridgeDecision | null): Dispatched['bridged'] {
   return decision?.ok
-    ? { prompt_ids: decision.prompt_ids, reused_tokens: decision.reused_tokens, thinking: decision.thinking }
+    ? {
+        prompt_ids: decision.prompt_ids,
+        reused_tokens: decision.reused_tokens,
+        thinking: decision.thinking,
+        note: decision.note,
+      }
     : null;
 }
 
 /** Why the bridge did not send a token prompt, as the call records it. */
 function fallbackOf(decision: BridgeDecision | null): BridgeRecord | null {
   if (!decision || decision.ok) return null;
-  return decision.change
-    ? { fallback: decision.reason, change: decision.change }
-    : { fallback: decision.reason };
+  return {
+    fallback: decision.reason,
+    ...(decision.change ? { change: decision.change } : {}),
+    ...decision.note,
+  };
 }
 
 /**

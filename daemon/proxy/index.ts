@@ -16,7 +16,7 @@ import {
   type ServedModels,
   send,
 } from './backends';
-import { BridgeMemory } from './bridge';
+import { BridgeMemory, localTokenizers } from './bridge';
 import { Call } from './call';
 import { backendBody, backendText, type FixedTarget, servedBody } from './dispatch';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
@@ -97,7 +97,7 @@ export async function registerProxy(
   } catch (e) {
     ctx.log('proxy: side_models is not a valid regular expression; using the default', { error: String(e) });
   }
-  const memory = new BridgeMemory(options.bridgeBudgetBytes);
+  const memory = new BridgeMemory(options.bridgeBudgetBytes, localTokenizers(ctx.config, ctx.log));
   // What the bridge and the pool keep for a rollout goes when its attempt is over (a recording's, when it stops).
   const forgetEnded = ctx.store.subscribe(
     (ev) => {

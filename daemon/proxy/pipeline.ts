@@ -80,7 +80,11 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
     backend: d.backendName,
     queue_ms: d.queueMs,
     bridge: d.bridged
-      ? { reused_tokens: d.bridged.reused_tokens, prompt_tokens: d.bridged.prompt_ids.length }
+      ? {
+          reused_tokens: d.bridged.reused_tokens,
+          prompt_tokens: d.bridged.prompt_ids.length,
+          ...d.bridged.note,
+        }
       : d.fallback,
     ...o.extra,
     sampling: callSampling(d.body, plan),

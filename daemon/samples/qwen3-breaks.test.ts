@@ -1,6 +1,6 @@
 // Prefix-break diagnosis on real Qwen3 token ids (the chat template and tokenizer the proxy uses).
 import { describe, expect, it } from 'vitest';
-import { localQwen3Tokenizer } from '../proxy/tito/tokenizer';
+import { localQwen3Tokenizer } from '../tokenize/qwen3';
 import { buildSamples } from './build';
 
 const tok = localQwen3Tokenizer();

@@ -3,7 +3,6 @@
 import { join } from 'node:path';
 import type { Driver } from './driver';
 import { LATEST_VERSION, migrate } from './migrations';
-import { PostgresDriver } from './postgres';
 import { SqlStore } from './sql-store';
 import { SqliteDriver } from './sqlite';
 import type { Store } from './store';
@@ -28,6 +27,8 @@ export async function openStore(spec: string, dataDir: string, options: OpenOpti
     // sqlite:/path/to/file.db — an explicit file (tools, tests).
     driver = new SqliteDriver(spec.slice('sqlite:'.length));
   } else if (isPostgresSpec(spec)) {
+    // loaded only for a PostgreSQL store: pg stays out of a SQLite daemon's memory
+    const { PostgresDriver } = await import('./postgres');
     const pgDriver = new PostgresDriver(spec);
     try {
       await pgDriver.init();

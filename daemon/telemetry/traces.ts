@@ -2,6 +2,7 @@
 // spans, per the GenAI semantic conventions), a training step is a span of its own. Batched with a
 // bounded queue: export never waits on the proxy's path, and spans that find the queue full are
 // dropped and counted.
+import { createRequire } from 'node:module';
 import {
   type Attributes,
   type Context,
@@ -11,21 +12,38 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
+import type {
   BasicTracerProvider,
   BatchSpanProcessor,
-  type ReadableSpan,
-  type SpanExporter,
-  type SpanProcessor,
+  ReadableSpan,
+  SpanExporter,
+  SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import type { NewLlmCall, Rollout, RunMetrics, ToolRun } from '../protocol/entities';
 import type { DaemonEvent } from '../protocol/events';
 import { redactText } from '../redact';
 import { plainValue } from '../store/json-text';
 import { prefixBreakOf } from './metrics';
+
+/**
+ * The SDK and its exporters, loaded when export is turned on (~15 MB a daemon without it never holds):
+ * required, not imported, so that no bundle loads them at start.
+ */
+const sdk = () => {
+  const load = createRequire(import.meta.url);
+  return {
+    base: load('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base'),
+    resources: load('@opentelemetry/resources') as typeof import('@opentelemetry/resources'),
+    json: () =>
+      load(
+        '@opentelemetry/exporter-trace-otlp-http',
+      ) as typeof import('@opentelemetry/exporter-trace-otlp-http'),
+    proto: () =>
+      load(
+        '@opentelemetry/exporter-trace-otlp-proto',
+      ) as typeof import('@opentelemetry/exporter-trace-otlp-proto'),
+  };
+};
 
 export interface OtlpOptions {
   /** Full traces URL (…/v1/traces); undefined: the exporter reads OTEL_EXPORTER_OTLP_* itself. */
@@ -73,7 +91,7 @@ class BoundedProcessor implements SpanProcessor {
       forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
     };
     // The SDK's own queue is one batch larger than ours, so it never drops a span we let through.
-    this.batch = new BatchSpanProcessor(counted, {
+    this.batch = new (sdk().base.BatchSpanProcessor)(counted, {
       maxQueueSize: maxQueue + 512,
       maxExportBatchSize: 512,
       scheduledDelayMillis: delayMs,
@@ -108,10 +126,17 @@ export class SpanExport {
 
   constructor(private readonly options: OtlpOptions) {
     const config = { url: options.endpoint, headers: options.headers };
-    const exporter = options.protocol === 'http/json' ? new JsonExporter(config) : new ProtoExporter(config);
+    const { base, resources, json, proto } = sdk();
+    const exporter =
+      options.protocol === 'http/json'
+        ? new (json().OTLPTraceExporter)(config)
+        : new (proto().OTLPTraceExporter)(config);
     this.processor = new BoundedProcessor(exporter, options.maxQueue, options.delayMs);
-    this.provider = new BasicTracerProvider({
-      resource: resourceFromAttributes({ 'service.name': 'harness-rl', 'service.version': options.version }),
+    this.provider = new base.BasicTracerProvider({
+      resource: resources.resourceFromAttributes({
+        'service.name': 'harness-rl',
+        'service.version': options.version,
+      }),
       spanProcessors: [this.processor],
     });
     this.tracer = this.provider.getTracer('harness-rl', options.version);

@@ -43,6 +43,9 @@ export async function startTestProxy(
     sideModels?: string;
     /** The token bridge's memory budget (registerProxy's default otherwise). */
     bridgeBudgetBytes?: number;
+    /** config model_files and tokenizer_check_every: the daemon's own tokenizers for the bridge. */
+    modelFiles?: Record<string, string>;
+    tokenizerCheckEvery?: number;
   } = {},
 ): Promise<TestProxy> {
   const dataDir = await mkdtemp(join(tmpdir(), 'harness-rl-proxy-'));
@@ -54,6 +57,10 @@ export async function startTestProxy(
     ...(options.bodyLimitBytes ? { body_limit_bytes: options.bodyLimitBytes } : {}),
     ...(options.backendTimeoutMs ? { backend_timeout_ms: options.backendTimeoutMs } : {}),
     ...(options.sideModels ? { side_models: options.sideModels } : {}),
+    ...(options.modelFiles ? { model_files: options.modelFiles } : {}),
+    ...(options.tokenizerCheckEvery !== undefined
+      ? { tokenizer_check_every: options.tokenizerCheckEvery }
+      : {}),
   });
   let url = '';
   const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log: () => {} };

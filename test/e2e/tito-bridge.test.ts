@@ -8,9 +8,9 @@ import {
   backendTokenizer,
   type ChatMessageLike,
   completionToChat,
-  localQwen3Tokenizer,
   planBridge,
 } from '../../daemon/proxy/tito';
+import { localQwen3Tokenizer } from '../../daemon/tokenize/qwen3';
 import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
 
 const qwen = localQwen3Tokenizer();

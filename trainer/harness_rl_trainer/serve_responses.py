@@ -11,11 +11,13 @@ from .vllm_rules import ApiError
 
 def chat_ids(tok, body: dict) -> list[int]:
     """The chat request's prompt as token ids (the model's chat template, with its tools)."""
+    # vLLM passes chat_template_kwargs to the template (entrypoints/serve/tokenize/protocol.py:144)
     out = tok.apply_chat_template(
         body["messages"],
         add_generation_prompt=body.get("add_generation_prompt", True),
         tokenize=True,
         tools=body.get("tools"),
+        **(body.get("chat_template_kwargs") or {}),
     )
     return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
 

@@ -184,3 +184,18 @@ def test_an_adapter_rank_above_max_lora_rank_is_refused_as_vllm_does(server, tin
         )
         assert st == status, body
     assert body["message"] == "LoRA rank 32 is greater than max_lora_rank 16."
+
+
+def test_tokenize_hands_chat_template_kwargs_to_the_template_as_vllm_does(tiny_model):
+    """vLLM's /tokenize passes chat_template_kwargs (entrypoints/serve/tokenize/protocol.py:144)."""
+    from transformers import AutoTokenizer
+
+    from harness_rl_trainer.serve_responses import chat_ids
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    tok.chat_template = "{{ messages[0]['content'] }}{% if enable_thinking is defined and not enable_thinking %} off{% endif %}"
+    body = {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": False}
+    plain = chat_ids(tok, body)
+    off = chat_ids(tok, {**body, "chat_template_kwargs": {"enable_thinking": False}})
+    assert plain == tok.encode("hi", add_special_tokens=False)
+    assert off == tok.encode("hi off", add_special_tokens=False)

@@ -2,8 +2,9 @@
 // provably breaks the token prefix, and the cases where the bridge must refuse.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { localQwen3Tokenizer, qwen3ChatTemplate } from '../../tokenize/qwen3';
 import { type PreviousCall, planBridge, sameJson } from './bridge';
-import { type ChatMessageLike, type ChatToolLike, localQwen3Tokenizer, qwen3ChatTemplate } from './tokenizer';
+import type { ChatMessageLike, ChatToolLike } from './tokenizer';
 
 const tok = localQwen3Tokenizer();
 const IM_END = 151645;

@@ -202,12 +202,14 @@ async function sentinelEnd(tok: ChatTokenizer, ids: number[]): Promise<number | 
   return text.endsWith(SENTINEL) ? b : null;
 }
 
-export async function planBridge(args: {
-  previous: PreviousCall | null | undefined;
-  request: BridgeRequest;
-  tokenizer: ChatTokenizer;
-}): Promise<BridgePlan> {
-  const { previous, request, tokenizer: tok } = args;
+/**
+ * Why `request` cannot be bridged from `previous` whatever the template (no previous call or ids, an
+ * edited history, nothing new, a prefill), or null: the checks every plan starts with.
+ */
+export function bridgeRefusal(
+  previous: PreviousCall | null | undefined,
+  request: BridgeRequest,
+): Extract<BridgePlan, { ok: false }> | null {
   if (!previous) return { ok: false, reason: 'no previous call' };
   if (!previous.prompt_ids.length || !previous.response_ids.length)
     return { ok: false, reason: 'previous call has no recorded token ids' };
@@ -224,6 +226,19 @@ export async function planBridge(args: {
   if (msgs.length === n + 1) return { ok: false, reason: 'no new messages after the previous response' };
   if (msgs[msgs.length - 1].role === 'assistant')
     return { ok: false, reason: 'request ends with an assistant message (prefill)' };
+  return null;
+}
+
+export async function planBridge(args: {
+  previous: PreviousCall | null | undefined;
+  request: BridgeRequest;
+  tokenizer: ChatTokenizer;
+}): Promise<BridgePlan> {
+  const { previous, request, tokenizer: tok } = args;
+  const refusal = bridgeRefusal(previous, request);
+  if (refusal || !previous) return refusal ?? { ok: false, reason: 'no previous call' };
+  const n = previous.messages.length;
+  const msgs = request.messages;
 
   const tools = request.tools?.length ? request.tools : undefined;
   const kwargs = request.chat_template_kwargs ?? undefined;

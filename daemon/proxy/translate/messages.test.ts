@@ -2,7 +2,7 @@ import { Template } from '@huggingface/jinja';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
-import { qwen3ChatTemplate } from '../tito/tokenizer';
+import { qwen3ChatTemplate } from '../../tokenize/qwen3';
 import { countTokens, messagesTranslator as t } from './messages';
 import { chatChunksFor, chatResponseFor, parseSse, type ScriptedTurn } from './test-kit';
 

@@ -1,0 +1,187 @@
+// The daemon's own chat tokenizer: a served model's tokenizer.json (@huggingface/tokenizers) and Jinja
+// chat template (@huggingface/jinja, which like transformers trims blocks and strips their left space),
+// rendered the way vLLM 0.34's /tokenize and chat completions render (renderers/hf.py
+// safe_apply_chat_template → transformers' apply_chat_template: render to text, then encode with
+// add_special_tokens=False).
+import { Template } from '@huggingface/jinja';
+import { ByteLevelPreTokenizer, SequencePreTokenizer, Tokenizer } from '@huggingface/tokenizers';
+import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from '../proxy/tito/tokenizer';
+import { templateConversation } from './conversation';
+import { chatTemplateOf, type ModelFiles } from './files';
+
+/** A special token of the config as text (a string, or an AddedToken object's content). */
+function tokenText(v: unknown): string | null {
+  if (typeof v === 'string') return v;
+  if (v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string')
+    return (v as { content: string }).content;
+  return null;
+}
+
+/** GPT-2's byte → character map, which byte-level vocabularies are written in (ASCII bytes only). */
+const ASCII_CHARS: string[] = Array.from({ length: 128 }, (_, b) =>
+  b >= 33 && b <= 126 ? String.fromCharCode(b) : String.fromCharCode(b < 33 ? 256 + b : 256 + 33 + (b - 127)),
+);
+
+/** Words mapped to byte-level text kept per tokenizer; past it the memo starts over. */
+const WORD_MEMO_ENTRIES = 50_000;
+
+/**
+ * Gives a byte-level pre-tokenizer a memo of its per-word mapping (text → UTF-8 bytes → vocabulary
+ * characters), which was half of the library's encode time: the same output, ASCII words mapped
+ * through a table, each distinct word once. A memo of WORD_MEMO_ENTRIES words (~100 bytes each).
+ */
+function memoizeByteLevel(pre: unknown): void {
+  if (pre instanceof SequencePreTokenizer) {
+    for (const p of (pre as unknown as { tokenizers: unknown[] }).tokenizers) memoizeByteLevel(p);
+    return;
+  }
+  if (!(pre instanceof ByteLevelPreTokenizer)) return;
+  const level = pre as unknown as {
+    add_prefix_space: boolean;
+    use_regex: boolean;
+    pattern: RegExp;
+    byte_encoder: Record<number, string>;
+    pre_tokenize_text(text: string): string[];
+    pre_tokenize(text: string | string[]): string[];
+  };
+  const encoder = new TextEncoder();
+  const memo = new Map<string, string>();
+  const mapped = (word: string): string => {
+    let out = memo.get(word);
+    if (out !== undefined) return out;
+    out = '';
+    let ascii = true;
+    for (let i = 0; i < word.length && ascii; i++) {
+      const c = word.charCodeAt(i);
+      if (c < 128) out += ASCII_CHARS[c];
+      else ascii = false;
+    }
+    if (!ascii) out = Array.from(encoder.encode(word), (b) => level.byte_encoder[b]).join('');
+    if (memo.size >= WORD_MEMO_ENTRIES) memo.clear();
+    memo.set(word, out);
+    return out;
+  };
+  level.pre_tokenize_text = (text: string): string[] => {
+    const t = level.add_prefix_space && !text.startsWith(' ') ? ` ${text}` : text;
+    const words = level.use_regex ? (t.match(level.pattern) ?? []) : [t];
+    return words.map(mapped);
+  };
+  // After a Split (Qwen, Llama 3): one word in, one out, without the library's map-then-flat
+  level.pre_tokenize = (text: string | string[]): string[] => {
+    if (!Array.isArray(text)) return level.pre_tokenize_text(text);
+    if (!level.use_regex && !level.add_prefix_space) return text.map(mapped);
+    const out: string[] = [];
+    for (const t of text) for (const w of level.pre_tokenize_text(t)) out.push(w);
+    return out;
+  };
+}
+
+const SPECIAL_KEYS = [
+  'bos_token',
+  'eos_token',
+  'unk_token',
+  'sep_token',
+  'pad_token',
+  'cls_token',
+  'mask_token',
+];
+
+export class LocalChatTokenizer implements ChatTokenizer {
+  private readonly tok: Tokenizer;
+  private readonly templates = new Map<string, Template>();
+  /** What transformers passes every template: the special tokens map (bos_token, eos_token, …). */
+  private readonly specials: Record<string, unknown> = {};
+  /** Added special tokens with neither lstrip nor rstrip: where encode splits before any BPE. */
+  private readonly splitters: string[] = [];
+
+  /** `shared`: another instance over the same tokenizer.json, whose loaded tokenizer this one reuses. */
+  constructor(
+    private readonly modelFiles: ModelFiles,
+    shared?: LocalChatTokenizer,
+  ) {
+    this.tok = shared ? shared.tok : new Tokenizer(modelFiles.tokenizer, modelFiles.config);
+    if (!shared) memoizeByteLevel(this.tok.pre_tokenizer);
+    const files = modelFiles;
+    for (const k of SPECIAL_KEYS) {
+      const t = tokenText(files.config[k]);
+      if (t !== null) this.specials[k] = t;
+    }
+    const extra = files.config.additional_special_tokens;
+    if (Array.isArray(extra)) this.specials.additional_special_tokens = extra.map(tokenText);
+    const added = (files.tokenizer.added_tokens ?? []) as Record<string, unknown>[];
+    for (const a of added)
+      if (a.special && !a.lstrip && !a.rstrip && typeof a.content === 'string')
+        this.splitters.push(a.content);
+    this.splitters.sort((a, b) => b.length - a.length);
+  }
+
+  /** The files it was made from. */
+  files(): ModelFiles {
+    return this.modelFiles;
+  }
+
+  /** The same tokenizer with another chat template (tests render variants). */
+  withTemplate(chatTemplate: string): LocalChatTokenizer {
+    return new LocalChatTokenizer({ ...this.modelFiles, chatTemplate }, this);
+  }
+
+  private template(withTools: boolean): { source: string; compiled: Template } {
+    const source = chatTemplateOf(this.modelFiles, withTools);
+    if (source === null) throw new Error('the model has no chat template');
+    let compiled = this.templates.get(source);
+    if (!compiled) {
+      compiled = new Template(source);
+      this.templates.set(source, compiled);
+    }
+    return { source, compiled };
+  }
+
+  /** The chat template's text for `messages` (what /tokenize encodes). Throws what the template raises. */
+  renderText(
+    messages: ChatMessageLike[],
+    tools: ChatToolLike[] | undefined,
+    addGenerationPrompt: boolean,
+    templateKwargs?: Record<string, unknown>,
+  ): string {
+    const { source, compiled } = this.template(Boolean(tools?.length));
+    return compiled.render({
+      ...this.specials,
+      ...templateKwargs,
+      messages: templateConversation(messages, source),
+      tools: tools ?? null,
+      documents: null,
+      add_generation_prompt: addGenerationPrompt,
+    });
+  }
+
+  /** Text → ids, special-token text mapped to its id, nothing added (add_special_tokens=False). */
+  encode(text: string): number[] {
+    return text === '' ? [] : this.tok.encode(text, { add_special_tokens: false }).ids;
+  }
+
+  decode(ids: number[]): string {
+    return this.tok.decode(ids, { skip_special_tokens: false });
+  }
+
+  async render(
+    messages: ChatMessageLike[],
+    tools: ChatToolLike[] | undefined,
+    addGenerationPrompt: boolean,
+    templateKwargs?: Record<string, unknown>,
+  ): Promise<number[]> {
+    return this.encode(this.renderText(messages, tools, addGenerationPrompt, templateKwargs));
+  }
+
+  /**
+   * The special token `text` starts with and its id, when encode splits there before any BPE (an added
+   * special token without lstrip/rstrip): then encode(a + text) = encode(a) + encode(text). Else null.
+   */
+  splitterAt(text: string): { text: string; id: number } | null {
+    for (const s of this.splitters)
+      if (text.startsWith(s)) {
+        const id = this.tok.token_to_id(s);
+        return id === undefined ? null : { text: s, id };
+      }
+    return null;
+  }
+}

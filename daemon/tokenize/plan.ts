@@ -1,0 +1,55 @@
+// The token bridge planned in the daemon (no round trips): the request rendered as text twice with the
+// model's own template, the new messages tokenized with its own tokenizer. Same plan and same checks
+// as proxy/tito/bridge.ts planBridge, which asks the backend instead; see there why it is safe.
+import { type BridgePlan, type BridgeRequest, bridgeRefusal, type PreviousCall } from '../proxy/tito/bridge';
+import type { LocalChatTokenizer } from './local';
+
+const SENTINEL = 'TITO_SENTINEL_8c1f2e';
+
+export type LocalPlan =
+  /** tail: the marker and the new messages' ids, what the backend's rendering must end with. */
+  (Extract<BridgePlan, { ok: true }> & { tail: number[] }) | Extract<BridgePlan, { ok: false }>;
+
+/**
+ * In text: render the request with the previous assistant turn replaced by a sentinel; what follows
+ * the sentinel must open with a special token that encode splits at (the end-of-turn marker, e.g.
+ * <|im_end|>), and the real rendering must end with exactly that text. Then the prompt is the previous
+ * prompt, the sampled tokens, the marker and the encoding of the text after it: what the backend's
+ * encode of the whole rendering ends with, because encode splits at special tokens before any BPE.
+ */
+export function planLocal(
+  previous: PreviousCall | null | undefined,
+  request: BridgeRequest,
+  tok: LocalChatTokenizer,
+): LocalPlan {
+  const refusal = bridgeRefusal(previous, request);
+  if (refusal || !previous) return refusal ?? { ok: false, reason: 'no previous call' };
+  const n = previous.messages.length;
+  const msgs = request.messages;
+  const tools = request.tools?.length ? request.tools : undefined;
+  const kwargs = request.chat_template_kwargs ?? undefined;
+  const probe = msgs.map((m, i) => (i === n ? { role: 'assistant', content: SENTINEL } : m));
+  const probeText = tok.renderText(probe, tools, true, kwargs);
+  const at = probeText.indexOf(SENTINEL);
+  if (at < 0 || probeText.indexOf(SENTINEL, at + 1) >= 0)
+    return { ok: false, reason: 'the request contains the bridge sentinel text, or the template drops it' };
+  const suffix = probeText.slice(at + SENTINEL.length);
+  const marker = tok.splitterAt(suffix);
+  if (!marker)
+    return {
+      ok: false,
+      reason: 'template suffix mismatch: the assistant turn does not end on a special token',
+    };
+  if (!tok.renderText(msgs, tools, true, kwargs).endsWith(suffix))
+    return { ok: false, reason: 'template suffix mismatch: the tail depends on the earlier turns' };
+  const tailIds = tok.encode(suffix.slice(marker.text.length));
+  const sampled = previous.response_ids;
+  const closing = sampled[sampled.length - 1] === marker.id ? [] : [marker.id];
+  return {
+    ok: true,
+    prompt_ids: [...previous.prompt_ids, ...sampled, ...closing, ...tailIds],
+    reused_tokens: previous.prompt_ids.length + sampled.length,
+    thinking: /<think>\s*$/.test(suffix),
+    tail: [marker.id, ...tailIds],
+  };
+}
