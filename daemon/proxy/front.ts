@@ -189,6 +189,9 @@ export function readBody(req: IncomingMessage, res: ServerResponse, limit: numbe
   });
 }
 
+/** The content type of the proxy's own JSON answers. */
+export const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' } as const;
+
 /** A JSON answer (already serialised) with its length. */
 export function sendJson(
   res: ServerResponse,
@@ -197,7 +200,7 @@ export function sendJson(
   headers: Record<string, string> = {},
 ): void {
   res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
+    ...JSON_TYPE,
     'content-length': Buffer.byteLength(text),
     ...headers,
   });

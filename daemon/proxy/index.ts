@@ -20,7 +20,7 @@ import { BridgeMemory } from './bridge';
 import { Call } from './call';
 import { backendBody, backendText, type FixedTarget, servedBody } from './dispatch';
 import { anthropicErrorBody, errorBody, invalidBody, openaiErrorBody, ProxyError, wireOfUrl } from './errors';
-import { installFront, type ProxyRequest, proxyRequest, readBody, sendJson } from './front';
+import { installFront, JSON_TYPE, type ProxyRequest, proxyRequest, readBody, sendJson } from './front';
 import type { Json } from './json';
 import { nativeOutput, type Output, translatedOutput } from './output';
 import { passthrough } from './passthrough';
@@ -407,7 +407,7 @@ export async function registerProxy(
       const recordIt = scope.recording !== null;
       // count_tokens of a rollout is no LLM call of its trajectory: not recorded (failRequest keeps the
       // same rule for bodies that do not parse); in a recording it is a side call, recorded.
-      if (!recordIt) call.recorded = true;
+      if (!recordIt) call.unrecorded();
       const u = scope.upstream;
       try {
         if (u?.kind === 'anthropic' && wire === 'messages') {
@@ -446,9 +446,12 @@ export async function registerProxy(
           wire === 'gemini'
             ? await geminiCountTokens(model, req.body, tokenize)
             : await countTokens(req.body, tokenize);
-        call.settled = true;
-        await call.record({ response: result, http_status: 200, total_ms: call.elapsed() });
-        return sendJson(res, 200, JSON.stringify(result));
+        await call.answer(200, JSON_TYPE, JSON.stringify(result), {
+          response: result,
+          http_status: 200,
+          total_ms: call.elapsed(),
+        });
+        return;
       } catch (e) {
         if (e instanceof z.ZodError) return call.fail(invalidBody(e), {}, early);
         return call.fail(asProxyError(e), {}, early);
@@ -575,7 +578,7 @@ export async function registerProxy(
         const call = newCall(req, res, wireApiOfUrl(req.path), performance.now());
         call.scope = await scopeOf(req);
         // count_tokens has one rule whatever the outcome: recorded in a recording, never in a rollout.
-        if (isCountTokens(req.path) && !call.scope.recording) call.recorded = true;
+        if (isCountTokens(req.path) && !call.scope.recording) call.unrecorded();
         return await call.fail(e);
       }
     } catch {

@@ -41,18 +41,10 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
   const o: RunOptions = { ...opts, extra: { sampling: callSampling(opts.body, plan), ...opts.extra } };
   call.stream = o.stream;
   call.onClientClose(() => {
-    if (call.settled) return;
-    call.settled = true;
-    call.abortBackend();
-    void call
-      .record({
-        sampling: o.extra?.sampling,
-        ...(call.snapshot?.() ?? { backend_request: o.body, ...o.extra }),
-        status: 'cancelled',
-        error: 'the client closed the connection',
-        http_status: 499,
-      })
-      .catch((e) => call.ctx.log('proxy: recording a cancelled call failed', { error: String(e) }));
+    call.cancel({
+      sampling: o.extra?.sampling,
+      ...(call.snapshot?.() ?? { backend_request: o.body, ...o.extra }),
+    });
   });
   const scope = call.scope;
   const memory = o.tito;
@@ -191,26 +183,17 @@ async function finishWhole(
     return;
   }
   const total = call.elapsed();
-  call.settled = true;
   const answer = JSON.stringify(out);
-  try {
-    await call.record(
-      fieldsOf(base, tokenFields(tokens, d.bridged ? 'bridge' : 'backend'), verdict, {
-        response: new JsonText(answer, out),
-        http_status: 200,
-        ttft_ms: total,
-        total_ms: total,
-      }),
-    );
-  } catch (e) {
-    call.settled = false;
-    call.recorded = true;
-    await call.fail(new ProxyError(500, `the call could not be recorded: ${String(e)}`), {}, o.output);
-    return;
-  }
-  call.res.writeHead(200, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(answer),
-  });
-  call.res.end(answer);
+  await call.answer(
+    200,
+    { 'content-type': 'application/json' },
+    answer,
+    fieldsOf(base, tokenFields(tokens, d.bridged ? 'bridge' : 'backend'), verdict, {
+      response: new JsonText(answer, out),
+      http_status: 200,
+      ttft_ms: total,
+      total_ms: total,
+    }),
+    o.output,
+  );
 }
