@@ -2,9 +2,9 @@
 // chat call's messages and sampled tokens are remembered; when the next request resends that history
 // as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
 import { BoundedMap, jsonBytes } from '../bounded-map';
+import { readText, send } from '../http';
 import type { HistoryChange } from '../protocol/entities';
 import type { Json } from './json';
-import { readText, send } from './send';
 import {
   backendTokenizer,
   type ChatMessageLike,

@@ -1,5 +1,7 @@
 // Sending a call to an inference backend: the pool (affinity, least outstanding, fail-over, waiting
 // while weights load) or a fixed target, with the token bridge's decision applied.
+
+import { type BackendResponse, SendError, send } from '../http';
 import type { BridgeRecord } from '../protocol/entities';
 import type { BackendKind } from './assemble';
 import type { Backend, BackendPool } from './backends';
@@ -7,7 +9,6 @@ import type { BridgeDecision } from './bridge';
 import type { Call } from './call';
 import { ProxyError } from './errors';
 import type { Json } from './json';
-import { type BackendResponse, SendError, send } from './send';
 
 /** A fixed target instead of the pool: a recording's upstream (vLLM or OpenAI). */
 export interface FixedTarget {

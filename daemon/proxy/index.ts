@@ -6,16 +6,9 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { parseJsonBody } from '../api/body';
 import type { DaemonContext } from '../context';
+import { readText, rootUrl, send } from '../http';
 import { attemptOver, FINISHED_ROLLOUT, type WireApi } from '../protocol/entities';
-import {
-  askServedModels,
-  BackendPool,
-  type Backends,
-  readText,
-  rootUrl,
-  type ServedModels,
-  send,
-} from './backends';
+import { askServedModels, BackendPool, type Backends, type ServedModels } from './backends';
 import { BridgeMemory } from './bridge';
 import { Call } from './call';
 import { backendBody, backendText, type FixedTarget, servedBody } from './dispatch';

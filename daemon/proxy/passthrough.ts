@@ -3,12 +3,12 @@
 // <dataDir>/secrets.json. The answer is relayed as is; streams are assembled for the record, which
 // is committed before the terminal event reaches the harness.
 import { parseBoundedJson } from '../api/body';
+import { readText, SendError, send, timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import { backendErrorMessage, type Call, parseBackendJson } from './call';
 import { ProxyError } from './errors';
 import type { Json } from './json';
 import { AS_REQUESTED, callSampling } from './sampling';
-import { readText, SendError, send, timedOut } from './send';
 import { SseParser } from './sse';
 
 export type NativeShape = 'messages' | 'responses' | 'json';

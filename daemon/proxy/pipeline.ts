@@ -1,11 +1,13 @@
 // One proxied LLM call: pick a backend, send the (chat or completions) request with token ids and
 // logprobs turned on, hand the answer back in the harness's wire format (streaming through), and
 // record it — always before the final byte reaches the harness, failures and cancellations included.
+
+import { readText } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import { JsonText } from '../store/json-text';
 import { parseChatAnswer, parseWithoutPromptIds } from './answer-scan';
 import { type BackendKind, tokensOf } from './assemble';
-import { type BackendPool, readText } from './backends';
+import type { BackendPool } from './backends';
 import type { BridgeMemory } from './bridge';
 import { backendErrorMessage, type Call, parseBackendJson } from './call';
 import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, sendFailure } from './dispatch';

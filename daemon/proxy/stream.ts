@@ -1,5 +1,7 @@
 // A streamed answer relayed to the harness frame by frame while it is assembled for the record; the
 // closing frame waits for the record's commit.
+
+import { timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import { type BackendKind, tokensOf } from './assemble';
 import type { Call } from './call';
@@ -8,7 +10,6 @@ import type { Json } from './json';
 import type { Output } from './output';
 import { answerStatus, choiceFields, fieldsOf, tokenFields } from './record-fields';
 import { StreamRelay } from './relay';
-import { timedOut } from './send';
 import { CompletionToChatStream } from './tito';
 
 export async function finishStream(
