@@ -88,6 +88,8 @@ export interface Backend {
   url: string;
   root: string;
   name: string;
+  /** Headers every request to it carries (a fixed target's key); none for the pool's. */
+  headers?: Record<string, string>;
   /** The run whose weights it serves (only that run's rollouts reach it); null = shared. */
   runId: string | null;
   modelVersion: number | null;

@@ -10,7 +10,7 @@ import { type BackendKind, tokensOf } from './assemble';
 import type { BackendPool } from './backends';
 import type { BridgeMemory } from './bridge';
 import { backendErrorMessage, type Call, parseBackendJson } from './call';
-import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, sendFailure } from './dispatch';
+import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, onePool, sendFailure } from './dispatch';
 import { ProxyError } from './errors';
 import type { Json } from './json';
 import type { Output } from './output';
@@ -56,7 +56,7 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
       : undefined;
   let d: Dispatched;
   try {
-    d = await dispatch(call, pool, o.kind, o.body, o.target, bridge, o.bodyText);
+    d = await dispatch(call, o.target ? onePool(o.target) : pool, o.kind, o.body, bridge, o.bodyText);
   } catch (e) {
     const err = e instanceof ProxyError ? e : new ProxyError(502, String(e));
     if (err.status === 499) return;
