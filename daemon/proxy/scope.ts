@@ -7,7 +7,6 @@ import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext } from '../context';
 import type { RunConfig } from '../protocol/config';
 import { FINISHED_ROLLOUT, type Recording, type Rollout } from '../protocol/entities';
-import { registerSecret } from '../redact';
 import { keyHash } from '../store/ids';
 import { ProxyError } from './errors';
 
