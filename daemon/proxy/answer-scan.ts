@@ -11,9 +11,10 @@
 //   choices) is parsed whole: there the scan, and the copy of the text it makes, cost more than they
 //   save (an agent's short answer with 12k prompt ids parsed 7% slower scanned).
 // - parseWithoutPromptIds: a bridged call's answer or chunk, without the prompt ids vLLM echoes.
-import { parseBackendJson } from './call';
+
 import { NUM, STR } from './chunk-scan';
 import type { Json } from './json';
+import { parseBackendJson } from './json';
 
 const CONTENT = '"logprobs":{"content":[';
 const ENTRY = new RegExp(

@@ -1,7 +1,6 @@
 // One proxied call's state and its endings: answer, fail, cancel, or a stream opened and completed.
 // Each ending is claimed once (a second is refused) and writes the record before the last byte.
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { parseBoundedJson } from '../api/body';
 import type { DaemonContext } from '../context';
 import type { NewLlmCall, WireApi } from '../protocol/entities';
 import { redactText } from '../redact';
@@ -256,29 +255,4 @@ export class Call {
       err.retryAfterS !== null ? { 'retry-after': String(err.retryAfterS) } : {},
     );
   }
-}
-
-/**
- * A backend's JSON answer, or null when it is not JSON or nests deeper than MAX_JSON_DEPTH (nothing
- * may walk such a value: the record keeps the text instead).
- */
-export function parseBackendJson(text: string): Json | null {
-  try {
-    return parseBoundedJson(text);
-  } catch {
-    return null;
-  }
-}
-
-/** Message of a backend error body (vLLM `{message}`, OpenAI `{error:{message}}`, or raw text). */
-export function backendErrorMessage(text: string): string {
-  try {
-    const j = parseBackendJson(text);
-    const m = j?.error?.message ?? j?.message ?? j?.detail ?? j?.error;
-    if (typeof m === 'string') return m;
-    if (m != null) return JSON.stringify(m).slice(0, 1000);
-  } catch {
-    // not JSON
-  }
-  return text.slice(0, 1000) || '(empty body)';
 }

@@ -5,9 +5,10 @@
 import { parseBoundedJson } from '../api/body';
 import { readText, SendError, send, timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
-import { backendErrorMessage, type Call, parseBackendJson } from './call';
-import { ProxyError } from './errors';
+import type { Call } from './call';
+import { backendErrorMessage, ProxyError } from './errors';
 import type { Json } from './json';
+import { parseBackendJson } from './json';
 import { AS_REQUESTED, callSampling } from './sampling';
 import { SseParser } from './sse';
 

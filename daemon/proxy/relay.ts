@@ -5,9 +5,10 @@
 
 import { parseWithoutPromptIds } from './answer-scan';
 import { type BackendKind, StreamAssembler } from './assemble';
-import { backendErrorMessage, parseBackendJson } from './call';
 import { ChatChunkScanner } from './chunk-scan';
+import { backendErrorMessage } from './errors';
 import type { Json } from './json';
+import { parseBackendJson } from './json';
 import type { StreamOut } from './output';
 import { SseParser } from './sse';
 import type { CompletionToChatStream } from './tito';
