@@ -6,8 +6,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 
-// undici rather than node:http: it costs about half the CPU per request (measured 26-29 µs against
-// 46-47 µs at 64 concurrent keep-alive calls), which is most of what the proxy adds to a call.
+// undici rather than node:http: at 64 concurrent keep-alive calls it cost about half the CPU per
+// request, which is most of what the proxy adds to a call (`npm run bench -- proxy`).
 // Idle sockets are closed after 4 s, before vLLM's server closes them (VLLM_HTTP_TIMEOUT_KEEP_ALIVE,
 // 5 s by default: vllm/envs.py:112), so a request rarely meets a socket the server is just closing;
 // generation requests are not retried when it happens (see `send`).

@@ -5,15 +5,14 @@
 import { readText } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import { JsonText } from '../store/json-text';
-import { parseChatAnswer, parseWithoutPromptIds } from './answer-scan';
 import { type BackendKind, tokensOf } from './assemble';
 import type { BackendPool } from './backends';
 import type { BridgeMemory } from './bridge';
 import type { Call } from './call';
 import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, onePool, sendFailure } from './dispatch';
 import { backendErrorMessage, ProxyError } from './errors';
+import { parseAnswer } from './fast-paths';
 import type { Json } from './json';
-import { parseBackendJson } from './json';
 import type { Output } from './output';
 import { answerStatus, choiceFields, fieldsOf, tokenFields } from './record-fields';
 import { AS_REQUESTED, callSampling, type SamplingPlan } from './sampling';
@@ -114,11 +113,11 @@ async function finishWhole(
   const status = d.res.statusCode ?? 502;
   // A bridged call's prompt ids are the bridge's own, and a harness that will not see vLLM's logprob
   // entries needs only their logprobs: neither is made into objects (the bulk of an answer's bytes).
-  let json: Json | null = d.bridged
-    ? parseWithoutPromptIds(text)
-    : o.kind === 'chat' && !o.output.logprobEntries
-      ? parseChatAnswer(text)
-      : parseBackendJson(text);
+  let json = parseAnswer(text, {
+    kind: o.kind,
+    bridged: d.bridged !== null,
+    entries: o.output.logprobEntries,
+  });
   if (status >= 400) {
     const message = `backend ${d.backendName} answered ${status}: ${backendErrorMessage(text)}`;
     await call.fail(

@@ -1,8 +1,9 @@
 // OpenAI's wire family: Chat Completions and Completions (native: the backends speak them) and
 // Responses (translated to chat, or relayed to a recording's OpenAI upstream).
 import type { ServerResponse } from 'node:http';
-import { backendBody, backendText, type FixedTarget } from '../dispatch';
+import { backendBody, type FixedTarget } from '../dispatch';
 import { invalidBody, ProxyError } from '../errors';
+import { harnessText } from '../fast-paths';
 import type { ProxyRequest } from '../front';
 import type { Json } from '../json';
 import { nativeOutput } from '../output';
@@ -40,7 +41,7 @@ export const nativeRoute =
     await runCall(call, d.pool, {
       kind,
       body: sent.body,
-      bodyText: backendText(req.raw, body, sent.body),
+      bodyText: harnessText(req.raw, body, sent.body),
       sampling: sent.plan,
       stream: body.stream === true,
       output: nativeOutput(body),
