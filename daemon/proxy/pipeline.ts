@@ -5,7 +5,7 @@
 import { readText } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import { JsonText } from '../store/json-text';
-import { type BackendKind, tokensOf } from './assemble';
+import type { BackendKind } from './assemble';
 import type { BackendPool } from './backends';
 import type { BridgeMemory } from './bridge';
 import type { Call } from './call';
@@ -14,7 +14,7 @@ import { backendErrorMessage, ProxyError } from './errors';
 import { parseAnswer } from './fast-paths';
 import type { Json } from './json';
 import type { Output } from './output';
-import { answerStatus, choiceFields, fieldsOf, tokenFields } from './record-fields';
+import { answerFields, fieldsOf } from './record-fields';
 import { AS_REQUESTED, callSampling, type SamplingPlan } from './sampling';
 import { finishStream } from './stream';
 import { completionToChat } from './tito';
@@ -168,10 +168,8 @@ async function finishWhole(
       thinking: d.bridged.thinking,
     });
   // Before the output strips the extras in place.
-  const tokens = tokensOf(json, o.kind);
-  const asked = o.target?.extras ?? true;
-  const verdict = answerStatus(json, tokens, asked);
-  call.choices = choiceFields(json, o.kind, d.bridged ? 'bridge' : 'backend', asked);
+  const answered = answerFields(json, o.kind, d.bridged ? 'bridge' : 'backend', o.target?.extras ?? true);
+  call.choices = answered.choices;
   remember(json);
   let out: unknown;
   try {
@@ -190,7 +188,7 @@ async function finishWhole(
     200,
     { 'content-type': 'application/json' },
     answer,
-    fieldsOf(base, tokenFields(tokens, d.bridged ? 'bridge' : 'backend'), verdict, {
+    fieldsOf(base, answered.fields, {
       response: new JsonText(answer, out),
       http_status: 200,
       ttft_ms: total,

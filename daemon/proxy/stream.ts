@@ -3,12 +3,12 @@
 
 import { timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
-import { type BackendKind, tokensOf } from './assemble';
+import type { BackendKind } from './assemble';
 import type { Call } from './call';
 import type { Dispatched } from './dispatch';
 import type { Json } from './json';
 import type { Output } from './output';
-import { answerStatus, choiceFields, fieldsOf, tokenFields } from './record-fields';
+import { answerFields, fieldsOf } from './record-fields';
 import { StreamRelay } from './relay';
 import { CompletionToChatStream } from './tito';
 
@@ -45,16 +45,15 @@ export async function finishStream(
   /** The record so far; `json` (asm.result()) is consumed: the native output strips it in place. */
   const partial = (json: Json = asm.result()): Partial<NewLlmCall> => {
     const source = d.bridged ? 'bridge' : 'backend';
-    const t = tokensOf(json, o.kind);
-    const tokens = Object.assign(tokenFields(t, source), answerStatus(json, t, o.asked));
-    call.choices = choiceFields(json, o.kind, source, o.asked);
+    const answered = answerFields(json, o.kind, source, o.asked);
+    call.choices = answered.choices;
     let response: unknown = null;
     try {
       response = asm.chunks > 0 ? out.assembled(asm, json) : null;
     } catch {
       response = json;
     }
-    return fieldsOf(base, tokens, { response, ttft_ms: relay.ttft, http_status: 200 });
+    return fieldsOf(base, answered.fields, { response, ttft_ms: relay.ttft, http_status: 200 });
   };
 
   call.snapshot = () => partial();
