@@ -8,7 +8,7 @@ import type { Json } from '../json';
 import { passthrough } from '../passthrough';
 import { ANTHROPIC_BASE } from '../upstream';
 import { countTokensRoute } from './count-tokens';
-import { asProxyError, type Handler, newCall, type ProxyDeps, scopeOf } from './deps';
+import { asProxyError, begin, type Handler, newCall, type ProxyDeps } from './deps';
 import { runTranslated } from './translated';
 
 export const messagesRoute =
@@ -16,13 +16,9 @@ export const messagesRoute =
   async (req: ProxyRequest, res: ServerResponse) => {
     const call = newCall(d, req, res, 'messages', performance.now());
     const body = req.body as Json;
-    try {
-      call.scope = await scopeOf(d, req);
-    } catch (e) {
-      return call.fail(asProxyError(e));
-    }
-    call.tags.push(...d.policy.sideTags(call.scope, body));
-    const u = call.scope.upstream;
+    const scope = await begin(d, call, req, body);
+    if (!scope) return;
+    const u = scope.upstream;
     if (u?.kind === 'anthropic') {
       try {
         if (!body || typeof body !== 'object')

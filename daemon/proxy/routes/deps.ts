@@ -7,6 +7,7 @@ import type { BackendPool } from '../backends';
 import { Call } from '../call';
 import { ProxyError } from '../errors';
 import type { ProxyRequest } from '../front';
+import type { Output } from '../output';
 import type { CallPolicy } from '../policy';
 import type { Recorder } from '../recorder';
 import { keyOf, type Scope, type Scopes } from '../scope';
@@ -27,6 +28,27 @@ export type Handler = (req: ProxyRequest, res: ServerResponse) => Promise<unknow
 export function scopeOf(d: ProxyDeps, req: ProxyRequest): Promise<Scope> {
   const key = keyOf(req.headers);
   return req.rid !== undefined ? d.scopes.forRollout(req.rid, key) : d.scopes.forUnscoped(key);
+}
+
+/**
+ * Finds `call`'s scope and tags a recording's side call; null when the scope was refused (the call
+ * has failed with it, in `early`'s wire format when given).
+ */
+export async function begin(
+  d: ProxyDeps,
+  call: Call,
+  req: ProxyRequest,
+  body: unknown,
+  early?: Output,
+): Promise<Scope | null> {
+  try {
+    call.scope = await scopeOf(d, req);
+  } catch (e) {
+    await call.fail(asProxyError(e), {}, early);
+    return null;
+  }
+  call.tags.push(...d.policy.sideTags(call.scope, body));
+  return call.scope;
 }
 
 /**

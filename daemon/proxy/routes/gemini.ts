@@ -8,7 +8,7 @@ import { translatedOutput } from '../output';
 import { geminiTarget } from '../route-table';
 import { geminiTranslator } from '../translate/gemini';
 import { countTokensRoute } from './count-tokens';
-import { asProxyError, geminiKey, type Handler, newCall, type ProxyDeps, scopeOf } from './deps';
+import { asProxyError, begin, geminiKey, type Handler, newCall, type ProxyDeps } from './deps';
 import { runTranslated } from './translated';
 
 export const generateRoute =
@@ -29,13 +29,9 @@ export const generateRoute =
     geminiKey(req);
     let body = req.body as Json;
     body = body && typeof body === 'object' && !Array.isArray(body) ? { ...body, ...target } : body;
-    try {
-      call.scope = await scopeOf(d, req);
-    } catch (e) {
-      return call.fail(asProxyError(e), {}, early);
-    }
-    call.tags.push(...d.policy.sideTags(call.scope, body));
-    const u = call.scope.upstream;
+    const scope = await begin(d, call, req, body, early);
+    if (!scope) return;
+    const u = scope.upstream;
     if (u && u.kind !== 'vllm')
       return call.fail(
         new ProxyError(

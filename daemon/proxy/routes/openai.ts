@@ -11,7 +11,7 @@ import { passthrough } from '../passthrough';
 import { runCall } from '../pipeline';
 import { ChatBody, CompletionBody, surelyChatBody } from '../requests';
 import { sampledBody } from '../sampling';
-import { asProxyError, type Handler, newCall, type ProxyDeps, scopeOf } from './deps';
+import { asProxyError, begin, type Handler, newCall, type ProxyDeps } from './deps';
 import { runTranslated } from './translated';
 
 /** Chat Completions and Completions, native. */
@@ -19,13 +19,9 @@ export const nativeRoute =
   (d: ProxyDeps, kind: 'chat' | 'completions'): Handler =>
   async (req: ProxyRequest, res: ServerResponse) => {
     const call = newCall(d, req, res, kind, performance.now());
-    try {
-      call.scope = await scopeOf(d, req);
-    } catch (e) {
-      return call.fail(asProxyError(e));
-    }
     const body = req.body as Json;
-    call.tags.push(...d.policy.sideTags(call.scope, body));
+    const scope = await begin(d, call, req, body);
+    if (!scope) return;
     if (kind !== 'chat' || !surelyChatBody(body)) {
       const parsed = (kind === 'chat' ? ChatBody : CompletionBody).safeParse(body);
       if (!parsed.success) return call.fail(invalidBody(parsed.error));
@@ -33,8 +29,8 @@ export const nativeRoute =
     let target: FixedTarget | null;
     let sent: ReturnType<typeof sampledBody>;
     try {
-      target = await d.upstreams.target(call.scope.upstream);
-      sent = sampledBody(call.scope, backendBody(body, kind, target?.extras ?? true));
+      target = await d.upstreams.target(scope.upstream);
+      sent = sampledBody(scope, backendBody(body, kind, target?.extras ?? true));
     } catch (e) {
       return call.fail(asProxyError(e));
     }
@@ -46,7 +42,7 @@ export const nativeRoute =
       stream: body.stream === true,
       output: nativeOutput(body),
       target,
-      tito: kind === 'chat' ? d.policy.titoOf(call.scope, call.tags) : undefined,
+      tito: kind === 'chat' ? d.policy.titoOf(scope, call.tags) : undefined,
     });
   };
 
@@ -56,13 +52,8 @@ export const responsesRoute =
   async (req: ProxyRequest, res: ServerResponse) => {
     const call = newCall(d, req, res, 'responses', performance.now());
     const body = req.body as Json;
-    try {
-      call.scope = await scopeOf(d, req);
-    } catch (e) {
-      return call.fail(asProxyError(e));
-    }
-    const scope = call.scope;
-    call.tags.push(...d.policy.sideTags(scope, body));
+    const scope = await begin(d, call, req, body);
+    if (!scope) return;
     const u = scope.upstream;
     try {
       if (u?.kind === 'openai') {
