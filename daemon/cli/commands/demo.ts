@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runRollout } from '../../../examples/math-agent/agent';
-import { svgPlot, unicodePlot } from '../../cluster/plot';
+import { svgPlot, unicodePlot } from '../plot';
 import { type RolloutContext, runWorker } from '../../cluster/worker';
 import { loadConfigFile } from '../../config/load';
 import { startDaemon } from '../../daemon';
