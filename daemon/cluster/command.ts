@@ -2,7 +2,7 @@
 // The reward is the harness's own post, or the last stdout line `{"reward": x}`; a nonzero exit is a
 // failed attempt carrying the stderr tail; an aborted attempt kills the process group.
 import { spawn } from 'node:child_process';
-import type { RolloutContext, RolloutOutcome } from './wire';
+import type { RolloutContext, RolloutOutcome } from '../protocol/worker';
 
 const STDERR_TAIL = 4000;
 /** How much of a command's stdout is kept (its tail): the reward line, and what a verifier reads. */

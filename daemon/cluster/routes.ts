@@ -10,8 +10,8 @@ import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
 import { type Attempt, Id, type Rollout } from '../protocol/entities';
+import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from '../protocol/worker';
 import { nextEvent, rolloutOf } from './events';
-import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from './wire';
 import type { Workers } from './workers';
 
 export interface RouteOptions {

@@ -4,17 +4,17 @@
 import { hostname } from 'node:os';
 import { readReply, restFetch } from '../api/rest-call';
 import { type RolloutDetail, RolloutDetail as RolloutDetailSchema } from '../protocol/api';
-import { noRewardLine } from './command';
-import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
 import {
   type Claimed,
   Claimed as ClaimedSchema,
   HeartbeatReply,
   type RolloutContext,
   type RolloutOutcome,
-} from './wire';
+} from '../protocol/worker';
+import { noRewardLine } from './command';
+import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
 
-export type { RolloutContext, RolloutOutcome } from './wire';
+export type { RolloutContext, RolloutOutcome } from '../protocol/worker';
 
 export interface WorkerOptions {
   daemonUrl: string;
