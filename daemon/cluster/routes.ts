@@ -11,8 +11,8 @@ import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
 import { type Attempt, Id, type Rollout } from '../protocol/entities';
 import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from '../protocol/worker';
+import type { Workers } from '../worker/workers';
 import { nextEvent, rolloutOf } from './events';
-import type { Workers } from './workers';
 
 export interface RouteOptions {
   /** Seconds between worker heartbeats (told to the worker with each claim). */
@@ -160,7 +160,7 @@ export async function registerWorkerRoutes(
         status = 'failed';
         error =
           'the run takes its reward from harness.verifier, but the worker finished without a verifier reward ' +
-          '(use `harness-rl worker`, or runWorker from daemon/cluster/worker, which run it)';
+          '(use `harness-rl worker`, or runWorker from daemon/worker/worker, which run it)';
       } else if (status === 'succeeded' && body.reward !== undefined && rollout.reward === null) {
         // The harness may have posted its reward itself (POST /api/rollouts/:id/reward); that one counts.
         await store.addReward(rollout.id, { value: body.reward, source: 'harness' });
