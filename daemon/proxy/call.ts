@@ -7,7 +7,6 @@ import { redactText } from '../redact';
 import { JsonText } from '../store/json-text';
 import { type ErrorWire, errorBody, ProxyError } from './errors';
 import { sendJson } from './front';
-import type { Json } from './json';
 import type { Output } from './output';
 import type { Recorder } from './recorder';
 import type { Scope } from './scope';
