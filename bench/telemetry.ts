@@ -1,7 +1,8 @@
 // Telemetry's cost to the proxy, in one run: the daemon with /metrics and OTLP export (to a loopback
 // sink) on against both off, alternating rounds against one fake-vllm (everything in this process).
 //   telemetry.throughput  calls/s on / off (goal >= 0.95), and CPU per call off / on (steadier on a
-//                         shared machine: other processes' load does not count)
+//                         shared machine: other processes' load does not count); otlp_ratio_paired:
+//                         OTLP export alone (on against metrics only), the median of each round's ratio
 //   telemetry.hot_path    ns per recorded call spent in the metrics counters and the span export
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -140,6 +141,8 @@ export default async function main(): Promise<void> {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
   const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+  // Each round's pair measured back to back: the machine's load moves less within a round than across.
+  const paired = (a: number[], b: number[]) => round(median(a.map((x, i) => x / b[i]!)), 3);
   emit('telemetry.throughput', {
     calls: CALLS,
     concurrency: CONCURRENCY,
@@ -152,6 +155,9 @@ export default async function main(): Promise<void> {
     cpu_ratio: round(median(cpu.off) / median(cpu.on), 3),
     metrics_only_rps: round(median(rates.metrics), 1),
     metrics_only_cpu_us_per_call: round(median(cpu.metrics), 0),
+    // OTLP export alone: on (metrics + export) against metrics only, round by round
+    otlp_ratio_paired: paired(rates.on, rates.metrics),
+    ratio_paired: paired(rates.on, rates.off),
   });
 }
 

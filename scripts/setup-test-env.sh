@@ -75,6 +75,9 @@ scripts/setup-code-server.sh >&2
 if [ -x trainer/scripts/setup-venv.sh ]; then
   trainer/scripts/setup-venv.sh >&2
 fi
+# Arize Phoenix, the real OTLP receiver of test/e2e/telemetry-phoenix.test.ts (its own venv, ~0.9 GB;
+# 713 s to install on a busy 2-core machine, nothing on later runs)
+scripts/setup-phoenix-venv.sh >&2
 # --- end of the Python set-up -----------------------------------------------------------------
 
 log "ready"

@@ -54,7 +54,10 @@ export interface AgentSettings {
   recordingSnippet: boolean;
 }
 
-/** The variables the extension gives new VS Code terminals while a recording runs. */
+/**
+ * The variables the extension gives new VS Code terminals while a recording runs: both providers, and
+ * Claude Code's OpenTelemetry logs (its tool runs) sent to the daemon's receiver with the same key.
+ */
 export function terminalEnv(e: Pick<AgentEndpoints, 'openaiBaseUrl' | 'anthropicBaseUrl' | 'key'>) {
   return {
     OPENAI_BASE_URL: e.openaiBaseUrl,
@@ -62,10 +65,40 @@ export function terminalEnv(e: Pick<AgentEndpoints, 'openaiBaseUrl' | 'anthropic
     ANTHROPIC_BASE_URL: e.anthropicBaseUrl,
     ANTHROPIC_AUTH_TOKEN: e.key,
     ANTHROPIC_API_KEY: e.key,
+    ...Object.fromEntries(claudeCodeOtel(e).map((v) => [v.name, v.value])),
   };
 }
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+
+/** A value as one shell word: quoted when it holds a space (`Authorization=Bearer <key>`). */
+export function shellWord(value: string): string {
+  return /\s/.test(value) ? `'${value.replaceAll("'", `'\\''`)}'` : value;
+}
+
+/**
+ * Claude Code's own OpenTelemetry events (its monitoring docs: CLAUDE_CODE_ENABLE_TELEMETRY with the
+ * OTLP logs exporter) go to the daemon's receiver beside its calls: each `claude_code.tool_result`
+ * becomes a tool run on the rollout or recording (daemon/telemetry/ingest.ts). Logs only: no metrics.
+ */
+export function claudeCodeOtel(e: Pick<AgentEndpoints, 'anthropicBaseUrl' | 'key'>): EnvSetting[] {
+  return [
+    {
+      name: 'CLAUDE_CODE_ENABLE_TELEMETRY',
+      value: '1',
+      comment: 'its tool runs onto the trajectory (OTLP logs)',
+    },
+    { name: 'OTEL_LOGS_EXPORTER', value: 'otlp' },
+    { name: 'OTEL_EXPORTER_OTLP_LOGS_PROTOCOL', value: 'http/protobuf' },
+    { name: 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT', value: `${e.anthropicBaseUrl}/v1/logs` },
+    { name: 'OTEL_EXPORTER_OTLP_HEADERS', value: `Authorization=Bearer ${e.key}` },
+    {
+      name: 'OTEL_LOGS_EXPORT_INTERVAL',
+      value: '2000',
+      comment: 'ms; it also sends what is left when it exits',
+    },
+  ];
+}
 
 /** Qwen Code's and Gemini CLI's settings.json: no telemetry or update checks, the auth type chosen. */
 const cliSettings = (auth: string) =>
@@ -98,13 +131,15 @@ export const AGENT_SETTINGS: AgentSettings[] = [
         name: 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC',
         value: '1',
         comment:
-          'no telemetry, error reports or update checks: DISABLE_AUTOUPDATER, DISABLE_TELEMETRY and DISABLE_ERROR_REPORTING (=1) one by one',
+          'no telemetry to Anthropic, error reports or update checks: DISABLE_AUTOUPDATER, DISABLE_TELEMETRY and DISABLE_ERROR_REPORTING (=1) one by one',
       },
+      ...claudeCodeOtel(e),
     ],
     files: () => [],
     command: () =>
       'claude -p "the task" --dangerously-skip-permissions   # non-interactive; as root also IS_SANDBOX=1',
     notes: [
+      'Its tool runs (`claude_code.tool_result`: tool, duration, success, result size) reach the trajectory through its OpenTelemetry logs exporter, which the `OTEL_*` variables point at the daemon’s receiver with the same key; `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC` does not stop them. Leave `OTEL_METRICS_EXPORTER` unset (the daemon takes no metrics).',
       '`ANTHROPIC_AUTH_TOKEN` is sent as `Authorization: Bearer`; `ANTHROPIC_API_KEY` as `x-api-key`. The proxy takes either. Interactive `claude` asks once whether to use an `ANTHROPIC_API_KEY` it finds in the environment (and stores the answer); `ANTHROPIC_AUTH_TOKEN` is used without asking, which is why the recording sets it. In `-p` mode both work, together too (CI runs with both set).',
       'Side calls: interactive sessions make small-model calls (topic and title detection, summaries) with a Haiku name unless `ANTHROPIC_DEFAULT_HAIKU_MODEL` says otherwise, and `POST /v1/messages/count_tokens`, which the proxy counts with the backend’s tokenizer over the translated request (tagged `side`). A `-p` run makes only its main calls.',
       'Its environment text arrives as a system block after the first user turn; the proxy joins it to the leading system message so Qwen3/Qwen3.5 chat templates render it.',
@@ -142,7 +177,9 @@ wire_api = "responses"
 enabled = false
 
 [otel]
-exporter = "none"
+environment = "harness-rl"
+log_user_prompt = false
+exporter = { otlp-http = { endpoint = "${e.openaiBaseUrl}/logs", protocol = "binary", headers = { authorization = "Bearer ${e.key}" } } }
 `,
       },
     ],
@@ -151,6 +188,7 @@ exporter = "none"
       'It needs a `model_providers` entry with `wire_api = "responses"`: Codex no longer speaks Chat Completions, and the built-in `openai` provider would go to api.openai.com (`OPENAI_BASE_URL` alone is not enough).',
       'A key set after a table header belongs to that table: `check_for_update_on_startup` after `[model_providers.harness-rl]` is ignored with a warning.',
       'Its namespaced tools (`multi_agent_v1` sub-agents) reach the backend as `multi_agent_v1__spawn_agent` and come back with their namespace; its hosted `web_search` tool is left out and every call is tagged `tool-left-out:web_search (…)`. The shell tool is `exec_command` (`{"cmd": "…"}`).',
+      'Its `[otel]` logs exporter sends each `codex.tool_result` event (tool, call id, duration, success, output size) to the daemon’s receiver with the same key: the tool runs appear on the trajectory. `exporter = "none"` turns that off.',
       'It warns `Model metadata for <model> not found` for a name it does not know; harmless.',
       'Under `/tmp` it cannot create its PATH helpers (a warning); keep `CODEX_HOME` elsewhere in real use.',
       '`codex exec` still looks up `github.com`, `api.github.com` and `chatgpt.com` in DNS (no connection follows in CI’s trace).',
@@ -366,7 +404,7 @@ export function settingsMarkdown(
     return c ? `${line.padEnd(48)} # ${c}` : line;
   };
   const parts: string[] = [];
-  const sh = agent.env(e).map((v) => withComment(`export ${v.name}=${v.value}`, v.comment));
+  const sh = agent.env(e).map((v) => withComment(`export ${v.name}=${shellWord(v.value)}`, v.comment));
   if (agent.command && options.command !== false) sh.push(agent.command(e));
   if (sh.length) parts.push(`\`\`\`sh\n${sh.join('\n')}\n\`\`\``);
   for (const f of agent.files(e)) {

@@ -28,7 +28,7 @@ export function bearerToken(headers: IncomingHttpHeaders): string | null {
  * Does `key` belong to the rollout (its own key, or the key of the recording it collects)? The store
  * keeps only SHA-256 hashes of keys, so the presented key's hash is compared (in constant time).
  */
-async function isRolloutKey(ctx: DaemonContext, rolloutId: string, key: string): Promise<boolean> {
+export async function isRolloutKey(ctx: DaemonContext, rolloutId: string, key: string): Promise<boolean> {
   if (!Id.safeParse(rolloutId).success) return false; // no rollout has it (the handler's 400 names it)
   const presented = keyHash(key);
   const own = await ctx.store.getRolloutKeyHash(rolloutId);

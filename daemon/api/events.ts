@@ -101,6 +101,8 @@ function runOf(
       return event.run_id;
     case 'workers':
       return event.workers.run_id;
+    case 'tool_runs':
+      return byRollout(event.rollout_id);
     default:
       return null;
   }

@@ -45,6 +45,7 @@ import {
 } from '../protocol/entities';
 import { ApiError, notFound } from './errors';
 import { eventTickets, TICKET_TTL_MS } from './events';
+import { importRoutes } from './imports';
 import { openApiFor } from './openapi';
 import { type AnyRoute, route } from './route';
 import { validationRoutes } from './run-validation';
@@ -157,19 +158,21 @@ export const routes: AnyRoute[] = [
   route({
     method: 'GET',
     path: '/api/rollouts/:id',
-    summary: 'a rollout with its attempts, rewards, llm calls (token ids, logprobs) and prefix breaks',
+    summary:
+      'a rollout with its attempts, rewards, llm calls (token ids, logprobs), prefix breaks and the tool runs its harness reported',
     auth: 'rollout',
     params: IdParams,
     response: RolloutDetail,
     handler: async ({ ctx, params }) => {
       const rollout = await mustRollout(ctx, params.id);
-      const [attempts, rewards, llm_calls, prefix_breaks] = await Promise.all([
+      const [attempts, rewards, llm_calls, prefix_breaks, tool_runs] = await Promise.all([
         ctx.store.listAttempts(params.id),
         ctx.store.listRewards(params.id),
         ctx.store.listLlmCalls(params.id),
         ctx.store.getPrefixBreaks(params.id),
+        ctx.store.listToolRuns(params.id),
       ]);
-      return { ...rollout, attempts, rewards, llm_calls, prefix_breaks };
+      return { ...rollout, attempts, rewards, llm_calls, prefix_breaks, tool_runs };
     },
   }),
   route({
@@ -472,14 +475,18 @@ export const routes: AnyRoute[] = [
   route({
     method: 'GET',
     path: '/api/recordings/:id',
-    summary: 'a recording with its calls',
+    summary: 'a recording with its calls and the tool runs its agent reported',
     auth: 'token',
     params: IdParams,
     response: RecordingDetail,
     handler: async ({ ctx, params }) => {
       const recording = await ctx.store.getRecording(params.id);
       if (!recording) throw notFound('recording', params.id);
-      return { ...recording, calls: await ctx.store.listRecordingCalls(recording.id) };
+      const [calls, tool_runs] = await Promise.all([
+        ctx.store.listRecordingCalls(recording.id),
+        ctx.store.listToolRuns(recording.rollout_id),
+      ]);
+      return { ...recording, calls, tool_runs };
     },
   }),
   route({
@@ -496,4 +503,5 @@ export const routes: AnyRoute[] = [
       return ctx.store.stopRecording(params.id);
     },
   }),
+  ...importRoutes,
 ];

@@ -14,6 +14,10 @@ const commands: Record<
     load: () => import('./commands/samples'),
   },
   export: { summary: 'write the samples of a run as JSONL', load: () => import('./commands/export') },
+  import: {
+    summary: 'past Claude Code / Codex sessions into recordings',
+    load: () => import('./commands/import'),
+  },
   demo: {
     summary: 'train the reference engine on the example harness',
     load: () => import('./commands/demo'),

@@ -26,7 +26,7 @@ export async function sampleBatch(
   step: number,
   tasks: Task[],
   n: number,
-  maxAttempts: number,
+  attempts: { max_attempts: number; infrastructure_retries: number },
 ): Promise<Batch> {
   const groups: Group[] = [];
   const inputs = [];
@@ -40,7 +40,8 @@ export async function sampleBatch(
         group_id: group.id,
         task_id: task.id,
         input: task.input,
-        max_attempts: maxAttempts,
+        max_attempts: attempts.max_attempts,
+        infrastructure_retries: attempts.infrastructure_retries,
       });
     }
   }
@@ -79,9 +80,17 @@ export async function timeOut(store: Store, open: Rollout[], timeoutMs: number):
   }
 }
 
-/** Mark each group complete (some rollout succeeded) or failed; the rewards of the succeeded rollouts. */
-export async function closeGroups(store: Store, batch: Batch, rollouts: Rollout[]): Promise<number[]> {
-  const succeeded = rollouts.filter((r) => r.status === 'succeeded');
+/**
+ * Mark each group complete (a rollout of it succeeded and it was not dropped as incomplete) or failed;
+ * the rewards of the succeeded rollouts of the groups kept.
+ */
+export async function closeGroups(
+  store: Store,
+  batch: Batch,
+  rollouts: Rollout[],
+  dropped: ReadonlySet<string> = new Set(),
+): Promise<number[]> {
+  const succeeded = rollouts.filter((r) => r.status === 'succeeded' && !dropped.has(r.group_id ?? r.id));
   for (const group of batch.groups) {
     const ok = succeeded.some((r) => r.group_id === group.id);
     await store.setGroupStatus(group.id, ok ? 'complete' : 'failed');

@@ -10,6 +10,7 @@ import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
 import { type Attempt, Id, type Rollout } from '../protocol/entities';
+import { harnessFailure } from '../protocol/failures';
 import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from '../protocol/worker';
 import type { Workers } from '../worker/workers';
 import { nextEvent, rolloutOf } from './events';
@@ -165,7 +166,12 @@ export async function registerWorkerRoutes(
         // The harness may have posted its reward itself (POST /api/rollouts/:id/reward); that one counts.
         await store.addReward(rollout.id, { value: body.reward, source: 'harness' });
       }
-      const after = await store.finishAttempt(attempt.id, status, error);
+      const after = await store.finishAttempt(
+        attempt.id,
+        status,
+        error,
+        status === body.status ? body.failure : harnessFailure('verifier'),
+      );
       attemptRollout.delete(attempt.id);
       return { rollout: after };
     });

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import type { DaemonContext } from '../context';
 import { type ReferenceEngine, startReferenceEngine } from '../engine';
 import { readText, rootUrl, send } from '../http';
-import type { RunConfig } from '../protocol/config';
-import type { WeightsRef } from '../protocol/node';
+import { NEUTRAL_SAMPLING, type RunConfig, runSampling } from '../protocol/config';
+import type { VllmFlags, WeightsRef } from '../protocol/node';
 import type { Trainer } from '../protocol/training';
 import type { BackendPool } from '../proxy/backends';
 import { type NodeConnection, NodeRefused } from './nodes/connection';
@@ -161,13 +161,18 @@ export class RunBackends {
 
   /**
    * Inference nodes: one that refuses us (token, protocol version, role) fails the run with its
-   * reason; unreachable ones are fine while another backend can serve (they join when they come up).
+   * reason; unreachable ones are fine while another backend can serve (they join when they come up). A
+   * node whose vLLM cannot serve the run (vllmMismatch) fails it here, not at its first weight load.
    */
   private async checkNodes(): Promise<void> {
     const nodes = this.targets.filter((t): t is Extract<Target, { kind: 'node' }> => t.kind === 'node');
     if (nodes.length === 0) return;
     const results = await Promise.allSettled(nodes.map((t) => t.node.ready(10_000)));
     for (const r of results) if (r.status === 'rejected' && r.reason instanceof NodeRefused) throw r.reason;
+    for (const t of nodes) {
+      const problem = t.node.health?.vllm ? vllmMismatch(this.config, t.node.health.vllm) : null;
+      if (problem) throw new Error(`inference node ${t.url}: ${problem}`);
+    }
     if (nodes.length === this.targets.length && results.every((r) => r.status === 'rejected'))
       throw new Error(
         `no inference node is reachable: ${results.map((r) => (r as PromiseRejectedResult).reason?.message).join('; ')}`,
@@ -309,4 +314,24 @@ export class RunBackends {
   get trainerMetrics(): Record<string, number | null> {
     return this.nodeTrainer?.metrics ?? {};
   }
+}
+
+/**
+ * Why a node's vLLM cannot serve this run, or null. Its rank limit refuses a larger adapter
+ * (vllm/lora/peft_helper.py:201); raw logprobs (the default, vllm/config/model.py:305) describe T = 1
+ * and no truncation, so a run sampling otherwise would train on logprobs of another distribution.
+ */
+export function vllmMismatch(config: RunConfig, vllm: VllmFlags): string | null {
+  const rank = config.model.lora?.rank;
+  if (rank !== undefined && !vllm.enable_lora)
+    return `its vLLM was started without --enable-lora: it cannot serve this LoRA run (model.lora.rank ${rank})`;
+  if (rank !== undefined && rank > vllm.max_lora_rank)
+    return `model.lora.rank ${rank} is above its vLLM's --max-lora-rank ${vllm.max_lora_rank}: restart the node with --max-lora-rank ${rank} or more, or lower the rank`;
+  const sampling = runSampling(config.algorithm);
+  const changed = Object.entries(sampling).filter(
+    ([k, v]) => NEUTRAL_SAMPLING[k as keyof typeof NEUTRAL_SAMPLING] !== v,
+  );
+  if (changed.length > 0 && vllm.logprobs_mode !== 'processed_logprobs')
+    return `the run samples with ${changed.map(([k, v]) => `${k} ${v}`).join(', ')} but its vLLM returns ${vllm.logprobs_mode} (the distribution before them): start vLLM with --logprobs-mode processed_logprobs`;
+  return null;
 }

@@ -22,6 +22,7 @@ import {
   timeOut,
 } from './batches';
 import { nextEvent, rolloutOf } from './events';
+import { failedAttempts, nothingToTrainOn, stepRollouts } from './lost';
 import type { NodeRegistry } from './nodes/registry';
 import { RunBackends } from './run-backends';
 import { stepMetrics } from './step-metrics';
@@ -230,7 +231,7 @@ export class RunLoop {
 
   /** Create one group of `n` rollouts per task; workers claim them. */
   private sample(step: number, tasks: Task[], n: number): Promise<Batch> {
-    return sampleBatch(this.store, this.runId, step, tasks, n, this.config.harness.max_attempts);
+    return sampleBatch(this.store, this.runId, step, tasks, n, this.config.harness);
   }
 
   /** Wait until every rollout of the batch is finished, timing out attempts that run too long. */
@@ -271,7 +272,12 @@ export class RunLoop {
     const { store, config } = this;
     const { algorithm } = config;
     const sampleSeconds = (Date.now() - batch.startedAt) / 1000;
-    const finished = rollouts.filter((r) => r.status === 'succeeded');
+    const split = stepRollouts(rollouts, algorithm.incomplete_groups);
+    if (split.train.length === 0) {
+      await closeGroups(this.store, batch, rollouts, split.droppedGroups);
+      throw new Error(nothingToTrainOn(batch.step, rollouts, split));
+    }
+    const finished = split.train;
     let responseTokens = 0;
     let oldest = version;
     const trajectories = await trajectoriesFromStore(store, finished, (calls) => {
@@ -284,7 +290,7 @@ export class RunLoop {
     for (const [id, { stats, prefix_breaks }] of built.rollouts) {
       await store.setRolloutStats(id, stats, prefix_breaks);
     }
-    const rewards = meanStd(await closeGroups(this.store, batch, rollouts));
+    const rewards = meanStd(await closeGroups(this.store, batch, rollouts, split.droppedGroups));
     let result: TrainResult | null = null;
     if (built.samples.length > 0) {
       this.check();
@@ -314,6 +320,7 @@ export class RunLoop {
       responseTokens,
       trainerMetrics: this.backends?.trainerMetrics,
     });
+    Object.assign(values, split.metrics, await failedAttempts(store, rollouts));
     return {
       version: result?.model_version ?? version,
       trained: result !== null,

@@ -22,11 +22,38 @@ export async function bindsLoopbackOnly(host: string): Promise<boolean> {
   }
 }
 
-/** Throws unless the daemon may listen on `host` as asked. */
-export async function checkBind(host: string, tls: boolean, allowPlainHttp: boolean): Promise<void> {
-  if (tls || allowPlainHttp || (await bindsLoopbackOnly(host))) return;
+/** How a refusal names the listener's flags: the daemon's (HTTP) or a node agent's (WebSocket). */
+export interface BindFlags {
+  host: '--host' | '--listen';
+  plain: 'HTTP' | 'WebSocket (ws://)';
+  optOut: '--allow-plain-http' | '--allow-plain-ws';
+  secrets: string;
+}
+
+export const DAEMON_BIND: BindFlags = {
+  host: '--host',
+  plain: 'HTTP',
+  optOut: '--allow-plain-http',
+  secrets: 'its token, rollout keys and every prompt',
+};
+
+export const NODE_BIND: BindFlags = {
+  host: '--listen',
+  plain: 'WebSocket (ws://)',
+  optOut: '--allow-plain-ws',
+  secrets: 'its token, every prompt and the model weights',
+};
+
+/** Throws unless a listener may bind `host` as asked. */
+export async function checkBind(
+  host: string,
+  tls: boolean,
+  allowPlain: boolean,
+  flags: BindFlags = DAEMON_BIND,
+): Promise<void> {
+  if (tls || allowPlain || (await bindsLoopbackOnly(host))) return;
   throw new Error(
-    `--host ${host} reaches beyond this machine and the daemon would serve plain HTTP: its token, rollout keys and every prompt would cross the network unencrypted. Give --tls-cert and --tls-key (PEM files), or --allow-plain-http to accept that (it is logged on every start), or bind 127.0.0.1 and tunnel (ssh -L).`,
+    `${flags.host} ${host} reaches beyond this machine and would serve plain ${flags.plain}: ${flags.secrets} would cross the network unencrypted. Give --tls-cert and --tls-key (PEM files), or ${flags.optOut} to accept that (it is logged on every start), or bind 127.0.0.1 and tunnel (ssh -L).`,
   );
 }
 

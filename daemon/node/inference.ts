@@ -15,7 +15,7 @@ import type { Frame } from '../protocol/frames';
 import type { NodeMessageOf, WeightsRef } from '../protocol/node';
 import type { Peer, Role } from './agent';
 import { Supervised } from './process';
-import { parseVllmCommand, VLLM_DEFAULT_MAX_LORA_RANK } from './vllm-command';
+import { vllmFlags } from './vllm-command';
 
 export interface InferenceRoleOptions {
   dataDir: string;
@@ -139,6 +139,7 @@ export class InferenceRole implements Role {
       versions: { ...this.versions },
       restarts: this.process?.restarts ?? 0,
       last_error: this.lastError,
+      vllm: this.options.vllmCmd ? vllmFlags(this.options.vllmCmd) : null,
     };
   }
 
@@ -356,10 +357,9 @@ export class InferenceRole implements Role {
    * --max-lora-rank (default 16, vllm/config/lora.py:33) against the adapter's rank `r`.
    */
   private async checkLoraRank(dir: string): Promise<void> {
-    if (!this.options.vllmCmd) return;
-    const cmd = parseVllmCommand(this.options.vllmCmd);
-    if (!cmd.isVllm) return;
-    if (!cmd.flags.has('--enable-lora'))
+    const vllm = this.options.vllmCmd ? vllmFlags(this.options.vllmCmd) : null;
+    if (!vllm) return;
+    if (!vllm.enable_lora)
       throw new Error("this node started vLLM without --enable-lora: it cannot load a LoRA run's adapters");
     let rank: number | undefined;
     try {
@@ -367,10 +367,9 @@ export class InferenceRole implements Role {
     } catch {
       return;
     }
-    const max = Number(cmd.flags.get('--max-lora-rank') ?? VLLM_DEFAULT_MAX_LORA_RANK);
-    if (rank !== undefined && rank > max)
+    if (rank !== undefined && rank > vllm.max_lora_rank)
       throw new Error(
-        `the adapter's LoRA rank ${rank} is above this node's vLLM --max-lora-rank ${max}: restart the node with --max-lora-rank ${rank} or more`,
+        `the adapter's LoRA rank ${rank} is above this node's vLLM --max-lora-rank ${vllm.max_lora_rank}: restart the node with --max-lora-rank ${rank} or more`,
       );
   }
 

@@ -11,6 +11,7 @@ import {
   parseVllmCommand,
   preflightVllm,
   shellWords,
+  vllmFlags,
   withMemoryShare,
 } from './vllm-command';
 
@@ -62,9 +63,36 @@ describe('a vLLM command', () => {
       env: { HARNESS_RL_VLLM_VENV: '/opt/vllm-venv' },
     });
     expect(cmd).toBe(
-      '/opt/vllm-venv/bin/vllm serve Qwen/Qwen3-1.7B --served-model-name base --host 127.0.0.1 --port 8001 --generation-config vllm --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3 --enable-lora --max-lora-rank 32 --gpu-memory-utilization 0.45',
+      '/opt/vllm-venv/bin/vllm serve Qwen/Qwen3-1.7B --served-model-name base --host 127.0.0.1 --port 8001 --generation-config vllm --logprobs-mode processed_logprobs --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3 --enable-lora --max-lora-rank 32 --gpu-memory-utilization 0.45',
     );
     expect(preflightVllm(cmd, ok)).toEqual([]);
+  });
+
+  it('refuses --logprobs-mode raw_logits/processed_logits: vLLM would answer logits where the logprobs go', () => {
+    const base =
+      'vllm serve Qwen/Qwen3-1.7B --host 127.0.0.1 --generation-config vllm --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3';
+    const env = { VLLM_SERVER_DEV_MODE: '1' };
+    for (const mode of ['raw_logits', 'processed_logits'])
+      expect(preflightVllm(`${base} --logprobs-mode ${mode}`, { ...ok, env })).toEqual([
+        `--logprobs-mode ${mode}: vLLM would return logits as logprobs; use processed_logprobs`,
+      ]);
+    expect(preflightVllm(`${base} --logprobs-mode processed_logprobs`, { ...ok, env })).toEqual([]);
+  });
+
+  it("reads the flags a run checks at start, with vLLM's defaults where a flag is absent", () => {
+    expect(
+      vllmFlags('vllm serve m --enable-lora --max-lora-rank=64 --logprobs-mode processed_logprobs'),
+    ).toEqual({
+      enable_lora: true,
+      max_lora_rank: 64,
+      logprobs_mode: 'processed_logprobs',
+    });
+    expect(vllmFlags('vllm serve m')).toEqual({
+      enable_lora: false,
+      max_lora_rank: 16,
+      logprobs_mode: 'raw_logprobs',
+    });
+    expect(vllmFlags('python my_server.py --port 8000')).toBeNull();
   });
 
   it("the README's old command is refused naming each missing flag (tool calls would get 400)", () => {

@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
+import type { VllmFlags } from '../protocol/node';
 
 /**
  * Tool-call and reasoning parsers per model family, matched on the model id or folder name (then on
@@ -167,6 +168,17 @@ export interface BuildOptions {
 
 const quoteWord = (w: string) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
 
+/** The flags a run checks when it starts (null: not a vLLM command, unknown). */
+export function vllmFlags(command: string): VllmFlags | null {
+  const cmd = parseVllmCommand(command);
+  if (!cmd.isVllm) return null;
+  return {
+    enable_lora: cmd.flags.has('--enable-lora'),
+    max_lora_rank: Number(cmd.flags.get('--max-lora-rank') ?? VLLM_DEFAULT_MAX_LORA_RANK),
+    logprobs_mode: cmd.flags.get('--logprobs-mode') ?? 'raw_logprobs',
+  };
+}
+
 /** The vLLM command the node starts for --model: vLLM's own venv, every flag the preflight asks for. */
 export function buildVllmCommand(o: BuildOptions): string {
   const known = parsersFor(o.model);
@@ -181,7 +193,9 @@ export function buildVllmCommand(o: BuildOptions): string {
     '--port',
     String(o.port),
   );
-  words.push('--generation-config', 'vllm');
+  // Logprobs after temperature (vllm/config/model.py:305, sampler v1/worker/gpu/sample/sampler.py:170):
+  // the same as raw at neutral sampling, and what a run sampling at T != 1 must record.
+  words.push('--generation-config', 'vllm', '--logprobs-mode', 'processed_logprobs');
   if (tool) words.push('--enable-auto-tool-choice', '--tool-call-parser', tool);
   if (reasoning) words.push('--reasoning-parser', reasoning);
   if (o.maxLoraRank !== undefined) words.push('--enable-lora', '--max-lora-rank', String(o.maxLoraRank));
@@ -244,6 +258,13 @@ export function preflightVllm(command: string, o: PreflightOptions): string[] {
   if (flag('--generation-config') !== 'vllm')
     problems.push(
       "--generation-config vllm is missing: vLLM would sample with the model's generation_config.json",
+    );
+
+  // The *_logits modes put logits where the answer's logprobs go (v1/worker/gpu/sample/sampler.py:179).
+  const logprobsMode = flag('--logprobs-mode');
+  if (logprobsMode === 'raw_logits' || logprobsMode === 'processed_logits')
+    problems.push(
+      `--logprobs-mode ${logprobsMode}: vLLM would return logits as logprobs; use processed_logprobs`,
     );
 
   if (flag('--max-lora-rank') !== undefined) {

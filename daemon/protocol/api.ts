@@ -15,6 +15,7 @@ import {
   Rollout,
   RolloutStatus,
   Run,
+  ToolRun,
 } from './entities';
 
 export const ErrorBody = z.object({
@@ -78,6 +79,7 @@ export const RolloutDetail = Rollout.extend({
   rewards: z.array(Reward),
   llm_calls: z.array(LlmCall),
   prefix_breaks: z.array(PrefixBreak),
+  tool_runs: z.array(ToolRun).default([]).describe('tool executions the harness reported over OTLP'),
 });
 
 export const RewardBody = z
@@ -176,7 +178,10 @@ export const EventsTicket = z.object({
 });
 export type EventsTicket = z.infer<typeof EventsTicket>;
 export const GroupDetail = Group.extend({ rollouts: z.array(Rollout) });
-export const RecordingDetail = Recording.extend({ calls: z.array(LlmCall) });
+export const RecordingDetail = Recording.extend({
+  calls: z.array(LlmCall),
+  tool_runs: z.array(ToolRun).default([]),
+});
 /** For actions that take no fields (complete, cancel, stop): an empty body or `{}`. */
 export const EmptyBody = z.object({}).strict();
 export type GroupDetail = z.infer<typeof GroupDetail>;

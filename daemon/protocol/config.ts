@@ -95,7 +95,26 @@ export const HarnessConfig = z
       ),
     concurrency: z.number().int().positive().default(8),
     timeout_s: durationS().default(600),
-    max_attempts: z.number().int().positive().default(2),
+    max_attempts: z
+      .number()
+      .int()
+      .positive()
+      .default(2)
+      .describe('attempts per rollout whose failures are the harness’s own (exit code, no reward, verifier)'),
+    infrastructure_retries: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(3)
+      .describe(
+        'further attempts per rollout after failures that are not the harness’s (a sandbox that did not start, a lost worker or node, a backend error, the deadline); they never count as a reward',
+      ),
+    mode: z
+      .enum(['spawn', 'persistent'])
+      .default('spawn')
+      .describe(
+        'spawn: `command` starts once per rollout; persistent: it starts once per concurrency slot and takes rollouts one after another, one JSON line each on stdin, answering one JSON line {"rollout_id", "reward"} (or {"rollout_id", "error"}) on stdout; a process that dies is restarted and its rollout failed as infrastructure',
+      ),
     reward: z
       .enum(['harness', 'verifier'])
       .default('harness')
@@ -144,7 +163,8 @@ export const LossAggregation = z.enum([
  * "raw_logprobs", vllm/config/model.py:305), so only neutral values (T = 1, no truncation, no
  * penalties) sample from the distribution the recorded logprobs describe; the proxy sends these on
  * every training call, whatever the harness asked for. Anything else needs vLLM started with
- * `--logprobs-mode processed_logprobs` (then a T other than 1 divides the trainer's logits).
+ * `--logprobs-mode processed_logprobs` (then a T other than 1 divides the trainer's logits): the node
+ * agent starts it so, and a run refuses at start a node whose vLLM lacks it (cluster/run-backends.ts).
  */
 export const SamplingConfig = z
   .object({
@@ -225,6 +245,12 @@ export const AlgorithmConfig = z
       "how rollouts sample; the proxy sends these values (neutral where unset) on every call of the run's rollouts, replacing the harness's own",
     ),
     drop_zero_variance_groups: z.boolean().default(false),
+    incomplete_groups: z
+      .enum(['train', 'drop'])
+      .default('train')
+      .describe(
+        'a group with rollouts that failed after all their attempts: train on the rollouts that finished, or drop the group',
+      ),
   })
   .strict()
   .superRefine((a, ctx) => {
@@ -320,6 +346,8 @@ export const RunConfig = z
       concurrency: 8,
       timeout_s: 600,
       max_attempts: 2,
+      infrastructure_retries: 3,
+      mode: 'spawn',
       reward: 'harness',
     }),
     algorithm: AlgorithmConfig.default(AlgorithmConfig.parse({})),

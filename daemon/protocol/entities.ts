@@ -2,6 +2,7 @@
 // Token ids and logprobs are plain number arrays here; the store keeps them as binary blobs.
 import { z } from 'zod';
 import { Id } from './bounds';
+import { AttemptFailure } from './failures';
 
 export { Id };
 export const Timestamp = z.string().describe('ISO 8601 time');
@@ -46,11 +47,21 @@ export function answered(status: string): boolean {
  * Why the samples stage left a call out of its rollout's trajectory: its status, or `text_only` for
  * an answered call without token ids (a provider pass-through, which never has them).
  */
-export const CallExclusion = z.enum([...UntrainableStatus.options, 'error', 'cancelled', 'text_only']);
+export const CallExclusion = z.enum([
+  ...UntrainableStatus.options,
+  'error',
+  'cancelled',
+  'text_only',
+  'imported',
+]);
 /** The API the harness spoke to the proxy. */
 export const WireApi = z.enum(['chat', 'completions', 'responses', 'messages', 'gemini']);
-/** Where the stored token ids came from: the backend, the token-in-token-out bridge, or none (text only). */
-export const TokenSource = z.enum(['backend', 'bridge', 'text']);
+/**
+ * Where the stored token ids came from: the backend, the token-in-token-out bridge, none (text only), or
+ * `import`: a past session's text (daemon/import/) tokenized with a chosen model's template, which that
+ * model never sampled: SFT-style or evaluation data, left out of RL samples unless asked for.
+ */
+export const TokenSource = z.enum(['backend', 'bridge', 'text', 'import']);
 export const RolloutKind = z.enum(['run', 'standalone', 'recording']);
 
 export const RolloutStats = z.object({
@@ -188,6 +199,15 @@ export const Rollout = z.object({
   max_attempts: z.number().int().positive(),
   reward: z.number().nullable().describe('the latest reward value, null until one is given'),
   error: z.string().nullable(),
+  failure: AttemptFailure.nullable()
+    .optional()
+    .describe('why its latest failed attempt failed (null: none failed, or it succeeded since)'),
+  infrastructure_retries: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('attempts failed for the infrastructure it may retry (harness.infrastructure_retries)'),
   stats: RolloutStats.nullable(),
   tito: z
     .boolean()
@@ -209,6 +229,9 @@ export const Attempt = z.object({
   status: AttemptStatus,
   worker: z.string().nullable(),
   error: z.string().nullable(),
+  failure: AttemptFailure.nullable()
+    .optional()
+    .describe('why it failed: infrastructure (retried, never a reward) or harness (null: it did not fail)'),
   started_at: Timestamp,
   heartbeat_at: Timestamp,
   finished_at: Timestamp.nullable(),
@@ -257,9 +280,12 @@ export const LlmCall = z.object({
   created_at: Timestamp,
 });
 
-/** What the proxy hands to the store; the store assigns id, seq and created_at. */
+/** What the proxy hands to the store; the store assigns id, seq and created_at (an import gives its own time). */
 export const NewLlmCall = LlmCall.omit({ id: true, seq: true, created_at: true }).extend({
   sampling: CallSampling.nullish(),
+  created_at: Timestamp.optional().describe(
+    "when the call was made (imported sessions); absent: the store's now",
+  ),
 });
 
 export const Reward = z.object({
@@ -270,6 +296,27 @@ export const Reward = z.object({
   detail: Json.nullable(),
   created_at: Timestamp,
 });
+
+/**
+ * A tool execution the harness reported over OTLP (its own telemetry: Claude Code's and Codex's
+ * tool_result events, GenAI `execute_tool` spans), kept on its rollout beside the llm calls.
+ */
+export const ToolRun = z.object({
+  id: Id,
+  rollout_id: Id,
+  tool: z.string(),
+  call_id: z.string().nullable().describe("the model's tool call id (tool_use_id, call_id) when reported"),
+  started_at: Timestamp,
+  duration_ms: z.number().nonnegative().nullable(),
+  success: z.boolean().nullable(),
+  result_bytes: z.number().int().nonnegative().nullable().describe('size of the tool result, as reported'),
+  error: z.string().nullable(),
+  source: z.string().describe('the event or span it came from, e.g. claude_code.tool_result'),
+  agent: z.string().nullable().describe("the reporting program's service.name"),
+  attributes: z.record(z.string(), Json).describe('the remaining attributes (redacted, long values cut)'),
+  created_at: Timestamp,
+});
+export const NewToolRun = ToolRun.omit({ id: true, rollout_id: true, created_at: true });
 
 export const ModelVersion = z.object({
   run_id: Id.nullable(),
@@ -364,6 +411,8 @@ export type CallExclusion = z.infer<typeof CallExclusion>;
 export type NewLlmCall = z.infer<typeof NewLlmCall>;
 export type WireApi = z.infer<typeof WireApi>;
 export type Reward = z.infer<typeof Reward>;
+export type ToolRun = z.infer<typeof ToolRun>;
+export type NewToolRun = z.infer<typeof NewToolRun>;
 export type ModelVersion = z.infer<typeof ModelVersion>;
 export type NodeInfo = z.infer<typeof NodeInfo>;
 export type Recording = z.infer<typeof Recording>;

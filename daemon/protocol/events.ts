@@ -11,6 +11,7 @@ import {
   Run,
   RunMetrics,
   RunWorkers,
+  ToolRun,
 } from './entities';
 
 /** An llm call as announced live: everything but the bulky request/response bodies and token arrays. */
@@ -34,6 +35,7 @@ export const DaemonEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('node'), node: NodeInfo }),
   z.object({ type: z.literal('model_version'), run_id: Id.nullable(), version: z.number().int() }),
   z.object({ type: z.literal('workers'), workers: RunWorkers }),
+  z.object({ type: z.literal('tool_runs'), rollout_id: Id, tool_runs: z.array(ToolRun) }),
 ]);
 
 export type LlmCallSummary = z.infer<typeof LlmCallSummary>;

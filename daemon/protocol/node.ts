@@ -68,6 +68,16 @@ const GpuHealth = z.object({
   utilization: z.number().describe('percent'),
 });
 
+/** What a run checks, when it starts, of the vLLM an inference node started. */
+export const VllmFlags = z.object({
+  enable_lora: z.boolean(),
+  max_lora_rank: z.number().int().positive().describe('--max-lora-rank (vLLM default 16)'),
+  logprobs_mode: z
+    .string()
+    .describe('--logprobs-mode (vLLM default raw_logprobs: before temperature; vllm/config/model.py:305)'),
+});
+export type VllmFlags = z.infer<typeof VllmFlags>;
+
 export const NodeHealth = z.object({
   role: NodeRole,
   backend: z.string().describe('what the node fronts: vllm-url …, vllm-cmd, reference, trainer-cmd'),
@@ -80,6 +90,11 @@ export const NodeHealth = z.object({
   uptime_s: z.number(),
   restarts: z.number().int().nonnegative().describe('backend or trainer process restarts'),
   last_error: z.string().nullable(),
+  vllm: VllmFlags.nullable()
+    .optional()
+    .describe(
+      'the flags of the vLLM this node started; null or absent: unknown (a vLLM it fronts by URL, the reference engine, a trainer)',
+    ),
 });
 
 /**

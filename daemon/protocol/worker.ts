@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { durationS, storedText } from './bounds';
 import { Attempt, Id, Json, Rollout } from './entities';
+import { AttemptFailure } from './failures';
 
 export const ClaimBody = z
   .object({
@@ -44,6 +45,9 @@ export const FinishBody = z
   .object({
     status: z.enum(['succeeded', 'failed', 'timed_out', 'cancelled']),
     error: storedText().max(10_000).optional(),
+    failure: AttemptFailure.optional().describe(
+      'why it failed (absent: timed_out is infrastructure/deadline, failed is harness/error)',
+    ),
     reward: z
       .number()
       .finite()

@@ -20,7 +20,8 @@ import { ProxyError } from './errors';
 export type FrontHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
 
 interface Slot {
-  handler: FrontHandler | null;
+  /** Offered each request in turn until one takes it. */
+  handlers: FrontHandler[];
 }
 
 const FRONT = Symbol('harness-rl proxy front');
@@ -34,12 +35,15 @@ export function proxyServerFactory(tls?: {
   cert: string;
   key: string;
 }): (handler: RequestListener, options: Record<string, unknown>) => Server {
-  const slot: Slot = { handler: null };
+  const slot: Slot = { handlers: [] };
   return (fastifyHandler, options) => {
     const handler: RequestListener = (req, res) => {
       let taken = false;
       try {
-        taken = slot.handler?.(req, res) ?? false;
+        for (const h of slot.handlers) {
+          taken = h(req, res);
+          if (taken) break;
+        }
       } catch (err) {
         // The front decodes and checks everything before it can throw; should a bug still throw here,
         // outside any handler, it must cost one request, never the process.
@@ -67,12 +71,16 @@ export function proxyServerFactory(tls?: {
   };
 }
 
-/** Puts `handler` in front of fastify on a server made by proxyServerFactory. */
-export function installFront(server: Server, handler: FrontHandler): void {
+/**
+ * Puts `handler` in front of fastify on a server made by proxyServerFactory, after the handlers put
+ * there before (`first`: before them: the OTLP receiver takes `/v1/traces` ahead of the proxy).
+ */
+export function installFront(server: Server, handler: FrontHandler, first = false): void {
   const slot = (server as unknown as Record<symbol, Slot | undefined>)[FRONT];
   if (!slot)
     throw new Error('the proxy needs a server made by Fastify({ serverFactory: proxyServerFactory() })');
-  slot.handler = handler;
+  if (first) slot.handlers.unshift(handler);
+  else slot.handlers.push(handler);
 }
 
 /** A proxied request as its handler sees it. */
@@ -156,6 +164,11 @@ export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
  * answered once the rest is read and dropped (discardBody), or with `Connection: close` past its bound.
  */
 export function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<string> {
+  return readBytes(req, res, limit).then((b) => b.toString('utf8'));
+}
+
+/** The request body as bytes, bounded like readBody. */
+export function readBytes(req: IncomingMessage, res: ServerResponse, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     let refused = false;
     const tooLarge = (read: number) => {
@@ -179,12 +192,7 @@ export function readBody(req: IncomingMessage, res: ServerResponse, limit: numbe
         void tooLarge(size);
       } else parts.push(c);
     });
-    req.on(
-      'end',
-      () =>
-        refused ||
-        resolve(parts.length === 1 ? parts[0].toString('utf8') : Buffer.concat(parts).toString('utf8')),
-    );
+    req.on('end', () => refused || resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts)));
     req.on('error', reject);
   });
 }

@@ -37,14 +37,20 @@ export { BREAK_WINDOW, classifyBreak, diagnosePrefixBreak } from './prefix';
 
 type CallLike = Pick<LlmCall, 'prompt_ids' | 'response_ids' | 'response_logprobs' | 'status'> & {
   tags?: readonly string[];
+  token_source?: string;
   bridge?: unknown;
   sampling?: { temperature: number | null } | null;
 };
 
-/** Why a call is left out of its rollout's trajectory (null: it is in). */
-export function callExclusion(c: CallLike): CallExclusion | null {
+/**
+ * Why a call is left out of its rollout's trajectory (null: it is in). An imported call (token_source
+ * "import": a past session's text that the model never sampled) is left out unless `imported` is set:
+ * it may be trained on as SFT-style data or evaluated, never silently as an on-policy sample.
+ */
+export function callExclusion(c: CallLike, options: { imported?: boolean } = {}): CallExclusion | null {
   if (c.status !== 'ok') return c.status as CallExclusion;
   if (!c.prompt_ids || !c.response_ids?.length) return 'text_only';
+  if (c.token_source === 'import' && !options.imported) return 'imported';
   return null;
 }
 
@@ -54,17 +60,18 @@ export function callExclusion(c: CallLike): CallExclusion | null {
  * pair with the ids) and text-only calls. Left out uncounted: recording side calls (tag "side": titles,
  * token counts) and, of a call sampled with n > 1 (one record per choice, tagged "choice:<i>"), the
  * choices after 0: the harness went on from choice 0, the others are siblings, not later turns. A
- * rollout without a group is a group of its own.
+ * rollout without a group is a group of its own. Imported calls only with `imported` (callExclusion).
  */
 export function trajectoryFromCalls(
   rollout: { id: string; group_id: string | null; reward: number | null },
   calls: CallLike[],
+  options: { imported?: boolean } = {},
 ): TrajectoryArrays {
   const out: TrajectoryArrays['calls'] = [];
   const excluded: ExcludedCalls = {};
   for (const c of calls) {
     if (c.tags?.some((tag) => tag === 'side' || (tag.startsWith('choice:') && tag !== 'choice:0'))) continue;
-    const why = callExclusion(c);
+    const why = callExclusion(c, options);
     if (why !== null) {
       excluded[why] = (excluded[why] ?? 0) + 1;
       continue;

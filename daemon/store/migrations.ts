@@ -275,6 +275,54 @@ CREATE TABLE step_validations (
   PRIMARY KEY (run_id, step)
 )`,
   },
+  {
+    // Tool executions a harness reports over OTLP (daemon/telemetry/ingest.ts), on their rollout.
+    // `dedupe` (the tool call id, else source + tool + start) makes an exporter's retry a no-op.
+    // rollouts_key: an unscoped report finds its rollout by the key it presents.
+    version: 11,
+    name: 'tool runs the harness reports over OTLP (tool_runs)',
+    up: `
+CREATE TABLE tool_runs (
+  id TEXT PRIMARY KEY,
+  rollout_id TEXT NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,
+  dedupe TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  call_id TEXT,
+  started_at {TS} NOT NULL,
+  duration_ms {REAL},
+  success {INT},
+  result_bytes {INT},
+  error TEXT,
+  source TEXT NOT NULL,
+  agent TEXT,
+  attributes {JSON} NOT NULL,
+  created_at {TS} NOT NULL
+);
+CREATE UNIQUE INDEX tool_runs_dedupe ON tool_runs (rollout_id, dedupe);
+CREATE INDEX tool_runs_rollout ON tool_runs (rollout_id, started_at);
+CREATE INDEX rollouts_key ON rollouts (key_sha256)`,
+  },
+  {
+    // A recording imported from an agent's own session log (daemon/import/) names that session once
+    // (`claude-code:<session id>`): importing it again finds it instead of making a second copy.
+    version: 12,
+    name: 'recordings imported from session logs keep their session key (import_key)',
+    up: `
+ALTER TABLE recordings ADD COLUMN import_key TEXT;
+CREATE UNIQUE INDEX recordings_import_key ON recordings (import_key)`,
+  },
+  {
+    // Why each attempt failed (protocol/failures.ts): infrastructure failures are retried within the
+    // rollout's own budget and never become a reward; the rollout keeps its latest failure.
+    version: 14,
+    name: 'attempts and rollouts keep why they failed (failure kind and reason)',
+    up: `
+ALTER TABLE attempts ADD COLUMN failure_kind TEXT;
+ALTER TABLE attempts ADD COLUMN failure_reason TEXT;
+ALTER TABLE rollouts ADD COLUMN failure_kind TEXT;
+ALTER TABLE rollouts ADD COLUMN failure_reason TEXT;
+ALTER TABLE rollouts ADD COLUMN infrastructure_retries {INT} NOT NULL DEFAULT 0`,
+  },
 ];
 
 export function migrations(

@@ -9,6 +9,7 @@ import type {
   LlmCall,
   ModelVersion,
   NewLlmCall,
+  NewToolRun,
   NodeInfo,
   Page,
   PrefixBreak,
@@ -19,11 +20,14 @@ import type {
   Run,
   RunMetrics,
   Task,
+  ToolRun,
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
+import type { AttemptFailure } from '../protocol/failures';
 import type { StepValidation } from '../protocol/training';
 import { redactText, redactValue } from '../redact';
 import type { Driver } from './driver';
+import { keyHash } from './ids';
 import * as calls from './sql/calls';
 import { SqlContext } from './sql/context';
 import * as modelVersions from './sql/model-versions';
@@ -33,7 +37,15 @@ import * as rewards from './sql/rewards';
 import * as rollouts from './sql/rollouts';
 import * as runs from './sql/runs';
 import * as tasks from './sql/tasks';
-import type { GroupFilter, NewRecording, NewRollout, RolloutFilter, Store } from './store';
+import * as toolRuns from './sql/tool-runs';
+import type {
+  GroupFilter,
+  NewImportedRecording,
+  NewRecording,
+  NewRollout,
+  RolloutFilter,
+  Store,
+} from './store';
 
 export { summarizeCall } from './sql/calls';
 
@@ -160,8 +172,9 @@ export class SqlStore implements Store {
     attemptId: string,
     status: Exclude<Attempt['status'], 'running'>,
     error?: string,
+    failure?: AttemptFailure | null,
   ): Promise<Rollout> {
-    return rollouts.finishAttempt(this.c, attemptId, status, error && redactText(error));
+    return rollouts.finishAttempt(this.c, attemptId, status, error && redactText(error), failure);
   }
   completeRollout(id: string): Promise<Rollout> {
     return rollouts.completeRollout(this.c, id);
@@ -210,6 +223,17 @@ export class SqlStore implements Store {
     return rewards.listRewards(this.c, rolloutId);
   }
 
+  // ---- tool runs
+  addToolRuns(rolloutId: string, runs: NewToolRun[]): Promise<ToolRun[]> {
+    return toolRuns.addToolRuns(this.c, rolloutId, redactValue(runs));
+  }
+  listToolRuns(rolloutId: string): Promise<ToolRun[]> {
+    return toolRuns.listToolRuns(this.c, rolloutId);
+  }
+  rolloutOfKey(key: string): Promise<string | null> {
+    return toolRuns.rolloutOfKeyHash(this.c, keyHash(key));
+  }
+
   // ---- model versions, nodes, recordings
   addModelVersion(v: Omit<ModelVersion, 'created_at'>): Promise<ModelVersion> {
     return modelVersions.addModelVersion(this.c, redactValue(v));
@@ -240,5 +264,8 @@ export class SqlStore implements Store {
   }
   stopRecording(id: string): Promise<Recording> {
     return recordings.stopRecording(this.c, id);
+  }
+  createImportedRecording(input: NewImportedRecording): Promise<{ recording: Recording; created: boolean }> {
+    return recordings.createImportedRecording(this.c, redactValue(input));
   }
 }

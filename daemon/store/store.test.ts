@@ -21,11 +21,15 @@ import { DaemonEvent } from '../protocol/events';
 import { encodeIds } from './codec';
 import { keyHash, newKey } from './ids';
 import { JsonText } from './json-text';
+import { migrations } from './migrations';
 import { openStore } from './open';
 import { freshStoreSpace, PG_SHOWN, postgresProblem, type TestStoreSpace } from './pg-testing';
 import type { SqlStore } from './sql-store';
 import { type Store, StoreError } from './store';
 import { newCall } from './test-calls';
+
+/** Every migration's version, in order (what an upgraded store has applied). */
+const ALL_VERSIONS = migrations('sqlite').map((m) => m.version);
 
 const pgProblem = await postgresProblem();
 
@@ -302,7 +306,8 @@ describe.each(active)('$name store', (backend) => {
       kind: 'run',
       run_id: run.id,
       group_id: group.id,
-      max_attempts: 2,
+      max_attempts: 1,
+      infrastructure_retries: 1,
     });
 
     const first = await store.claimRollout({ run_id: run.id, worker: 'w1' });
@@ -345,6 +350,78 @@ describe.each(active)('$name store', (backend) => {
     });
     expect(await storeError(store.finishAttempt('att_nope', 'failed'))).toMatchObject({ code: 'not_found' });
     expect(await storeError(store.listAttempts('ro_nope'))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('retries infrastructure failures on their own budget, keeps why each attempt failed, and never takes a reward given after a backend error', async () => {
+    const { store } = await fresh();
+    const { run, group } = await runWithGroup(store);
+    const ro = await store.createRollout({
+      kind: 'run',
+      run_id: run.id,
+      group_id: group.id,
+      max_attempts: 1,
+      infrastructure_retries: 2,
+    });
+    expect(Rollout.parse(ro)).toMatchObject({ infrastructure_retries: 2, failure: null });
+    // A lost worker and a sandbox that did not start use the infrastructure budget, not max_attempts.
+    const a1 = (await store.claimRollout({ run_id: run.id }))!.attempt;
+    expect(await store.finishAttempt(a1.id, 'unresponsive', 'no heartbeat for 30s')).toMatchObject({
+      status: 'queued',
+      failure: { kind: 'infrastructure', reason: 'worker_lost' },
+    });
+    const a2 = (await store.claimRollout({ run_id: run.id }))!.attempt;
+    const sandbox = { kind: 'infrastructure', reason: 'sandbox_start' } as const;
+    expect(await store.finishAttempt(a2.id, 'failed', 'bwrap: cannot mount', sandbox)).toMatchObject({
+      status: 'queued',
+      failure: sandbox,
+    });
+    // The harness gave a reward after its last call failed at the backend: infrastructure all the same.
+    const a3 = (await store.claimRollout({ run_id: run.id }))!.attempt;
+    await store.recordLlmCall(
+      newCall({
+        rollout_id: ro.id,
+        attempt_id: a3.id,
+        status: 'error',
+        http_status: 502,
+        error: 'upstream down',
+      }),
+    );
+    // As the finish route does with a reward the harness printed: stored, then the attempt ends.
+    await store.addReward(ro.id, { value: 0, source: 'harness' });
+    const lost = await store.finishAttempt(a3.id, 'succeeded');
+    expect(lost.reward).toBeNull();
+    expect(lost).toMatchObject({
+      status: 'failed',
+      failure: { kind: 'infrastructure', reason: 'backend_error' },
+    });
+    expect(lost.error).toContain('HTTP 502');
+    expect((await store.listAttempts(ro.id)).map((a) => Attempt.parse(a).failure)).toEqual([
+      { kind: 'infrastructure', reason: 'worker_lost' },
+      sandbox,
+      { kind: 'infrastructure', reason: 'backend_error' },
+    ]);
+
+    // A harness failure uses max_attempts; a 4xx (the request's own fault) is not the backend's.
+    const other = await store.createRollout({
+      kind: 'run',
+      run_id: run.id,
+      group_id: group.id,
+      max_attempts: 1,
+    });
+    const b1 = (await store.claimRollout({ run_id: run.id }))!.attempt;
+    await store.recordLlmCall(
+      newCall({
+        rollout_id: other.id,
+        attempt_id: b1.id,
+        status: 'error',
+        http_status: 400,
+        error: 'too long',
+      }),
+    );
+    expect(await store.finishAttempt(b1.id, 'failed', 'harness exit code 1')).toMatchObject({
+      status: 'failed',
+      failure: { kind: 'harness', reason: 'error' },
+    });
   });
 
   it('succeeds, cancels and completes rollouts and refuses transitions out of a final state', async () => {
@@ -901,7 +978,7 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10]);
+    expect(await versions(upgraded)).toEqual(ALL_VERSIONS);
     // Version 4 hashed the keys in place: the old keys still work, and the database holds none.
     expect(await upgraded.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
     expect(await upgraded.getRecordingKeyHash(rec.id)).toBe(keyHash(rec.key));
@@ -945,7 +1022,7 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10]);
+    expect(await versions(again)).toEqual(ALL_VERSIONS);
     expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
   });
 
@@ -1129,6 +1206,41 @@ describe.each(active)('$name store', (backend) => {
     const s2 = await openStore(db.spec, db.dataDir);
     cleanups.push(() => s2.close());
     expect((await s2.getRun(run.id))?.name).toBe('persist');
+  });
+
+  it("keeps a rollout's reported tool runs in start order, once each, redacted, with an event; an unknown rollout is named", async () => {
+    const { store, events } = await fresh();
+    const r = await store.createRollout({ kind: 'standalone' });
+    const run = (tool: string, at: string, call_id: string | null) => ({
+      tool,
+      call_id,
+      started_at: at,
+      duration_ms: 12.5,
+      success: true,
+      result_bytes: 40,
+      error: null,
+      source: 'claude_code.tool_result',
+      agent: 'claude-code',
+      attributes: { command: 'echo sk-abcdefghijklmnopqrstuvwx', nested: { n: 1 } },
+    });
+    const stored = await store.addToolRuns(r.id, [
+      run('Write', '2026-12-07T00:00:02.000Z', 'toolu_2'),
+      run('Bash', '2026-12-07T00:00:01.000Z', null),
+    ]);
+    expect(stored).toHaveLength(2);
+    // a retry of the same report (same call id, or same source, tool and start) adds nothing
+    expect(await store.addToolRuns(r.id, [run('Write', '2026-12-07T00:00:09.000Z', 'toolu_2')])).toEqual([]);
+    expect(await store.addToolRuns(r.id, [run('Bash', '2026-12-07T00:00:01.000Z', null)])).toEqual([]);
+    const runs = await store.listToolRuns(r.id);
+    expect(runs.map((t) => [t.tool, t.started_at, t.success, t.duration_ms])).toEqual([
+      ['Bash', '2026-12-07T00:00:01.000Z', true, 12.5],
+      ['Write', '2026-12-07T00:00:02.000Z', true, 12.5],
+    ]);
+    expect(runs[0].attributes).toEqual({ command: 'echo [redacted]', nested: { n: 1 } });
+    expect(events.filter((e) => e.type === 'tool_runs')).toHaveLength(1);
+    expect(
+      (await storeError(store.addToolRuns('ro_missing', [run('X', '2026-12-07T00:00:00.000Z', null)]))).field,
+    ).toBe('rollout_id');
   });
 });
 

@@ -9,6 +9,7 @@ import type {
   LlmCall,
   ModelVersion,
   NewLlmCall,
+  NewToolRun,
   NodeInfo,
   Page,
   PrefixBreak,
@@ -21,8 +22,10 @@ import type {
   Run,
   RunMetrics,
   Task,
+  ToolRun,
 } from '../protocol/entities';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
+import type { AttemptFailure } from '../protocol/failures';
 import type { StepValidation } from '../protocol/training';
 
 export interface RolloutFilter {
@@ -47,6 +50,8 @@ export interface NewRollout {
   recording_id?: string | null;
   input?: unknown;
   max_attempts?: number;
+  /** Further attempts after failures of kind infrastructure (default 0). */
+  infrastructure_retries?: number;
   /** Standalone rollouts: false turns the token bridge off (absent: on where tokens are known). */
   tito?: boolean;
 }
@@ -57,6 +62,18 @@ export interface NewRecording {
   upstream: unknown;
   /** false turns the token bridge off for the recording's calls (absent: on where tokens are known). */
   tito?: boolean;
+}
+
+/** A recording of a past session read from an agent's log (daemon/import/). */
+export interface NewImportedRecording {
+  name: string;
+  /** What it was imported from: `{kind: "import", source, session_id, file, tokenizer_model}`. */
+  upstream: unknown;
+  /** The session's identity (`<source>:<session id>`): one recording per session. */
+  import_key: string;
+  /** When the session began and ended (absent: now). */
+  created_at?: string;
+  stopped_at?: string;
 }
 
 export interface Store {
@@ -117,13 +134,17 @@ export interface Store {
   startAttempt(rolloutId: string, worker?: string): Promise<Attempt>;
   heartbeat(attemptId: string): Promise<void>;
   /**
-   * End an attempt. succeeded → rollout succeeded. failed/timed_out/unresponsive → rollout queued
-   * again while attempts remain, else failed. cancelled → rollout cancelled.
+   * End an attempt. succeeded → rollout succeeded. failed/timed_out/unresponsive → the attempt keeps
+   * its `failure` (as named, else protocol/failures defaultFailure; an attempt of a run whose last llm
+   * call failed at the backend failed as infrastructure, even one reported succeeded) and the rollout
+   * is queued again while that kind's budget lasts (harness: max_attempts, infrastructure:
+   * infrastructure_retries more), else failed. cancelled → rollout cancelled.
    */
   finishAttempt(
     attemptId: string,
     status: Exclude<AttemptStatus, 'running'>,
     error?: string,
+    failure?: AttemptFailure | null,
   ): Promise<Rollout>;
   /** Mark a rollout done without an attempt bookkeeping (ends its running attempt if any). */
   completeRollout(id: string): Promise<Rollout>;
@@ -147,6 +168,14 @@ export interface Store {
   addReward(rolloutId: string, reward: { value: number; source: string; detail?: unknown }): Promise<Reward>;
   listRewards(rolloutId: string): Promise<Reward[]>;
 
+  // tool runs the harness reports over OTLP (redacted like every stored text)
+  /** Stores the runs not stored yet (same call id, or same source, tool and start: a repeat); resolves to those stored. */
+  addToolRuns(rolloutId: string, runs: NewToolRun[]): Promise<ToolRun[]>;
+  /** A rollout's tool runs by start time. */
+  listToolRuns(rolloutId: string): Promise<ToolRun[]>;
+  /** The rollout a key opens (its own key, or its recording's key); null for no key the store knows. */
+  rolloutOfKey(key: string): Promise<string | null>;
+
   // model versions, nodes, recordings
   addModelVersion(v: Omit<ModelVersion, 'created_at'>): Promise<ModelVersion>;
   listModelVersions(runId?: string | null): Promise<ModelVersion[]>;
@@ -160,6 +189,11 @@ export interface Store {
   activeRecording(): Promise<Recording | null>;
   listRecordings(): Promise<Recording[]>;
   stopRecording(id: string): Promise<Recording>;
+  /**
+   * A stopped recording for an imported session and its running rollout (the importer records the
+   * calls, then completes it); the session's earlier complete import instead, with `created: false`.
+   */
+  createImportedRecording(input: NewImportedRecording): Promise<{ recording: Recording; created: boolean }>;
 }
 
 /** Thrown for unknown ids and invalid transitions; the API maps it to 404 / 409. */

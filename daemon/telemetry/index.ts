@@ -1,5 +1,6 @@
 // Telemetry: GET /metrics (Prometheus, the daemon token required) and OTLP span export, both fed by
-// each recorded LLM call (Call.record) and the store's events.
+// each recorded LLM call (Call.record) and the store's events; and the OTLP receiver (ingest.ts) that
+// puts a harness's own tool runs on its rollout.
 import type { FastifyInstance } from 'fastify';
 import { bearerToken, sameSecret } from '../api/auth';
 import { ApiError, errorBody } from '../api/errors';
@@ -7,6 +8,7 @@ import { VERSION } from '../config/version';
 import type { DaemonContext } from '../context';
 import type { OtlpConfig } from '../protocol/config';
 import type { NewLlmCall } from '../protocol/entities';
+import { registerIngest } from './ingest';
 import { DaemonMetrics } from './metrics';
 import { type OtlpOptions, SpanExport } from './traces';
 
@@ -41,6 +43,7 @@ export function registerTelemetry(
   ctx: DaemonContext,
   recorderDepth: () => number,
 ): Telemetry {
+  registerIngest(app, ctx);
   const options = otlpOptions(ctx.config.otlp);
   const spans = options ? new SpanExport(options) : null;
   const metrics = ctx.config.metrics
@@ -51,7 +54,9 @@ export function registerTelemetry(
         log: ctx.log,
       })
     : null;
-  const unsubscribe = spans ? ctx.store.subscribe((e) => spans.onEvent(e), ['rollout', 'run_metrics']) : null;
+  const unsubscribe = spans
+    ? ctx.store.subscribe((e) => spans.onEvent(e), ['rollout', 'run_metrics', 'tool_runs'])
+    : null;
   if (spans) ctx.log('exporting spans over OTLP', { protocol: options?.protocol, content: options?.content });
   if (metrics || spans) {
     ctx.telemetry = {

@@ -1,6 +1,7 @@
-// OTLP span export: a rollout is a trace (its attempts and LLM calls are child spans, per the GenAI
-// semantic conventions), a training step is a span of its own. Batched with a bounded queue: export
-// never waits on the proxy's path, and spans that find the queue full are dropped and counted.
+// OTLP span export: a rollout is a trace (its attempts, LLM calls and reported tool runs are child
+// spans, per the GenAI semantic conventions), a training step is a span of its own. Batched with a
+// bounded queue: export never waits on the proxy's path, and spans that find the queue full are
+// dropped and counted.
 import {
   type Attributes,
   type Context,
@@ -20,7 +21,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import type { NewLlmCall, Rollout, RunMetrics } from '../protocol/entities';
+import type { NewLlmCall, Rollout, RunMetrics, ToolRun } from '../protocol/entities';
 import type { DaemonEvent } from '../protocol/events';
 import { redactText } from '../redact';
 import { plainValue } from '../store/json-text';
@@ -127,6 +128,33 @@ export class SpanExport {
     this.drain();
     if (e.type === 'rollout') this.onRollout(e.rollout);
     else if (e.type === 'run_metrics') this.onStep(e.metrics);
+    else if (e.type === 'tool_runs') for (const t of e.tool_runs) this.toolSpan(t);
+  }
+
+  /**
+   * A tool run the harness reported (ingest.ts): an `execute_tool` span (GenAI conventions) beside the
+   * calls of its rollout's trace, while that trace is open (a report after the rollout ended opens none).
+   */
+  private toolSpan(t: ToolRun): void {
+    const parent = this.rollouts.get(t.rollout_id);
+    if (!parent) return;
+    const start = Date.parse(t.started_at);
+    const attrs: Attributes = {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': t.tool,
+      'harness_rl.rollout.id': t.rollout_id,
+      'harness_rl.tool_run.source': t.source,
+    };
+    if (t.call_id) attrs['gen_ai.tool.call.id'] = t.call_id;
+    if (t.result_bytes !== null) attrs['harness_rl.tool_run.result_bytes'] = t.result_bytes;
+    if (t.agent) attrs['harness_rl.tool_run.agent'] = t.agent;
+    const span = this.tracer.startSpan(
+      `execute_tool ${t.tool}`,
+      { kind: SpanKind.INTERNAL, startTime: start, attributes: attrs },
+      parent.attempt?.ctx ?? parent.ctx,
+    );
+    if (t.success === false) span.setStatus({ code: SpanStatusCode.ERROR, message: t.error ?? 'failed' });
+    span.end(start + (t.duration_ms ?? 0));
   }
 
   /**

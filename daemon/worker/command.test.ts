@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { rewardFromStdout } from './command';
+import { EXIT_TEMPFAIL, failureOfError } from '../protocol/failures';
+import type { RolloutContext } from '../protocol/worker';
+import { commandRollout, rewardFromStdout } from './command';
 
 describe('the reward line of a harness command', () => {
   it('is the last non-empty stdout line when it is {"reward": number}', () => {
@@ -7,5 +9,32 @@ describe('the reward line of a harness command', () => {
     expect(rewardFromStdout('{"reward": 1}\nbye\n')).toBeUndefined();
     expect(rewardFromStdout('{"reward": "1"}')).toBeUndefined();
     expect(rewardFromStdout('')).toBeUndefined();
+  });
+});
+
+describe('a harness command that fails', () => {
+  const ctx = (signal: AbortSignal) =>
+    ({
+      rollout: { id: 'ro_1' },
+      attempt: { id: 'att_1' },
+      key: 'k',
+      openai_base_url: 'http://127.0.0.1:1/v1',
+      anthropic_base_url: 'http://127.0.0.1:1',
+      input: null,
+      model: 'm',
+      daemonUrl: 'http://127.0.0.1:1',
+      signal,
+    }) as unknown as RolloutContext;
+  const failureOf = async (code: number) => {
+    const run = commandRollout([process.execPath, '-e', `process.exit(${code})`]);
+    return run(ctx(new AbortController().signal)).then(
+      () => null,
+      (err: unknown) => failureOfError(err),
+    );
+  };
+
+  it('fails as the harness for a nonzero exit, and as infrastructure when it exits 75 (EX_TEMPFAIL)', async () => {
+    expect(await failureOf(3)).toEqual({ kind: 'harness', reason: 'exit' });
+    expect(await failureOf(EXIT_TEMPFAIL)).toEqual({ kind: 'infrastructure', reason: 'reported' });
   });
 });

@@ -2,6 +2,7 @@
 // The reward is the harness's own post, or the last stdout line `{"reward": x}`; a nonzero exit is a
 // failed attempt carrying the stderr tail; an aborted attempt kills the process group.
 import { spawn } from 'node:child_process';
+import { AttemptFailedError, EXIT_TEMPFAIL, harnessFailure, infrastructure } from '../protocol/failures';
 import type { RolloutContext, RolloutOutcome } from '../protocol/worker';
 
 const STDERR_TAIL = 4000;
@@ -135,6 +136,19 @@ export function exitText(result: ProcessResult): string {
   return `${how}${tail ? `: ${tail}` : ''}`;
 }
 
+/**
+ * The error of a harness command that did not exit 0: a harness failure, unless it exited 75
+ * (EX_TEMPFAIL: its sandbox or something else around it failed, not the harness).
+ */
+export function exitError(result: ProcessResult): AttemptFailedError {
+  return result.code === EXIT_TEMPFAIL
+    ? new AttemptFailedError(
+        `harness reported an infrastructure failure (${exitText(result)})`,
+        infrastructure('reported'),
+      )
+    : new AttemptFailedError(`harness ${exitText(result)}`, harnessFailure('exit'));
+}
+
 /** A worker `rollout` function that runs `argv` (in `cwd`) for each claimed rollout. */
 export function commandRollout(
   argv: string[],
@@ -152,7 +166,7 @@ export function commandRollout(
       signal: ctx.signal,
       onOutput: options.onOutput && ((chunk) => options.onOutput?.(ctx.rollout.id, chunk)),
     });
-    if (result.code !== 0) throw new Error(`harness ${exitText(result)}`);
+    if (result.code !== 0) throw exitError(result);
     return { reward: rewardFromStdout(result.stdout), stdout: result.stdout };
   };
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LlmCall } from '../protocol/entities';
+import { failureOfError } from '../protocol/failures';
 import { storedCall } from '../store/test-calls';
 import { commandVerifier, finalOutput, parseVerdict, responseText, type VerifierInput } from './verifier';
 
@@ -172,6 +173,13 @@ console.log(JSON.stringify({ reward: same && stdin.output.endsWith(task.answer) 
   it('that does not read its stdin still works', async () => {
     const verify = commandVerifier([process.execPath, '-e', 'console.log(0.25)']);
     expect(await verify({ ...input, stdout: 'x'.repeat(200_000) }, never)).toEqual({ reward: 0.25 });
+  });
+
+  it('that exits 75 (its sandbox could not start) fails the attempt as infrastructure, not as the verifier', async () => {
+    const failed = await commandVerifier([process.execPath, '-e', 'process.exit(75)'])(input, never).catch(
+      (err: unknown) => failureOfError(err),
+    );
+    expect(failed).toEqual({ kind: 'infrastructure', reason: 'reported' });
   });
 
   it('that cannot start says so', async () => {

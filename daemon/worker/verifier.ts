@@ -6,6 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { answered, type LlmCall } from '../protocol/entities';
+import { AttemptFailedError, EXIT_TEMPFAIL, infrastructure } from '../protocol/failures';
 import { exitText, lastLine, noRewardLine, runProcess } from './command';
 
 /** Any JSON value. */
@@ -137,6 +138,11 @@ export function commandVerifier(
         signal,
       });
       if (signal.aborted) throw signal.reason;
+      if (result.code === EXIT_TEMPFAIL)
+        throw new AttemptFailedError(
+          `verifier reported an infrastructure failure (${exitText(result)})`,
+          infrastructure('reported'),
+        );
       if (result.code !== 0) throw new Error(exitText(result));
       const verdict = parseVerdict(result.stdout);
       if (!verdict)

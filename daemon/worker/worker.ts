@@ -5,6 +5,13 @@ import { hostname } from 'node:os';
 import { readReply, restFetch } from '../api/rest-call';
 import { type RolloutDetail, RolloutDetail as RolloutDetailSchema } from '../protocol/api';
 import {
+  AttemptFailedError,
+  type AttemptFailure,
+  failureOfError,
+  harnessFailure,
+  infrastructure,
+} from '../protocol/failures';
+import {
   type Claimed,
   Claimed as ClaimedSchema,
   HeartbeatReply,
@@ -14,6 +21,7 @@ import {
 import { noRewardLine } from './command';
 import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
 
+export { AttemptFailedError, InfrastructureError } from '../protocol/failures';
 export type { RolloutContext, RolloutOutcome } from '../protocol/worker';
 
 export interface WorkerOptions {
@@ -107,6 +115,18 @@ function noRewardText(result: RolloutOutcome | undefined): string {
     : `harness printed no reward and posted none: ${noRewardLine(result.stdout, '{"reward": x} with x a finite number')}`;
 }
 
+/** Why an attempt that threw failed: how it was aborted, else what the error says, else by phase. */
+function attemptFailure(
+  outcome: 'timed_out' | 'verifier_timed_out' | 'cancelled' | 'stopped' | null,
+  phase: 'harness' | 'verifier',
+  err: unknown,
+): AttemptFailure | undefined {
+  if (outcome === 'timed_out' || outcome === 'verifier_timed_out') return infrastructure('deadline');
+  if (outcome === 'stopped') return infrastructure('worker_stopped');
+  if (outcome === 'cancelled') return undefined;
+  return failureOfError(err) ?? harnessFailure(phase === 'verifier' ? 'verifier' : 'error');
+}
+
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -177,6 +197,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
     );
     let status: 'succeeded' | 'failed' | 'timed_out' | 'cancelled' = 'succeeded';
     let error: string | undefined;
+    let failure: AttemptFailure | undefined;
     let reward: number | undefined;
     let verdict: Verdict | undefined;
     const verify =
@@ -201,7 +222,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       // A harness may post its reward itself; one that neither gave nor posted one fails its attempt
       // (a missing reward is never taken as 0).
       if (!verify && reward === undefined && (await readRollout(claim, controller.signal)).reward === null)
-        throw new Error(noRewardText(result ?? undefined));
+        throw new AttemptFailedError(noRewardText(result ?? undefined), harnessFailure('no_reward'));
       if (verify) {
         // The verifier gets a timeout of its own (harness.timeout_s), after the harness's.
         phase = 'verifier';
@@ -216,6 +237,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       }
     } catch (err) {
       status = outcome === 'timed_out' ? 'timed_out' : outcome === 'cancelled' ? 'cancelled' : 'failed';
+      failure = attemptFailure(outcome, phase, err);
       error =
         outcome === 'stopped'
           ? 'the worker stopped'
@@ -238,6 +260,7 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       await post(options, `${attemptPath}/finish`, {
         status,
         error,
+        ...(failure ? { failure } : {}),
         reward,
         rollout_id: claim.rollout.id,
         ...(verdict

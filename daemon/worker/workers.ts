@@ -13,6 +13,7 @@ import { RunConfig, workersMode } from '../protocol/config';
 import type { AttemptOutput, Run, RunWorkers } from '../protocol/entities';
 import { redactText } from '../redact';
 import { commandRollout } from './command';
+import { PersistentHarness } from './persistent';
 import { type RolloutContext, runWorker } from './worker';
 
 /** How much of an attempt's output is kept (its tail). */
@@ -224,11 +225,13 @@ export class Workers {
     mkdirSync(outputs, { recursive: true });
     // runWorker stops waiting for an aborted rollout at once; its harness process ends a little later.
     const running = new Set<Promise<unknown>>();
+    const persistent = config.harness.mode === 'persistent' ? new PersistentHarness(argv, { cwd }) : null;
     const rollout = (rc: RolloutContext) => {
       const tail = new OutputTail(join(outputs, `${rc.attempt.id}.log`));
-      const result = commandRollout(argv, { cwd, onOutput: (_, chunk) => tail.append(chunk) })(rc).finally(
-        () => tail.close(),
-      );
+      const started = persistent
+        ? persistent.rollout(rc, (chunk) => tail.append(chunk))
+        : commandRollout(argv, { cwd, onOutput: (_, chunk) => tail.append(chunk) })(rc);
+      const result = started.finally(() => tail.close());
       const settled = result.catch(() => {}).finally(() => running.delete(settled));
       running.add(settled);
       return result;
@@ -261,5 +264,6 @@ export class Workers {
       }
     }
     await Promise.all(running);
+    await persistent?.close();
   }
 }

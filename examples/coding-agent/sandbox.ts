@@ -64,6 +64,9 @@ export function bwrapWorks(): { ok: boolean; why: string } {
 
 let warned = false;
 
+/** The sandbox (or the command in it) could not start: not the agent's failure (verify.ts exits 75). */
+export class SandboxStartError extends Error {}
+
 /**
  * Run `argv` in `dir` for at most `timeoutMs` (then its process group is killed). `mode` 'off' (or
  * $CODING_AGENT_SANDBOX=off) skips bubblewrap.
@@ -104,7 +107,7 @@ export function runSandboxed(
     }, options.timeoutMs);
     child.on('error', (err) => {
       clearTimeout(timer);
-      reject(new Error(`could not start ${cmd}: ${err.message}`));
+      reject(new SandboxStartError(`could not start ${cmd}: ${err.message}`));
     });
     child.on('close', (code) => {
       clearTimeout(timer);

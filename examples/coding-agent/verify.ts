@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { z } from 'zod';
 import { applyEdits, CodingTask, Edits, REPO, runTests } from './repo';
-import { throwAwayCopy } from './sandbox';
+import { SandboxStartError, throwAwayCopy } from './sandbox';
 
 const Input = z.object({ task: CodingTask, stdout: z.string() });
 const HarnessLine = z.object({ edits: Edits });
@@ -35,5 +35,6 @@ async function main(): Promise<void> {
 
 main().catch((e: unknown) => {
   process.stderr.write(`coding-agent verifier: ${(e as Error)?.message ?? String(e)}\n`);
-  process.exit(1);
+  // 75 (EX_TEMPFAIL): the attempt failed for the infrastructure's sake, and is retried as such.
+  process.exit(e instanceof SandboxStartError ? 75 : 1);
 });

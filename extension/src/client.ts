@@ -83,11 +83,12 @@ export class DaemonClient {
     path: string,
     schema: S,
     body?: unknown,
+    timeoutMs = this.timeoutMs,
   ): Promise<z.output<S>> {
     const url = new URL(path, this.baseUrl).toString();
     let res: Response;
     try {
-      res = await restFetch(url, method, this.token, body, AbortSignal.timeout(this.timeoutMs));
+      res = await restFetch(url, method, this.token, body, AbortSignal.timeout(timeoutMs));
     } catch (err) {
       throw new ApiError(
         `cannot reach the daemon at ${this.baseUrl}: ${errorText(err)}`,

@@ -9,6 +9,7 @@ import { type DaemonClient, errorText } from './client';
 import { checkRunConfig, isRunConfigText } from './configDiagnostics';
 import type { Ctx } from './ctx';
 import { exportSamples } from './export';
+import { importPastSessions } from './imports';
 import { runDescription, runLabels, startedAt } from './labels';
 import { DashboardPanel, TrajectoryPanel } from './panels';
 import { parseRange } from './parse';
@@ -346,6 +347,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
         isObj(arg) && arg.kind === 'recording' ? (arg as { recording: Recording }) : undefined,
       ),
   },
+  'harnessRl.importSessions': { needsDaemon: true, run: (ctx, c) => importPastSessions(ctx, c!) },
   'harnessRl.showRecordingSnippets': { needsDaemon: false, run: (ctx) => showSnippets(ctx) },
   'harnessRl.setUpstreamKey': { needsDaemon: false, run: (ctx) => setUpstreamKey(ctx) },
   'harnessRl.openTrajectory': {

@@ -14,11 +14,15 @@ import {
 } from '../../daemon/samples/index';
 import type { DaemonClient } from './client';
 
-/** The trajectory of a rollout: its calls with token ids, in order (pure). */
-export function trajectoryOf(d: RolloutDetail): TrajectoryArrays {
+/**
+ * The trajectory of a rollout: its calls with token ids, in order (pure). Imported calls (token_source
+ * "import") only with `imported`: the samples stage leaves them out otherwise.
+ */
+export function trajectoryOf(d: RolloutDetail, options: { imported?: boolean } = {}): TrajectoryArrays {
   return trajectoryFromCalls(
     d,
     [...d.llm_calls].sort((a, b) => a.seq - b.seq),
+    options,
   );
 }
 
@@ -26,9 +30,13 @@ export function trajectoryOf(d: RolloutDetail): TrajectoryArrays {
 export function samplesJsonl(
   runConfig: unknown,
   rollouts: RolloutDetail[],
+  options: { imported?: boolean } = {},
 ): { text: string; samples: number } {
   const algo = algorithmOf(runConfig);
-  const built = buildSamples(rollouts.map(trajectoryOf), buildOptionsOf(algo));
+  const built = buildSamples(
+    rollouts.map((d) => trajectoryOf(d, options)),
+    buildOptionsOf(algo),
+  );
   const { trajectories, samples, prefix_breaks, excluded, mask_tokens } = built.summary;
   const lines = built.samples.map((s) => JSON.stringify(toSampleJson(s)));
   lines.push(JSON.stringify({ summary: { trajectories, samples, prefix_breaks, excluded, mask_tokens } }));

@@ -137,5 +137,6 @@ export function syntheticRollout(): RolloutDetail {
     ],
     llm_calls: calls,
     prefix_breaks: [],
+    tool_runs: [],
   };
 }

@@ -175,6 +175,18 @@ describe('recording snippets', () => {
       ANTHROPIC_AUTH_TOKEN: 'k123',
     });
   });
+  it("terminals send Claude Code's tool runs (its OTLP logs) to the recording with its key", () => {
+    expect(recordingEnv(rec)).toMatchObject({
+      CLAUDE_CODE_ENABLE_TELEMETRY: '1',
+      OTEL_LOGS_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: `${rec.anthropic_base_url}/v1/logs`,
+      OTEL_EXPORTER_OTLP_HEADERS: 'Authorization=Bearer k123',
+    });
+    // one shell word in the snippet a person copies (unquoted, the key would be a second word)
+    expect(recordingSnippets(rec, 'm')).toContain(
+      "export OTEL_EXPORTER_OTLP_HEADERS='Authorization=Bearer k123'",
+    );
+  });
 });
 
 describe('the status bar', () => {

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { RolloutDetail } from '../../daemon/protocol/api';
 import type { LlmCall, Recording } from '../../daemon/protocol/entities';
 import { storedCall } from '../../daemon/store/test-calls';
+import { samplesJsonl } from './export';
 import { recordingSamples, recordingTask } from './recordingExport';
+import { viewSamples } from './samples';
 
 const recording: Recording = {
   id: 'rec_1',
@@ -55,6 +57,7 @@ function detail(calls: LlmCall[], reward: number | null): RolloutDetail {
     rewards: [],
     llm_calls: calls,
     prefix_breaks: [],
+    tool_runs: [],
   };
 }
 
@@ -122,5 +125,27 @@ describe('a recording exported as samples', () => {
     expect(lines[0].input_ids).toEqual([1, 2, 3, 9, 4, 5]);
     expect(lines[0].loss_mask).toEqual([0, 0, 1, 0, 1, 1]);
     expect(lines.at(-1).summary).toMatchObject({ trajectories: 1, samples: 1, prefix_breaks: 0 });
+  });
+});
+
+describe('an imported session exported', () => {
+  const imported = (seq: number) =>
+    call(
+      seq,
+      { messages: [{ role: 'user', content: 'go' }] },
+      { token_source: 'import', response_logprobs: null },
+    );
+
+  it('as a recording gives its samples (asked for), while a run export of the same calls leaves them out', () => {
+    const d = detail([imported(0), imported(1)], 1);
+    expect(recordingSamples(d).samples).toBe(2);
+    const run = samplesJsonl(null, [d]);
+    expect(run.samples).toBe(0);
+    expect(JSON.parse(run.text.trim().split('\n').at(-1)!).summary.trajectories).toBe(1);
+  });
+
+  it("shows its token view in the recording's trajectory", () => {
+    const view = viewSamples(detail([imported(0)], 1), null, []);
+    expect(view.samples?.map((s) => s.loss_mask.filter((m) => m === 1).length)).toEqual([2]);
   });
 });

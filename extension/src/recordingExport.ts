@@ -4,9 +4,13 @@ import type { RolloutDetail } from '../../daemon/protocol/api';
 import { answered, type LlmCall, type Recording } from '../../daemon/protocol/entities';
 import { samplesJsonl } from './export';
 
-/** Samples JSONL of the recording's rollout, built with the default algorithm settings (pure). */
+/**
+ * Samples JSONL of the recording's rollout, built with the default algorithm settings (pure). A person
+ * who exports one recording asks for its calls: an imported session's (token_source "import", text the
+ * model never sampled) are included here, as SFT-style data, and nowhere they were not asked for.
+ */
 export function recordingSamples(detail: RolloutDetail): { text: string; samples: number } {
-  return samplesJsonl(null, [detail]);
+  return samplesJsonl(null, [detail], { imported: true });
 }
 
 const ASSISTANT_ROLES = new Set(['assistant', 'model']);

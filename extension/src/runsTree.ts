@@ -299,7 +299,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
         item.id = `rollout:${r.id}`;
         item.description = rolloutDescription(r);
         item.tooltip = new vscode.MarkdownString().appendText(
-          `${taskText(r.input, 500) || 'no task'}\n\nrollout ${r.id}: ${r.status}, ${formatReward(r.reward)}, attempt ${formatNumber(r.attempt_count)} of ${formatNumber(r.max_attempts)}${r.error ? `\n\nerror: ${r.error}` : ''}`,
+          `${taskText(r.input, 500) || 'no task'}\n\nrollout ${r.id}: ${r.status}, ${formatReward(r.reward)}, attempt ${formatNumber(r.attempt_count)} of ${formatNumber(r.max_attempts)}${r.error ? `\n\nerror${r.failure ? ` (${r.failure.kind}: ${r.failure.reason})` : ''}: ${r.error}` : ''}`,
         );
         const color = rewardColor(r.reward);
         item.iconPath = new vscode.ThemeIcon(

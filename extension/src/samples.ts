@@ -48,7 +48,8 @@ export function viewSamples(
   const algo = algorithmOf(runConfig);
   const calls = [...rollout.llm_calls].sort((a, b) => a.seq - b.seq);
   const trajectories = [
-    trajectoryFromCalls(rollout, calls),
+    // a recording's view shows an imported session's tokens too (as Export Recording… writes them)
+    trajectoryFromCalls(rollout, calls, { imported: rollout.kind === 'recording' }),
     ...siblings
       .filter((s) => s.id !== rollout.id)
       .map((s) => ({ rollout_id: s.id, group_id: s.group_id ?? s.id, reward: s.reward, calls: [] })),

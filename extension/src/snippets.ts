@@ -1,7 +1,7 @@
 // Ready-to-paste agent settings for recording a person's own agent sessions: the agents' settings
 // (daemon/agents/settings.ts, the source docs/agents.md is generated from) with the recording's URL,
 // key and model filled in. Pure.
-import { AGENT_SETTINGS, settingsMarkdown, terminalEnv } from '../../daemon/agents/settings';
+import { AGENT_SETTINGS, settingsMarkdown, shellWord, terminalEnv } from '../../daemon/agents/settings';
 
 export interface RecordingEndpoints {
   name: string;
@@ -18,7 +18,7 @@ export function recordingSnippets(rec: RecordingEndpoints, model: string): strin
     model,
   };
   const env = Object.entries(recordingEnv(rec))
-    .map(([name, value]) => `export ${name}=${value}`)
+    .map(([name, value]) => `export ${name}=${shellWord(value)}`)
     .join('\n');
   const agents = AGENT_SETTINGS.filter((a) => a.recordingSnippet)
     .map((a) => `## ${a.name} — ${a.wire}\n\n${settingsMarkdown(a, e, { command: false })}`)

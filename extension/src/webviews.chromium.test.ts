@@ -388,6 +388,65 @@ it('an empty recording says no calls yet on its Training tab', async () => {
   await p.close();
 });
 
+it('shows each tool run the agent reported between the llm calls it ran between: tool, duration, outcome, result size', async () => {
+  const rollout = syntheticRollout();
+  const at = (s: number) => new Date(Date.UTC(2026, 11, 7, 0, 0, s)).toISOString();
+  const llm_calls = rollout.llm_calls.map((c, i) => ({ ...c, created_at: at(10 * i + 1) }));
+  const tool = (name: string, s: number, over: object = {}) => ({
+    id: `tool_${name}`,
+    rollout_id: rollout.id,
+    tool: name,
+    call_id: `toolu_${name}`,
+    started_at: at(s),
+    duration_ms: 53,
+    success: true,
+    result_bytes: 167,
+    error: null,
+    source: 'claude_code.tool_result',
+    agent: 'claude-code',
+    attributes: { 'session.id': 's1' },
+    created_at: at(s),
+    ...over,
+  });
+  const p = await open('trajectory');
+  await p.evaluate((m) => window.postMessage(m, '*'), {
+    type: 'trajectory',
+    rollout: {
+      ...rollout,
+      llm_calls,
+      tool_runs: [
+        tool('Write', 2),
+        tool('Bash', 12, { success: false, error: 'exit 1', result_bytes: 2048 }),
+      ],
+    },
+    samples: null,
+    token_texts: null,
+    proxy_base_url: 'http://127.0.0.1:4100/v1',
+    focus_call_id: null,
+  } satisfies ToTrajectory);
+  await p.locator('.tool-run').first().waitFor();
+  // in document order: call #0, Write, call #1, Bash (failed), call #2
+  const order = await p.evaluate(() =>
+    [...document.querySelectorAll('#body > section.call, #body > .tool-run')].map(
+      (e: { className: string; innerText: string }) =>
+        e.className.startsWith('call') ? 'call' : e.innerText.replace(/\s+/g, ' ').trim(),
+    ),
+  );
+  expect(order).toEqual([
+    'call',
+    'TOOL RUN Write · 53 ms · ok · 167 B result',
+    'call',
+    'TOOL RUN Bash · 53 ms · failed · 2.0 KB result exit 1',
+    'call',
+  ]);
+  expect(await p.locator('.tool-run').first().getAttribute('title')).toContain(
+    'claude_code.tool_result from claude-code',
+  );
+  expect(await p.locator('.summary').innerText()).toContain('3 llm calls · 2 tool runs');
+  await p.screenshot({ path: join(artifacts, 'webview-conversation-tool-runs-dark.png'), fullPage: true });
+  await p.close();
+});
+
 describe('run dashboard in Chromium', () => {
   const run = {
     id: 'run_fixture',

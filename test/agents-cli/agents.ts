@@ -48,6 +48,8 @@ export interface AgentSpec {
   wireApi: WireApi;
   /** Whether its main calls stream. */
   streams: boolean;
+  /** Whether its settings send its own OpenTelemetry tool events to the daemon (tool runs on the rollout). */
+  telemetry?: boolean;
   /** The agent's own tool that the scripted backend calls, and its arguments for the task in `dir`. */
   tool: { name: string; arguments(dir: string): Record<string, unknown> };
   /** Writes the config files under `home` and gives the environment and the non-interactive command line. */
@@ -89,6 +91,7 @@ export const AGENTS: AgentSpec[] = [
   spec('claude-code', {
     bin: 'claude',
     streams: true,
+    telemetry: true,
     tool: {
       name: 'Write',
       arguments: (dir) => ({ file_path: join(dir, 'hello.txt'), content: fileText('claude-code') }),
@@ -115,6 +118,7 @@ export const AGENTS: AgentSpec[] = [
   spec('codex', {
     bin: 'codex',
     streams: true,
+    telemetry: true,
     tool: { name: 'exec_command', arguments: () => ({ cmd: `printf '${fileText('codex')}' > hello.txt` }) },
     async setup(e) {
       const env = await configure(agentSettings('codex'), e);

@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunConfig } from '../../daemon/protocol/config';
-import type { LlmCall } from '../../daemon/protocol/entities';
+import type { LlmCall, ToolRun } from '../../daemon/protocol/entities';
 import {
   AGENTS,
   AGENTS_BIN,
@@ -113,6 +113,8 @@ interface Endpoints {
   openai_base_url: string;
   anthropic_base_url: string;
   calls(): Promise<LlmCall[]>;
+  /** The tool runs the CLI reported over OTLP. */
+  toolRuns(): Promise<ToolRun[]>;
   stop?(): Promise<unknown>;
 }
 
@@ -133,6 +135,7 @@ async function endpoints(mode: Mode, name: string): Promise<Endpoints> {
       openai_base_url: `${daemon.url}/r/${r.id}/v1`,
       anthropic_base_url: `${daemon.url}/r/${r.id}`,
       calls: () => store.listLlmCalls(r.id),
+      toolRuns: () => store.listToolRuns(r.id),
     };
   }
   if (mode === 'rollout') {
@@ -141,6 +144,7 @@ async function endpoints(mode: Mode, name: string): Promise<Endpoints> {
     return {
       ...r.body,
       calls: async () => (await daemon.api('GET', `/api/rollouts/${r.body.id}`)).body.llm_calls,
+      toolRuns: async () => (await daemon.api('GET', `/api/rollouts/${r.body.id}`)).body.tool_runs,
     };
   }
   const r = await daemon.api('POST', '/api/recordings', {
@@ -151,6 +155,7 @@ async function endpoints(mode: Mode, name: string): Promise<Endpoints> {
   return {
     ...r.body,
     calls: async () => (await daemon.api('GET', `/api/recordings/${r.body.id}`)).body.calls,
+    toolRuns: async () => (await daemon.api('GET', `/api/recordings/${r.body.id}`)).body.tool_runs,
     stop: () => daemon.api('POST', `/api/recordings/${r.body.id}/stop`, {}),
   };
 }
@@ -288,6 +293,19 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
         if (mode === 'recording') for (const c of side) expect(c.tags).toContain('side');
         for (const c of main) expect(c.tags.filter((t) => t === 'side')).toEqual([]);
 
+        // its own telemetry: the tool it ran is a tool run on the rollout (or recording), after the
+        // call that asked for it and before the final one, with its duration, outcome and result size
+        const toolRuns = agent.telemetry ? await ep.toolRuns() : [];
+        if (agent.telemetry) {
+          if (process.env.HARNESS_RL_AGENTS_DEBUG) console.log(agent.id, mode, JSON.stringify(toolRuns));
+          const run = toolRuns.find((t) => t.tool === agent.tool.name);
+          expect(run, JSON.stringify(toolRuns)).toBeDefined();
+          expect(run?.success).toBe(true);
+          expect(run?.duration_ms).toBeGreaterThanOrEqual(0);
+          expect(run?.result_bytes).toBeGreaterThan(0);
+          expect(Date.parse(run?.started_at ?? '')).toBeLessThanOrEqual(Date.parse(last.created_at));
+        }
+
         // one benchmark line: calls, tokens, and the proxy's added time per call (its total minus the backend's)
         const added = calls.map((c) => {
           const p = fake.produced.find((x) => isDeepStrictEqual(x.prompt_ids, c.prompt_ids));
@@ -304,6 +322,7 @@ describe.skipIf(!installed)('the coding-agent CLIs through the daemon', () => {
             prompt_tokens: sum(calls.map((c) => c.prompt_ids?.length ?? 0)),
             response_tokens: sum(calls.map((c) => c.response_ids?.length ?? 0)),
             proxy_added_ms_per_call: Math.round((sum(added) / calls.length) * 10) / 10,
+            tool_runs: toolRuns.length,
             cli_wall_ms: ran.ms,
           }),
         );

@@ -291,6 +291,32 @@ describe('a run on node agents', () => {
     }
   });
 
+  it("fails a LoRA run at start whose rank is above the node's vLLM --max-lora-rank, naming both (not at its first weight load, a step later)", async () => {
+    // The node's vLLM never comes up here: the check reads the command's flags from the node's welcome.
+    const role = new InferenceRole({
+      dataDir: join(dir, 'inf-lora'),
+      vllmUrl: 'http://127.0.0.1:9',
+      vllmCmd: "sh -c 'exec sleep 600' vllm serve Qwen/Qwen3-1.7B --enable-lora --max-lora-rank 8",
+      log: quiet,
+    });
+    const node = await startNodeAgent({ host: '127.0.0.1', port: 0, token, role, log: quiet });
+    try {
+      const run = await createRun(daemon, {
+        ...config([node.url], 'reference', 1),
+        model: { name: 'policy', lora: { rank: 16, alpha: 32 } },
+      });
+      const failed = await waitFor('the run to fail', async () => {
+        const r = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
+        return r.status === 'failed' ? r : null;
+      });
+      expect(failed.error).toMatch(
+        /inference node .*: model\.lora\.rank 16 is above its vLLM's --max-lora-rank 8/,
+      );
+    } finally {
+      await node.close();
+    }
+  });
+
   it('refuses a node with the wrong token and fails the run with that reason', async () => {
     const role = new InferenceRole({ dataDir: join(dir, 'inf-wrong'), engine: 'reference', log: quiet });
     const node = await startNodeAgent({

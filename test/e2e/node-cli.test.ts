@@ -98,6 +98,30 @@ describe('harness-rl node', () => {
     expect(code, `${ok.child.signalCode} ${ok.stderr()}`).toBe(0);
   });
 
+  it('refuses --listen 0.0.0.0 over plain ws:// naming the way out; --allow-plain-ws serves it and warns', async () => {
+    const common = ['--role', 'trainer', '--engine', 'reference', '--data', join(dir, 'd-bind')];
+    const plain = nodeCli([...common, '--listen', '0.0.0.0:0', '--token-file', join(dir, 't-bind')]);
+    expect(await plain.exited).toBe(2);
+    expect(plain.stderr()).toMatch(
+      /--listen 0\.0\.0\.0 reaches beyond this machine and would serve plain WebSocket/,
+    );
+    expect(plain.stderr()).toMatch(/--tls-cert and --tls-key .* or --allow-plain-ws/);
+    expect(plain.stderr()).not.toMatch(/created a node token/);
+
+    const optOut = nodeCli([
+      ...common,
+      '--listen',
+      '0.0.0.0:0',
+      '--token-file',
+      join(dir, 't-bind'),
+      '--allow-plain-ws',
+    ]);
+    expect(await optOut.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+    expect(optOut.stderr()).toMatch(/WARNING: --allow-plain-ws: serving ws:\/\/ on 0\.0\.0\.0:0/);
+    optOut.child.kill('SIGTERM');
+    expect(await optOut.exited).toBe(0);
+  });
+
   it('with --vllm-cmd starts the backend, tunnels calls to it, and restarts it when it dies', async () => {
     const port = await freePort();
     const pidFile = join(dir, 'backend.pid');

@@ -75,6 +75,7 @@ describe('a harness or verifier that misbehaves', () => {
         concurrency: 10,
         timeout_s: TIMEOUT_S,
         max_attempts: 1,
+        infrastructure_retries: 0,
         ...(acting === 'verifier' ? { reward: 'verifier', verifier: node('verifier') } : {}),
       },
       algorithm: { n: 2 },
@@ -94,11 +95,17 @@ describe('a harness or verifier that misbehaves', () => {
   /** task id → the [status, error] of each of its attempts, and the rollouts' rewards. */
   async function outcomes(run: Run) {
     const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
-    const byTask = new Map<string, { attempts: [string, string | null][]; rewards: (number | null)[] }>();
+    const byTask = new Map<
+      string,
+      { attempts: [string, string | null][]; rewards: (number | null)[]; failures: string[] }
+    >();
     for (const r of rollouts) {
       const task = (r.input as { mode: string }).mode;
-      const entry = byTask.get(task) ?? { attempts: [], rewards: [] };
-      for (const a of await daemon.ctx.store.listAttempts(r.id)) entry.attempts.push([a.status, a.error]);
+      const entry = byTask.get(task) ?? { attempts: [], rewards: [], failures: [] };
+      for (const a of await daemon.ctx.store.listAttempts(r.id)) {
+        entry.attempts.push([a.status, a.error]);
+        entry.failures.push(a.failure ? `${a.failure.kind}:${a.failure.reason}` : 'none');
+      }
       entry.rewards.push(r.reward);
       byTask.set(task, entry);
     }
@@ -147,6 +154,13 @@ describe('a harness or verifier that misbehaves', () => {
     ]);
     for (const task of ['crash', 'hang', 'silent', 'malformed'])
       expect(byTask.get(task)!.rewards).toEqual([null, null, null, null]);
+    // Why each failed: the harness's own failures, and the deadline (infrastructure).
+    const why = (task: string) => [...new Set(byTask.get(task)!.failures)];
+    expect(why('ok')).toEqual(['none']);
+    expect(why('crash')).toEqual(['harness:exit']);
+    expect(why('hang')).toEqual(['infrastructure:deadline']);
+    expect(why('silent')).toEqual(['harness:no_reward']);
+    expect(why('malformed')).toEqual(['harness:no_reward']);
     await expectKilled('harness', run);
   });
 
@@ -175,6 +189,10 @@ describe('a harness or verifier that misbehaves', () => {
     ]);
     for (const task of ['crash', 'hang', 'silent', 'malformed'])
       expect(byTask.get(task)!.rewards).toEqual([null, null, null, null]);
+    const why = (task: string) => [...new Set(byTask.get(task)!.failures)];
+    expect(why('crash')).toEqual(['harness:verifier']);
+    expect(why('hang')).toEqual(['infrastructure:deadline']);
+    expect(why('silent')).toEqual(['harness:verifier']);
     await expectKilled('verifier', run);
   });
 });

@@ -84,6 +84,7 @@ describe('harness-rl worker with reward: verifier', () => {
         concurrency: 2,
         timeout_s: 120,
         max_attempts: 1,
+        infrastructure_retries: 0,
         reward: 'verifier',
         ...harness,
       },

@@ -295,6 +295,14 @@ async function setup() {
     ctx.data = join(ctx.tmp, 'data');
     ctx.ws = join(ctx.tmp, 'workspace');
     for (const d of [ctx.ext, join(ctx.ud, 'User'), ctx.ws]) mkdirSync(d, { recursive: true });
+    // a past Claude Code session for Import Past Sessions… (the extension host reads CLAUDE_CONFIG_DIR)
+    ctx.claude = join(ctx.tmp, 'claude');
+    const project = join(ctx.claude, 'projects', '-home-ana-src-shop');
+    mkdirSync(project, { recursive: true });
+    copyFileSync(
+      join(root, 'test', 'fixtures', 'imports', 'claude-code-session.jsonl'),
+      join(project, '5f0c2a1e-7d3b-4c9a-9e1f-2b6d8a4c0e11.jsonl'),
+    );
     run(codeServer, ['--extensions-dir', ctx.ext, '--install-extension', ctx.vsix]);
     ctx.daemonPort = await freePort();
     ctx.port = await freePort();
@@ -380,7 +388,11 @@ async function setup() {
         ctx.ext,
         ctx.ws,
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+        env: { ...process.env, CLAUDE_CONFIG_DIR: ctx.claude },
+      },
     );
     children.push(cs);
     const out = [];
@@ -1131,6 +1143,33 @@ async function checks() {
     lineOf(freshLines[0]);
     await shot('12b-recording-exported');
   });
+
+  await step(
+    'Import Past Sessions… imports the Claude Code session with progress; it shows in Recordings; again, nothing new',
+    async () => {
+      await palette('Harness RL: Import Past Sessions…');
+      await quickPick('Claude Code');
+      await toast('imported 1 Claude Code session (3 calls)').first().waitFor({ timeout: 60_000 });
+      const imported = (await api('GET', '/api/recordings')).filter((r) => r.upstream?.kind === 'import');
+      if (imported.length !== 1) throw new Error(`expected one imported recording, got ${imported.length}`);
+      const detail = await api('GET', `/api/recordings/${imported[0].id}`);
+      if (detail.calls.map((c) => c.token_source).join() !== 'import,import,import')
+        throw new Error(`the imported calls: ${detail.calls.map((c) => c.token_source)}`);
+      const pane = page
+        .locator('.pane', { has: page.locator('.pane-header', { hasText: 'Recordings' }) })
+        .first();
+      if (!(await pane.isVisible()))
+        await page.locator('.activitybar [aria-label*="Harness RL"]').first().click();
+      await pane
+        .locator('.monaco-list-row', { hasText: 'Fix the cart total rounding' })
+        .first()
+        .waitFor({ timeout: 20_000 });
+      await shot('import-sessions');
+      await palette('Harness RL: Import Past Sessions…');
+      await quickPick('Claude Code');
+      await toast('are imported already').first().waitFor({ timeout: 30_000 });
+    },
+  );
 
   await step('Export Samples… writes the training samples of the run as JSONL', async () => {
     const out = join(ctx.ws, 'vscode-math.samples.jsonl');

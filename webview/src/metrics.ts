@@ -25,6 +25,12 @@ export const CHARTS: { title: string; keys: string[]; optional?: boolean }[] = [
   { title: 'TIS weight capped, share', keys: ['tis_capped_fraction'], optional: true },
   { title: 'Tokens/s', keys: ['tokens_per_s', 'tokens_per_second', 'throughput_tokens_per_s'] },
   { title: 'Prefix breaks per step', keys: ['prefix_breaks', 'prefix_breaks_per_step'] },
+  { title: 'Lost rollouts per step (failed after all attempts)', keys: ['lost_rollouts'], optional: true },
+  {
+    title: 'Attempts failed for the infrastructure (retried)',
+    keys: ['failed_attempts.infrastructure'],
+    optional: true,
+  },
 ];
 
 /** The charts for the keys present: the known charts first (always shown), then every other key. */

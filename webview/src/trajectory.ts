@@ -1,8 +1,9 @@
 // Trajectory viewer: the conversation of a rollout (every llm call with timing, model version,
-// wire API, status) and the training view (merged samples token by token: loss mask, logprob
-// heat map, advantage, prefix breaks with their diagnosis). Messages follow protocol.ts.
+// wire API, status, and the tool runs its harness reported between them) and the training view
+// (merged samples token by token: loss mask, logprob heat map, advantage, prefix breaks with their
+// diagnosis). Messages follow protocol.ts.
 import './trajectory.css';
-import type { LlmCall } from '../../daemon/protocol/entities';
+import type { LlmCall, ToolRun } from '../../daemon/protocol/entities';
 import { type Entry, newRequestEntries, responseEntries } from './conversation';
 import { callAsCurl, callAsJson } from './curl';
 import { clear, h, highlight } from './dom';
@@ -12,6 +13,7 @@ import { ToTrajectory, type TrajectoryData, type TrajectoryState, type VsCodeApi
 import { samplingLine, samplingTitle } from './sampling';
 import { showTokenDetails, tokenLine } from './tokenLine';
 import { breakDiagnosis, type SampleView, summarize, tokenView } from './tokens';
+import { placeToolRuns, toolRunLine } from './toolRuns';
 
 declare function acquireVsCodeApi(): VsCodeApi<TrajectoryState & { tab?: Tab }>;
 type Tab = 'conversation' | 'training';
@@ -100,7 +102,11 @@ function render() {
       h('span', {}, h('span', { class: 'badge' }, r.status), ` ${r.kind}`),
       h('span', { id: 'reward' }, `reward ${formatNumber(r.reward)}`),
       rewards.length > 0 && h('span', { class: 'muted' }, 'rewards: ', rewards),
-      h('span', {}, `${count(r.attempts.length, 'attempt')} · ${count(r.llm_calls.length, 'llm call')}`),
+      h(
+        'span',
+        {},
+        `${count(r.attempts.length, 'attempt')} · ${count(r.llm_calls.length, 'llm call')}${r.tool_runs.length > 0 ? ` · ${count(r.tool_runs.length, 'tool run')}` : ''}`,
+      ),
       r.kind === 'recording' &&
         r.llm_calls.some((c) => c.status === 'ok') &&
         r.llm_calls.every((c) => c.status !== 'ok' || c.token_source === 'text') &&
@@ -194,6 +200,8 @@ function renderConversation(body: HTMLElement, d: TrajectoryData) {
   const calls = [...d.rollout.llm_calls].sort((a, b) => a.seq - b.seq);
   if (calls.length === 0) body.append(h('p', { class: 'muted' }, 'No llm calls recorded yet.'));
   const fresh = newRequestEntries(calls);
+  const tools = placeToolRuns(calls, d.rollout.tool_runs);
+  for (const t of tools.before) body.append(toolRunEl(t));
   calls.forEach((c, i) => {
     const card = h('section', {
       class: `call${c.id === d.focus_call_id ? ' focus' : ''}`,
@@ -204,7 +212,26 @@ function renderConversation(body: HTMLElement, d: TrajectoryData) {
     for (const e of responseEntries(c)) card.append(entryEl(e, true));
     if (c.error) card.append(h('div', { class: `entry ${statusClass(c.status)}` }, h('pre', {}, c.error)));
     body.append(card);
+    for (const t of tools.after[i]) body.append(toolRunEl(t));
   });
+}
+
+/** A tool execution the harness reported (its own telemetry), between the calls it ran between. */
+function toolRunEl(t: ToolRun): HTMLElement {
+  const title = [
+    `${t.source}${t.agent ? ` from ${t.agent}` : ''}, started ${t.started_at}`,
+    t.call_id && `tool call ${t.call_id}`,
+    Object.keys(t.attributes).length > 0 && JSON.stringify(t.attributes, null, 2),
+  ]
+    .filter(Boolean)
+    .join('\n');
+  return h(
+    'div',
+    { class: `tool-run${t.success === false ? ' failed' : ''}`, title },
+    h('span', { class: 'role' }, 'tool run'),
+    h('span', {}, toolRunLine(t)),
+    t.error && h('span', { class: 'error' }, t.error),
+  );
 }
 
 function trainingViews(d: TrajectoryData): SampleView[] {

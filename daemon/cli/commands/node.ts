@@ -3,6 +3,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { bindsLoopbackOnly, checkBind, NODE_BIND } from '../../config/bind';
 import { newToken } from '../../config/token';
 import { type NodeAgent, startNodeAgent } from '../../node/agent';
 import { parseGpus } from '../../node/gpu';
@@ -13,10 +14,12 @@ import { TrainerRole } from '../../node/trainer';
 import { parseCommandArgs } from '../args';
 
 const USAGE = `usage: harness-rl node --role inference|trainer --listen HOST:PORT --token-file FILE [options]
-  --listen       where the daemon connects (default 127.0.0.1:4300; 0.0.0.0:PORT to accept other machines)
+  --listen       where the daemon connects (default 127.0.0.1:4300; 0.0.0.0:PORT to accept other
+                 machines, which needs --tls-cert/--tls-key, or --allow-plain-ws, or an ssh tunnel)
   --token-file   the node's token (created with mode 0600 when missing); the run config's
                  inference.token / trainer.token must be the same
   --tls-cert, --tls-key   PEM files: serve wss:// instead of ws://
+  --allow-plain-ws        serve ws:// beyond loopback anyway (logged on every start)
   --data         folder for received weights and checkpoints (default ~/.harness-rl-node)
   --gpus 0,1     the GPUs of what this node starts (CUDA_VISIBLE_DEVICES); default: every GPU. Both
                  roles on one GPU need vLLM's share of it (--gpu-memory-utilization)
@@ -49,6 +52,7 @@ export async function run(argv: string[]): Promise<number> {
       'token-file': { type: 'string' },
       'tls-cert': { type: 'string' },
       'tls-key': { type: 'string' },
+      'allow-plain-ws': { type: 'boolean' },
       data: { type: 'string' },
       'vllm-url': { type: 'string' },
       'vllm-cmd': { type: 'string' },
@@ -83,6 +87,15 @@ export async function run(argv: string[]): Promise<number> {
   if (!m) return fail(`--listen ${listen}: expected HOST:PORT`);
   const host = m[1].replace(/^\[(.*)\]$/, '$1');
   const port = Number(m[2]);
+  try {
+    await checkBind(host, Boolean(values['tls-cert']), values['allow-plain-ws'] === true, NODE_BIND);
+  } catch (err) {
+    return fail((err as Error).message);
+  }
+  if (values['allow-plain-ws'] && !values['tls-cert'] && !(await bindsLoopbackOnly(host)))
+    process.stderr.write(
+      `WARNING: --allow-plain-ws: serving ws:// on ${listen}; the token, every prompt and the weights cross the network unencrypted\n`,
+    );
   const dataDir = resolve(values.data ?? join(homedir(), '.harness-rl-node'));
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
 

@@ -10,9 +10,9 @@ import { defaultDataDir } from './daemon';
 const USAGE = `usage: harness-rl run start FILE | list | show ID | stop ID | resume ID
   [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
 
-class CliError extends Error {}
+export class CliError extends Error {}
 
-function client(url: string, token: string) {
+export function client(url: string, token: string) {
   return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     let res: Response;
     try {
@@ -67,6 +67,20 @@ export function latestAgreement(rows: RunMetrics[]): Record<string, number | nul
   const figures: Record<string, number | null> = { step: last.step };
   for (const k of AGREEMENT) if (k in last.metrics) figures[k] = last.metrics[k] ?? null;
   return figures;
+}
+
+/**
+ * The rollouts the run's steps lost (failed after all their attempts), in all and by reason, and the
+ * attempts that failed by kind (retried or not); null before the first step.
+ */
+export function lostRollouts(rows: RunMetrics[]): Record<string, number> | null {
+  if (rows.length === 0) return null;
+  const sum: Record<string, number> = { lost_rollouts: 0, dropped_incomplete_groups: 0 };
+  for (const r of rows)
+    for (const [k, v] of Object.entries(r.metrics))
+      if (typeof v === 'number' && /^(lost_rollouts|failed_attempts|dropped_incomplete_groups)(\.|$)/.test(k))
+        sum[k] = (sum[k] ?? 0) + v;
+  return sum;
 }
 
 export interface Output {
@@ -143,7 +157,8 @@ export async function runCommand(argv: string[], io: Output): Promise<number> {
         const shown = await call<Run>('GET', `/api/runs/${id}`);
         const metrics = await call<RunMetrics[]>('GET', `/api/runs/${id}/metrics`);
         const validation = latestAgreement(metrics);
-        out(JSON.stringify({ ...shown, metrics, validation }, null, values.json ? undefined : 2));
+        const lost = lostRollouts(metrics);
+        out(JSON.stringify({ ...shown, metrics, validation, lost }, null, values.json ? undefined : 2));
         return 0;
       }
       case 'stop': {

@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { readToken } from '../../config/token';
 import { RunConfig } from '../../protocol/config';
 import { commandRollout } from '../../worker/command';
+import { PersistentHarness } from '../../worker/persistent';
 import { runWorker } from '../../worker/worker';
 import { parseCommandArgs } from '../args';
 import { defaultDataDir } from './daemon';
@@ -93,13 +94,14 @@ export async function run(argv: string[]): Promise<number> {
       verifier ? `, verifier ${verifier.join(' ')}` : ''
     }`,
   );
+  const persistent = config.harness.mode === 'persistent' ? new PersistentHarness(command, { cwd }) : null;
   try {
     const summary = await runWorker({
       daemonUrl: url,
       token,
       runId: values.run,
       concurrency,
-      rollout: commandRollout(command, { cwd }),
+      rollout: persistent ? (ctx) => persistent.rollout(ctx) : commandRollout(command, { cwd }),
       cwd,
       signal: controller.signal,
       log,
@@ -107,6 +109,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify({ worker: summary })}\n`);
     return 0;
   } finally {
+    await persistent?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

