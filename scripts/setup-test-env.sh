@@ -78,6 +78,8 @@ fi
 # Arize Phoenix, the real OTLP receiver of test/e2e/telemetry-phoenix.test.ts (its own venv, ~0.9 GB;
 # 713 s to install on a busy 2-core machine, nothing on later runs)
 scripts/setup-phoenix-venv.sh >&2
+# the Python package the task-synthesis tests mutate (inflection's sdist) and its pytest venv
+scripts/setup-synth-python.sh >&2
 # --- end of the Python set-up -----------------------------------------------------------------
 
 log "ready"

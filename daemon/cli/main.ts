@@ -26,6 +26,10 @@ const commands: Record<
     summary: 'the node agent on a GPU machine (inference or trainer role)',
     load: () => import('./commands/node'),
   },
+  tasks: {
+    summary: 'coding tasks from a repository: synth | validate | verify | import',
+    load: () => import('./commands/tasks'),
+  },
   schema: {
     summary: 'print the config JSON Schema (--node: the node protocol)',
     load: () => import('./commands/schema'),

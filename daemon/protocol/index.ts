@@ -7,4 +7,5 @@ export * from './failures';
 export * from './persistent';
 export * from './imports';
 export * from './samples';
+export * from './tasks';
 export * from './training';

@@ -2,13 +2,20 @@
 // tools): it works in a throw-away copy of repo/, reads and writes files and runs the task's tests (in
 // the sandbox, with a time limit) until the model answers without a tool call or the turns run out.
 // What it hands on is its edits; the verifier (verify.ts) applies them to a fresh copy and runs the tests.
-import { readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import type { RolloutEnv } from '../command';
 import { applyEdits, CodingTask, type Edits, REPO, readRepoFile, runTests } from './repo';
 import { throwAwayCopy } from './sandbox';
+import { checkoutTask, diffOf, SweTask, swePrompt, testTask } from './swe-task';
+
+/** A task of the shipped repository (tasks.jsonl), or a synthesised/imported one (swe-task.ts). */
+export const ExampleTask = z.union([CodingTask, SweTask]);
+export type ExampleTask = z.infer<typeof ExampleTask>;
+const isSwe = (task: ExampleTask): task is SweTask => 'instance_id' in task;
 
 export const TOOLS: OpenAI.Chat.ChatCompletionTool[] = [
   {
@@ -69,11 +76,19 @@ export class Workspace {
   readonly written = new Set<string>();
   private constructor(
     readonly dir: string,
-    readonly task: CodingTask,
+    readonly task: ExampleTask,
   ) {}
 
-  static async open(task: CodingTask, repo = REPO): Promise<Workspace> {
-    return new Workspace(await throwAwayCopy(repo), task);
+  static async open(task: ExampleTask, repo = REPO): Promise<Workspace> {
+    if (!isSwe(task)) return new Workspace(await throwAwayCopy(repo), task);
+    const dir = await mkdtemp(join(tmpdir(), 'coding-agent-'));
+    try {
+      await checkoutTask(task, dir);
+    } catch (e) {
+      await rm(dir, { recursive: true, force: true });
+      throw e;
+    }
+    return new Workspace(dir, task);
   }
 
   /** Runs one tool call; a bad call answers with what was wrong, for the model to read. */
@@ -92,6 +107,7 @@ export class Workspace {
           return { ok: true, result: `wrote ${path}` };
         }
         case 'run_tests': {
+          if (isSwe(this.task)) return { ok: true, result: await testTask(this.task, this.dir) };
           const run = await runTests(this.dir, this.task.test);
           const summary = run.timedOut ? 'the tests timed out' : `${run.passed} passed, ${run.failed} failed`;
           return { ok: true, result: `${summary}\n${run.output.slice(-4000)}` };
@@ -111,23 +127,31 @@ export class Workspace {
     return edits;
   }
 
+  /** The agent's change as a unified diff (a synthesised task's verifier takes it). */
+  patch(): Promise<string> {
+    return diffOf(this.dir);
+  }
+
   close(): Promise<void> {
     return rm(this.dir, { recursive: true, force: true });
   }
 }
 
-export function prompt(task: CodingTask): string {
+export function prompt(task: ExampleTask): string {
+  if (isSwe(task)) return swePrompt(task);
   return `Fix this bug in the repository: ${task.issue}\nThe tests in ${task.test} must pass. Use the tools to read, edit and test; answer without a tool call when you are done.`;
 }
 
 export interface RolloutResult {
   edits: Edits;
+  /** For a synthesised task: the change as a unified diff. */
+  patch?: string;
   turns: number;
   toolCalls: { name: string; ok: boolean }[];
 }
 
 export async function runRollout(env: RolloutEnv): Promise<RolloutResult> {
-  const task = CodingTask.parse(env.task);
+  const task = ExampleTask.parse(env.task);
   const client = new OpenAI({ baseURL: env.baseURL, apiKey: env.apiKey, maxRetries: 2 });
   const workspace = await Workspace.open(task);
   const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: prompt(task) }];
@@ -157,7 +181,8 @@ export async function runRollout(env: RolloutEnv): Promise<RolloutResult> {
         messages.push({ role: 'tool', tool_call_id: c.id, content: result });
       }
     }
-    return { edits: await workspace.edits(), turns, toolCalls };
+    const patch = isSwe(task) ? await workspace.patch() : undefined;
+    return { edits: await workspace.edits(), ...(patch !== undefined ? { patch } : {}), turns, toolCalls };
   } finally {
     await workspace.close();
   }

@@ -32,9 +32,13 @@ export async function throwAwayCopy(repo: string): Promise<string> {
   return dir;
 }
 
-/** The bwrap argv that runs `argv` with `dir` as the only writable folder. */
-export function bwrapArgs(dir: string, argv: string[]): string[] {
+/**
+ * The bwrap argv that runs `argv` with `dir` as the only writable folder; `readOnly` folders (a venv,
+ * the node_modules a copy links to) are seen read-only at their own paths.
+ */
+export function bwrapArgs(dir: string, argv: string[], readOnly: string[] = []): string[] {
   const binds = SYSTEM.filter((p) => existsSync(p));
+  for (const p of readOnly) if (existsSync(p) && !binds.includes(p)) binds.push(p);
   // node installed outside the system folders (nvm, /opt) is bound read-only too
   const nodePrefix = dirname(dirname(process.execPath));
   if (!binds.some((p) => nodePrefix === p || nodePrefix.startsWith(`${p}/`))) binds.push(nodePrefix);
@@ -73,7 +77,7 @@ export class SandboxStartError extends Error {}
  */
 export function runSandboxed(
   argv: string[],
-  options: { dir: string; timeoutMs: number; mode?: SandboxMode },
+  options: { dir: string; timeoutMs: number; mode?: SandboxMode; readOnly?: string[] },
 ): Promise<Sandboxed> {
   const mode = options.mode ?? (process.env.CODING_AGENT_SANDBOX === 'off' ? 'off' : 'auto');
   const bwrap = mode === 'auto' ? bwrapWorks() : { ok: false, why: 'the sandbox is off' };
@@ -83,7 +87,7 @@ export function runSandboxed(
       `coding-agent: WARNING running tests without a sandbox (${bwrap.why}): only the time limit and the throw-away copy apply\n`,
     );
   }
-  const [cmd, ...args] = bwrap.ok ? ['bwrap', ...bwrapArgs(options.dir, argv)] : argv;
+  const [cmd, ...args] = bwrap.ok ? ['bwrap', ...bwrapArgs(options.dir, argv, options.readOnly)] : argv;
   return new Promise((resolve, reject) => {
     const child = spawn(cmd!, args, {
       cwd: options.dir,

@@ -11,6 +11,7 @@ import type { Ctx } from './ctx';
 import { exportSamples } from './export';
 import { importPastSessions } from './imports';
 import { runDescription, runLabels, startedAt } from './labels';
+import { makeTasks } from './makeTasks';
 import { DashboardPanel, TrajectoryPanel } from './panels';
 import { parseRange } from './parse';
 import {
@@ -431,6 +432,20 @@ export const COMMANDS: Record<string, CommandSpec> = {
       });
     },
   },
+  'harnessRl.makeTasks': {
+    needsDaemon: false,
+    run: (ctx) => makeTasks(ctx.tasksTree, ctx.extension.workspaceState, ctx.log),
+  },
+  'harnessRl.openTaskSet': {
+    needsDaemon: false,
+    run: async (ctx) => {
+      const [file] =
+        (await vscode.window.showOpenDialog({ filters: { 'Task set': ['jsonl'] }, canSelectMany: false })) ??
+        [];
+      if (file) await ctx.tasksTree.addSet(file.fsPath);
+    },
+  },
+  'harnessRl.showGoldPatch': { needsDaemon: false, run: (ctx, _c, arg) => ctx.goldPatches.show(arg) },
   'harnessRl.loadMore': {
     needsDaemon: false,
     run: async (ctx, _c, arg) => {

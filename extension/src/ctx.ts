@@ -11,12 +11,15 @@ import { NodesTree } from './nodesTree';
 import { RecordingsTree } from './recordingsTree';
 import { RunsTree } from './runsTree';
 import type { StatusBar } from './status';
+import { GoldPatches, TasksTree } from './tasksTree';
 
 export class Ctx implements vscode.Disposable {
   readonly daemon: DaemonManager;
   readonly runsTree: RunsTree;
   readonly recordingsTree: RecordingsTree;
   readonly nodesTree: NodesTree;
+  readonly tasksTree: TasksTree;
+  readonly goldPatches = new GoldPatches();
   readonly diagnostics = vscode.languages.createDiagnosticCollection('harness-rl');
   private readonly eventEmitter = new vscode.EventEmitter<DaemonEvent>();
   readonly onEvent = this.eventEmitter.event;
@@ -44,6 +47,7 @@ export class Ctx implements vscode.Disposable {
     );
     this.recordingsTree = new RecordingsTree(() => this.client);
     this.nodesTree = new NodesTree(() => this.client);
+    this.tasksTree = new TasksTree(extension.workspaceState);
     this.disposables.push(
       this.log,
       this.daemon,
@@ -59,6 +63,8 @@ export class Ctx implements vscode.Disposable {
       }),
       vscode.window.createTreeView('harnessRl.recordings', { treeDataProvider: this.recordingsTree }),
       vscode.window.createTreeView('harnessRl.nodes', { treeDataProvider: this.nodesTree }),
+      vscode.window.createTreeView('harnessRl.tasks', { treeDataProvider: this.tasksTree }),
+      vscode.workspace.registerTextDocumentContentProvider(GoldPatches.scheme, this.goldPatches),
       this.daemon.onDidChangeState(() => this.onDaemonState()),
       this.onEvent((e) => this.onDaemonEvent(e)),
       vscode.workspace.onDidChangeConfiguration((e) => {

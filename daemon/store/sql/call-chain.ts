@@ -94,6 +94,10 @@ export function sharedChars(a: string, b: string): number {
   let i = 0;
   while (i + CHUNK <= n && a.substring(i, i + CHUNK) === b.substring(i, i + CHUNK)) i += CHUNK;
   while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  // Never between the halves of a surrogate pair: the rest would start with a lone low surrogate,
+  // which the database's UTF-8 cannot hold (it comes back as U+FFFD and the rebuilt JSON breaks).
+  const high = a.charCodeAt(i - 1);
+  if (i > 0 && high >= 0xd800 && high <= 0xdbff) i--;
   return i;
 }
 
