@@ -9,7 +9,7 @@
 // CPU time of this process, median over alternating rounds.
 import { loadavg } from 'node:os';
 import { parseChatAnswer, parseWithoutPromptIds } from '../daemon/proxy/answer-scan';
-import { parseBackendJson } from '../daemon/proxy/call';
+import { parseBackendJson } from '../daemon/proxy/json';
 import { child, emit, quantile, root, round } from './emit';
 
 const FAKE = `

@@ -9,9 +9,9 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { commandRollout } from '../daemon/cluster/command';
-import { PersistentHarness } from '../daemon/cluster/persistent';
-import type { RolloutContext, RolloutOutcome } from '../daemon/cluster/wire';
+import type { RolloutContext, RolloutOutcome } from '../daemon/protocol/worker';
+import { commandRollout } from '../daemon/worker/command';
+import { PersistentHarness } from '../daemon/worker/persistent';
 import { emit, root, round } from './emit';
 
 const TICK_MS = 10; // USER_HZ 100

@@ -1,10 +1,10 @@
 // A run's tasks: read the JSONL file its config names, then split train/validation with a seeded shuffle.
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
-import { shuffled } from '../cluster/order';
 import type { RunConfig } from '../protocol/config';
 import type { Task } from '../protocol/entities';
 import { ApiError } from './errors';
+import { shuffled } from './task-order';
 
 const FIELD = 'config.tasks.file';
 

@@ -3,9 +3,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { DaemonContext, RunController } from '../context';
 import type { ProxyHandle } from '../proxy';
+import { Workers } from '../worker/workers';
 import { registerWorkerRoutes } from './routes';
 import { Scheduler, type SchedulerOptions } from './scheduler';
-import { Workers } from './workers';
 
 export interface ClusterOptions extends Partial<SchedulerOptions> {
   /** Seconds between worker heartbeats (default 5). */

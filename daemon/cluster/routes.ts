@@ -11,9 +11,9 @@ import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
 import { type Attempt, Id, type Rollout } from '../protocol/entities';
 import { harnessFailure } from '../protocol/failures';
+import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from '../protocol/worker';
+import type { Workers } from '../worker/workers';
 import { nextEvent, rolloutOf } from './events';
-import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from './wire';
-import type { Workers } from './workers';
 
 export interface RouteOptions {
   /** Seconds between worker heartbeats (told to the worker with each claim). */
@@ -161,7 +161,7 @@ export async function registerWorkerRoutes(
         status = 'failed';
         error =
           'the run takes its reward from harness.verifier, but the worker finished without a verifier reward ' +
-          '(use `harness-rl worker`, or runWorker from daemon/cluster/worker, which run it)';
+          '(use `harness-rl worker`, or runWorker from daemon/worker/worker, which run it)';
       } else if (status === 'succeeded' && body.reward !== undefined && rollout.reward === null) {
         // The harness may have posted its reward itself (POST /api/rollouts/:id/reward); that one counts.
         await store.addReward(rollout.id, { value: body.reward, source: 'harness' });

@@ -3,6 +3,8 @@
 // (the reference engine or a trainer node), brings every inference backend to the new weights, records
 // metrics and the new model version, and tells the proxy which versions may serve (sync: the newest
 // only; async: within `max_staleness`). A `validation:` threshold crossed pauses the run.
+
+import { tasksForStep } from '../api/task-order';
 import type { DaemonContext } from '../context';
 import type { RunConfig } from '../protocol/config';
 import type { Rollout, Run, Task } from '../protocol/entities';
@@ -22,7 +24,6 @@ import {
 import { nextEvent, rolloutOf } from './events';
 import { failedAttempts, nothingToTrainOn, stepRollouts } from './lost';
 import type { NodeRegistry } from './nodes/registry';
-import { tasksForStep } from './order';
 import { RunBackends } from './run-backends';
 import { stepMetrics } from './step-metrics';
 import { ValidationGate, validationMetrics } from './validation-gate';

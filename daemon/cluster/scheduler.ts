@@ -5,12 +5,12 @@ import type { DaemonContext, RunController } from '../context';
 import { RunConfig } from '../protocol/config';
 import type { ProxyHandle } from '../proxy';
 import { StoreError } from '../store/store';
+import { readAttemptOutput, type Workers } from '../worker/workers';
 import { cancelOpenWork } from './batches';
 import { NodeRegistry } from './nodes/registry';
 import { checkEndpoints } from './run-backends';
 import { RunLoop } from './run-loop';
 import { StandbyEngine } from './standby';
-import { readAttemptOutput, type Workers } from './workers';
 
 export interface SchedulerOptions {
   /** How often the unresponsive sweeper runs (ms). */

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReferenceEngine, startReferenceEngine } from '../engine';
-import { readText, send } from '../proxy/send';
+import { readText, send } from '../http';
 import { type Post, pruneVersions, reloadFullWeights, resetPrefixCache } from './weights';
 
 let dir: string;

@@ -6,14 +6,16 @@
 //   come back as `{logprob}`, as the stream assembler keeps them without entries. Any other entry
 //   shape (top logprobs, whitespace, another key order) or a content array anywhere but in a
 //   choice's logprobs makes it parse the whole text. In a long answer the entries are most of the
-//   bytes: for 1,000 tokens JSON.parse of the whole text took 580-900 µs, this 270-430 (bench
-//   `proxy.answer_parse`). An answer of fewer tokens (by its usage, which vLLM writes after the
-//   choices) is parsed whole: there the scan, and the copy of the text it makes, cost more than they
-//   save (an agent's short answer with 12k prompt ids parsed 7% slower scanned).
+//   bytes. An answer of fewer tokens (by its usage, which vLLM writes after the choices) is parsed
+//   whole: there the scan, and the copy of the text it makes, cost more than they save (an agent's
+//   short answer with 12k prompt ids was slower scanned).
 // - parseWithoutPromptIds: a bridged call's answer or chunk, without the prompt ids vLLM echoes.
-import { parseBackendJson } from './call';
+// Both are fast paths (fast-paths.ts switches them off); `npm run bench -- answer-parse` measures
+// them against JSON.parse of the whole text (figures: README, Benchmarks).
+
 import { NUM, STR } from './chunk-scan';
 import type { Json } from './json';
+import { parseBackendJson } from './json';
 
 const CONTENT = '"logprobs":{"content":[';
 const ENTRY = new RegExp(
@@ -81,7 +83,8 @@ const PROMPT_IDS = '"prompt_token_ids":[';
 /**
  * A bridged call's answer (the proxy sent the prompt as token ids and knows them), as
  * parseBackendJson reads it but with each `prompt_token_ids` list null, never parsed: vLLM echoes
- * the prompt, 12k ids of an agent's call took ~150 µs to parse, and the bridge drops them anyway.
+ * the prompt (12k ids for an agent's call: bench `proxy.answer_parse`, `bridged`), and the bridge
+ * drops them anyway.
  * A list is cut at its first `]` unread: a malformed one passes where JSON.parse would refuse it
  * (its ids are not used); one that holds a `]` leaves text JSON.parse refuses, and the whole text
  * is parsed.

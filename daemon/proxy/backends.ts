@@ -1,16 +1,48 @@
-// The pool of vLLM-compatible inference backends the proxy routes calls to (it reaches them with ./send).
+// The pool of vLLM-compatible inference backends the proxy routes calls to (it reaches them with ../http),
+// and what a backend says it serves.
 // Routing: a run's rollouts go to the run's own backends when it has any (shared ones otherwise);
 // other calls go to shared backends, or with none to any. Among those: rollout affinity (same
 // rollout → same backend while it is healthy and eligible, for prefix-cache hits), otherwise least
 // outstanding requests; only backends serving a model version >= their run's allowed minimum. A
 // backend whose connects fail is skipped for a while.
 import { BoundedMap } from '../bounded-map';
+import { readText, rootUrl, send } from '../http';
 import type { BackendStatus } from '../protocol/api';
 import { redactText, redactUrl } from '../redact';
-import { askServedModels, rootUrl } from './send';
 
-// proxy/index.ts still imports these from here (its restructure moves it to ./send).
-export { askServedModels, readText, rootUrl, type ServedModels, send } from './send';
+/** What a vLLM-shaped server says it serves (GET /v1/models): its model names and context length. */
+export interface ServedModels {
+  names: string[];
+  /** The first model's max_model_len (null: not given); absent when the server lists no models. */
+  maxModelLen?: number | null;
+}
+
+/**
+ * Asks `root` what it serves. null: unreachable or 5xx (still starting; ask again); no names and no
+ * maxModelLen: it answered without a list of models (404, 401, not JSON).
+ */
+export async function askServedModels(root: string, timeoutMs: number): Promise<ServedModels | null> {
+  let text: string;
+  let status: number | undefined;
+  try {
+    const res = await send(`${root}/v1/models`, { method: 'GET', timeoutMs });
+    text = await readText(res);
+    status = res.statusCode;
+  } catch {
+    return null;
+  }
+  if (status === undefined || status >= 500) return null;
+  let data: unknown;
+  try {
+    data = status === 200 ? (JSON.parse(text) as { data?: unknown }).data : undefined;
+  } catch {}
+  if (!Array.isArray(data)) return { names: [] };
+  const len = (data[0] as { max_model_len?: unknown } | undefined)?.max_model_len;
+  return {
+    names: data.map((m: { id?: unknown }) => String(m?.id)),
+    maxModelLen: typeof len === 'number' ? len : null,
+  };
+}
 
 export interface BackendOptions {
   name?: string;
@@ -56,6 +88,8 @@ export interface Backend {
   url: string;
   root: string;
   name: string;
+  /** Headers every request to it carries (a fixed target's key); none for the pool's. */
+  headers?: Record<string, string>;
   /** The run whose weights it serves (only that run's rollouts reach it); null = shared. */
   runId: string | null;
   modelVersion: number | null;

@@ -2,12 +2,12 @@
 // chat call's messages and sampled tokens are remembered; when the next request resends that history
 // as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
 import { BoundedMap, jsonBytes } from '../bounded-map';
+import { readText, send } from '../http';
 import type { DaemonConfig } from '../protocol/config';
 import type { HistoryChange } from '../protocol/entities';
 import { type LocalPlan, planLocal } from '../tokenize/plan';
 import { firstDifference, LocalTokenizers, type TokenizerNote } from '../tokenize/registry';
 import type { Json } from './json';
-import { readText, send } from './send';
 import {
   type BridgePlan,
   type BridgeRequest,

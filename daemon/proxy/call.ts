@@ -1,14 +1,12 @@
-// One proxied call's state: its scope, reply, record (written once, before the last byte reaches the
-// harness) and the error answer in the harness's wire format.
-import type { ServerResponse } from 'node:http';
-import { parseBoundedJson } from '../api/body';
+// One proxied call's state and its endings: answer, fail, cancel, or a stream opened and completed.
+// Each ending is claimed once (a second is refused) and writes the record before the last byte.
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { DaemonContext } from '../context';
 import type { NewLlmCall, WireApi } from '../protocol/entities';
 import { redactText } from '../redact';
 import { JsonText } from '../store/json-text';
-import { type ErrorWire, errorBody, type ProxyError } from './errors';
+import { type ErrorWire, errorBody, ProxyError } from './errors';
 import { sendJson } from './front';
-import type { Json } from './json';
 import type { Output } from './output';
 import type { Recorder } from './recorder';
 import type { Scope } from './scope';
@@ -27,7 +25,12 @@ export interface CallInit {
   tags: string[];
 }
 
-/** The per-call state shared by the pipeline, the native pass-through and the error paths. */
+/**
+ * The per-call state shared by the pipeline, the native pass-through and the error paths. Its life
+ * ends once, by one of its verbs: `answer` (a whole answer), `fail` (an error answer), `cancel` (the
+ * harness went away) or `complete` (the end of a stream `openStream` began). Each verb records the
+ * call before the harness gets the last byte; a second ending is refused.
+ */
 export class Call {
   readonly ctx: DaemonContext;
   readonly recorder: Recorder;
@@ -39,8 +42,8 @@ export class Call {
   readonly t0: number;
   readonly tags: string[];
   stream = false;
-  settled = false;
-  recorded = false;
+  private ended = false;
+  private recorded = false;
   private abortFn: (() => void) | null = null;
   private readonly request: unknown;
   private readonly raw: string | undefined;
@@ -71,6 +74,23 @@ export class Call {
     });
   }
 
+  /** Whether the call has ended (answered, failed, cancelled or completed). */
+  get settled(): boolean {
+    return this.ended;
+  }
+
+  /** Claims the call's one ending; false when it already has one. */
+  private settle(): boolean {
+    if (this.ended) return false;
+    this.ended = true;
+    return true;
+  }
+
+  /** The call is not recorded, whatever its ending (count_tokens of a rollout: no turn of its trajectory). */
+  unrecorded(): void {
+    this.recorded = true;
+  }
+
   elapsed(): number {
     return Math.round((performance.now() - this.t0) * 1000) / 1000;
   }
@@ -91,7 +111,7 @@ export class Call {
   }
 
   /** Stores the call (once); a rollout-less call (refused before a scope was known) stores nothing. */
-  async record(fields: Partial<NewLlmCall>): Promise<void> {
+  private async record(fields: Partial<NewLlmCall>): Promise<void> {
     if (!this.scope || this.recorded) return;
     this.recorded = true;
     const s = this.scope;
@@ -137,10 +157,84 @@ export class Call {
     else await this.recorder.record(call);
   }
 
-  /** Records a failed call and answers the harness with an error in its wire format. */
-  async fail(err: ProxyError, fields: Partial<NewLlmCall> = {}, output?: Output): Promise<void> {
-    if (this.settled) return;
-    this.settled = true;
+  /**
+   * Records the call and answers `body` whole; false when the call had ended. When the record cannot
+   * be stored the harness gets a 500 instead (in `output`'s wire format when given).
+   */
+  async answer(
+    status: number,
+    headers: OutgoingHttpHeaders,
+    body: string,
+    fields: Partial<NewLlmCall>,
+    output?: Output,
+  ): Promise<boolean> {
+    if (!this.settle()) return false;
+    try {
+      await this.record(fields);
+    } catch (e) {
+      await this.reply(new ProxyError(500, `the call could not be recorded: ${String(e)}`), {}, output);
+      return true;
+    }
+    this.res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });
+    this.res.end(body);
+    return true;
+  }
+
+  /** Records a failed call and answers the harness with an error in its wire format (once). */
+  async fail(err: ProxyError, fields: Partial<NewLlmCall> = {}, output?: Output): Promise<boolean> {
+    if (!this.settle()) return false;
+    await this.reply(err, fields, output);
+    return true;
+  }
+
+  /** The harness went away: stops the backend and records the call as cancelled with `fields` (once). */
+  cancel(fields: Partial<NewLlmCall>): boolean {
+    if (!this.settle()) return false;
+    this.abortBackend();
+    this.record({
+      ...fields,
+      status: 'cancelled',
+      error: 'the client closed the connection',
+      http_status: 499,
+    }).catch((e) => this.ctx.log('proxy: recording a cancelled call failed', { error: String(e) }));
+    return true;
+  }
+
+  /** Starts a streamed answer; `complete` ends it. */
+  openStream(status: number, headers: OutgoingHttpHeaders): void {
+    this.res.writeHead(status, headers);
+  }
+
+  /** Writes a part of the open stream; false when the harness is not reading yet (wait for 'drain'). */
+  write(text: string): boolean {
+    return this.res.write(text);
+  }
+
+  /**
+   * Ends the open stream (once; false when the call had ended): with `abort` stops the backend first,
+   * records `fields()`, then writes `last(problem)` and ends the response, `problem` being why the
+   * record could not be stored (null when it was).
+   */
+  async complete(
+    fields: () => Partial<NewLlmCall>,
+    last: (problem: string | null) => string,
+    abort = false,
+  ): Promise<boolean> {
+    if (!this.settle()) return false;
+    if (abort) this.abortBackend();
+    let problem: string | null = null;
+    try {
+      await this.record(fields());
+    } catch (e) {
+      problem = String(e);
+    }
+    const tail = last(problem);
+    if (!this.res.destroyed) this.res.end(tail);
+    return true;
+  }
+
+  /** Records a failed call and writes the error answer (or cuts a response already begun). */
+  private async reply(err: ProxyError, fields: Partial<NewLlmCall>, output?: Output): Promise<void> {
     try {
       await this.record({ status: 'error', error: err.message, http_status: err.status, ...fields });
     } catch (e) {
@@ -160,29 +254,4 @@ export class Call {
       err.retryAfterS !== null ? { 'retry-after': String(err.retryAfterS) } : {},
     );
   }
-}
-
-/**
- * A backend's JSON answer, or null when it is not JSON or nests deeper than MAX_JSON_DEPTH (nothing
- * may walk such a value: the record keeps the text instead).
- */
-export function parseBackendJson(text: string): Json | null {
-  try {
-    return parseBoundedJson(text);
-  } catch {
-    return null;
-  }
-}
-
-/** Message of a backend error body (vLLM `{message}`, OpenAI `{error:{message}}`, or raw text). */
-export function backendErrorMessage(text: string): string {
-  try {
-    const j = parseBackendJson(text);
-    const m = j?.error?.message ?? j?.message ?? j?.detail ?? j?.error;
-    if (typeof m === 'string') return m;
-    if (m != null) return JSON.stringify(m).slice(0, 1000);
-  } catch {
-    // not JSON
-  }
-  return text.slice(0, 1000) || '(empty body)';
 }

@@ -1,5 +1,7 @@
 // Sending a call to an inference backend: the pool (affinity, least outstanding, fail-over, waiting
-// while weights load) or a fixed target, with the token bridge's decision applied.
+// while weights load) or a fixed target as a pool of one, with the token bridge's decision applied.
+
+import { type BackendResponse, SendError, send } from '../http';
 import type { BridgeRecord } from '../protocol/entities';
 import type { BackendKind } from './assemble';
 import type { Backend, BackendPool } from './backends';
@@ -7,7 +9,6 @@ import type { BridgeDecision } from './bridge';
 import type { Call } from './call';
 import { ProxyError } from './errors';
 import type { Json } from './json';
-import { type BackendResponse, SendError, send } from './send';
 
 /** A fixed target instead of the pool: a recording's upstream (vLLM or OpenAI). */
 export interface FixedTarget {
@@ -23,6 +24,46 @@ export interface FixedTarget {
   served?: string[] | null;
   /** A vLLM upstream's max_model_len, when known (the bridge's default max_tokens). */
   maxModelLen?: number | null;
+}
+
+/** Where dispatch picks its backend: the pool, or a fixed target as a pool of one (onePool). */
+export type Route = Pick<
+  BackendPool,
+  'pick' | 'loading' | 'changed' | 'refreshModels' | 'markHealthy' | 'markUnhealthy' | 'size'
+>;
+
+/**
+ * A fixed target as a pool of one: always picked (no health kept, no fail-over), serving what its
+ * upstream said it serves (nothing asked again), with its own headers.
+ */
+export function onePool(target: FixedTarget): Route {
+  const b: Backend = {
+    url: target.root,
+    root: target.root,
+    name: target.name,
+    headers: target.headers,
+    runId: null,
+    modelVersion: null,
+    outstanding: 0,
+    total: 0,
+    unhealthyUntil: 0,
+    lastError: null,
+    models: target.served ?? null,
+    maxModelLen: target.maxModelLen ?? null,
+    modelsLoading: null,
+    loading: false,
+    ready: true,
+    weights: null,
+  };
+  return {
+    pick: (_key, exclude) => (exclude?.has(b) ? null : b),
+    loading: () => false,
+    changed: async () => false,
+    refreshModels: async () => {},
+    markHealthy: () => {},
+    markUnhealthy: () => {},
+    size: 1,
+  };
 }
 
 /**
@@ -62,7 +103,6 @@ export interface Dispatched {
   fallback: BridgeRecord | null;
   /** The chat body (what the bridge was asked about), even when a completions body was sent. */
   chatBody: Json;
-  backend: Backend | null;
   backendName: string;
   modelVersion: number | null;
   body: Json;
@@ -115,15 +155,14 @@ export function backendText(harnessText: string | undefined, harness: Json, back
 }
 
 /**
- * Sends `body` to a backend: the pool (affinity + least outstanding, failing over when a backend
- * cannot be reached) or a fixed target. Throws ProxyError (503/502/504) when nothing answers.
+ * Sends `body` to a backend of `route` (the pool: affinity + least outstanding, failing over when a
+ * backend cannot be reached; or a fixed target). Throws ProxyError (503/502/504) when nothing answers.
  */
 export async function dispatch(
   call: Call,
-  pool: BackendPool,
+  route: Route,
   kind: BackendKind,
   body: Json,
-  target: FixedTarget | null,
   bridge?: BridgeFn,
   /** `body`'s JSON text, when known (backendText). */
   bodyText?: string | null,
@@ -131,52 +170,14 @@ export async function dispatch(
   const textOf = (b: Json) => (b === body && bodyText ? bodyText : JSON.stringify(b));
   const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const timeoutMs = call.ctx.config.backend_timeout_ms;
-  if (target) {
-    const sent = servedBody(body, target.served);
-    const decision = bridge
-      ? await bridge({ root: target.root, maxModelLen: target.maxModelLen ?? null }, sent)
-      : null;
-    if (call.settled) throw new ProxyError(499, 'the client closed the request');
-    const sendBody = decision?.ok ? decision.body : sent;
-    const payload = (decision?.ok ? decision.bodyText : null) ?? textOf(sendBody);
-    call.snapshot = () => ({
-      backend_request: sendBody,
-      backend: target.name,
-      model: typeof sent.model === 'string' ? sent.model : null,
-    });
-    const queueMs = call.elapsed();
-    try {
-      const res = await send(target.root + (decision?.ok ? '/v1/completions' : path), {
-        body: payload,
-        headers: target.headers,
-        timeoutMs,
-        onRequest: (abort) => call.setAbort(abort),
-      });
-      return {
-        res,
-        bridged: bridgedOf(decision),
-        fallback: fallbackOf(decision),
-        chatBody: sent,
-        backend: null,
-        backendName: target.name,
-        modelVersion: null,
-        body: sendBody,
-        payload,
-        release: () => {},
-        queueMs,
-      };
-    } catch (e) {
-      throw sendFailure(e, target.name);
-    }
-  }
   const tried = new Set<Backend>();
   const runModel = call.scope?.runConfig?.model?.name;
   /** Each backend that could not be reached this call, and why (the 502 names them all). */
   const unreachable: { name: string; error: SendError }[] = [];
   for (;;) {
     const runId = call.scope?.rollout.run_id ?? null;
-    const b = pool.pick(call.scope?.rolloutId ?? null, tried, runId);
-    if (!b && tried.size === 0 && pool.loading(runId)) {
+    const b = route.pick(call.scope?.rolloutId ?? null, tried, runId);
+    if (!b && tried.size === 0 && route.loading(runId)) {
       // New weights are loading: wait for them (or say when to retry) instead of failing.
       if (call.scope?.runConfig?.inference?.while_loading === 'reject')
         throw new ProxyError(
@@ -186,13 +187,13 @@ export async function dispatch(
           'weights_loading',
           2,
         );
-      if (await pool.changed(Math.max(0, timeoutMs - call.elapsed()))) continue;
+      if (await route.changed(Math.max(0, timeoutMs - call.elapsed()))) continue;
     }
     if (!b) {
       if (unreachable.length > 0) throw unreachableFailure(unreachable);
       throw new ProxyError(
         503,
-        pool.size === 0
+        route.size === 0
           ? 'no inference backend is configured (start the daemon with --backend URL or start a run)'
           : 'no healthy inference backend serves the required model version right now',
         null,
@@ -204,25 +205,14 @@ export async function dispatch(
     // adapter before the first step's weights are loaded) is rewritten instead of answered with 404.
     if (b.models === null) {
       if (b.modelsLoading) await b.modelsLoading;
-      if (b.models === null) await pool.refreshModels(b, Math.max(1, Math.round(timeoutMs - call.elapsed())));
+      if (b.models === null)
+        await route.refreshModels(b, Math.max(1, Math.round(timeoutMs - call.elapsed())));
     }
     const sent = servedBody(body, b.models, runModel);
-    let bridged: Dispatched['bridged'] = null;
-    let fallback: BridgeRecord | null = null;
-    let sendBody = sent;
-    let sendText: string | null = null;
-    let sendPath = path;
-    if (bridge) {
-      const decision = await bridge(b, sent);
-      if (decision.ok) {
-        bridged = bridgedOf(decision);
-        sendBody = decision.body;
-        sendText = decision.bodyText;
-        sendPath = '/v1/completions';
-      } else fallback = fallbackOf(decision);
-      if (call.settled) throw new ProxyError(499, 'the client closed the request');
-    }
-    const payload = sendText ?? textOf(sendBody);
+    const decision = bridge ? await bridge(b, sent) : null;
+    if (call.settled) throw new ProxyError(499, 'the client closed the request');
+    const sendBody = decision?.ok ? decision.body : sent;
+    const payload = (decision?.ok ? decision.bodyText : null) ?? textOf(sendBody);
     call.snapshot = () => ({
       backend_request: sendBody,
       backend: b.name,
@@ -240,18 +230,18 @@ export async function dispatch(
     };
     const queueMs = call.elapsed();
     try {
-      const res = await send(b.root + sendPath, {
+      const res = await send(b.root + (decision?.ok ? '/v1/completions' : path), {
         body: payload,
+        headers: b.headers,
         timeoutMs,
         onRequest: (abort) => call.setAbort(abort),
       });
-      pool.markHealthy(b);
+      route.markHealthy(b);
       return {
         res,
-        bridged,
-        fallback,
+        bridged: bridgedOf(decision),
+        fallback: fallbackOf(decision),
         chatBody: sent,
-        backend: b,
         backendName: b.name,
         modelVersion: b.modelVersion,
         body: sendBody,
@@ -262,7 +252,7 @@ export async function dispatch(
     } catch (e) {
       release();
       if (e instanceof SendError && e.kind === 'connect' && !call.settled) {
-        pool.markUnhealthy(b, e.message);
+        route.markUnhealthy(b, e.message);
         tried.add(b);
         unreachable.push({ name: b.name, error: e });
         continue;

@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import { fieldPath, issueField } from '../protocol/fields';
 import { redactText } from '../redact';
+import { parseBackendJson } from './json';
 
 export type ErrorWire = 'openai' | 'anthropic';
 
@@ -87,4 +88,17 @@ export function errorBody(wire: ErrorWire, err: ProxyError): unknown {
 /** The error wire a URL's clients speak: Anthropic for …/v1/messages, OpenAI otherwise. */
 export function wireOfUrl(url: string): ErrorWire {
   return /\/v1\/messages(\/|\?|$)/.test(url) ? 'anthropic' : 'openai';
+}
+
+/** Message of a backend error body (vLLM `{message}`, OpenAI `{error:{message}}`, or raw text). */
+export function backendErrorMessage(text: string): string {
+  try {
+    const j = parseBackendJson(text);
+    const m = j?.error?.message ?? j?.message ?? j?.detail ?? j?.error;
+    if (typeof m === 'string') return m;
+    if (m != null) return JSON.stringify(m).slice(0, 1000);
+  } catch {
+    // not JSON
+  }
+  return text.slice(0, 1000) || '(empty body)';
 }

@@ -197,6 +197,9 @@ export function readBytes(req: IncomingMessage, res: ServerResponse, limit: numb
   });
 }
 
+/** The content type of the proxy's own JSON answers. */
+export const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' } as const;
+
 /** A JSON answer (already serialised) with its length. */
 export function sendJson(
   res: ServerResponse,
@@ -205,7 +208,7 @@ export function sendJson(
   headers: Record<string, string> = {},
 ): void {
   res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
+    ...JSON_TYPE,
     'content-length': Buffer.byteLength(text),
     ...headers,
   });

@@ -3,12 +3,13 @@
 // <dataDir>/secrets.json. The answer is relayed as is; streams are assembled for the record, which
 // is committed before the terminal event reaches the harness.
 import { parseBoundedJson } from '../api/body';
+import { readText, SendError, send, timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
-import { backendErrorMessage, type Call, parseBackendJson } from './call';
-import { ProxyError } from './errors';
+import type { Call } from './call';
+import { backendErrorMessage, ProxyError } from './errors';
 import type { Json } from './json';
+import { parseBackendJson } from './json';
 import { AS_REQUESTED, callSampling } from './sampling';
-import { readText, SendError, send, timedOut } from './send';
 import { SseParser } from './sse';
 
 export type NativeShape = 'messages' | 'responses' | 'json';
@@ -107,6 +108,7 @@ function frame(event: string | null, data: string): string {
 /** Relays one call to a native upstream and records it. Never throws. */
 export async function passthrough(call: Call, o: PassOptions): Promise<void> {
   call.stream = o.stream;
+  if (!o.record) call.unrecorded();
   const base: Partial<NewLlmCall> = {
     backend_request: o.body ?? null,
     model: typeof o.body?.model === 'string' ? o.body.model : null,
@@ -116,18 +118,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
   };
   call.snapshot = () => base;
   call.onClientClose(() => {
-    if (call.settled) return;
-    call.settled = true;
-    call.abortBackend();
-    if (o.record)
-      void call
-        .record({
-          ...(call.snapshot?.() ?? base),
-          status: 'cancelled',
-          error: 'the client closed the connection',
-          http_status: 499,
-        })
-        .catch((e) => call.ctx.log('proxy: recording a cancelled call failed', { error: String(e) }));
+    call.cancel(call.snapshot?.() ?? base);
   });
   const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
   const queueMs = call.elapsed();
@@ -149,8 +140,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
             502,
             `upstream ${o.backendName} failed: ${e instanceof Error ? e.message : String(e)}`,
           );
-    if (o.record) await call.fail(err, { ...base, queue_ms: queueMs });
-    else await call.fail(err);
+    await call.fail(err, { ...base, queue_ms: queueMs });
     return;
   }
   base.queue_ms = queueMs;
@@ -171,33 +161,22 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
     }
     if (call.settled) return;
     const json = parseBackendJson(text);
-    call.settled = true;
-    if (o.record) {
-      const total = call.elapsed();
-      try {
-        await call.record({
-          ...base,
-          ...summaryOf(o.shape, json),
-          response: json ?? text.slice(0, 10_000),
-          status: status < 400 ? 'ok' : 'error',
-          error: status < 400 ? null : `upstream answered ${status}: ${backendErrorMessage(text)}`,
-          http_status: status,
-          ttft_ms: total,
-          total_ms: total,
-        });
-      } catch (e) {
-        call.settled = false;
-        await call.fail(new ProxyError(500, `the call could not be recorded: ${String(e)}`));
-        return;
-      }
-    }
-    call.res.writeHead(status, { 'content-type': ctype, 'content-length': Buffer.byteLength(text) });
-    call.res.end(text);
+    const total = call.elapsed();
+    await call.answer(status, { 'content-type': ctype }, text, {
+      ...base,
+      ...summaryOf(o.shape, json),
+      response: json ?? text.slice(0, 10_000),
+      status: status < 400 ? 'ok' : 'error',
+      error: status < 400 ? null : `upstream answered ${status}: ${backendErrorMessage(text)}`,
+      http_status: status,
+      ttft_ms: total,
+      total_ms: total,
+    });
     return;
   }
 
   const raw = call.res;
-  raw.writeHead(status, { 'content-type': ctype, 'cache-control': 'no-cache', connection: 'keep-alive' });
+  call.openStream(status, { 'content-type': ctype, 'cache-control': 'no-cache', connection: 'keep-alive' });
   const parser = new SseParser();
   const messages = new MessagesAssembler();
   let final: Json | null = null;
@@ -217,17 +196,16 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
     const finish = (status: 'ok' | 'error', error: string | null) => {
       clearTimeout(deadline);
       if (call.settled) return resolve();
-      call.settled = true;
-      const done = async () => {
-        if (status === 'error') call.abortBackend();
-        try {
-          if (o.record) await call.record({ ...partial(), status, error, total_ms: call.elapsed() });
-        } catch (e) {
-          call.ctx.log('proxy: recording a pass-through stream failed', { error: String(e) });
-        }
-        if (!raw.destroyed) raw.end(held.join(''));
-      };
-      done()
+      call
+        .complete(
+          () => ({ ...partial(), status, error, total_ms: call.elapsed() }),
+          (problem) => {
+            if (problem !== null)
+              call.ctx.log('proxy: recording a pass-through stream failed', { error: problem });
+            return held.join('');
+          },
+          status === 'error',
+        )
         .catch((e) => {
           call.ctx.log('proxy: finishing a pass-through stream failed', { error: String(e) });
           if (!raw.destroyed) raw.destroy();
@@ -257,7 +235,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
         }
         const f = frame(ev.event, ev.data);
         if ((type && TERMINAL.has(type)) || ev.data === '[DONE]') held.push(f);
-        else if (!raw.write(f)) {
+        else if (!call.write(f)) {
           res.pause();
           raw.once('drain', () => res.resume());
         }

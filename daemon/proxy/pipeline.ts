@@ -1,18 +1,20 @@
 // One proxied LLM call: pick a backend, send the (chat or completions) request with token ids and
 // logprobs turned on, hand the answer back in the harness's wire format (streaming through), and
 // record it — always before the final byte reaches the harness, failures and cancellations included.
+
+import { readText } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import { JsonText } from '../store/json-text';
-import { parseChatAnswer, parseWithoutPromptIds } from './answer-scan';
-import { type BackendKind, tokensOf } from './assemble';
-import { type BackendPool, readText } from './backends';
+import type { BackendKind } from './assemble';
+import type { BackendPool } from './backends';
 import type { BridgeMemory } from './bridge';
-import { backendErrorMessage, type Call, parseBackendJson } from './call';
-import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, sendFailure } from './dispatch';
-import { ProxyError } from './errors';
+import type { Call } from './call';
+import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, onePool, sendFailure } from './dispatch';
+import { backendErrorMessage, ProxyError } from './errors';
+import { parseAnswer } from './fast-paths';
 import type { Json } from './json';
 import type { Output } from './output';
-import { answerStatus, choiceFields, fieldsOf, tokenFields } from './record-fields';
+import { answerFields, fieldsOf } from './record-fields';
 import { AS_REQUESTED, callSampling, type SamplingPlan } from './sampling';
 import { finishStream } from './stream';
 import { completionToChat } from './tito';
@@ -41,18 +43,10 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
   const o: RunOptions = { ...opts, extra: { sampling: callSampling(opts.body, plan), ...opts.extra } };
   call.stream = o.stream;
   call.onClientClose(() => {
-    if (call.settled) return;
-    call.settled = true;
-    call.abortBackend();
-    void call
-      .record({
-        sampling: o.extra?.sampling,
-        ...(call.snapshot?.() ?? { backend_request: o.body, ...o.extra }),
-        status: 'cancelled',
-        error: 'the client closed the connection',
-        http_status: 499,
-      })
-      .catch((e) => call.ctx.log('proxy: recording a cancelled call failed', { error: String(e) }));
+    call.cancel({
+      sampling: o.extra?.sampling,
+      ...(call.snapshot?.() ?? { backend_request: o.body, ...o.extra }),
+    });
   });
   const scope = call.scope;
   const memory = o.tito;
@@ -62,7 +56,7 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
       : undefined;
   let d: Dispatched;
   try {
-    d = await dispatch(call, pool, o.kind, o.body, o.target, bridge, o.bodyText);
+    d = await dispatch(call, o.target ? onePool(o.target) : pool, o.kind, o.body, bridge, o.bodyText);
   } catch (e) {
     const err = e instanceof ProxyError ? e : new ProxyError(502, String(e));
     if (err.status === 499) return;
@@ -123,11 +117,11 @@ async function finishWhole(
   const status = d.res.statusCode ?? 502;
   // A bridged call's prompt ids are the bridge's own, and a harness that will not see vLLM's logprob
   // entries needs only their logprobs: neither is made into objects (the bulk of an answer's bytes).
-  let json: Json | null = d.bridged
-    ? parseWithoutPromptIds(text)
-    : o.kind === 'chat' && !o.output.logprobEntries
-      ? parseChatAnswer(text)
-      : parseBackendJson(text);
+  let json = parseAnswer(text, {
+    kind: o.kind,
+    bridged: d.bridged !== null,
+    entries: o.output.logprobEntries,
+  });
   if (status >= 400) {
     const message = `backend ${d.backendName} answered ${status}: ${backendErrorMessage(text)}`;
     await call.fail(
@@ -178,10 +172,8 @@ async function finishWhole(
       thinking: d.bridged.thinking,
     });
   // Before the output strips the extras in place.
-  const tokens = tokensOf(json, o.kind);
-  const asked = o.target?.extras ?? true;
-  const verdict = answerStatus(json, tokens, asked);
-  call.choices = choiceFields(json, o.kind, d.bridged ? 'bridge' : 'backend', asked);
+  const answered = answerFields(json, o.kind, d.bridged ? 'bridge' : 'backend', o.target?.extras ?? true);
+  call.choices = answered.choices;
   remember(json);
   let out: unknown;
   try {
@@ -195,26 +187,17 @@ async function finishWhole(
     return;
   }
   const total = call.elapsed();
-  call.settled = true;
   const answer = JSON.stringify(out);
-  try {
-    await call.record(
-      fieldsOf(base, tokenFields(tokens, d.bridged ? 'bridge' : 'backend'), verdict, {
-        response: new JsonText(answer, out),
-        http_status: 200,
-        ttft_ms: total,
-        total_ms: total,
-      }),
-    );
-  } catch (e) {
-    call.settled = false;
-    call.recorded = true;
-    await call.fail(new ProxyError(500, `the call could not be recorded: ${String(e)}`), {}, o.output);
-    return;
-  }
-  call.res.writeHead(200, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(answer),
-  });
-  call.res.end(answer);
+  await call.answer(
+    200,
+    { 'content-type': 'application/json' },
+    answer,
+    fieldsOf(base, answered.fields, {
+      response: new JsonText(answer, out),
+      http_status: 200,
+      ttft_ms: total,
+      total_ms: total,
+    }),
+    o.output,
+  );
 }

@@ -55,6 +55,23 @@ export function answerStatus(json: Json, t: Tokens, asked: boolean): Pick<NewLlm
 }
 
 /**
+ * A (whole or assembled) answer's record fields: its tokens and status (answerStatus), and with
+ * several choices each choice's (choiceFields).
+ */
+export function answerFields(
+  json: Json,
+  kind: BackendKind,
+  source: 'backend' | 'bridge',
+  asked: boolean,
+): { fields: Partial<NewLlmCall>; choices: Partial<NewLlmCall>[] | null } {
+  const t = tokensOf(json, kind);
+  return {
+    fields: Object.assign(tokenFields(t, source), answerStatus(json, t, asked)),
+    choices: choiceFields(json, kind, source, asked),
+  };
+}
+
+/**
  * With several choices (n > 1): the token fields and status of each, tagged `choice:<i>`; null for
  * one choice.
  */

@@ -3,10 +3,10 @@
 // into the assembled answer, and turned into the frames the harness gets, which wait in `pending`
 // until the caller writes them.
 
-import { parseWithoutPromptIds } from './answer-scan';
 import { type BackendKind, StreamAssembler } from './assemble';
-import { backendErrorMessage, parseBackendJson } from './call';
 import { ChatChunkScanner } from './chunk-scan';
+import { backendErrorMessage } from './errors';
+import { fastPaths, parseChunk } from './fast-paths';
 import type { Json } from './json';
 import type { StreamOut } from './output';
 import { SseParser } from './sse';
@@ -20,7 +20,7 @@ export interface RelayOptions {
   /** Keep vLLM's logprob entries (the harness asked for logprobs). */
   logprobEntries: boolean;
   backendName: string;
-  /** Read chunks in vLLM's usual shape from their text (default); false: JSON.parse every chunk. */
+  /** Read chunks in vLLM's usual shape from their text (default: as the fast paths are); false: JSON.parse every chunk. */
   scan?: boolean;
   /** The time since the call started (ms), read at the first token. */
   elapsed: () => number;
@@ -42,7 +42,7 @@ export class StreamRelay {
   constructor(private readonly o: RelayOptions) {
     this.asm = new StreamAssembler(o.kind, { logprobEntries: o.logprobEntries });
     this.scanner =
-      o.kind === 'chat' && !o.conv && o.scan !== false
+      o.kind === 'chat' && !o.conv && (o.scan ?? fastPaths())
         ? // An output without `scanned` (a wire translator) takes the chunk as an object: whole entries.
           new ChatChunkScanner(o.logprobEntries || !o.out.scanned)
         : null;
@@ -84,7 +84,7 @@ export class StreamRelay {
       return null;
     }
     // The bridge sent the prompt as ids: the ids vLLM echoes in the first chunk are not read.
-    const obj = this.o.conv ? parseWithoutPromptIds(data) : parseBackendJson(data);
+    const obj = parseChunk(data, this.o.conv !== null);
     if (obj === null)
       return `backend ${this.o.backendName} sent stream data that is not JSON (or nests too deep): ${data.slice(0, 200)}`;
     if (obj && (obj.error || obj.object === 'error'))

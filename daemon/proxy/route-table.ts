@@ -1,5 +1,5 @@
 // The proxy's wire routes as one list: each is served under `/…` (the active recording) and under
-// `/r/<rollout id>/…` (one rollout). index.ts serves exactly these; tests walk them (fuzz-routes).
+// `/r/<rollout id>/…` (one rollout). routes/index.ts serves exactly these; tests walk them (fuzz-routes).
 // Also what a path says by itself: its Gemini model and method, its wire API.
 import { hasNul, NO_NUL_MESSAGE } from '../protocol/bounds';
 import type { WireApi } from '../protocol/entities';

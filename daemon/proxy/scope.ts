@@ -4,11 +4,9 @@
 import { timingSafeEqual } from 'node:crypto';
 import { BoundedMap, jsonBytes } from '../bounded-map';
 import { restoreSecrets } from '../config/held-secrets';
-import { readSecrets } from '../config/secrets';
 import type { DaemonContext } from '../context';
 import type { RunConfig } from '../protocol/config';
 import { FINISHED_ROLLOUT, type Recording, type Rollout } from '../protocol/entities';
-import { registerSecret } from '../redact';
 import { keyHash } from '../store/ids';
 import { ProxyError } from './errors';
 
@@ -236,20 +234,4 @@ export class Scopes {
     this.runs.set(runId, config, 256 + jsonBytes(config));
     return config;
   }
-}
-
-/**
- * The user's own upstream API key `name` from `<dataDir>/secrets.json` (never stored in traces), read
- * with the shared reader; undefined when absent. A malformed file is a clear 500, not a crash.
- */
-export function upstreamKey(dataDir: string, name: 'openai' | 'anthropic'): string | undefined {
-  let secrets: Record<string, string>;
-  try {
-    secrets = readSecrets(dataDir);
-  } catch (e) {
-    throw new ProxyError(500, `cannot read the upstream keys: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  const key = secrets[name] || undefined;
-  registerSecret(key);
-  return key;
 }

@@ -1,14 +1,15 @@
 // A streamed answer relayed to the harness frame by frame while it is assembled for the record; the
 // closing frame waits for the record's commit.
+
+import { timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
-import { type BackendKind, tokensOf } from './assemble';
+import type { BackendKind } from './assemble';
 import type { Call } from './call';
 import type { Dispatched } from './dispatch';
 import type { Json } from './json';
 import type { Output } from './output';
-import { answerStatus, choiceFields, fieldsOf, tokenFields } from './record-fields';
+import { answerFields, fieldsOf } from './record-fields';
 import { StreamRelay } from './relay';
-import { timedOut } from './send';
 import { CompletionToChatStream } from './tito';
 
 export async function finishStream(
@@ -19,7 +20,7 @@ export async function finishStream(
   remember: (json: Json) => void,
 ): Promise<void> {
   const raw = call.res;
-  raw.writeHead(200, {
+  call.openStream(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     connection: 'keep-alive',
@@ -44,27 +45,25 @@ export async function finishStream(
   /** The record so far; `json` (asm.result()) is consumed: the native output strips it in place. */
   const partial = (json: Json = asm.result()): Partial<NewLlmCall> => {
     const source = d.bridged ? 'bridge' : 'backend';
-    const t = tokensOf(json, o.kind);
-    const tokens = Object.assign(tokenFields(t, source), answerStatus(json, t, o.asked));
-    call.choices = choiceFields(json, o.kind, source, o.asked);
+    const answered = answerFields(json, o.kind, source, o.asked);
+    call.choices = answered.choices;
     let response: unknown = null;
     try {
       response = asm.chunks > 0 ? out.assembled(asm, json) : null;
     } catch {
       response = json;
     }
-    return fieldsOf(base, tokens, { response, ttft_ms: relay.ttft, http_status: 200 });
+    return fieldsOf(base, answered.fields, { response, ttft_ms: relay.ttft, http_status: 200 });
   };
 
   call.snapshot = () => partial();
   let deadline: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve) => {
-    const finish = (fn: () => Promise<void>) => {
+    const finish = (end: () => Promise<unknown>) => {
       clearTimeout(deadline);
       if (call.settled) return resolve();
-      call.settled = true;
       d.res.removeAllListeners('data');
-      fn()
+      end()
         .catch((e) => {
           call.ctx.log('proxy: finishing a stream failed', { error: String(e) });
           if (!raw.destroyed) raw.destroy();
@@ -72,30 +71,31 @@ export async function finishStream(
         .finally(resolve);
     };
     const failMid = (message: string, status: 'error' | 'cancelled' = 'error') =>
-      finish(async () => {
-        call.abortBackend();
-        try {
-          await call.record(fieldsOf(partial(), { status, error: message }));
-        } catch (e) {
-          call.ctx.log('proxy: recording a failed stream failed', { error: String(e) });
-        }
-        if (!raw.destroyed) raw.end(relay.take() + out.error(message));
-      });
+      finish(() =>
+        call.complete(
+          () => fieldsOf(partial(), { status, error: message }),
+          (problem) => {
+            if (problem !== null) call.ctx.log('proxy: recording a failed stream failed', { error: problem });
+            return relay.take() + out.error(message);
+          },
+          true,
+        ),
+      );
+    // The closing frames first: a translator's end() completes its open output item, so what is
+    // recorded is the final response the client gets (Responses: `response.completed`).
     const complete = () =>
       finish(async () => {
-        // The closing frames first: a translator's end() completes its open output item, so what is
-        // recorded is the final response the client gets (Responses: `response.completed`).
         const closing = out.end();
-        try {
-          const json = asm.result();
-          remember(json);
-          await call.record(fieldsOf(partial(json), { total_ms: call.elapsed() }));
-        } catch (e) {
-          if (!raw.destroyed)
-            raw.end(relay.take() + out.error(`the call could not be recorded: ${String(e)}`));
-          return;
-        }
-        if (!raw.destroyed) raw.end(relay.take() + closing);
+        return call.complete(
+          () => {
+            const json = asm.result();
+            remember(json);
+            return fieldsOf(partial(json), { total_ms: call.elapsed() });
+          },
+          (problem) =>
+            relay.take() +
+            (problem === null ? closing : out.error(`the call could not be recorded: ${problem}`)),
+        );
       });
     call.onClientClose(() => {
       clearTimeout(deadline);
@@ -116,7 +116,7 @@ export async function finishStream(
     const flushNow = () => {
       scheduled = false;
       if (!relay.pending || call.settled || raw.destroyed) return;
-      const ok = raw.write(relay.take());
+      const ok = call.write(relay.take());
       if (!ok) {
         d.res.pause();
         raw.once('drain', () => d.res.resume());

@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
 import { restoreSecrets } from '../../daemon/config/held-secrets';
 import { startReferenceEngine } from '../../daemon/engine';
 import { type NodeAgent, type Peer, type Role, startNodeAgent } from '../../daemon/node/agent';
@@ -21,6 +20,7 @@ import type { NodeInfo, Run } from '../../daemon/protocol/entities';
 import { decodeFrame, encodeFrame, type Frame } from '../../daemon/protocol/frames';
 import type { NodeHealth } from '../../daemon/protocol/node';
 import { NODE_PROTOCOL_VERSION, type NodeMessage } from '../../daemon/protocol/node';
+import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
 

@@ -16,12 +16,12 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
 import { type NodeAgent, startNodeAgent } from '../../daemon/node/agent';
 import { InferenceRole } from '../../daemon/node/inference';
 import { TrainerRole } from '../../daemon/node/trainer';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Run, RunMetrics } from '../../daemon/protocol/entities';
+import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { freePort } from '../helpers/process';
 

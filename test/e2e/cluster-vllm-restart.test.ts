@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
 import { startNodeAgent } from '../../daemon/node/agent';
 import { InferenceRole } from '../../daemon/node/inference';
 import { TrainerRole } from '../../daemon/node/trainer';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Run } from '../../daemon/protocol/entities';
+import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { freePort } from '../helpers/process';
 

@@ -4,7 +4,7 @@
 // for a known-good and a known-bad edit; and the agent's tool calls on a scripted tool-calling backend.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runWorker } from '../../daemon/cluster/worker';
+import { runWorker } from '../../daemon/worker/worker';
 import { FIXES } from '../../examples/coding-agent/known-fixes';
 import { bwrapWorks } from '../../examples/coding-agent/sandbox';
 import { type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';

@@ -9,9 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeConnection } from '../../daemon/cluster/nodes/connection';
 import { NodeTunnel } from '../../daemon/cluster/nodes/tunnel';
+import { readText, SendError } from '../../daemon/http';
 import { startNodeAgent } from '../../daemon/node/agent';
 import { InferenceRole } from '../../daemon/node/inference';
-import { readText, SendError } from '../../daemon/proxy/send';
 import { waitFor } from '../helpers/wait';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

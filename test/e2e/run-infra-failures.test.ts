@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCommand } from '../../daemon/cli/commands/run';
-import { InfrastructureError, runWorker } from '../../daemon/cluster/worker';
 import type { Run } from '../../daemon/protocol/entities';
+import { InfrastructureError, runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
 

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Attempt, Rollout, Run } from '../../daemon/protocol/entities';
+import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
 

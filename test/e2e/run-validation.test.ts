@@ -8,11 +8,11 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { runCommand } from '../../daemon/cli/commands/run';
-import { type RolloutContext, runWorker } from '../../daemon/cluster/worker';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Run, RunMetrics } from '../../daemon/protocol/entities';
 import { DaemonEvent } from '../../daemon/protocol/events';
 import type { StepValidation } from '../../daemon/protocol/training';
+import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
 

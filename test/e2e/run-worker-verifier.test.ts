@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as worker } from '../../daemon/cli/commands/worker';
-import { responseText, type VerifierInput } from '../../daemon/cluster/verifier';
-import { runWorker } from '../../daemon/cluster/worker';
 import { validateConfigText } from '../../daemon/config/load';
 import type { Run } from '../../daemon/protocol/entities';
+import { responseText, type VerifierInput } from '../../daemon/worker/verifier';
+import { runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { alive } from '../helpers/process';
 

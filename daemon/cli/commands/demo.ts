@@ -7,14 +7,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runRollout } from '../../../examples/math-agent/agent';
-import { svgPlot, unicodePlot } from '../../cluster/plot';
-import { type RolloutContext, runWorker } from '../../cluster/worker';
 import { loadConfigFile } from '../../config/load';
 import { startDaemon } from '../../daemon';
 import { RunConfig, type RunConfigInput } from '../../protocol/config';
 import type { Run, RunMetrics } from '../../protocol/entities';
 import type { Store } from '../../store/store';
+import { type RolloutContext, runWorker } from '../../worker/worker';
 import { parseCommandArgs } from '../args';
+import { svgPlot, unicodePlot } from '../plot';
 
 export interface DemoOptions {
   steps?: number;

@@ -2,11 +2,11 @@
 // rollouts of a run and runs the harness command on each (the run config's harness.command when none is
 // given), then, for a run with harness.reward: verifier, the run's harness.verifier command.
 import { resolve } from 'node:path';
-import { commandRollout } from '../../cluster/command';
-import { PersistentHarness } from '../../cluster/persistent';
-import { runWorker } from '../../cluster/worker';
 import { readToken } from '../../config/token';
 import { RunConfig } from '../../protocol/config';
+import { commandRollout } from '../../worker/command';
+import { PersistentHarness } from '../../worker/persistent';
+import { runWorker } from '../../worker/worker';
 import { parseCommandArgs } from '../args';
 import { defaultDataDir } from './daemon';
 

@@ -3,9 +3,9 @@
 // node's state (connected, health, versions, why not connected) is kept in the store's nodes table,
 // which GET /api/nodes, the live events and the extension's Nodes view show.
 import { readFileSync } from 'node:fs';
+import { registerTransport, rootUrl } from '../../http';
 import type { NodeInfo } from '../../protocol/entities';
 import type { NodeDetail, NodeRole } from '../../protocol/node';
-import { registerTransport, rootUrl } from '../../proxy/send';
 import type { Store } from '../../store/store';
 import { NodeConnection } from './connection';
 import { NodeTunnel } from './tunnel';

@@ -4,13 +4,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
-import {
-  type BackendResponse,
-  SendError,
-  type SendOptions,
-  type Transport,
-  timedOut,
-} from '../../proxy/send';
+import { type BackendResponse, SendError, type SendOptions, type Transport, timedOut } from '../../http';
 import type { NodeConnection } from './connection';
 
 class TunnelResponse extends Readable implements BackendResponse {

@@ -11,18 +11,18 @@ import {
   harnessFailure,
   infrastructure,
 } from '../protocol/failures';
-import { noRewardLine } from './command';
-import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
 import {
   type Claimed,
   Claimed as ClaimedSchema,
   HeartbeatReply,
   type RolloutContext,
   type RolloutOutcome,
-} from './wire';
+} from '../protocol/worker';
+import { noRewardLine } from './command';
+import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
 
 export { AttemptFailedError, InfrastructureError } from '../protocol/failures';
-export type { RolloutContext, RolloutOutcome } from './wire';
+export type { RolloutContext, RolloutOutcome } from '../protocol/worker';
 
 export interface WorkerOptions {
   daemonUrl: string;

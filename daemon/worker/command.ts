@@ -3,7 +3,7 @@
 // failed attempt carrying the stderr tail; an aborted attempt kills the process group.
 import { spawn } from 'node:child_process';
 import { AttemptFailedError, EXIT_TEMPFAIL, harnessFailure, infrastructure } from '../protocol/failures';
-import type { RolloutContext, RolloutOutcome } from './wire';
+import type { RolloutContext, RolloutOutcome } from '../protocol/worker';
 
 const STDERR_TAIL = 4000;
 /** How much of a command's stdout is kept (its tail): the reward line, and what a verifier reads. */

@@ -1,13 +1,13 @@
-// The HTTP client the proxy and the daemon use to reach inference backends: one undici agent for plain
-// HTTP, registered transports for node agents' tunnels, failures told apart (connect, timeout, aborted),
-// and what a backend says it serves (GET /v1/models).
+// The daemon's HTTP client (the proxy, the cluster and the node agent reach backends with it): one undici
+// agent for plain HTTP, registered transports for node agents' tunnels, failures told apart (connect,
+// timeout, aborted).
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 
-// undici rather than node:http: it costs about half the CPU per request (measured 26-29 µs against
-// 46-47 µs at 64 concurrent keep-alive calls), which is most of what the proxy adds to a call.
+// undici rather than node:http: at 64 concurrent keep-alive calls it cost about half the CPU per
+// request, which is most of what the proxy adds to a call (`npm run bench -- proxy`).
 // Idle sockets are closed after 4 s, before vLLM's server closes them (VLLM_HTTP_TIMEOUT_KEEP_ALIVE,
 // 5 s by default: vllm/envs.py:112), so a request rarely meets a socket the server is just closing;
 // generation requests are not retried when it happens (see `send`).
@@ -18,40 +18,6 @@ export function rootUrl(url: string): string {
   let u = url.trim().replace(/\/+$/, '');
   if (u.endsWith('/v1')) u = u.slice(0, -3);
   return u;
-}
-
-/** What a vLLM-shaped server says it serves (GET /v1/models): its model names and context length. */
-export interface ServedModels {
-  names: string[];
-  /** The first model's max_model_len (null: not given); absent when the server lists no models. */
-  maxModelLen?: number | null;
-}
-
-/**
- * Asks `root` what it serves. null: unreachable or 5xx (still starting; ask again); no names and no
- * maxModelLen: it answered without a list of models (404, 401, not JSON).
- */
-export async function askServedModels(root: string, timeoutMs: number): Promise<ServedModels | null> {
-  let text: string;
-  let status: number | undefined;
-  try {
-    const res = await send(`${root}/v1/models`, { method: 'GET', timeoutMs });
-    text = await readText(res);
-    status = res.statusCode;
-  } catch {
-    return null;
-  }
-  if (status === undefined || status >= 500) return null;
-  let data: unknown;
-  try {
-    data = status === 200 ? (JSON.parse(text) as { data?: unknown }).data : undefined;
-  } catch {}
-  if (!Array.isArray(data)) return { names: [] };
-  const len = (data[0] as { max_model_len?: unknown } | undefined)?.max_model_len;
-  return {
-    names: data.map((m: { id?: unknown }) => String(m?.id)),
-    maxModelLen: typeof len === 'number' ? len : null,
-  };
 }
 
 /** Where a URL's requests go, split once (parsing the URL on every request costs more than the request). */

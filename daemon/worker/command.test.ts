@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EXIT_TEMPFAIL, failureOfError } from '../protocol/failures';
+import type { RolloutContext } from '../protocol/worker';
 import { commandRollout, rewardFromStdout } from './command';
-import type { RolloutContext } from './wire';
 
 describe('the reward line of a harness command', () => {
   it('is the last non-empty stdout line when it is {"reward": number}', () => {

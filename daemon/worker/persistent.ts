@@ -6,8 +6,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { AttemptFailedError, harnessFailure, infrastructure } from '../protocol/failures';
 import { PERSISTENT_ENV, PersistentResult, type PersistentRollout } from '../protocol/persistent';
+import type { RolloutContext, RolloutOutcome } from '../protocol/worker';
 import { rolloutEnv, STDOUT_TAIL } from './command';
-import type { RolloutContext, RolloutOutcome } from './wire';
 
 const STDERR_TAIL = 4000;
 

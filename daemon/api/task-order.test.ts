@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { shuffled, tasksForStep } from './order';
+import { shuffled, tasksForStep } from './task-order';
 
 describe('task order', () => {
   const tasks = Array.from({ length: 10 }, (_, i) => i);

@@ -1,9 +1,9 @@
-// The worker protocol: the bodies of the claim / heartbeat / finish routes, shared by the routes
-// (which validate with them) and the SDK worker (which reads with them).
+// The worker protocol: the bodies of the claim / heartbeat / finish routes, shared by the daemon's
+// routes (which validate with them) and the SDK worker (which reads with them).
 import { z } from 'zod';
-import { durationS, storedText } from '../protocol/bounds';
-import { Attempt, Id, Json, Rollout } from '../protocol/entities';
-import { AttemptFailure } from '../protocol/failures';
+import { durationS, storedText } from './bounds';
+import { Attempt, Id, Json, Rollout } from './entities';
+import { AttemptFailure } from './failures';
 
 export const ClaimBody = z
   .object({
