@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { durationS, storedText } from '../protocol/bounds';
 import { Attempt, Id, Json, Rollout } from '../protocol/entities';
+import { HarnessSandbox } from '../protocol/placement';
 
 export const ClaimBody = z
   .object({
@@ -32,6 +33,8 @@ export const Claimed = z.object({
     .optional()
     .describe("the run's harness.reward: with 'verifier' the worker runs `verifier` after the harness"),
   verifier: z.array(z.string()).optional().describe("the run's harness.verifier argv (reward: verifier)"),
+  command: z.array(z.string()).optional().describe("the run's harness.command (what a Ray worker runs)"),
+  sandbox: HarnessSandbox.optional().describe("the run's harness.sandbox: where the worker runs the command"),
 });
 
 export const HeartbeatBody = z.object({ rollout_id: Id.optional() }).strict();
@@ -59,6 +62,13 @@ export const FinishBody = z
     rollout_id: Id.optional().describe(
       'the attempt’s rollout (known to the daemon when it issued the claim)',
     ),
+  })
+  .strict();
+
+export const OutputBody = z
+  .object({
+    rollout_id: Id.optional(),
+    chunk: z.string().max(1_000_000).describe("more of the attempt's stdout and stderr, as it came"),
   })
   .strict();
 
