@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { resolve } from 'node:path';
 import type { ContainerSandbox, HarnessSandbox } from '../protocol/placement';
 
 export interface SandboxInput {
@@ -69,7 +70,8 @@ export function containerArgv(box: ContainerSandbox, input: SandboxInput): strin
     ...['--memory', `${box.memory_mb}m`, '--cpus', String(box.cpus)],
     ...['--ulimit', `nofile=${box.pids}:${box.pids}`, '--ulimit', `nproc=${box.pids}:${box.pids}`],
     ...['--timeout', String(Math.ceil(box.timeout_s ?? input.timeoutS))],
-    ...['-v', `${input.cwd}:${input.cwd}:ro`, ...box.mounts.flatMap((m) => ['-v', `${m}:${m}:ro`])],
+    ...['-v', `${input.cwd}:${input.cwd}:ro`],
+    ...box.mounts.map((m) => resolve(input.cwd, m)).flatMap((m) => ['-v', `${m}:${m}:ro`]),
     ...['--tmpfs', '/tmp', '-w', input.cwd],
     ...input.envKeys.flatMap((k) => ['-e', k]),
     box.image,

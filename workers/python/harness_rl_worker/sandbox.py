@@ -78,6 +78,7 @@ def container_argv(box: dict, attempt_id: str, argv: list[str], cwd: str, env_ke
     out += ["--timeout", str(int(-(-float(box.get("timeout_s") or timeout_s) // 1)))]
     out += ["-v", f"{cwd}:{cwd}:ro"]
     for m in box.get("mounts", []):
+        m = os.path.normpath(os.path.join(cwd, m))
         out += ["-v", f"{m}:{m}:ro"]
     out += ["--tmpfs", "/tmp", "-w", cwd]
     for k in env_keys:
