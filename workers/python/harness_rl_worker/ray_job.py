@@ -28,7 +28,9 @@ class WorkerActor:
         ip = ray.util.get_node_ip_address()
         # The name says where it runs: the daemon shows it with the run's workers and each attempt.
         name = f"ray:{ip}:{node[:12]}:w{index}"
-        self.worker = Worker(Daemon(url, token, tls_ca), run_id, name, cwd, log=lambda m: print(m, flush=True))
+        self.worker = Worker(
+            Daemon(url, token, tls_ca), run_id, name, cwd, log=lambda m: print(m, flush=True)
+        )
 
     def run(self, concurrency: int) -> dict:
         s = self.worker.run(concurrency)
@@ -54,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         options["resources"] = res["resources"]
     ray.init(address="auto")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    actors = [WorkerActor.options(**options).remote(a.url, token, a.run, i, a.cwd, a.tls_ca)
-              for i in range(a.workers)]
+    actors = [
+        WorkerActor.options(**options).remote(a.url, token, a.run, i, a.cwd, a.tls_ca)
+        for i in range(a.workers)
+    ]
     running = {actor.run.remote(a.concurrency): actor for actor in actors}
     while running:
         [ref], _ = ray.wait(list(running), num_returns=1)

@@ -13,8 +13,8 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 from urllib.parse import urlsplit
 
 
@@ -54,8 +54,15 @@ def forward_target(daemon_url: str) -> tuple[str, int, str]:
     return host, port, host if _ipv4(host) else "127.0.0.1"
 
 
-def container_argv(box: dict, attempt_id: str, argv: list[str], cwd: str, env_keys: list[str],
-                   daemon_url: str, timeout_s: float) -> list[str]:
+def container_argv(
+    box: dict,
+    attempt_id: str,
+    argv: list[str],
+    cwd: str,
+    env_keys: list[str],
+    daemon_url: str,
+    timeout_s: float,
+) -> list[str]:
     name = sandbox_name(attempt_id)
     host, _, _ = forward_target(daemon_url)
     if box.get("network", "proxy") == "none":
@@ -153,18 +160,39 @@ def _open_forward(name: str, daemon_url: str, box: OpenSandbox) -> None:
     if _ipv4(host) and not host.startswith("127."):
         _must(["ip", "netns", "exec", name, "ip", "addr", "add", f"{host}/32", "dev", "lo"])
     outside = ["socat", f"UNIX-LISTEN:{sock},fork,unlink-early", f"TCP:{host}:{port}"]
-    inside = ["ip", "netns", "exec", name, "socat", f"TCP-LISTEN:{port},bind={listen},fork,reuseaddr",
-              f"UNIX-CONNECT:{sock}"]
+    inside = [
+        "ip",
+        "netns",
+        "exec",
+        name,
+        "socat",
+        f"TCP-LISTEN:{port},bind={listen},fork,reuseaddr",
+        f"UNIX-CONNECT:{sock}",
+    ]
     for argv in (outside, inside):
-        children.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent))
+        children.append(
+            subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
+        )
         if argv is outside:
             _wait_for("the host side of the proxy forward", lambda: os.path.exists(sock))
     _wait_for("the proxy forward", lambda: _listening(name, port))
 
 
-def open_sandbox(sandbox: str | dict, attempt_id: str, argv: list[str], cwd: str, env_keys: list[str],
-                 daemon_url: str, timeout_s: float) -> OpenSandbox:
+def open_sandbox(
+    sandbox: str | dict,
+    attempt_id: str,
+    argv: list[str],
+    cwd: str,
+    env_keys: list[str],
+    daemon_url: str,
+    timeout_s: float,
+) -> OpenSandbox:
     if sandbox in (None, "none"):
         return OpenSandbox(argv)
     if sandbox == "bubblewrap":

@@ -16,7 +16,6 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -156,7 +155,9 @@ class Worker:
             over.set()
 
         def heartbeat() -> None:
-            while not over.wait(max(0.2, min(claim["heartbeat_s"], 1.0) if self.stop.is_set() else claim["heartbeat_s"])):
+            while not over.wait(
+                max(0.2, min(claim["heartbeat_s"], 1.0) if self.stop.is_set() else claim["heartbeat_s"])
+            ):
                 if self.stop.is_set():
                     end("stopped")
                     return
@@ -180,7 +181,7 @@ class Worker:
             if why:
                 raise RuntimeError(why[0])
             if reward is None:
-                raise RuntimeError("harness printed no reward: its last stdout line must be {\"reward\": x}")
+                raise RuntimeError('harness printed no reward: its last stdout line must be {"reward": x}')
         except Exception as e:  # noqa: BLE001 - any failure fails the attempt, with its message
             reason = why[0] if why else None
             status = {"timed_out": "timed_out", "cancelled": "cancelled"}.get(reason or "", "failed")
@@ -192,8 +193,11 @@ class Worker:
             timer.cancel()
             over.set()
         self.summary.add(status)
-        self.log(f"rollout {rollout} {status}" + (f" reward={reward}" if reward is not None else "")
-                 + (f": {error}" if error else ""))
+        self.log(
+            f"rollout {rollout} {status}"
+            + (f" reward={reward}" if reward is not None else "")
+            + (f": {error}" if error else "")
+        )
         if status == "cancelled":
             return
         body = {"status": status, "rollout_id": rollout}
@@ -214,8 +218,15 @@ class Worker:
         if not argv:
             raise RuntimeError("the run names no harness.command")
         env = rollout_env(claim, self.daemon.url)
-        box = open_sandbox(claim.get("sandbox", "none"), claim["attempt"]["id"], argv, self.cwd, list(env),
-                           self.daemon.url, claim["timeout_s"])
+        box = open_sandbox(
+            claim.get("sandbox", "none"),
+            claim["attempt"]["id"],
+            argv,
+            self.cwd,
+            list(env),
+            self.daemon.url,
+            claim["timeout_s"],
+        )
         try:
             return self._process(claim, box.argv, env, over)
         finally:
@@ -223,8 +234,14 @@ class Worker:
 
     def _process(self, claim: dict, argv: list[str], env: dict, over: threading.Event) -> float | None:
         child = subprocess.Popen(
-            argv, cwd=self.cwd, env={**os.environ, **env}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
+            argv,
+            cwd=self.cwd,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         stream = OutputStream(self.daemon, claim)
         stdout = []
@@ -279,8 +296,9 @@ class OutputStream:
             chunk, self.pending = "".join(self.pending), []
         if chunk:
             try:
-                self.daemon.post(self.path, check("OutputBody", {"rollout_id": self.rollout,
-                                                                 "chunk": chunk[-1_000_000:]}))
+                self.daemon.post(
+                    self.path, check("OutputBody", {"rollout_id": self.rollout, "chunk": chunk[-1_000_000:]})
+                )
             except (DaemonError, OSError, ValueError):
                 pass
 
