@@ -16,6 +16,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -155,12 +156,15 @@ class Worker:
             over.set()
 
         def heartbeat() -> None:
-            while not over.wait(
-                max(0.2, min(claim["heartbeat_s"], 1.0) if self.stop.is_set() else claim["heartbeat_s"])
-            ):
+            # Wakes twice a second to notice the worker stopping; beats every heartbeat_s.
+            due = time.monotonic() + max(0.2, claim["heartbeat_s"])
+            while not over.wait(0.5):
                 if self.stop.is_set():
                     end("stopped")
                     return
+                if time.monotonic() < due:
+                    continue
+                due = time.monotonic() + max(0.2, claim["heartbeat_s"])
                 try:
                     _, reply = self.daemon.post(f"/api/attempts/{attempt}/heartbeat", {"rollout_id": rollout})
                     if check("HeartbeatReply", reply or {})["cancel"]:
@@ -186,7 +190,7 @@ class Worker:
             reason = why[0] if why else None
             status = {"timed_out": "timed_out", "cancelled": "cancelled"}.get(reason or "", "failed")
             error = f"timed out after {claim['timeout_s']}s" if status == "timed_out" else str(e)
-            if self.stop.is_set() and not reason:
+            if reason == "stopped" or (self.stop.is_set() and not reason):
                 error = "the worker stopped"
             reward = None
         finally:
