@@ -2,7 +2,7 @@
 // shared/notes/containers.md) and the local test image of scripts/setup-sandbox-image.sh. A harness in
 // its container reaches the daemon's proxy and nothing else, cannot write the run's folder, and has the
 // memory limit asked for; the coding-agent example trains in it; and the Python worker builds the same
-// engine argv as the daemon.
+// engine argv as the daemon. With harness.sandbox: bubblewrap the same example trains in bwrap.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerArgv } from '../../daemon/cluster/sandbox';
 import type { Run } from '../../daemon/protocol/entities';
 import { ContainerSandbox } from '../../daemon/protocol/placement';
+import { bwrapWorks } from '../../examples/coding-agent/sandbox';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { exampleDir } from '../helpers/examples';
 import { waitFor } from '../helpers/wait';
@@ -180,5 +181,49 @@ describe.skipIf(!podman)('harness.sandbox: container (Podman)', () => {
       const [reward] = await daemon.ctx.store.listRewards(r.id);
       expect(reward).toMatchObject({ source: 'verifier', value: 1 / 3 });
     }
+  }, 300_000);
+});
+
+describe.skipIf(!bwrapWorks().ok)('harness.sandbox: bubblewrap', () => {
+  let daemon: TestDaemon;
+  beforeAll(async () => {
+    daemon = await startTestDaemon();
+  });
+  afterAll(async () => {
+    await daemon?.close();
+  });
+
+  it('the coding-agent example trains with its harness in bubblewrap, which cannot write the example', async () => {
+    const { loadConfigFile } = await import('../../daemon/config/load');
+    const { config } = await loadConfigFile(join(exampleDir('coding-agent'), 'run.yaml'));
+    // biome-ignore lint/suspicious/noExplicitAny: tests patch the config loosely
+    const run = structuredClone(config.run) as Record<string, any>;
+    run.harness.sandbox = 'bubblewrap';
+    // The harness's first step, run in the sandbox: a write into the example's folder must fail.
+    run.harness.command = ['sh', '-c', 'touch written 2>/dev/null && exit 9; exec npx tsx main.ts'];
+    run.algorithm.n = 2;
+    run.schedule = { ...run.schedule, steps: 1, groups_per_step: 1 };
+    const res = await daemon.api<Run>('POST', '/api/runs', {
+      config: run,
+      base_dir: exampleDir('coding-agent'),
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await waitFor(
+      'the run to finish',
+      async () => {
+        const r = await daemon.ctx.store.getRun(res.body.id);
+        if (r?.status === 'failed') throw new Error(`the run failed: ${r.error}`);
+        return r?.status === 'finished';
+      },
+      240_000,
+    );
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: res.body.id })).items;
+    for (const r of rollouts) {
+      const attempts = await daemon.ctx.store.listAttempts(r.id);
+      expect(attempts.map((a) => [a.status, a.error])).toEqual([['succeeded', null]]);
+      const [reward] = await daemon.ctx.store.listRewards(r.id);
+      expect(reward).toMatchObject({ source: 'verifier', value: 1 / 3 });
+    }
+    expect(existsSync(join(exampleDir('coding-agent'), 'written'))).toBe(false);
   }, 300_000);
 });
