@@ -172,7 +172,7 @@ describe.skipIf(!haveRay)('harness.workers.ray on a real Ray cluster (loopback)'
     );
   }, 300_000);
 
-  it('a Ray node killed mid-rollout: its attempts fail and the rollouts run again on the other node', async () => {
+  it('a Ray node killed mid-rollout: its attempts end unresponsive and the rollouts run again on the other node', async () => {
     const dir = folder();
     writeFileSync(join(dir, 'hold'), '');
     // One actor of a whole CPU: it sits on one of the two one-CPU nodes.
