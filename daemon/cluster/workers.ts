@@ -211,8 +211,10 @@ export class Workers {
   /** Start the daemon's own workers for a run that runs its harness command here (else nothing). */
   start(run: Run, config: RunConfig): void {
     if (this.own.has(run.id)) return;
-    if (typeof config.harness.workers === 'object')
-      return this.startRay(run, config, config.harness.workers.ray);
+    if (typeof config.harness.workers === 'object') {
+      this.startRay(run, config, config.harness.workers.ray);
+      return;
+    }
     if (workersMode(config.harness) !== 'daemon') return;
     const controller = new AbortController();
     const own: OwnWorkers = {

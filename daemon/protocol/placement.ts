@@ -95,7 +95,9 @@ export const ContainerSandbox = z
     mounts: z
       .array(z.string())
       .default([])
-      .describe('more host folders mounted read-only at the same path (the harness runtime: /usr for node, a venv…); relative ones from the run config\'s folder'),
+      .describe(
+        "more host folders mounted read-only at the same path (the harness runtime: /usr for node, a venv…); relative ones from the run config's folder",
+      ),
     timeout_s: durationS()
       .optional()
       .describe('the container is killed after this long (default harness.timeout_s)'),
