@@ -84,12 +84,16 @@ describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
       });
     });
 
-  async function create(name: string): Promise<Run> {
+  async function create(
+    name: string,
+    command = `echo "to stderr" >&2; echo '{"reward": 0.5}'`,
+  ): Promise<Run> {
     const config = {
       name,
       tasks: { file: 'tasks.jsonl' },
       harness: {
-        command: ['sh', '-c', `echo "to stderr" >&2; echo '{"reward": 0.5}'`],
+        command: ['sh', '-c', command],
+        max_attempts: 1,
         workers: 'external',
         timeout_s: 30,
       },
@@ -115,6 +119,17 @@ describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
     ]);
     const attempt = (await daemon.ctx.store.listAttempts(rollouts[0]!.id))[0]!;
     expect(daemon.ctx.runs?.attemptOutput(attempt.id)?.output).toContain('to stderr');
+  }, 120_000);
+
+  it('a harness that exits nonzero fails its attempt with its exit code and output, not a reward', async () => {
+    const run = await create('exit 3', 'echo boom >&2; exit 3');
+    await worker(run.id, 60_000, '--tls-ca', cert, '--concurrency', '2');
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
+    for (const r of rollouts) {
+      expect(r.reward).toBeNull();
+      const [attempt] = await daemon.ctx.store.listAttempts(r.id);
+      expect([attempt!.status, attempt!.error]).toEqual(['failed', 'harness exit code 3: boom']);
+    }
   }, 120_000);
 
   it('without the CA it refuses the self-signed certificate and claims nothing', async () => {

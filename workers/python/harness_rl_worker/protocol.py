@@ -39,3 +39,8 @@ def check(name: str, body: dict) -> dict:
         field = ".".join(str(p) for p in e.absolute_path)
         raise ProtocolError(f"bad {name}{' at ' + field if field else ''}: {e.message}")
     return body
+
+
+def fields(name: str) -> set[str]:
+    """The properties a body of `name` may have (a newer daemon's protocol may have more)."""
+    return set(_validators()[name].schema.get("properties", {}))

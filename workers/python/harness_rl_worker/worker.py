@@ -21,10 +21,31 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from .protocol import check
+from .protocol import check, fields
 from .sandbox import _die_with_parent, open_sandbox
 
+FINISH_FIELDS = fields("FinishBody")
+
 STDOUT_TAIL = 64 * 1024
+
+
+class AttemptFailed(Exception):
+    """An attempt's failure with its reason (daemon/protocol/failures.ts: kind and reason)."""
+
+    def __init__(self, message: str, kind: str, reason: str):
+        super().__init__(message)
+        self.failure = {"kind": kind, "reason": reason}
+
+
+def _failure_of(why: str | None, err: Exception) -> dict | None:
+    """The failure an attempt ended with, as the daemon's FinishBody names it."""
+    if why == "timed_out":
+        return {"kind": "infrastructure", "reason": "deadline"}
+    if why == "stopped":
+        return {"kind": "infrastructure", "reason": "worker_stopped"}
+    if why == "cancelled":
+        return None
+    return err.failure if isinstance(err, AttemptFailed) else {"kind": "harness", "reason": "error"}
 
 
 class DaemonError(Exception):
@@ -145,6 +166,7 @@ class Worker:
                 self._run_one(check("Claimed", claim))
 
     def _run_one(self, claim: dict) -> None:
+        failure = None
         attempt = claim["attempt"]["id"]
         rollout = claim["rollout"]["id"]
         over = threading.Event()
@@ -185,9 +207,14 @@ class Worker:
             if why:
                 raise RuntimeError(why[0])
             if reward is None:
-                raise RuntimeError('harness printed no reward: its last stdout line must be {"reward": x}')
+                raise AttemptFailed(
+                    'harness printed no reward: its last stdout line must be {"reward": x}',
+                    "harness",
+                    "no_reward",
+                )
         except Exception as e:  # noqa: BLE001 - any failure fails the attempt, with its message
             reason = why[0] if why else None
+            failure = _failure_of(reason, e)
             status = {"timed_out": "timed_out", "cancelled": "cancelled"}.get(reason or "", "failed")
             error = f"timed out after {claim['timeout_s']}s" if status == "timed_out" else str(e)
             if reason == "stopped" or (self.stop.is_set() and not reason):
@@ -209,6 +236,10 @@ class Worker:
             body["error"] = error[-10_000:]
         if reward is not None:
             body["reward"] = reward
+        # The failure's kind and reason, where this daemon's protocol has them (infrastructure ones are
+        # retried and never count as a reward).
+        if failure and "failure" in FINISH_FIELDS:
+            body["failure"] = failure
         try:
             self.daemon.post(f"/api/attempts/{attempt}/finish", check("FinishBody", body))
         except DaemonError as e:
@@ -222,15 +253,18 @@ class Worker:
         if not argv:
             raise RuntimeError("the run names no harness.command")
         env = rollout_env(claim, self.daemon.url)
-        box = open_sandbox(
-            claim.get("sandbox", "none"),
-            claim["attempt"]["id"],
-            argv,
-            self.cwd,
-            list(env),
-            self.daemon.url,
-            claim["timeout_s"],
-        )
+        try:
+            box = open_sandbox(
+                claim.get("sandbox", "none"),
+                claim["attempt"]["id"],
+                argv,
+                self.cwd,
+                list(env),
+                self.daemon.url,
+                claim["timeout_s"],
+            )
+        except Exception as e:  # noqa: BLE001 - whatever stopped the sandbox, the harness is not to blame
+            raise AttemptFailed(f"sandbox did not start: {e}", "infrastructure", "sandbox_start") from e
         try:
             return self._process(claim, box.argv, env, over)
         finally:
@@ -274,7 +308,11 @@ class Worker:
         out = "".join(stdout)[-STDOUT_TAIL:]
         if code != 0:
             tail = "\n".join(out.strip().splitlines()[-20:])
-            raise RuntimeError(f"harness exit code {code}" + (f": {tail}" if tail else ""))
+            message = f"harness exit code {code}" + (f": {tail}" if tail else "")
+            # 75 is EX_TEMPFAIL: something around the harness failed, not the harness.
+            if code == 75:
+                raise AttemptFailed(message, "infrastructure", "reported")
+            raise AttemptFailed(message, "harness", "exit")
         return reward_from_stdout(out)
 
 
