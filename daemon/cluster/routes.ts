@@ -11,7 +11,14 @@ import type { DaemonContext } from '../context';
 import { RunConfig } from '../protocol/config';
 import { type Attempt, Id, type Rollout } from '../protocol/entities';
 import { harnessFailure } from '../protocol/failures';
-import { ClaimBody, type Claimed, FinishBody, HeartbeatBody, type HeartbeatReply } from '../protocol/worker';
+import {
+  ClaimBody,
+  type Claimed,
+  FinishBody,
+  HeartbeatBody,
+  type HeartbeatReply,
+  OutputBody,
+} from '../protocol/worker';
 import type { Workers } from '../worker/workers';
 import { nextEvent, rolloutOf } from './events';
 
@@ -19,7 +26,7 @@ export interface RouteOptions {
   /** Seconds between worker heartbeats (told to the worker with each claim). */
   heartbeatSeconds: number;
   /** Told of every claim and heartbeat (who is attached to which run). */
-  workers?: Pick<Workers, 'saw'>;
+  workers?: Pick<Workers, 'saw' | 'appendOutput' | 'closeOutput'>;
 }
 
 const TERMINAL_RUN = new Set(['finished', 'stopped', 'failed']);
@@ -116,6 +123,8 @@ export async function registerWorkerRoutes(
             heartbeat_s: options.heartbeatSeconds,
             reward: config.harness.reward,
             ...(config.harness.reward === 'verifier' ? { verifier: config.harness.verifier } : {}),
+            ...(config.harness.command ? { command: config.harness.command } : {}),
+            sandbox: config.harness.sandbox,
           };
           return answer;
         }
@@ -139,6 +148,16 @@ export async function registerWorkerRoutes(
       }
       const answer: HeartbeatReply = { status, cancel: status !== 'running' };
       return answer;
+    });
+
+    // A remote worker's harness output, streamed as it comes (kept like the daemon workers' tail).
+    scope.post<{ Params: { id: string } }>('/api/attempts/:id/output', async (request) => {
+      const body = parse(OutputBody, request.body);
+      const { attempt } = await findAttempt(request.params.id, body.rollout_id);
+      if (attempt.status !== 'running')
+        throw new ApiError(409, 'conflict', `attempt ${attempt.id} is already ${attempt.status}`, 'id');
+      options.workers?.appendOutput(attempt.id, body.chunk);
+      return { ok: true };
     });
 
     scope.post<{ Params: { id: string } }>('/api/attempts/:id/finish', async (request) => {
@@ -173,6 +192,7 @@ export async function registerWorkerRoutes(
         status === body.status ? body.failure : harnessFailure('verifier'),
       );
       attemptRollout.delete(attempt.id);
+      options.workers?.closeOutput(attempt.id);
       return { rollout: after };
     });
   });

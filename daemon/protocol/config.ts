@@ -2,6 +2,7 @@
 // JSON Schema for editors is generated from these (`npm run schema` → harness-rl.schema.json).
 import { z } from 'zod';
 import { durationMs, durationS } from './bounds';
+import { HarnessSandbox, HarnessWorkers } from './placement';
 
 const Endpoint = z.union([
   z.literal('reference').describe('the built-in reference engine'),
@@ -87,12 +88,8 @@ export const HarnessConfig = z
       .describe(
         "argv run per rollout (in the run config's folder) by the daemon's own workers, or by `harness-rl worker`; gets HARNESS_RL_* and OPENAI_BASE_URL env",
       ),
-    workers: z
-      .enum(['daemon', 'external'])
-      .optional()
-      .describe(
-        'daemon (the default when a command is given): the daemon runs `command` itself, `concurrency` rollouts at a time, for as long as the run runs; external: `harness-rl worker` processes or SDK workers elsewhere claim rollouts',
-      ),
+    workers: HarnessWorkers.optional(),
+    sandbox: HarnessSandbox.default('none').describe("where each attempt's harness runs"),
     concurrency: z.number().int().positive().default(8),
     timeout_s: durationS().default(600),
     max_attempts: z
@@ -128,6 +125,19 @@ export const HarnessConfig = z
   })
   .strict()
   .superRefine((harness, ctx) => {
+    if (typeof harness.workers === 'object' && !harness.command?.length)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['command'],
+        message: 'harness.workers.ray runs harness.command on the Ray nodes: give it as an argv list',
+      });
+    if (typeof harness.workers === 'object' && harness.reward === 'verifier')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['reward'],
+        message:
+          'the Ray workers (workers/python) do not run verifiers yet: use reward: harness, or harness-rl worker (workers: external)',
+      });
     // Added by the cluster owner (additive): a verifier setting that would silently do nothing is an error.
     if (harness.reward === 'verifier' && !harness.verifier?.length) {
       ctx.addIssue({
@@ -144,8 +154,11 @@ export const HarnessConfig = z
     }
   });
 
-/** Who runs a run's rollouts: the daemon's own workers (a command is given and workers is not external) or others. */
-export function workersMode(harness: Pick<HarnessConfig, 'command' | 'workers'>): 'daemon' | 'external' {
+/** Who runs a run's rollouts: the daemon's own workers (a command is given and workers is not external), Ray actors the run started, or others. */
+export function workersMode(
+  harness: Pick<HarnessConfig, 'command' | 'workers'>,
+): 'daemon' | 'external' | 'ray' {
+  if (typeof harness.workers === 'object') return 'ray';
   return harness.command?.length && harness.workers !== 'external' ? 'daemon' : 'external';
 }
 
@@ -349,6 +362,7 @@ export const RunConfig = z
       infrastructure_retries: 3,
       mode: 'spawn',
       reward: 'harness',
+      sandbox: 'none',
     }),
     algorithm: AlgorithmConfig.default(AlgorithmConfig.parse({})),
     schedule: ScheduleConfig.default(ScheduleConfig.parse({})),

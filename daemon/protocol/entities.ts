@@ -376,8 +376,18 @@ export const Page = <T extends z.ZodTypeAny>(item: T) =>
 export const RunWorkers = z.object({
   run_id: Id,
   mode: z
-    .enum(['daemon', 'external'])
-    .describe("daemon: the daemon runs harness.command itself; external: others' workers claim rollouts"),
+    .enum(['daemon', 'external', 'ray'])
+    .describe(
+      "daemon: the daemon runs harness.command itself; external: others' workers claim rollouts; ray: worker actors on a Ray cluster the run started",
+    ),
+  ray: z
+    .object({
+      address: z.string(),
+      job_id: z.string().nullable().describe('the Ray job (submission id) that runs the workers'),
+      status: z.string().nullable().describe("the job's Ray status (PENDING, RUNNING, STOPPED…)"),
+    })
+    .optional()
+    .describe('mode ray: the Ray job of the run'),
   workers: z
     .array(
       z.object({

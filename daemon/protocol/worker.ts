@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { durationS, storedText } from './bounds';
 import { Attempt, Id, Json, Rollout } from './entities';
 import { AttemptFailure } from './failures';
+import { HarnessSandbox } from './placement';
 
 export const ClaimBody = z
   .object({
@@ -33,6 +34,8 @@ export const Claimed = z.object({
     .optional()
     .describe("the run's harness.reward: with 'verifier' the worker runs `verifier` after the harness"),
   verifier: z.array(z.string()).optional().describe("the run's harness.verifier argv (reward: verifier)"),
+  command: z.array(z.string()).optional().describe("the run's harness.command (what a Ray worker runs)"),
+  sandbox: HarnessSandbox.optional().describe("the run's harness.sandbox: where the worker runs the command"),
 });
 
 export const HeartbeatBody = z.object({ rollout_id: Id.optional() }).strict();
@@ -63,6 +66,13 @@ export const FinishBody = z
     rollout_id: Id.optional().describe(
       'the attempt’s rollout (known to the daemon when it issued the claim)',
     ),
+  })
+  .strict();
+
+export const OutputBody = z
+  .object({
+    rollout_id: Id.optional(),
+    chunk: z.string().max(1_000_000).describe("more of the attempt's stdout and stderr, as it came"),
   })
   .strict();
 

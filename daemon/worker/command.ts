@@ -3,7 +3,9 @@
 // failed attempt carrying the stderr tail; an aborted attempt kills the process group.
 import { spawn } from 'node:child_process';
 import { AttemptFailedError, EXIT_TEMPFAIL, harnessFailure, infrastructure } from '../protocol/failures';
+import type { HarnessSandbox } from '../protocol/placement';
 import type { RolloutContext, RolloutOutcome } from '../protocol/worker';
+import { openSandbox } from './sandbox';
 
 const STDERR_TAIL = 4000;
 /** How much of a command's stdout is kept (its tail): the reward line, and what a verifier reads. */
@@ -149,24 +151,44 @@ export function exitError(result: ProcessResult): AttemptFailedError {
     : new AttemptFailedError(`harness ${exitText(result)}`, harnessFailure('exit'));
 }
 
-/** A worker `rollout` function that runs `argv` (in `cwd`) for each claimed rollout. */
+/** A worker `rollout` function that runs `argv` (in `cwd`) for each claimed rollout, in its sandbox. */
 export function commandRollout(
   argv: string[],
   options: {
     cwd?: string;
     env?: NodeJS.ProcessEnv;
     onOutput?: (rolloutId: string, chunk: string) => void;
+    /** Default: the claim's (the run's harness.sandbox), else none. */
+    sandbox?: HarnessSandbox;
   } = {},
 ): (ctx: RolloutContext) => Promise<RolloutOutcome> {
   if (argv.length === 0) throw new Error('no harness command given');
   return async (ctx) => {
-    const result = await runProcess(argv, {
-      cwd: options.cwd,
-      env: { ...process.env, ...options.env, ...rolloutEnv(ctx) },
-      signal: ctx.signal,
-      onOutput: options.onOutput && ((chunk) => options.onOutput?.(ctx.rollout.id, chunk)),
+    const env = rolloutEnv(ctx);
+    const box = await openSandbox(options.sandbox ?? ctx.sandbox ?? 'none', {
+      attemptId: ctx.attempt.id,
+      argv,
+      cwd: options.cwd ?? process.cwd(),
+      envKeys: Object.keys(env),
+      daemonUrl: ctx.daemonUrl,
+      timeoutS: ctx.timeout_s,
+    }).catch((err: unknown) => {
+      throw new AttemptFailedError(
+        `sandbox did not start: ${err instanceof Error ? err.message : String(err)}`,
+        infrastructure('sandbox_start'),
+      );
     });
-    if (result.code !== 0) throw exitError(result);
-    return { reward: rewardFromStdout(result.stdout), stdout: result.stdout };
+    try {
+      const result = await runProcess(box.argv, {
+        cwd: options.cwd,
+        env: { ...process.env, ...options.env, ...env },
+        signal: ctx.signal,
+        onOutput: options.onOutput && ((chunk) => options.onOutput?.(ctx.rollout.id, chunk)),
+      });
+      if (result.code !== 0) throw exitError(result);
+      return { reward: rewardFromStdout(result.stdout), stdout: result.stdout };
+    } finally {
+      await box.close();
+    }
   };
 }

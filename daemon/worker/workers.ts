@@ -11,13 +11,18 @@ import { join } from 'node:path';
 import type { DaemonContext } from '../context';
 import { RunConfig, workersMode } from '../protocol/config';
 import type { AttemptOutput, Run, RunWorkers } from '../protocol/entities';
+import type { RayWorkersConfig } from '../protocol/placement';
 import { redactText } from '../redact';
 import { commandRollout } from './command';
 import { PersistentHarness } from './persistent';
+import { type RayState, superviseRayJob } from './ray';
+import { shellWord } from './shell';
 import { type RolloutContext, runWorker } from './worker';
 
 /** How much of an attempt's output is kept (its tail). */
 export const OUTPUT_TAIL = 64 * 1024;
+
+const TERMINAL = new Set(['finished', 'failed', 'cancelled', 'stopped']);
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -31,11 +36,6 @@ const sleep = (ms: number, signal: AbortSignal) =>
     }
     signal.addEventListener('abort', done, { once: true });
   });
-
-/** A word for a shell: quoted when it has anything but safe characters. */
-export function shellWord(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
-}
 
 /** The command that attaches a worker to a run from a shell. */
 export function workerCommand(run: Pick<Run, 'id' | 'config'>, url: string, dataDir: string): string {
@@ -101,6 +101,8 @@ interface OwnWorkers {
   controller: AbortController;
   done: Promise<void>;
   error: string | null;
+  /** harness.workers.ray: the run's Ray job. */
+  ray?: RayState;
 }
 
 export interface WorkersOptions {
@@ -115,6 +117,8 @@ export class Workers {
   private readonly seen = new Map<string, Map<string, number>>();
   private readonly lastSeen = new Map<string, number>();
   private readonly own = new Map<string, OwnWorkers>();
+  /** The output tails of attempts that remote workers (Ray) stream here. */
+  private readonly remote = new Map<string, OutputTail>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
@@ -139,6 +143,25 @@ export class Workers {
     workers.set(worker, now);
     this.lastSeen.set(runId, now);
     if (!known) this.announce(runId);
+  }
+
+  /** More output of an attempt a remote worker runs (POST /api/attempts/:id/output). */
+  appendOutput(attemptId: string, chunk: string): void {
+    let tail = this.remote.get(attemptId);
+    if (!tail) {
+      mkdirSync(join(this.ctx.dataDir, 'attempts'), { recursive: true });
+      tail = new OutputTail(join(this.ctx.dataDir, 'attempts', `${attemptId}.log`));
+      this.remote.set(attemptId, tail);
+    }
+    tail.append(chunk);
+  }
+
+  /** The attempt finished: its streamed output is written a last time. */
+  closeOutput(attemptId: string): void {
+    const tail = this.remote.get(attemptId);
+    if (!tail) return;
+    this.remote.delete(attemptId);
+    tail.close().catch(() => {});
   }
 
   private sweep(): void {
@@ -179,13 +202,21 @@ export class Workers {
         .map(([name, at]) => ({ name, daemon: own?.name === name, last_seen: new Date(at).toISOString() })),
       last_seen_at: last === undefined ? null : new Date(last).toISOString(),
       command: workerCommand(run, this.ctx.baseUrl(), this.ctx.dataDir),
-      error: own?.error ?? null,
+      error: own?.ray?.error ?? own?.error ?? null,
+      ...(own?.ray
+        ? { ray: { address: own.ray.address, job_id: own.ray.job_id, status: own.ray.status } }
+        : {}),
     };
   }
 
   /** Start the daemon's own workers for a run that runs its harness command here (else nothing). */
   start(run: Run, config: RunConfig): void {
-    if (this.own.has(run.id) || workersMode(config.harness) !== 'daemon') return;
+    if (this.own.has(run.id)) return;
+    if (typeof config.harness.workers === 'object') {
+      this.startRay(run, config, config.harness.workers.ray);
+      return;
+    }
+    if (workersMode(config.harness) !== 'daemon') return;
     const controller = new AbortController();
     const own: OwnWorkers = {
       name: `daemon:${process.pid}`,
@@ -197,6 +228,32 @@ export class Workers {
     own.done = this.supervise(run, config, own).catch((err) =>
       this.ctx.log('daemon worker ended', { run_id: run.id, error: errorText(err) }),
     );
+  }
+
+  /** Submit the run's workers to its Ray cluster as a job, kept running until the run stops. */
+  private startRay(run: Run, config: RunConfig, ray: RayWorkersConfig): void {
+    const controller = new AbortController();
+    const state: RayState = { address: ray.address, job_id: null, status: null, error: null };
+    const own: OwnWorkers = { name: 'ray', controller, done: Promise.resolve(), error: null, ray: state };
+    this.own.set(run.id, own);
+    const waitUrl = async () => {
+      while (!this.ctx.baseUrl() && !controller.signal.aborted) await sleep(20, controller.signal);
+    };
+    own.done = waitUrl()
+      .then(() =>
+        superviseRayJob(ray, {
+          runId: run.id,
+          daemonUrl: this.ctx.baseUrl(),
+          token: this.ctx.token,
+          concurrency: config.harness.concurrency,
+          cwd: run.base_dir ?? undefined,
+          state,
+          signal: controller.signal,
+          runOver: async () => TERMINAL.has((await this.ctx.store.getRun(run.id))?.status ?? 'failed'),
+          changed: () => this.announce(run.id),
+        }),
+      )
+      .catch((err) => this.ctx.log('ray workers ended', { run_id: run.id, error: errorText(err) }));
   }
 
   /** Stop a run's own workers: their harness processes are killed before this settles. */

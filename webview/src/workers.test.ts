@@ -46,4 +46,33 @@ describe("a run's workers in words", () => {
     });
     expect(note).toMatchObject({ waiting: true, short: 'worker restarting' });
   });
+
+  it('a Ray run names its job instead of asking for a worker command, and says how many workers run', () => {
+    const ray = { address: 'http://head:8265', job_id: 'harness-rl-run_1-x', status: 'RUNNING' };
+    const starting = describeWorkers({ ...base, mode: 'ray', ray });
+    expect(starting).toMatchObject({ waiting: false, command: null });
+    expect(starting?.detail).toBe(
+      'Ray job harness-rl-run_1-x RUNNING at http://head:8265: its workers are starting.',
+    );
+    const two = describeWorkers({
+      ...base,
+      mode: 'ray',
+      ray,
+      workers: [
+        { name: 'ray:10.0.0.2:abc:w0', daemon: false, last_seen: seen },
+        { name: 'ray:10.0.0.3:def:w1', daemon: false, last_seen: seen },
+      ],
+      last_seen_at: seen,
+    });
+    expect(two?.detail).toBe(
+      'Rollouts run on 2 Ray workers (Ray job harness-rl-run_1-x RUNNING at http://head:8265).',
+    );
+    const down = describeWorkers({
+      ...base,
+      mode: 'ray',
+      ray,
+      error: 'Ray at http://head:8265 did not answer',
+    });
+    expect(down).toMatchObject({ waiting: true, short: 'Ray workers not running' });
+  });
 });

@@ -17,6 +17,19 @@ export interface WorkersNote {
 export function describeWorkers(w: RunWorkers | undefined): WorkersNote | null {
   if (!w) return null;
   const count = w.workers.length;
+  if (w.mode === 'ray' && w.ray) {
+    const job =
+      `Ray job ${w.ray.job_id ?? '(not submitted yet)'} ${w.ray.status ?? ''} at ${w.ray.address}`.trim();
+    if (count > 0)
+      return {
+        waiting: false,
+        short: '',
+        detail: `Rollouts run on ${count} Ray worker${count === 1 ? '' : 's'} (${job}).`,
+        command: null,
+      };
+    if (w.error) return { waiting: true, short: 'Ray workers not running', detail: w.error, command: null };
+    return { waiting: false, short: '', detail: `${job}: its workers are starting.`, command: null };
+  }
   if (count > 0) {
     const own = w.workers.filter((x) => x.daemon).length;
     const label =

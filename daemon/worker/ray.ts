@@ -1,0 +1,186 @@
+// A run's workers on a Ray cluster (harness.workers.ray): one Ray job per run, submitted with the
+// Jobs REST API of the head's dashboard (POST /api/jobs/), whose entry point (workers/python,
+// `python -m harness_rl_worker.ray_job`) starts the worker actors; the job is watched while the run
+// runs (submitted again when it ends early) and stopped with the run (POST /api/jobs/:id/stop), the
+// daemon waiting until Ray says it stopped. The REST API and not a Python driver in the daemon: the
+// daemon stays Node-only, and a job is what the dashboard lists, stops and keeps the logs of.
+import { request } from 'undici';
+import type { RayWorkersConfig } from '../protocol/placement';
+import { shellWord } from './shell';
+
+/** Ray job statuses that will not change again (ray/dashboard/modules/job/common.py JobStatus). */
+export const RAY_TERMINAL = new Set(['STOPPED', 'SUCCEEDED', 'FAILED']);
+
+export interface RayJobInfo {
+  submission_id: string;
+  status: string;
+  message?: string | null;
+  metadata?: Record<string, string> | null;
+}
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+// undici's request, not fetch: fetch sends Sec-Fetch-* headers, and Ray's dashboard refuses a POST
+// that looks like a browser's (ray/dashboard/optional_utils.py is_browser_request).
+async function rayCall(
+  address: string,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<unknown> {
+  const url = `${address.replace(/\/$/, '')}${path}`;
+  let status: number;
+  let text: string;
+  try {
+    const response = await request(url, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      headersTimeout: 60_000,
+      bodyTimeout: 60_000,
+    });
+    status = response.statusCode;
+    text = await response.body.text();
+  } catch (err) {
+    throw new Error(`Ray at ${address} did not answer ${method} ${path}: ${errorText(err)}`);
+  }
+  if (status >= 400) throw new Error(`Ray ${method} ${path}: HTTP ${status} ${text.slice(0, 500)}`);
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The job entry point that runs a run's workers on the cluster. */
+export function rayEntrypoint(
+  ray: RayWorkersConfig,
+  options: { runId: string; daemonUrl: string; concurrency: number; cwd: string | undefined },
+): string {
+  const words = [ray.python, '-m', 'harness_rl_worker.ray_job'];
+  words.push('--url', ray.daemon_url ?? options.daemonUrl, '--run', options.runId);
+  words.push('--workers', String(ray.workers), '--concurrency', String(options.concurrency));
+  words.push('--resources', JSON.stringify(ray.resources_per_worker));
+  const cwd = ray.cwd ?? options.cwd;
+  if (cwd) words.push('--cwd', cwd);
+  if (ray.tls_ca) words.push('--tls-ca', ray.tls_ca);
+  return words.map(shellWord).join(' ');
+}
+
+/** Submit the run's worker job; the token travels in the job's env, not on its command line. */
+export async function submitRayJob(
+  ray: RayWorkersConfig,
+  options: { runId: string; daemonUrl: string; token: string; concurrency: number; cwd: string | undefined },
+): Promise<string> {
+  const runtimeEnv = { ...(ray.runtime_env ?? {}) } as Record<string, unknown>;
+  runtimeEnv.env_vars = {
+    ...((runtimeEnv.env_vars as Record<string, string> | undefined) ?? {}),
+    HARNESS_RL_TOKEN: options.token,
+  };
+  const submissionId = `harness-rl-${options.runId}-${Date.now().toString(36)}`;
+  await rayCall(ray.address, 'POST', '/api/jobs/', {
+    entrypoint: rayEntrypoint(ray, options),
+    submission_id: submissionId,
+    runtime_env: runtimeEnv,
+    metadata: { harness_rl_run: options.runId },
+    entrypoint_num_cpus: 0,
+  });
+  return submissionId;
+}
+
+export async function rayJob(address: string, id: string): Promise<RayJobInfo> {
+  return (await rayCall(address, 'GET', `/api/jobs/${encodeURIComponent(id)}`)) as RayJobInfo;
+}
+
+/** The run's jobs Ray still runs (a daemon that restarted finds the ones it started before). */
+export async function liveRayJobs(address: string, runId: string): Promise<RayJobInfo[]> {
+  const all = (await rayCall(address, 'GET', '/api/jobs/')) as RayJobInfo[];
+  return all.filter((j) => j.metadata?.harness_rl_run === runId && !RAY_TERMINAL.has(j.status));
+}
+
+/** Stop a job and wait until Ray says it ended (its actors and their harnesses are gone then). */
+export async function stopRayJob(address: string, id: string, waitMs = 60_000): Promise<string> {
+  await rayCall(address, 'POST', `/api/jobs/${encodeURIComponent(id)}/stop`).catch(() => {});
+  const until = Date.now() + waitMs;
+  for (;;) {
+    const job = await rayJob(address, id);
+    if (RAY_TERMINAL.has(job.status)) return job.status;
+    if (Date.now() > until) throw new Error(`Ray job ${id} is still ${job.status} ${waitMs} ms after stop`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** What the daemon knows of a run's Ray job (shown by GET /api/runs/:id/workers). */
+export interface RayState {
+  address: string;
+  job_id: string | null;
+  status: string | null;
+  error: string | null;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/**
+ * Keep the run's Ray job running until `signal` aborts, then stop it and wait until it ended. A job
+ * the daemon started before it restarted is adopted; one that ends while the run still runs (the
+ * driver died, the head restarted) is submitted again.
+ */
+export async function superviseRayJob(
+  ray: RayWorkersConfig,
+  options: Parameters<typeof submitRayJob>[1] & {
+    state: RayState;
+    signal: AbortSignal;
+    runOver: () => Promise<boolean>;
+    changed: () => void;
+    pollMs?: number;
+  },
+): Promise<void> {
+  const { state, signal } = options;
+  let backoff = 1000;
+  while (!signal.aborted) {
+    try {
+      if (!state.job_id) {
+        const [live, ...extra] = await liveRayJobs(ray.address, options.runId);
+        for (const job of extra) await stopRayJob(ray.address, job.submission_id);
+        state.job_id = live?.submission_id ?? (await submitRayJob(ray, options));
+        state.error = null;
+        options.changed();
+      }
+      const job = await rayJob(ray.address, state.job_id);
+      if (job.status !== state.status) {
+        state.status = job.status;
+        options.changed();
+      }
+      if (RAY_TERMINAL.has(job.status)) {
+        if (await options.runOver()) break;
+        state.error = `Ray job ${state.job_id} ended ${job.status}${job.message ? `: ${job.message}` : ''}; submitting it again`;
+        state.job_id = null;
+        options.changed();
+        await sleep(backoff, signal);
+        backoff = Math.min(backoff * 2, 30_000);
+        continue;
+      }
+      backoff = 1000;
+    } catch (err) {
+      state.error = errorText(err);
+      options.changed();
+    }
+    await sleep(options.pollMs ?? 2000, signal);
+  }
+  if (state.job_id && !RAY_TERMINAL.has(state.status ?? '')) {
+    state.status = await stopRayJob(ray.address, state.job_id).catch((err) => {
+      state.error = errorText(err);
+      return state.status;
+    });
+    options.changed();
+  }
+}

@@ -1,0 +1,158 @@
+// The sandbox an attempt's harness runs in (harness.sandbox): none, bubblewrap, or a container per
+// attempt. A container gets the run's folder read-only at the same path, a private /tmp, CPU, memory,
+// process and time limits, and a network namespace of its own whose only way out is a forward of the
+// daemon's host:port (socat in the namespace → a unix socket → socat on the host → the daemon): the
+// harness keeps its URLs, TLS included, and reaches nothing else. workers/python/harness_rl_worker/
+// sandbox.py builds the same argv (test/e2e/sandbox-container.test.ts compares them).
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { resolve } from 'node:path';
+import type { ContainerSandbox, HarnessSandbox } from '../protocol/placement';
+
+export interface SandboxInput {
+  attemptId: string;
+  argv: string[];
+  /** The folder the harness runs in (mounted read-only in a container). */
+  cwd: string;
+  /** The names of the env variables the harness gets (their values stay in the engine's env). */
+  envKeys: string[];
+  /** The daemon's URL as the worker reaches it: the one place a container may connect to. */
+  daemonUrl: string;
+  timeoutS: number;
+}
+
+export interface OpenSandbox {
+  argv: string[];
+  /** Ends what the sandbox left running (the container, the forwards, the namespace). */
+  close(): Promise<void>;
+}
+
+/** The bwrap argv: the whole filesystem read-only, a private /tmp, the network shared (for the proxy). */
+export function bubblewrapArgv(argv: string[]): string[] {
+  return [
+    'bwrap',
+    ...['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
+    ...['--unshare-all', '--share-net', '--die-with-parent', '--new-session', '--'],
+    ...argv,
+  ];
+}
+
+/** A name podman accepts, short enough for a network namespace. */
+export function sandboxName(attemptId: string): string {
+  return `hrl-${attemptId.replace(/[^A-Za-z0-9]/g, '').slice(-24)}`;
+}
+
+/** Where the daemon's URL points: the host, its port, and the address the namespace listens on. */
+export function forwardTarget(daemonUrl: string): { host: string; port: number; listen: string } {
+  const url = new URL(daemonUrl);
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  return { host, port, listen: isIP(host) === 4 ? host : '127.0.0.1' };
+}
+
+/** The engine's argv for one attempt's container (the network namespace named by `sandboxName`). */
+export function containerArgv(box: ContainerSandbox, input: SandboxInput): string[] {
+  const name = sandboxName(input.attemptId);
+  const target = forwardTarget(input.daemonUrl);
+  const network =
+    box.network === 'none'
+      ? ['--network', 'none']
+      : [
+          ...['--network', `ns:/run/netns/${name}`],
+          ...(isIP(target.host) ? [] : ['--add-host', `${target.host}:127.0.0.1`]),
+        ];
+  return [
+    box.engine,
+    ...(box.runtime ? ['--runtime', box.runtime] : []),
+    ...(box.cgroup_manager ? ['--cgroup-manager', box.cgroup_manager] : []),
+    ...['run', '--rm', '--pull', 'never', '--name', name, ...network],
+    ...['--memory', `${box.memory_mb}m`, '--cpus', String(box.cpus)],
+    ...['--ulimit', `nofile=${box.pids}:${box.pids}`, '--ulimit', `nproc=${box.pids}:${box.pids}`],
+    ...['--timeout', String(Math.ceil(box.timeout_s ?? input.timeoutS))],
+    ...['-v', `${input.cwd}:${input.cwd}:ro`],
+    ...box.mounts.map((m) => resolve(input.cwd, m)).flatMap((m) => ['-v', `${m}:${m}:ro`]),
+    ...['--tmpfs', '/tmp', '-w', input.cwd],
+    ...input.envKeys.flatMap((k) => ['-e', k]),
+    box.image,
+    ...input.argv,
+  ];
+}
+
+function must(argv: string[]): void {
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 10_000 });
+  if (r.status !== 0)
+    throw new Error(`sandbox: ${argv.join(' ')} failed: ${r.error?.message ?? r.stderr.trim()}`);
+}
+
+/** Whether the namespace has a TCP socket listening on `port` (/proc/net/tcp seen from inside). */
+function listening(ns: string, port: number): boolean {
+  const r = spawnSync('ip', ['netns', 'exec', ns, 'cat', '/proc/net/tcp'], { encoding: 'utf8' });
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  return (r.stdout ?? '').split('\n').some((l) => l.includes(`:${hex} `) && / 0A /.test(l));
+}
+
+async function waitFor(what: string, ok: () => boolean, ms = 3000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > until) throw new Error(`sandbox: ${what} did not come up within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The namespace and the two forwards that let a container reach the daemon's host:port only. */
+async function openForward(name: string, daemonUrl: string): Promise<() => void> {
+  const target = forwardTarget(daemonUrl);
+  const sock = `/run/${name}.sock`;
+  const children: ChildProcess[] = [];
+  const close = () => {
+    for (const c of children) c.kill('SIGKILL');
+    spawnSync('ip', ['netns', 'del', name]);
+    rmSync(sock, { force: true });
+  };
+  try {
+    spawnSync('ip', ['netns', 'del', name]); // a namespace left by a worker that died
+    must(['ip', 'netns', 'add', name]);
+    must(['ip', 'netns', 'exec', name, 'ip', 'link', 'set', 'lo', 'up']);
+    if (isIP(target.host) === 4 && !target.host.startsWith('127.'))
+      must(['ip', 'netns', 'exec', name, 'ip', 'addr', 'add', `${target.host}/32`, 'dev', 'lo']);
+    const outside = ['socat', `UNIX-LISTEN:${sock},fork,unlink-early`, `TCP:${target.host}:${target.port}`];
+    const inside = ['ip', 'netns', 'exec', name, 'socat'];
+    inside.push(`TCP-LISTEN:${target.port},bind=${target.listen},fork,reuseaddr`, `UNIX-CONNECT:${sock}`);
+    for (const argv of [outside, inside]) {
+      const child = spawn(argv[0]!, argv.slice(1), { stdio: 'ignore' });
+      child.on('error', () => {});
+      children.push(child);
+      if (argv === outside) await waitFor('the host side of the proxy forward', () => existsSync(sock));
+    }
+    await waitFor('the proxy forward', () => listening(name, target.port));
+  } catch (err) {
+    close();
+    throw err;
+  }
+  return close;
+}
+
+/** Prepare the sandbox of one attempt: the argv to run, and what to end afterwards. */
+export async function openSandbox(sandbox: HarnessSandbox, input: SandboxInput): Promise<OpenSandbox> {
+  if (sandbox === 'none') return { argv: input.argv, close: async () => {} };
+  if (sandbox === 'bubblewrap') return { argv: bubblewrapArgv(input.argv), close: async () => {} };
+  const box = sandbox.container;
+  const name = sandboxName(input.attemptId);
+  const closeForward = box.network === 'proxy' ? await openForward(name, input.daemonUrl) : () => {};
+  return {
+    argv: containerArgv(box, input),
+    close: async () => {
+      // The engine's client may have been killed (the attempt's deadline): the container goes too.
+      spawnSync(
+        box.engine,
+        [...(box.runtime ? ['--runtime', box.runtime] : []), 'rm', '-f', '-t', '0', name],
+        {
+          stdio: 'ignore',
+          timeout: 30_000,
+        },
+      );
+      closeForward();
+    },
+  };
+}

@@ -1,0 +1,229 @@
+// harness.sandbox: container, with Podman (Debian's, runc and cgroupfs where the cgroups are hybrid, per
+// shared/notes/containers.md) and the local test image of scripts/setup-sandbox-image.sh. A harness in
+// its container reaches the daemon's proxy and nothing else, cannot write the run's folder, and has the
+// memory limit asked for; the coding-agent example trains in it; and the Python worker builds the same
+// engine argv as the daemon. With harness.sandbox: bubblewrap the same example trains in bwrap.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { containerArgv } from '../../daemon/worker/sandbox';
+import type { Run } from '../../daemon/protocol/entities';
+import { ContainerSandbox } from '../../daemon/protocol/placement';
+import { bwrapWorks } from '../../examples/coding-agent/sandbox';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { exampleDir } from '../helpers/examples';
+import { waitFor } from '../helpers/wait';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const IMAGE = 'localhost/harness-rl-sandbox:1';
+const podman = spawnSync('podman', ['image', 'exists', IMAGE]).status === 0;
+// Hybrid cgroups here: crun refuses, runc with cgroupfs runs (both configurable).
+const engine = existsSync('/usr/sbin/runc') ? { runtime: '/usr/sbin/runc', cgroup_manager: 'cgroupfs' } : {};
+
+// Tries what the sandbox must refuse, then one chat call through the proxy.
+const HARNESS = `
+import { readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+const seen = {};
+try { writeFileSync('written', 'x'); seen.write = 'wrote'; } catch (e) { seen.write = e.code; }
+for (const f of ['/sys/fs/cgroup/memory/memory.limit_in_bytes', '/sys/fs/cgroup/memory.max'])
+  try { seen.memory = readFileSync(f, 'utf8').trim(); break; } catch {}
+seen.other = await new Promise((r) => {
+  const s = connect(Number(process.env.OTHER_PORT ?? process.argv[2]), process.argv[3]);
+  s.on('connect', () => { s.destroy(); r('connected'); });
+  s.on('error', (e) => r(e.code));
+  setTimeout(() => r('timeout'), 3000);
+});
+const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
+  method: 'POST',
+  headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json' },
+  body: JSON.stringify({ model: process.env.HARNESS_RL_MODEL, max_tokens: 3,
+    messages: [{ role: 'user', content: process.env.HARNESS_RL_TASK }] }),
+});
+seen.proxy = res.status;
+console.error('SEEN ' + JSON.stringify(seen));
+console.log(JSON.stringify({ reward: res.ok ? 1 : 0 }));
+`;
+
+describe('the container sandbox: the same argv from the daemon and the Python worker', () => {
+  it('containerArgv (TS) and container_argv (workers/python) agree', () => {
+    const box = ContainerSandbox.parse({
+      image: IMAGE,
+      ...engine,
+      cpus: 0.5,
+      memory_mb: 300,
+      mounts: ['/usr', '..'],
+    });
+    const input = {
+      attemptId: 'att_01abc',
+      argv: ['node', 'h.mjs'],
+      cwd: '/srv/run',
+      envKeys: ['OPENAI_BASE_URL', 'HARNESS_RL_TASK'],
+      daemonUrl: 'https://daemon.example:8443',
+      timeoutS: 60,
+    };
+    const py = execFileSync(
+      'python3',
+      [
+        '-c',
+        'import json,sys; from harness_rl_worker.sandbox import container_argv as c; a=json.load(sys.stdin); print(json.dumps(c(a["box"], *a["args"])))',
+      ],
+      {
+        input: JSON.stringify({
+          box,
+          args: [input.attemptId, input.argv, input.cwd, input.envKeys, input.daemonUrl, input.timeoutS],
+        }),
+        env: { ...process.env, PYTHONPATH: join(ROOT, 'workers/python') },
+        encoding: 'utf8',
+      },
+    );
+    expect(JSON.parse(py)).toEqual(containerArgv(box, input));
+    expect(containerArgv(box, input)).toContain('--add-host');
+  });
+});
+
+describe.skipIf(!podman)('harness.sandbox: container (Podman)', () => {
+  let daemon: TestDaemon;
+  const dirs: string[] = [];
+  beforeAll(async () => {
+    daemon = await startTestDaemon();
+  });
+  afterAll(async () => {
+    await daemon?.close();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  const finished = (id: string, ms = 240_000) =>
+    waitFor(
+      `run ${id} to finish`,
+      async () => {
+        const run = await daemon.ctx.store.getRun(id);
+        if (run?.status === 'failed') throw new Error(`the run failed: ${run.error}`);
+        return run?.status === 'finished' ? run : null;
+      },
+      ms,
+    );
+
+  it('reaches the proxy only, cannot write the run folder, and has its memory limit', async () => {
+    // A server on the host's loopback the harness must not reach.
+    const other = createServer((s) => s.end('hi'));
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    const otherPort = (other.address() as { port: number }).port;
+    const dir = join(tmpdir(), `harness-rl-box-${Math.random().toString(36).slice(2)}`);
+    mkdirSync(dir, { recursive: true });
+    dirs.push(dir);
+    writeFileSync(join(dir, 'harness.mjs'), HARNESS);
+    writeFileSync(join(dir, 'tasks.jsonl'), '{"q":"1+1"}\n');
+    const config = {
+      name: 'boxed',
+      tasks: { file: 'tasks.jsonl' },
+      harness: {
+        command: ['node', 'harness.mjs', String(otherPort), '127.0.0.1'],
+        concurrency: 2,
+        timeout_s: 120,
+        max_attempts: 1,
+        sandbox: { container: { image: IMAGE, ...engine, memory_mb: 300, cpus: 0.5, mounts: ['/usr'] } },
+      },
+      algorithm: { n: 2, max_response_tokens: 3 },
+      schedule: { steps: 1, groups_per_step: 1 },
+    };
+    const res = await daemon.api<Run>('POST', '/api/runs', { config, base_dir: dir });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    try {
+      await finished(res.body.id);
+    } finally {
+      other.close();
+    }
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: res.body.id })).items;
+    expect(rollouts.map((r) => r.reward)).toEqual([1, 1]);
+    const attempt = (await daemon.ctx.store.listAttempts(rollouts[0]!.id))[0]!;
+    const output = (await daemon.api('GET', `/api/attempts/${attempt.id}/output`)).body.output as string;
+    const seen = JSON.parse(/SEEN (.*)/.exec(output)![1]!);
+    expect(seen).toEqual({
+      write: 'EROFS',
+      memory: String(300 * 1024 * 1024),
+      other: 'ECONNREFUSED',
+      proxy: 200,
+    });
+    expect(existsSync(join(dir, 'written'))).toBe(false);
+    // Nothing left behind: no container, no namespace.
+    expect(execFileSync('podman', ['ps', '-aq', '--filter', 'name=hrl-'], { encoding: 'utf8' }).trim()).toBe(
+      '',
+    );
+    expect(execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })).not.toMatch(/hrl-/);
+  }, 300_000);
+
+  it('the coding-agent example trains with its harness in the container sandbox', async () => {
+    const { loadConfigFile } = await import('../../daemon/config/load');
+    const { config } = await loadConfigFile(join(exampleDir('coding-agent'), 'run.container.yaml'));
+    // biome-ignore lint/suspicious/noExplicitAny: tests patch the config loosely
+    const run = structuredClone(config.run) as Record<string, any>;
+    // This checkout's node_modules may be a link out of the repository: mount where it points too.
+    run.harness.sandbox.container.mounts.push(realpathSync(join(ROOT, 'node_modules')));
+    Object.assign(run.harness.sandbox.container, engine);
+    run.algorithm.n = 2;
+    run.schedule = { ...run.schedule, steps: 1, groups_per_step: 1 };
+    const res = await daemon.api<Run>('POST', '/api/runs', {
+      config: run,
+      base_dir: exampleDir('coding-agent'),
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await finished(res.body.id);
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: res.body.id })).items;
+    for (const r of rollouts) {
+      const attempts = await daemon.ctx.store.listAttempts(r.id);
+      expect(attempts.map((a) => [a.status, a.error])).toEqual([['succeeded', null]]);
+      expect((await daemon.ctx.store.listLlmCalls(r.id)).length).toBeGreaterThan(0);
+      const [reward] = await daemon.ctx.store.listRewards(r.id);
+      expect(reward).toMatchObject({ source: 'verifier', value: 1 / 3 });
+    }
+  }, 300_000);
+});
+
+describe.skipIf(!bwrapWorks().ok)('harness.sandbox: bubblewrap', () => {
+  let daemon: TestDaemon;
+  beforeAll(async () => {
+    daemon = await startTestDaemon();
+  });
+  afterAll(async () => {
+    await daemon?.close();
+  });
+
+  it('the coding-agent example trains with its harness in bubblewrap, which cannot write the example', async () => {
+    const { loadConfigFile } = await import('../../daemon/config/load');
+    const { config } = await loadConfigFile(join(exampleDir('coding-agent'), 'run.yaml'));
+    // biome-ignore lint/suspicious/noExplicitAny: tests patch the config loosely
+    const run = structuredClone(config.run) as Record<string, any>;
+    run.harness.sandbox = 'bubblewrap';
+    // The harness's first step, run in the sandbox: a write into the example's folder must fail.
+    run.harness.command = ['sh', '-c', 'touch written 2>/dev/null && exit 9; exec npx tsx main.ts'];
+    run.algorithm.n = 2;
+    run.schedule = { ...run.schedule, steps: 1, groups_per_step: 1 };
+    const res = await daemon.api<Run>('POST', '/api/runs', {
+      config: run,
+      base_dir: exampleDir('coding-agent'),
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await waitFor(
+      'the run to finish',
+      async () => {
+        const r = await daemon.ctx.store.getRun(res.body.id);
+        if (r?.status === 'failed') throw new Error(`the run failed: ${r.error}`);
+        return r?.status === 'finished';
+      },
+      240_000,
+    );
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: res.body.id })).items;
+    for (const r of rollouts) {
+      const attempts = await daemon.ctx.store.listAttempts(r.id);
+      expect(attempts.map((a) => [a.status, a.error])).toEqual([['succeeded', null]]);
+      const [reward] = await daemon.ctx.store.listRewards(r.id);
+      expect(reward).toMatchObject({ source: 'verifier', value: 1 / 3 });
+    }
+    expect(existsSync(join(exampleDir('coding-agent'), 'written'))).toBe(false);
+  }, 300_000);
+});

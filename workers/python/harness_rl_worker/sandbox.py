@@ -1,0 +1,214 @@
+"""The sandbox an attempt's harness runs in (harness.sandbox), as daemon/worker/sandbox.ts builds it.
+
+none: the command as it is; bubblewrap: bwrap with the filesystem read-only but /tmp, the network
+shared; a container: the run's folder read-only at the same path, a private /tmp, CPU, memory, process
+and time limits, and a network namespace whose only way out is a forward of the daemon's host:port
+(socat in the namespace -> a unix socket -> socat on the host -> the daemon).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+
+def bubblewrap_argv(argv: list[str]) -> list[str]:
+    return [
+        "bwrap",
+        *["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"],
+        *["--unshare-all", "--share-net", "--die-with-parent", "--new-session", "--"],
+        *argv,
+    ]
+
+
+def sandbox_name(attempt_id: str) -> str:
+    return "hrl-" + re.sub(r"[^A-Za-z0-9]", "", attempt_id)[-24:]
+
+
+def _ipv4(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 4
+    except ValueError:
+        return False
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+def forward_target(daemon_url: str) -> tuple[str, int, str]:
+    """(host, port, the address the namespace listens on) of the daemon's URL."""
+    url = urlsplit(daemon_url)
+    host = url.hostname or "127.0.0.1"
+    port = url.port or (443 if url.scheme == "https" else 80)
+    return host, port, host if _ipv4(host) else "127.0.0.1"
+
+
+def container_argv(
+    box: dict,
+    attempt_id: str,
+    argv: list[str],
+    cwd: str,
+    env_keys: list[str],
+    daemon_url: str,
+    timeout_s: float,
+) -> list[str]:
+    name = sandbox_name(attempt_id)
+    host, _, _ = forward_target(daemon_url)
+    if box.get("network", "proxy") == "none":
+        network = ["--network", "none"]
+    else:
+        network = ["--network", f"ns:/run/netns/{name}"]
+        if not _is_ip(host):
+            network += ["--add-host", f"{host}:127.0.0.1"]
+    engine = box.get("engine", "podman")
+    pids = box.get("pids", 1024)
+    out = [engine]
+    if box.get("runtime"):
+        out += ["--runtime", box["runtime"]]
+    if box.get("cgroup_manager"):
+        out += ["--cgroup-manager", box["cgroup_manager"]]
+    out += ["run", "--rm", "--pull", "never", "--name", name, *network]
+    cpus = box.get("cpus", 1)
+    out += ["--memory", f"{box.get('memory_mb', 1024)}m", "--cpus", _num(cpus)]
+    out += ["--ulimit", f"nofile={pids}:{pids}", "--ulimit", f"nproc={pids}:{pids}"]
+    out += ["--timeout", str(int(-(-float(box.get("timeout_s") or timeout_s) // 1)))]
+    out += ["-v", f"{cwd}:{cwd}:ro"]
+    for m in box.get("mounts", []):
+        m = os.path.normpath(os.path.join(cwd, m))
+        out += ["-v", f"{m}:{m}:ro"]
+    out += ["--tmpfs", "/tmp", "-w", cwd]
+    for k in env_keys:
+        out += ["-e", k]
+    return [*out, box["image"], *argv]
+
+
+def _num(x: float) -> str:
+    """A number as JavaScript's String() writes it (1, not 1.0)."""
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _must(argv: list[str]) -> None:
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    if r.returncode != 0:
+        raise RuntimeError(f"sandbox: {' '.join(argv)} failed: {r.stderr.strip()}")
+
+
+def _listening(ns: str, port: int) -> bool:
+    r = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/tcp"], capture_output=True, text=True)
+    hexport = f"{port:04X}"
+    return any(f":{hexport} " in line and " 0A " in line for line in r.stdout.splitlines())
+
+
+def _wait_for(what: str, ok: Callable[[], bool], seconds: float = 3) -> None:
+    until = time.monotonic() + seconds
+    while not ok():
+        if time.monotonic() > until:
+            raise RuntimeError(f"sandbox: {what} did not come up within {seconds} s")
+        time.sleep(0.02)
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except OSError:
+        pass
+
+
+@dataclass
+class OpenSandbox:
+    argv: list[str]
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for c in reversed(self.closers):
+            try:
+                c()
+            except Exception:  # noqa: BLE001 - closing is best effort, each step on its own
+                pass
+
+
+def _open_forward(name: str, daemon_url: str, box: OpenSandbox) -> None:
+    host, port, listen = forward_target(daemon_url)
+    sock = f"/run/{name}.sock"
+    children: list[subprocess.Popen] = []
+
+    def close() -> None:
+        for c in children:
+            c.kill()
+            c.wait()
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        if os.path.exists(sock):
+            os.unlink(sock)
+
+    box.closers.append(close)
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    _must(["ip", "netns", "add", name])
+    _must(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"])
+    if _ipv4(host) and not host.startswith("127."):
+        _must(["ip", "netns", "exec", name, "ip", "addr", "add", f"{host}/32", "dev", "lo"])
+    outside = ["socat", f"UNIX-LISTEN:{sock},fork,unlink-early", f"TCP:{host}:{port}"]
+    inside = [
+        "ip",
+        "netns",
+        "exec",
+        name,
+        "socat",
+        f"TCP-LISTEN:{port},bind={listen},fork,reuseaddr",
+        f"UNIX-CONNECT:{sock}",
+    ]
+    for argv in (outside, inside):
+        children.append(
+            subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
+        )
+        if argv is outside:
+            _wait_for("the host side of the proxy forward", lambda: os.path.exists(sock))
+    _wait_for("the proxy forward", lambda: _listening(name, port))
+
+
+def open_sandbox(
+    sandbox: str | dict,
+    attempt_id: str,
+    argv: list[str],
+    cwd: str,
+    env_keys: list[str],
+    daemon_url: str,
+    timeout_s: float,
+) -> OpenSandbox:
+    if sandbox in (None, "none"):
+        return OpenSandbox(argv)
+    if sandbox == "bubblewrap":
+        return OpenSandbox(bubblewrap_argv(argv))
+    box = sandbox["container"]
+    name = sandbox_name(attempt_id)
+    opened = OpenSandbox(container_argv(box, attempt_id, argv, cwd, env_keys, daemon_url, timeout_s))
+    engine = [box.get("engine", "podman"), *(["--runtime", box["runtime"]] if box.get("runtime") else [])]
+    try:
+        if box.get("network", "proxy") == "proxy":
+            _open_forward(name, daemon_url, opened)
+    except Exception:
+        opened.close()
+        raise
+    # Closed first: the engine's client may have been killed (the deadline), the container goes too.
+    opened.closers.append(
+        lambda: subprocess.run([*engine, "rm", "-f", "-t", "0", name], capture_output=True, timeout=30)
+    )
+    return opened

@@ -1,0 +1,371 @@
+"""The rollout worker: claims rollouts of a run, keeps each attempt alive with heartbeats, runs the run's
+harness command in its sandbox, streams the output back and finishes the attempt with the reward.
+
+The same protocol as `harness-rl worker` (daemon/cluster/worker.ts), its bodies checked against the
+schema generated from daemon/protocol/worker.ts. Rewards by verifier are left to `harness-rl worker`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+
+from .protocol import check, fields
+from .sandbox import _die_with_parent, open_sandbox
+
+FINISH_FIELDS = fields("FinishBody")
+
+STDOUT_TAIL = 64 * 1024
+
+
+class AttemptFailed(Exception):
+    """An attempt's failure with its reason (daemon/protocol/failures.ts: kind and reason)."""
+
+    def __init__(self, message: str, kind: str, reason: str):
+        super().__init__(message)
+        self.failure = {"kind": kind, "reason": reason}
+
+
+def _failure_of(why: str | None, err: Exception) -> dict | None:
+    """The failure an attempt ended with, as the daemon's FinishBody names it."""
+    if why == "timed_out":
+        return {"kind": "infrastructure", "reason": "deadline"}
+    if why == "stopped":
+        return {"kind": "infrastructure", "reason": "worker_stopped"}
+    if why == "cancelled":
+        return None
+    return err.failure if isinstance(err, AttemptFailed) else {"kind": "harness", "reason": "error"}
+
+
+class DaemonError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class Daemon:
+    def __init__(self, url: str, token: str, tls_ca: str | None = None):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.context = ssl.create_default_context(cafile=tls_ca) if url.startswith("https:") else None
+
+    def post(self, path: str, body: dict, timeout: float = 40) -> tuple[int, dict | None]:
+        req = urllib.request.Request(
+            self.url + path,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"authorization": f"Bearer {self.token}", "content-type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=timeout, context=self.context) as r:
+                text = r.read()
+                return r.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as e:
+            text = e.read().decode(errors="replace")
+            try:
+                message = json.loads(text)["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = f"HTTP {e.code} {text[:200]}"
+            raise DaemonError(e.code, message) from None
+
+
+def reward_from_stdout(stdout: str) -> float | None:
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        return None
+    try:
+        value = json.loads(lines[-1]).get("reward")
+    except (ValueError, AttributeError):
+        return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def rollout_env(claim: dict, daemon_url: str) -> dict[str, str]:
+    return {
+        "OPENAI_BASE_URL": claim["openai_base_url"],
+        "OPENAI_API_KEY": claim["key"],
+        "ANTHROPIC_BASE_URL": claim["anthropic_base_url"],
+        "ANTHROPIC_API_KEY": claim["key"],
+        "HARNESS_RL_URL": daemon_url,
+        "HARNESS_RL_ROLLOUT_ID": claim["rollout"]["id"],
+        "HARNESS_RL_KEY": claim["key"],
+        "HARNESS_RL_TASK": json.dumps(claim.get("input")),
+        "HARNESS_RL_MODEL": claim["model"],
+    }
+
+
+@dataclass
+class Summary:
+    succeeded: int = 0
+    failed: int = 0
+    timed_out: int = 0
+    cancelled: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, status: str) -> None:
+        with self.lock:
+            setattr(self, status, getattr(self, status) + 1)
+
+
+class Worker:
+    def __init__(self, daemon: Daemon, run_id: str, name: str, cwd: str | None = None, log=print):
+        self.daemon = daemon
+        self.run_id = run_id
+        self.name = name
+        self.cwd = cwd or os.getcwd()
+        self.log = log
+        self.stop = threading.Event()
+        self.summary = Summary()
+
+    def run(self, concurrency: int) -> Summary:
+        """Claims and runs rollouts on `concurrency` threads until the run ends or `stop` is set."""
+        slots = [threading.Thread(target=self._slot, daemon=True) for _ in range(max(1, concurrency))]
+        for t in slots:
+            t.start()
+        for t in slots:
+            t.join()
+        return self.summary
+
+    def _slot(self) -> None:
+        backoff = 0.2
+        while not self.stop.is_set():
+            body = check("ClaimBody", {"worker": self.name, "wait_ms": 2000})
+            try:
+                status, claim = self.daemon.post(f"/api/runs/{self.run_id}/claim", body)
+                backoff = 0.2
+            except DaemonError as e:
+                if e.status in (404, 410):
+                    self.log(f"run {self.run_id}: {e}")
+                    self.stop.set()
+                    return
+                if e.status == 401:
+                    self.stop.set()
+                    raise
+                self.log(f"claim failed: {e}")
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, 5)
+                continue
+            except (OSError, ValueError) as e:
+                self.log(f"claim failed: {e}")
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, 5)
+                continue
+            if status == 200 and claim:
+                self._run_one(check("Claimed", claim))
+
+    def _run_one(self, claim: dict) -> None:
+        failure = None
+        attempt = claim["attempt"]["id"]
+        rollout = claim["rollout"]["id"]
+        over = threading.Event()
+        why: list[str] = []
+
+        def end(reason: str) -> None:
+            if not why:
+                why.append(reason)
+            over.set()
+
+        def heartbeat() -> None:
+            # Wakes twice a second to notice the worker stopping; beats every heartbeat_s.
+            due = time.monotonic() + max(0.2, claim["heartbeat_s"])
+            while not over.wait(0.5):
+                if self.stop.is_set():
+                    end("stopped")
+                    return
+                if time.monotonic() < due:
+                    continue
+                due = time.monotonic() + max(0.2, claim["heartbeat_s"])
+                try:
+                    _, reply = self.daemon.post(f"/api/attempts/{attempt}/heartbeat", {"rollout_id": rollout})
+                    if check("HeartbeatReply", reply or {})["cancel"]:
+                        end("cancelled")
+                except DaemonError as e:
+                    if e.status in (404, 409):
+                        end("cancelled")
+                except (OSError, ValueError):
+                    pass
+
+        threading.Thread(target=heartbeat, daemon=True).start()
+        timer = threading.Timer(claim["timeout_s"], lambda: end("timed_out"))
+        timer.daemon = True
+        timer.start()
+        status, error, reward = "succeeded", None, None
+        try:
+            reward = self._harness(claim, over)
+            if why:
+                raise RuntimeError(why[0])
+            if reward is None:
+                raise AttemptFailed(
+                    'harness printed no reward: its last stdout line must be {"reward": x}',
+                    "harness",
+                    "no_reward",
+                )
+        except Exception as e:  # noqa: BLE001 - any failure fails the attempt, with its message
+            reason = why[0] if why else None
+            failure = _failure_of(reason, e)
+            status = {"timed_out": "timed_out", "cancelled": "cancelled"}.get(reason or "", "failed")
+            error = f"timed out after {claim['timeout_s']}s" if status == "timed_out" else str(e)
+            if reason == "stopped" or (self.stop.is_set() and not reason):
+                error = "the worker stopped"
+            reward = None
+        finally:
+            timer.cancel()
+            over.set()
+        self.summary.add(status)
+        self.log(
+            f"rollout {rollout} {status}"
+            + (f" reward={reward}" if reward is not None else "")
+            + (f": {error}" if error else "")
+        )
+        if status == "cancelled":
+            return
+        body = {"status": status, "rollout_id": rollout}
+        if error:
+            body["error"] = error[-10_000:]
+        if reward is not None:
+            body["reward"] = reward
+        # The failure's kind and reason, where this daemon's protocol has them (infrastructure ones are
+        # retried and never count as a reward).
+        if failure and "failure" in FINISH_FIELDS:
+            body["failure"] = failure
+        try:
+            self.daemon.post(f"/api/attempts/{attempt}/finish", check("FinishBody", body))
+        except DaemonError as e:
+            if e.status != 409:
+                self.log(f"finish {attempt}: {e}")
+        except (OSError, ValueError) as e:
+            self.log(f"finish {attempt}: {e}")
+
+    def _harness(self, claim: dict, over: threading.Event) -> float | None:
+        argv = claim.get("command") or []
+        if not argv:
+            raise RuntimeError("the run names no harness.command")
+        env = rollout_env(claim, self.daemon.url)
+        try:
+            box = open_sandbox(
+                claim.get("sandbox", "none"),
+                claim["attempt"]["id"],
+                argv,
+                self.cwd,
+                list(env),
+                self.daemon.url,
+                claim["timeout_s"],
+            )
+        except Exception as e:  # noqa: BLE001 - whatever stopped the sandbox, the harness is not to blame
+            raise AttemptFailed(f"sandbox did not start: {e}", "infrastructure", "sandbox_start") from e
+        try:
+            return self._process(claim, box.argv, env, over)
+        finally:
+            box.close()
+
+    def _process(self, claim: dict, argv: list[str], env: dict, over: threading.Event) -> float | None:
+        child = subprocess.Popen(
+            argv,
+            cwd=self.cwd,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        stream = OutputStream(self.daemon, claim)
+        stdout = []
+
+        def kill() -> None:
+            over.wait()
+            if child.poll() is None:
+                for sig, wait in ((signal.SIGTERM, 2), (signal.SIGKILL, 0)):
+                    try:
+                        os.killpg(child.pid, sig)
+                    except ProcessLookupError:
+                        return
+                    try:
+                        child.wait(wait)
+                        return
+                    except subprocess.TimeoutExpired:
+                        pass
+
+        threading.Thread(target=kill, daemon=True).start()
+        for line in iter(child.stdout.readline, b""):
+            text = line.decode(errors="replace")
+            stdout.append(text)
+            stream.add(text)
+        code = child.wait()
+        stream.close()
+        out = "".join(stdout)[-STDOUT_TAIL:]
+        if code != 0:
+            tail = "\n".join(out.strip().splitlines()[-20:])
+            message = f"harness exit code {code}" + (f": {tail}" if tail else "")
+            # 75 is EX_TEMPFAIL: something around the harness failed, not the harness.
+            if code == 75:
+                raise AttemptFailed(message, "infrastructure", "reported")
+            raise AttemptFailed(message, "harness", "exit")
+        return reward_from_stdout(out)
+
+
+class OutputStream:
+    """Sends a harness's output to the daemon as it comes, at most every half second."""
+
+    def __init__(self, daemon: Daemon, claim: dict):
+        self.daemon = daemon
+        self.path = f"/api/attempts/{claim['attempt']['id']}/output"
+        self.rollout = claim["rollout"]["id"]
+        self.pending: list[str] = []
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def add(self, text: str) -> None:
+        with self.lock:
+            self.pending.append(text)
+
+    def _send(self) -> None:
+        with self.lock:
+            chunk, self.pending = "".join(self.pending), []
+        if chunk:
+            try:
+                self.daemon.post(
+                    self.path, check("OutputBody", {"rollout_id": self.rollout, "chunk": chunk[-1_000_000:]})
+                )
+            except (DaemonError, OSError, ValueError):
+                pass
+
+    def _loop(self) -> None:
+        while not self.done.wait(0.5):
+            self._send()
+        self._send()
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="harness-rl-worker", description=__doc__)
+    p.add_argument("--url", required=True, help="the daemon's URL")
+    p.add_argument("--run", required=True)
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--cwd", help="the folder the harness command runs in")
+    p.add_argument("--tls-ca", help="PEM file with the CA of the daemon's certificate")
+    p.add_argument("--name", default=f"{socket.gethostname()}:{os.getpid()}")
+    a = p.parse_args(argv)
+    token = os.environ.get("HARNESS_RL_TOKEN", "")
+    worker = Worker(Daemon(a.url, token, a.tls_ca), a.run, a.name, a.cwd)
+    signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
+    s = worker.run(a.concurrency)
+    print(json.dumps({k: getattr(s, k) for k in ("succeeded", "failed", "timed_out", "cancelled")}))
+    return 0
