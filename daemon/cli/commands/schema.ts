@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { ConfigFile } from '../../protocol/config';
+import { NodeMessage } from '../../protocol/node';
 import {
   ClaimBody,
   Claimed,
@@ -7,8 +9,6 @@ import {
   HeartbeatReply,
   OutputBody,
 } from '../../protocol/worker';
-import { ConfigFile } from '../../protocol/config';
-import { NodeMessage } from '../../protocol/node';
 
 export function configJsonSchema(): unknown {
   return z.toJSONSchema(ConfigFile, { io: 'input', unrepresentable: 'any' });
