@@ -7,13 +7,13 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localQwen3Tokenizer } from '../tokenize/qwen3';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
 import { trajectoryFromCalls } from '../samples';
 import { openStore } from '../store/open';
 import { freshStoreSpace, postgresProblem } from '../store/pg-testing';
 import type { Store } from '../store/store';
+import { localQwen3Tokenizer } from '../tokenize/qwen3';
 import { findSessions, importSessionFile, importTokenizer, readSession } from '.';
 import { claudeProjectFolder } from './files';
 

@@ -11,8 +11,8 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importCommand } from '../../daemon/cli/commands/import';
 import type { LlmCall, Recording } from '../../daemon/protocol/entities';
-import { localQwen3Tokenizer } from '../../daemon/tokenize/qwen3';
 import { trajectoryFromCalls } from '../../daemon/samples';
+import { localQwen3Tokenizer } from '../../daemon/tokenize/qwen3';
 import {
   AGENTS,
   AGENTS_BIN,
