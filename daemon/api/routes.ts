@@ -44,6 +44,7 @@ import {
   RunWorkers,
 } from '../protocol/entities';
 import { ApiError, notFound } from './errors';
+import { evaluationRoutes } from './evaluations';
 import { eventTickets, TICKET_TTL_MS } from './events';
 import { openApiFor } from './openapi';
 import { type AnyRoute, route } from './route';
@@ -326,6 +327,7 @@ export const routes: AnyRoute[] = [
     },
   }),
   ...validationRoutes,
+  ...evaluationRoutes,
   route({
     method: 'GET',
     path: '/api/runs/:id/workers',

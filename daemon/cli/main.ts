@@ -5,6 +5,10 @@ const commands: Record<
 > = {
   daemon: { summary: 'start the daemon (proxy, store, API)', load: () => import('./commands/daemon') },
   run: { summary: 'run start FILE | list | show ID | stop ID', load: () => import('./commands/run') },
+  eval: {
+    summary: 'evaluate a harness on a task split (no training) | compare A B',
+    load: () => import('./commands/eval'),
+  },
   worker: {
     summary: 'claim rollouts and run the harness command on them',
     load: () => import('./commands/worker'),

@@ -2,11 +2,17 @@
 // The reward is the harness's own post, or the last stdout line `{"reward": x}`; a nonzero exit is a
 // failed attempt carrying the stderr tail; an aborted attempt kills the process group.
 import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
 import type { RolloutContext, RolloutOutcome } from './wire';
 
 const STDERR_TAIL = 4000;
 /** How much of a command's stdout is kept (its tail): the reward line, and what a verifier reads. */
 export const STDOUT_TAIL = 64 * 1024;
+
+/** The folder a run's harness command runs in: `harness.dir` against the config's folder, else that folder. */
+export function harnessDir(baseDir: string | undefined, dir: string | undefined): string | undefined {
+  return dir === undefined ? baseDir : resolve(baseDir ?? '.', dir);
+}
 
 /** The env a harness command sees for one rollout. */
 export function rolloutEnv(ctx: RolloutContext): Record<string, string> {

@@ -12,7 +12,7 @@ import type { DaemonContext } from '../context';
 import { RunConfig, workersMode } from '../protocol/config';
 import type { AttemptOutput, Run, RunWorkers } from '../protocol/entities';
 import { redactText } from '../redact';
-import { commandRollout } from './command';
+import { commandRollout, harnessDir } from './command';
 import { type RolloutContext, runWorker } from './worker';
 
 /** How much of an attempt's output is kept (its tail). */
@@ -182,8 +182,11 @@ export class Workers {
     };
   }
 
-  /** Start the daemon's own workers for a run that runs its harness command here (else nothing). */
-  start(run: Run, config: RunConfig): void {
+  /**
+   * Start the daemon's own workers for a run that runs its harness command here (else nothing).
+   * `envOf` adds variables to a rollout's command (an evaluation's per-rollout HARNESS_RL_SEED).
+   */
+  start(run: Run, config: RunConfig, envOf?: (rc: RolloutContext) => Record<string, string>): void {
     if (this.own.has(run.id) || workersMode(config.harness) !== 'daemon') return;
     const controller = new AbortController();
     const own: OwnWorkers = {
@@ -193,7 +196,7 @@ export class Workers {
       error: null,
     };
     this.own.set(run.id, own);
-    own.done = this.supervise(run, config, own).catch((err) =>
+    own.done = this.supervise(run, config, own, envOf).catch((err) =>
       this.ctx.log('daemon worker ended', { run_id: run.id, error: errorText(err) }),
     );
   }
@@ -215,20 +218,28 @@ export class Workers {
   }
 
   /** runWorker until the run ends or the workers are stopped; started again after it dies. */
-  private async supervise(run: Run, config: RunConfig, own: OwnWorkers): Promise<void> {
+  private async supervise(
+    run: Run,
+    config: RunConfig,
+    own: OwnWorkers,
+    envOf?: (rc: RolloutContext) => Record<string, string>,
+  ): Promise<void> {
     const { ctx } = this;
     const signal = own.controller.signal;
     const argv = config.harness.command ?? [];
     const cwd = run.base_dir ?? undefined;
+    const harnessCwd = harnessDir(cwd, config.harness.dir);
     const outputs = join(ctx.dataDir, 'attempts');
     mkdirSync(outputs, { recursive: true });
     // runWorker stops waiting for an aborted rollout at once; its harness process ends a little later.
     const running = new Set<Promise<unknown>>();
     const rollout = (rc: RolloutContext) => {
       const tail = new OutputTail(join(outputs, `${rc.attempt.id}.log`));
-      const result = commandRollout(argv, { cwd, onOutput: (_, chunk) => tail.append(chunk) })(rc).finally(
-        () => tail.close(),
-      );
+      const result = commandRollout(argv, {
+        cwd: harnessCwd,
+        env: envOf?.(rc),
+        onOutput: (_, chunk) => tail.append(chunk),
+      })(rc).finally(() => tail.close());
       const settled = result.catch(() => {}).finally(() => running.delete(settled));
       running.add(settled);
       return result;

@@ -73,6 +73,12 @@ export const TasksConfig = z
   .object({
     file: z.string().describe('JSONL, one task input per line (relative to the config file)'),
     validation_fraction: z.number().min(0).max(0.5).default(0),
+    test_fraction: z
+      .number()
+      .min(0)
+      .max(0.5)
+      .default(0)
+      .describe('held-out tasks no run trains on: evaluations (--split test) and evolution score them once'),
     shuffle_seed: z.number().int().default(0),
     limit: z.number().int().positive().optional(),
   })
@@ -86,6 +92,12 @@ export const HarnessConfig = z
       .optional()
       .describe(
         "argv run per rollout (in the run config's folder) by the daemon's own workers, or by `harness-rl worker`; gets HARNESS_RL_* and OPENAI_BASE_URL env",
+      ),
+    dir: z
+      .string()
+      .optional()
+      .describe(
+        "the folder the command runs in (relative to the config's folder; default that folder); the verifier still runs in the config's folder",
       ),
     workers: z
       .enum(['daemon', 'external'])

@@ -156,7 +156,7 @@ export const Task = z.object({
   id: Id,
   run_id: Id,
   index: z.number().int().nonnegative(),
-  split: z.enum(['train', 'validation']),
+  split: z.enum(['train', 'validation', 'test']),
   input: Json,
 });
 

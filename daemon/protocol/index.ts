@@ -1,6 +1,7 @@
 export * from './api';
 export * from './config';
 export * from './entities';
+export * from './evaluation';
 export * from './events';
 export * from './samples';
 export * from './training';

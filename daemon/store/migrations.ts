@@ -275,6 +275,31 @@ CREATE TABLE step_validations (
   PRIMARY KEY (run_id, step)
 )`,
   },
+  {
+    // An evaluation: a split of a run's tasks at a fixed model version, no training (daemon/eval/).
+    // Its per-task results are one JSON value, written once when it finishes.
+    version: 16,
+    name: 'evaluations',
+    up: `
+CREATE TABLE evaluations (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  split TEXT NOT NULL,
+  attempts {INT} NOT NULL,
+  harness_dir TEXT,
+  model_version {INT},
+  seed {INT} NOT NULL,
+  spec {JSON} NOT NULL,
+  status TEXT NOT NULL,
+  error TEXT,
+  summary {JSON},
+  tasks {JSON},
+  created_at {TS} NOT NULL,
+  finished_at {TS}
+);
+CREATE INDEX evaluations_run ON evaluations (run_id)`,
+  },
 ];
 
 export function migrations(

@@ -25,6 +25,7 @@ import type { StepValidation } from '../protocol/training';
 import { redactText, redactValue } from '../redact';
 import type { Driver } from './driver';
 import * as calls from './sql/calls';
+import * as evaluations from './sql/evaluations';
 import { SqlContext } from './sql/context';
 import * as modelVersions from './sql/model-versions';
 import * as nodes from './sql/nodes';
@@ -33,7 +34,16 @@ import * as rewards from './sql/rewards';
 import * as rollouts from './sql/rollouts';
 import * as runs from './sql/runs';
 import * as tasks from './sql/tasks';
-import type { GroupFilter, NewRecording, NewRollout, RolloutFilter, Store } from './store';
+import type {
+  EvaluationPatch,
+  GroupFilter,
+  NewEvaluation,
+  NewRecording,
+  NewRollout,
+  RolloutFilter,
+  Store,
+  StoredEvaluation,
+} from './store';
 
 export { summarizeCall } from './sql/calls';
 
@@ -240,5 +250,22 @@ export class SqlStore implements Store {
   }
   stopRecording(id: string): Promise<Recording> {
     return recordings.stopRecording(this.c, id);
+  }
+
+  // ---- evaluations
+  createEvaluation(input: NewEvaluation): Promise<StoredEvaluation> {
+    return evaluations.createEvaluation(this.c, { ...input, name: redactText(input.name) });
+  }
+  getEvaluation(id: string): Promise<StoredEvaluation | null> {
+    return evaluations.getEvaluation(this.c, id);
+  }
+  evaluationOfRun(runId: string): Promise<StoredEvaluation | null> {
+    return evaluations.evaluationOfRun(this.c, runId);
+  }
+  listEvaluations(p?: { cursor?: string; limit?: number }): Promise<Page<StoredEvaluation>> {
+    return evaluations.listEvaluations(this.c, p);
+  }
+  updateEvaluation(id: string, patch: EvaluationPatch): Promise<StoredEvaluation> {
+    return evaluations.updateEvaluation(this.c, id, patch);
   }
 }

@@ -22,6 +22,7 @@ import type {
   RunMetrics,
   Task,
 } from '../protocol/entities';
+import type { Evaluation, EvalSplit } from '../protocol/evaluation';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
 import type { StepValidation } from '../protocol/training';
 
@@ -58,6 +59,24 @@ export interface NewRecording {
   /** false turns the token bridge off for the recording's calls (absent: on where tokens are known). */
   tito?: boolean;
 }
+
+export interface NewEvaluation {
+  name: string;
+  run_id: string;
+  split: EvalSplit;
+  attempts: number;
+  harness_dir?: string | null;
+  seed: number;
+  /** What the evaluation's loop needs to resume (pass threshold, retries …). */
+  spec: Record<string, unknown>;
+}
+
+/** An evaluation as stored: with the spec it was created with. */
+export type StoredEvaluation = Evaluation & { spec: Record<string, unknown> };
+
+export type EvaluationPatch = Partial<
+  Pick<Evaluation, 'status' | 'error' | 'model_version' | 'summary' | 'tasks' | 'finished_at'>
+>;
 
 export interface Store {
   /** "sqlite" or "postgres" */
@@ -160,6 +179,14 @@ export interface Store {
   activeRecording(): Promise<Recording | null>;
   listRecordings(): Promise<Recording[]>;
   stopRecording(id: string): Promise<Recording>;
+
+  // evaluations (daemon/eval): a run's split at a fixed model version, no training
+  createEvaluation(input: NewEvaluation): Promise<StoredEvaluation>;
+  getEvaluation(id: string): Promise<StoredEvaluation | null>;
+  /** The evaluation a run carries (null: the run trains). */
+  evaluationOfRun(runId: string): Promise<StoredEvaluation | null>;
+  listEvaluations(page?: { cursor?: string; limit?: number }): Promise<Page<StoredEvaluation>>;
+  updateEvaluation(id: string, patch: EvaluationPatch): Promise<StoredEvaluation>;
 }
 
 /** Thrown for unknown ids and invalid transitions; the API maps it to 404 / 409. */

@@ -10,9 +10,9 @@ import { defaultDataDir } from './daemon';
 const USAGE = `usage: harness-rl run start FILE | list | show ID | stop ID | resume ID
   [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
 
-class CliError extends Error {}
+export class CliError extends Error {}
 
-function client(url: string, token: string) {
+export function client(url: string, token: string) {
   return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     let res: Response;
     try {

@@ -2,7 +2,7 @@
 // rollouts of a run and runs the harness command on each (the run config's harness.command when none is
 // given), then, for a run with harness.reward: verifier, the run's harness.verifier command.
 import { resolve } from 'node:path';
-import { commandRollout } from '../../cluster/command';
+import { commandRollout, harnessDir } from '../../cluster/command';
 import { runWorker } from '../../cluster/worker';
 import { readToken } from '../../config/token';
 import { RunConfig } from '../../protocol/config';
@@ -99,7 +99,7 @@ export async function run(argv: string[]): Promise<number> {
       token,
       runId: values.run,
       concurrency,
-      rollout: commandRollout(command, { cwd }),
+      rollout: commandRollout(command, { cwd: harnessDir(cwd, config.harness.dir) }),
       cwd,
       signal: controller.signal,
       log,
