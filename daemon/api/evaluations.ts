@@ -1,9 +1,8 @@
 // The routes of evaluations: create one from a config (a run that never trains carries its tasks and
 // rollouts), list, show, stop, and compare two. Part of the route table in routes.ts.
-import { resolve } from 'node:path';
 import { z } from 'zod';
-import { holdSecrets, splitSecrets } from '../config/held-secrets';
 import { compareEvaluations } from '../eval/compare';
+import { startEvaluation } from '../eval/start';
 import { EmptyBody } from '../protocol/api';
 import { Id, Page } from '../protocol/entities';
 import {
@@ -16,7 +15,6 @@ import {
 import type { StoredEvaluation } from '../store/store';
 import { ApiError, notFound } from './errors';
 import { type AnyRoute, route } from './route';
-import { readTasks } from './tasks';
 
 const IdParams = z.object({ id: Id }).strict();
 
@@ -32,46 +30,7 @@ export const evaluationRoutes: AnyRoute[] = [
     body: CreateEvaluationBody,
     response: Evaluation,
     status: 201,
-    handler: async ({ ctx, body }) => {
-      const tasks = await readTasks(body.config, body.base_dir);
-      if (!tasks.some((t) => t.split === body.split))
-        throw new ApiError(400, 'invalid_tasks', `the config's tasks have no ${body.split} split`, 'split');
-      const baseDir = body.base_dir === undefined ? undefined : resolve(body.base_dir);
-      const harnessDir =
-        body.harness_dir !== undefined ? resolve(baseDir ?? '.', body.harness_dir) : undefined;
-      const config = {
-        ...body.config,
-        harness: { ...body.config.harness, ...(harnessDir ? { dir: harnessDir } : {}) },
-      };
-      const name = body.name ?? `eval ${body.config.name} ${body.split}`;
-      const { value: stored, held } = splitSecrets(config);
-      const run = await ctx.store.createRun({
-        name,
-        config: stored,
-        ...(baseDir ? { base_dir: baseDir } : {}),
-      });
-      holdSecrets(ctx.dataDir, `run:${run.id}`, held);
-      await ctx.store.createTasks(run.id, tasks);
-      const evaluation = await ctx.store.createEvaluation({
-        name,
-        run_id: run.id,
-        split: body.split,
-        attempts: body.attempts,
-        harness_dir: harnessDir ?? null,
-        seed: body.seed,
-        spec: { pass_threshold: body.pass_threshold, infrastructure_retries: body.infrastructure_retries },
-      });
-      if (ctx.runs) {
-        try {
-          await ctx.runs.start(run.id);
-        } catch (err) {
-          const message = err instanceof Error ? err.message : String(err);
-          await ctx.store.updateRun(run.id, { status: 'failed', error: message });
-          return shown(await ctx.store.updateEvaluation(evaluation.id, { status: 'failed', error: message }));
-        }
-      }
-      return shown(evaluation);
-    },
+    handler: async ({ ctx, body }) => shown(await startEvaluation(ctx, body)),
   }),
   route({
     method: 'GET',

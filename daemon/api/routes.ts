@@ -46,6 +46,7 @@ import {
 import { ApiError, notFound } from './errors';
 import { evaluationRoutes } from './evaluations';
 import { eventTickets, TICKET_TTL_MS } from './events';
+import { evolutionRoutes } from './evolutions';
 import { openApiFor } from './openapi';
 import { type AnyRoute, route } from './route';
 import { validationRoutes } from './run-validation';
@@ -328,6 +329,7 @@ export const routes: AnyRoute[] = [
   }),
   ...validationRoutes,
   ...evaluationRoutes,
+  ...evolutionRoutes,
   route({
     method: 'GET',
     path: '/api/runs/:id/workers',

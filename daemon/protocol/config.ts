@@ -2,6 +2,7 @@
 // JSON Schema for editors is generated from these (`npm run schema` → harness-rl.schema.json).
 import { z } from 'zod';
 import { durationMs, durationS } from './bounds';
+import { EvolveConfig } from './evolution';
 
 const Endpoint = z.union([
   z.literal('reference').describe('the built-in reference engine'),
@@ -338,6 +339,9 @@ export const RunConfig = z
     schedule: ScheduleConfig.default(ScheduleConfig.parse({})),
     validation: ValidationConfig.optional().describe(
       "thresholds on each step's train/inference agreement; a step past one pauses the run",
+    ),
+    evolve: EvolveConfig.optional().describe(
+      'harness evolution (`harness-rl evolve CONFIG`); runs ignore it',
     ),
   })
   .strict();

@@ -3,9 +3,9 @@
 import { z } from 'zod';
 import { Id } from './bounds';
 import { RunConfig } from './config';
-import { Timestamp } from './entities';
+import { TaskSplit, Timestamp } from './entities';
 
-export const EvalSplit = z.enum(['train', 'validation', 'test']);
+export const EvalSplit = TaskSplit;
 export const EvaluationStatus = z.enum(['running', 'finished', 'failed', 'stopped']);
 /** infrastructure: the daemon, a backend or a worker failed (retried, never scored); harness: scored 0. */
 export const EvalFailureKind = z.enum(['infrastructure', 'harness']);
@@ -90,6 +90,21 @@ export const CreateEvaluationBody = z
   })
   .strict();
 
+/** Start an evolution: a run config with an `evolve:` block (protocol/evolution.ts). */
+export const CreateEvolutionBody = z
+  .object({
+    config: RunConfig.refine((c) => c.evolve !== undefined, {
+      path: ['evolve'],
+      message: 'an evolution needs the evolve block in the run config',
+    }),
+    base_dir: z.string().optional().describe('folder that relative paths in the config resolve against'),
+    harness_dir: z
+      .string()
+      .optional()
+      .describe("the root candidate's folder (default the config's harness.dir, else its folder)"),
+  })
+  .strict();
+
 export const EvaluationQuery = z
   .object({ cursor: z.string().optional(), limit: z.coerce.number().int().positive().optional() })
   .strict();
@@ -136,3 +151,4 @@ export type EvaluationSummary = z.infer<typeof EvaluationSummary>;
 export type Evaluation = z.infer<typeof Evaluation>;
 export type CreateEvaluationBody = z.infer<typeof CreateEvaluationBody>;
 export type Comparison = z.infer<typeof Comparison>;
+export type CreateEvolutionBody = z.infer<typeof CreateEvolutionBody>;

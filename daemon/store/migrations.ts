@@ -300,6 +300,36 @@ CREATE TABLE evaluations (
 );
 CREATE INDEX evaluations_run ON evaluations (run_id)`,
   },
+  {
+    // Harness evolution (daemon/evolve/): an evolution and its candidates, each a content-addressed
+    // snapshot stored as the patch against its parent (the root: against nothing), with its verdicts.
+    version: 17,
+    name: 'evolutions and their candidates',
+    up: `
+CREATE TABLE evolutions (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL,
+  error TEXT,
+  harness_dir TEXT NOT NULL,
+  config {JSON} NOT NULL,
+  base_dir TEXT,
+  result {JSON},
+  created_at {TS} NOT NULL,
+  finished_at {TS}
+);
+CREATE TABLE candidates (
+  evolution_id TEXT NOT NULL REFERENCES evolutions(id) ON DELETE CASCADE,
+  hash TEXT NOT NULL,
+  parent TEXT,
+  generation {INT} NOT NULL,
+  status TEXT NOT NULL,
+  patch {JSON} NOT NULL,
+  fields {JSON} NOT NULL,
+  created_at {TS} NOT NULL,
+  PRIMARY KEY (evolution_id, hash)
+)`,
+  },
 ];
 
 export function migrations(

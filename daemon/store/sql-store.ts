@@ -25,8 +25,9 @@ import type { StepValidation } from '../protocol/training';
 import { redactText, redactValue } from '../redact';
 import type { Driver } from './driver';
 import * as calls from './sql/calls';
-import * as evaluations from './sql/evaluations';
 import { SqlContext } from './sql/context';
+import * as evaluations from './sql/evaluations';
+import * as evolutions from './sql/evolutions';
 import * as modelVersions from './sql/model-versions';
 import * as nodes from './sql/nodes';
 import * as recordings from './sql/recordings';
@@ -42,7 +43,9 @@ import type {
   NewRollout,
   RolloutFilter,
   Store,
+  StoredCandidate,
   StoredEvaluation,
+  StoredEvolution,
 } from './store';
 
 export { summarizeCall } from './sql/calls';
@@ -267,5 +270,37 @@ export class SqlStore implements Store {
   }
   updateEvaluation(id: string, patch: EvaluationPatch): Promise<StoredEvaluation> {
     return evaluations.updateEvaluation(this.c, id, patch);
+  }
+
+  // ---- evolutions
+  createEvolution(input: {
+    name: string;
+    harness_dir: string;
+    config: unknown;
+    base_dir?: string | null;
+  }): Promise<StoredEvolution> {
+    return evolutions.createEvolution(this.c, {
+      ...input,
+      name: redactText(input.name),
+      config: redactValue(input.config),
+    });
+  }
+  getEvolution(id: string): Promise<StoredEvolution | null> {
+    return evolutions.getEvolution(this.c, id);
+  }
+  listEvolutions(p?: { cursor?: string; limit?: number }): Promise<Page<StoredEvolution>> {
+    return evolutions.listEvolutions(this.c, p);
+  }
+  updateEvolution(
+    id: string,
+    patch: Partial<Pick<StoredEvolution, 'status' | 'error' | 'result' | 'finished_at'>>,
+  ): Promise<StoredEvolution> {
+    return evolutions.updateEvolution(this.c, id, patch);
+  }
+  putCandidate(candidate: StoredCandidate): Promise<StoredCandidate> {
+    return evolutions.putCandidate(this.c, candidate);
+  }
+  listCandidates(evolutionId: string): Promise<StoredCandidate[]> {
+    return evolutions.listCandidates(this.c, evolutionId);
   }
 }

@@ -901,7 +901,7 @@ describe.each(active)('$name store', (backend) => {
 
     const upgraded = await openStore(db.spec, db.dataDir);
     cleanups.push(() => upgraded.close());
-    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10, 16]);
+    expect(await versions(upgraded)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10, 16, 17]);
     // Version 4 hashed the keys in place: the old keys still work, and the database holds none.
     expect(await upgraded.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
     expect(await upgraded.getRecordingKeyHash(rec.id)).toBe(keyHash(rec.key));
@@ -945,7 +945,7 @@ describe.each(active)('$name store', (backend) => {
     await upgraded.close();
     const again = await openStore(db.spec, db.dataDir);
     cleanups.push(() => again.close());
-    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10, 16]);
+    expect(await versions(again)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 10, 16, 17]);
     expect(await again.getRolloutKeyHash(ro.id)).toBe(keyHash(ro.key));
   });
 

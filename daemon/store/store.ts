@@ -22,8 +22,9 @@ import type {
   RunMetrics,
   Task,
 } from '../protocol/entities';
-import type { Evaluation, EvalSplit } from '../protocol/evaluation';
+import type { EvalSplit, Evaluation } from '../protocol/evaluation';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
+import type { Candidate, Evolution, FilePatch } from '../protocol/evolution';
 import type { StepValidation } from '../protocol/training';
 
 export interface RolloutFilter {
@@ -77,6 +78,11 @@ export type StoredEvaluation = Evaluation & { spec: Record<string, unknown> };
 export type EvaluationPatch = Partial<
   Pick<Evaluation, 'status' | 'error' | 'model_version' | 'summary' | 'tasks' | 'finished_at'>
 >;
+
+/** An evolution as stored: with the run config it runs and the folder its relative paths resolve against. */
+export type StoredEvolution = Evolution & { config: unknown; base_dir: string | null };
+/** A candidate with its patch against its parent. */
+export type StoredCandidate = Candidate & { patch: FilePatch[] };
 
 export interface Store {
   /** "sqlite" or "postgres" */
@@ -187,6 +193,24 @@ export interface Store {
   evaluationOfRun(runId: string): Promise<StoredEvaluation | null>;
   listEvaluations(page?: { cursor?: string; limit?: number }): Promise<Page<StoredEvaluation>>;
   updateEvaluation(id: string, patch: EvaluationPatch): Promise<StoredEvaluation>;
+
+  // evolutions (daemon/evolve) and their candidates
+  createEvolution(input: {
+    name: string;
+    harness_dir: string;
+    config: unknown;
+    base_dir?: string | null;
+  }): Promise<StoredEvolution>;
+  getEvolution(id: string): Promise<StoredEvolution | null>;
+  listEvolutions(page?: { cursor?: string; limit?: number }): Promise<Page<StoredEvolution>>;
+  updateEvolution(
+    id: string,
+    patch: Partial<Pick<Evolution, 'status' | 'error' | 'result' | 'finished_at'>>,
+  ): Promise<StoredEvolution>;
+  /** Insert or replace a candidate. */
+  putCandidate(candidate: StoredCandidate): Promise<StoredCandidate>;
+  /** An evolution's candidates, by generation then creation. */
+  listCandidates(evolutionId: string): Promise<StoredCandidate[]>;
 }
 
 /** Thrown for unknown ids and invalid transitions; the API maps it to 404 / 409. */

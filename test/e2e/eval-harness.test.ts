@@ -1,4 +1,4 @@
-// Evaluations on real numbers: the evolve example's math harness and variants of it (answer
+// Evaluations on real numbers: the evolve example's math harness and variants of it (no answer
 // extraction, a retry on malformed answers, a shorter prompt) run through the daemon at a fixed model
 // version of the reference engine (nothing trains), seeded; their comparison says which is better.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -68,8 +68,8 @@ describe('evaluating harness variants at a fixed model version', () => {
   const results: Partial<Record<Variant, Evaluation>> = {};
 
   it('a baseline evaluation stores per-task rewards over k attempts, pass@k, an interval, tokens and wall time', async () => {
-    const e = await evaluate('baseline');
-    results.baseline = e;
+    const e = await evaluate('extract');
+    results.extract = e;
     expect(e.status, e.error ?? '').toBe('finished');
     expect(e.model_version).toBe(0);
     const s = e.summary!;
@@ -81,31 +81,31 @@ describe('evaluating harness variants at a fixed model version', () => {
     expect(s.ci_high!).toBeGreaterThanOrEqual(s.mean_reward!);
     expect(s.policy_tokens_per_task!).toBeGreaterThan(100);
     expect(s.wall_s).toBeGreaterThan(0);
-    console.log('baseline', JSON.stringify(s));
+    console.log('extract', JSON.stringify(s));
   }, 240_000);
 
   it('the same seed gives the same per-task rewards', async () => {
-    const again = await evaluate('baseline');
-    expect(again.tasks!.map((t) => t.rewards)).toEqual(results.baseline!.tasks!.map((t) => t.rewards));
+    const again = await evaluate('extract');
+    expect(again.tasks!.map((t) => t.rewards)).toEqual(results.extract!.tasks!.map((t) => t.rewards));
   }, 240_000);
 
-  it('answer extraction and a retry on malformed answers raise the score; a shorter prompt uses fewer tokens', async () => {
-    for (const v of ['extract', 'retry', 'short'] as const) {
+  it('without answer extraction the score drops, a retry on malformed answers raises it, a shorter prompt uses fewer tokens', async () => {
+    for (const v of ['raw', 'retry', 'short'] as const) {
       results[v] = await evaluate(v);
       expect(results[v]!.status, results[v]!.error ?? '').toBe('finished');
       console.log(v, JSON.stringify(results[v]!.summary));
     }
     const mean = (v: Variant) => results[v]!.summary!.mean_reward!;
-    expect(mean('extract')).toBeGreaterThan(mean('baseline'));
+    expect(mean('extract')).toBeGreaterThan(mean('raw'));
     expect(mean('retry')).toBeGreaterThan(mean('extract'));
     expect(results.retry!.summary!.calls_per_task!).toBeGreaterThan(1);
     expect(results.short!.summary!.prompt_tokens_per_task!).toBeLessThan(
-      results.baseline!.summary!.prompt_tokens_per_task! / 3,
+      results.extract!.summary!.prompt_tokens_per_task! / 3,
     );
     const c = (
       await daemon.api<Comparison>(
         'GET',
-        `/api/evaluations/compare?a=${results.baseline!.id}&b=${results.retry!.id}`,
+        `/api/evaluations/compare?a=${results.extract!.id}&b=${results.retry!.id}`,
       )
     ).body;
     console.log('compare', JSON.stringify({ ...c, per_task: undefined }));

@@ -6,9 +6,9 @@ const PROMPT = (q) =>
 const MAX_TRIES = 1;
 const MAX_TOKENS = 4;
 
-/** What counts as the model's answer in its reply. */
+/** What counts as the model's answer in its reply: its first digit. */
 function extract(text) {
-  return text.trim();
+  return (text.match(/\d/) ?? [''])[0];
 }
 
 /** Whether a reply is worth keeping (else the harness asks again while tries remain). */
