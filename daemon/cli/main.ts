@@ -9,6 +9,10 @@ const commands: Record<
     summary: 'evaluate a harness on a task split (no training) | compare A B',
     load: () => import('./commands/eval'),
   },
+  evolve: {
+    summary: "evolve a harness (the config's evolve block): propose, regularise, select",
+    load: () => import('./commands/evolve'),
+  },
   worker: {
     summary: 'claim rollouts and run the harness command on them',
     load: () => import('./commands/worker'),

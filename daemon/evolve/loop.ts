@@ -171,6 +171,7 @@ export class EvolveLoop {
       this.lineage(parent),
       siblings,
       ev.budget,
+      index,
     );
     const t0 = Date.now();
     const proposer = await runProposer(this.ctx, {

@@ -55,6 +55,8 @@ async function trajectoryText(ctx: DaemonContext, t: EvalTaskResult): Promise<st
 
 export interface Brief {
   parent: string;
+  /** Which proposal on this parent in this generation (0, 1, …): proposers that try several ideas pick by it. */
+  proposal: number;
   train: StoredEvaluation['summary'];
   budget: EvolveConfig['budget'];
   lineage: { hash: string; stats: StoredCandidate['stats']; train_reward: number | null; status: string }[];
@@ -69,6 +71,7 @@ export async function buildBrief(
   lineage: StoredCandidate[],
   siblings: StoredCandidate[],
   budget: EvolveConfig['budget'],
+  proposal: number,
 ): Promise<Brief> {
   const s = train.summary;
   const tasks = [...(train.tasks ?? [])].filter((t) => t.mean_reward !== null);
@@ -122,6 +125,7 @@ export async function buildBrief(
   ].join('\n');
   return {
     parent: parent.hash,
+    proposal,
     train: s,
     budget,
     lineage: lineage.map((c) => ({
