@@ -150,6 +150,35 @@ export class EvolveLoop {
     return chain;
   }
 
+  /** Let the proposer edit a working copy of `parent` (outside the store); the copy's files, and how it went. */
+  private async propose(parent: StoredCandidate, generation: number, index: number) {
+    const ev = this.ev;
+    mkdirSync(join(this.work, 'proposals'), { recursive: true });
+    const scratch = mkdtempSync(join(this.work, 'proposals', `g${generation}-`));
+    const workdir = join(scratch, 'harness');
+    writeTree(workdir, this.trees.get(parent.hash)!);
+    const siblings = [...this.candidates.values()].filter((c) => c.parent === parent.hash);
+    const train = this.evaluations.get(parent.hash)!;
+    const brief = await buildBrief(this.ctx, parent, train, this.lineage(parent), siblings, ev.budget, index);
+    const t0 = Date.now();
+    try {
+      const proposer = await runProposer(this.ctx, {
+        argv: resolveArgv(ev.proposer, this.evolution.base_dir),
+        workdir,
+        briefDir: join(scratch, 'brief'),
+        brief,
+        upstream: ev.proposer_upstream,
+        name: `evolve ${this.evolution.id} g${generation} proposer`,
+        timeoutMs: ev.proposer_timeout_s * 1000,
+        signal: this.abort.signal,
+      });
+      return { tree: readTree(workdir), proposer };
+    } finally {
+      this.timing.proposer += Date.now() - t0;
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+
   /** One proposal on `parent`: proposer, snapshot, regularisers, and (surviving those) a train evaluation. */
   private async child(
     parent: StoredCandidate,
@@ -159,34 +188,7 @@ export class EvolveLoop {
   ): Promise<StoredCandidate> {
     const ev = this.ev;
     const parentTree = this.trees.get(parent.hash)!;
-    mkdirSync(join(this.work, 'proposals'), { recursive: true });
-    const scratch = mkdtempSync(join(this.work, 'proposals', `g${generation}-`));
-    const workdir = join(scratch, 'harness');
-    writeTree(workdir, parentTree);
-    const siblings = [...this.candidates.values()].filter((c) => c.parent === parent.hash);
-    const brief = await buildBrief(
-      this.ctx,
-      parent,
-      this.evaluations.get(parent.hash)!,
-      this.lineage(parent),
-      siblings,
-      ev.budget,
-      index,
-    );
-    const t0 = Date.now();
-    const proposer = await runProposer(this.ctx, {
-      argv: resolveArgv(ev.proposer, this.evolution.base_dir),
-      workdir,
-      briefDir: join(scratch, 'brief'),
-      brief,
-      upstream: ev.proposer_upstream,
-      name: `evolve ${this.evolution.id} g${generation} proposer`,
-      timeoutMs: ev.proposer_timeout_s * 1000,
-      signal: this.abort.signal,
-    });
-    this.timing.proposer += Date.now() - t0;
-    const tree = readTree(workdir);
-    rmSync(scratch, { recursive: true, force: true });
+    const { tree, proposer } = await this.propose(parent, generation, index);
     const hash = treeHash(tree);
     const patch = diffTrees(parentTree, tree);
     // The same content as a candidate already made is no new candidate: its proposal is kept apart.
