@@ -20,11 +20,14 @@ const SED = "sed -i 's/const MAX_TRIES = 1;/const MAX_TRIES = 4;/' agent.mjs";
 const DONE = 'DONE: retries added.';
 
 /** The agent's main call (it offers exec_command and names the working copy): the sed, then done. */
-function script(request: { tools?: unknown[] }, prompt: { text: string }): ScriptedReply {
+function script(request: { prompt?: unknown; tools?: unknown[] }, prompt: { text: string }): ScriptedReply {
   const main = new RegExp(`${TASK_MARKER} (\\S+)`).test(prompt.text);
-  const offers = JSON.stringify(request.tools ?? []).includes('exec_command');
-  if (!main || !offers) return { text: 'Harness edit' };
-  if (prompt.text.includes('<|im_start|>tool\n')) return { text: DONE };
+  const toolResult = prompt.text.includes('<|im_start|>tool\n');
+  if (!main) return { text: 'Harness edit' };
+  // a bridged call comes as token ids on /v1/completions, without the tools: known by its prompt text
+  if (request.prompt !== undefined) return { text: toolResult ? DONE : 'Harness edit' };
+  if (!JSON.stringify(request.tools ?? []).includes('exec_command')) return { text: 'Harness edit' };
+  if (toolResult) return { text: DONE };
   return { tool: { name: 'exec_command', arguments: JSON.stringify({ cmd: SED }) } };
 }
 
@@ -51,9 +54,7 @@ describe.skipIf(!installed)('a coding-agent CLI as the proposer', () => {
       tasks: { file: '../math-agent/tasks.jsonl', shuffle_seed: 0, limit: 30, test_fraction: 0.3 },
       evolve: {
         proposer: [
-          process.execPath,
-          '--import',
-          'tsx',
+          resolve(__dirname, '../../node_modules/.bin/tsx'),
           resolve(__dirname, '../agents-cli/propose.ts'),
           'codex',
           'toy',
