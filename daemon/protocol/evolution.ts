@@ -176,3 +176,4 @@ export type FilePatch = z.infer<typeof FilePatch>;
 export type Evolution = z.infer<typeof Evolution>;
 export type EvolutionResult = z.infer<typeof EvolutionResult>;
 export type EvolutionDetail = z.infer<typeof EvolutionDetail>;
+export type CandidateFiles = z.infer<typeof CandidateFiles>;

@@ -7,6 +7,7 @@ import type { DaemonEvent } from '../../daemon/protocol/events';
 import { describeWorkers } from '../../webview/src/workers';
 import type { DaemonClient, EventStream } from './client';
 import { DaemonManager, daemonUrl, dataFolder } from './daemon';
+import { CANDIDATE_SCHEME, CandidateFilesProvider, EvolutionTree } from './evolutionTree';
 import { NodesTree } from './nodesTree';
 import { RecordingsTree } from './recordingsTree';
 import { RunsTree } from './runsTree';
@@ -17,6 +18,9 @@ export class Ctx implements vscode.Disposable {
   readonly runsTree: RunsTree;
   readonly recordingsTree: RecordingsTree;
   readonly nodesTree: NodesTree;
+  readonly evolutionTree: EvolutionTree;
+  /** Candidates' files for the diff editor and *Adopt Candidate*. */
+  readonly candidateFiles: CandidateFilesProvider;
   readonly diagnostics = vscode.languages.createDiagnosticCollection('harness-rl');
   private readonly eventEmitter = new vscode.EventEmitter<DaemonEvent>();
   readonly onEvent = this.eventEmitter.event;
@@ -44,6 +48,8 @@ export class Ctx implements vscode.Disposable {
     );
     this.recordingsTree = new RecordingsTree(() => this.client);
     this.nodesTree = new NodesTree(() => this.client);
+    this.evolutionTree = new EvolutionTree(() => this.client);
+    this.candidateFiles = new CandidateFilesProvider(() => this.client);
     this.disposables.push(
       this.log,
       this.daemon,
@@ -59,6 +65,12 @@ export class Ctx implements vscode.Disposable {
       }),
       vscode.window.createTreeView('harnessRl.recordings', { treeDataProvider: this.recordingsTree }),
       vscode.window.createTreeView('harnessRl.nodes', { treeDataProvider: this.nodesTree }),
+      this.evolutionTree,
+      vscode.window.createTreeView('harnessRl.evolution', {
+        treeDataProvider: this.evolutionTree,
+        showCollapseAll: true,
+      }),
+      vscode.workspace.registerTextDocumentContentProvider(CANDIDATE_SCHEME, this.candidateFiles),
       this.daemon.onDidChangeState(() => this.onDaemonState()),
       this.onEvent((e) => this.onDaemonEvent(e)),
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -205,6 +217,7 @@ export class Ctx implements vscode.Disposable {
     this.runsTree.refresh();
     this.recordingsTree.refresh();
     this.nodesTree.refresh();
+    this.evolutionTree.refresh();
   }
 
   /** The event socket closed: the daemon may be gone (not one we own; those report their exit). */
