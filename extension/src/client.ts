@@ -25,13 +25,9 @@ import {
   RunMetrics,
   RunWorkers,
 } from '../../daemon/protocol/entities';
-import {
-  Comparison,
-  type CreateEvaluationBody,
-  Evaluation,
-} from '../../daemon/protocol/evaluation';
-import { CandidateFiles, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
+import { Comparison, type CreateEvaluationBody, Evaluation } from '../../daemon/protocol/evaluation';
 import { DaemonEvent } from '../../daemon/protocol/events';
+import { CandidateFiles, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
 import { StepValidation } from '../../daemon/protocol/training';
 
 export class ApiError extends Error {
@@ -135,7 +131,9 @@ export class DaemonClient {
   createRun(body: CreateRunBody): Promise<Run> {
     return this.request('POST', '/api/runs', Run, body);
   }
-  createEvaluation(body: Partial<CreateEvaluationBody> & Pick<CreateEvaluationBody, 'config'>): Promise<Evaluation> {
+  createEvaluation(
+    body: Partial<CreateEvaluationBody> & Pick<CreateEvaluationBody, 'config'>,
+  ): Promise<Evaluation> {
     return this.request('POST', '/api/evaluations', Evaluation, body);
   }
   getEvaluation(id: string): Promise<Evaluation> {
@@ -154,7 +152,11 @@ export class DaemonClient {
     return this.request('GET', `/api/evolutions/${enc(id)}`, EvolutionDetail);
   }
   candidateFiles(evolutionId: string, hash: string): Promise<CandidateFiles> {
-    return this.request('GET', `/api/evolutions/${enc(evolutionId)}/candidates/${enc(hash)}/files`, CandidateFiles);
+    return this.request(
+      'GET',
+      `/api/evolutions/${enc(evolutionId)}/candidates/${enc(hash)}/files`,
+      CandidateFiles,
+    );
   }
   stopRun(id: string): Promise<unknown> {
     return this.request('POST', `/api/runs/${enc(id)}/stop`, z.unknown(), {});

@@ -73,6 +73,7 @@ export class Ctx implements vscode.Disposable {
       vscode.workspace.registerTextDocumentContentProvider(CANDIDATE_SCHEME, this.candidateFiles),
       this.daemon.onDidChangeState(() => this.onDaemonState()),
       this.onEvent((e) => this.onDaemonEvent(e)),
+      this.onEvent((e) => this.evolutionTree.onEvent(e)),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('harnessRl.pageSize')) this.runsTree.refresh();
       }),

@@ -2,8 +2,10 @@
 // held-out score, policy tokens, novelty and each regulariser's verdict. A click opens the candidate's
 // diff against its parent in VS Code's diff editor (files served by the `harness-rl-candidate` scheme).
 import * as vscode from 'vscode';
+import type { DaemonEvent } from '../../daemon/protocol/events';
 import type { Candidate, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
 import { type DaemonClient, errorText } from './client';
+import { Throttle } from './throttle';
 
 export type EvolutionNode =
   | { kind: 'evolution'; evolution: Evolution }
@@ -47,10 +49,17 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
   private readonly emitter = new vscode.EventEmitter<EvolutionNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
 
+  private readonly redraw = new Throttle(() => this.emitter.fire(undefined), 1000);
+
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
 
   refresh(): void {
     this.emitter.fire(undefined);
+  }
+
+  /** An evolution moves on as its evaluations' runs change: redraw, at most once a second. */
+  onEvent(e: DaemonEvent): void {
+    if (e.type === 'run') this.redraw.schedule();
   }
 
   async getChildren(node?: EvolutionNode): Promise<EvolutionNode[]> {
@@ -106,6 +115,7 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
   }
 
   dispose(): void {
+    this.redraw.dispose();
     this.emitter.dispose();
   }
 }
