@@ -146,14 +146,27 @@ export async function adoptCandidate(
   const before = root ? await files(ref.evolutionId, root.hash) : {};
   const edit = new vscode.WorkspaceEdit();
   const dir = vscode.Uri.file(evolution.harness_dir);
-  for (const [p, text] of Object.entries(mine))
-    edit.createFile(vscode.Uri.joinPath(dir, ...p.split('/')), {
-      overwrite: true,
-      contents: Buffer.from(text),
-    });
+  // Files that exist are edited as text (undoable in their editors, then saved); new ones are created.
+  const changed: vscode.TextDocument[] = [];
+  for (const [p, text] of Object.entries(mine)) {
+    const uri = vscode.Uri.joinPath(dir, ...p.split('/'));
+    const exists = await vscode.workspace.fs.stat(uri).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) {
+      edit.createFile(uri, { overwrite: true, contents: Buffer.from(text) });
+      continue;
+    }
+    const doc = await vscode.workspace.openTextDocument(uri);
+    if (doc.getText() === text) continue;
+    edit.replace(uri, new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length)), text);
+    changed.push(doc);
+  }
   for (const p of Object.keys(before))
     if (!(p in mine)) edit.deleteFile(vscode.Uri.joinPath(dir, ...p.split('/')), { ignoreIfNotExists: true });
   const ok = await vscode.workspace.applyEdit(edit);
+  if (ok) for (const doc of changed) await doc.save();
   if (ok)
     void vscode.window.showInformationMessage(
       `Harness RL: candidate ${ref.hash.slice(0, 10)} written into ${vscode.workspace.asRelativePath(dir)}.`,

@@ -1192,6 +1192,10 @@ async function checks() {
         .locator('.pane', { has: page.locator('.pane-header', { hasText: 'Evolution' }) })
         .first();
       const header = pane.locator('.pane-header');
+      // the Harness RL sidebar (a click on its icon when it is open would close it)
+      if (!(await header.isVisible()))
+        await page.locator('.activitybar [aria-label*="Harness RL"]').first().click();
+      await header.waitFor({ timeout: 20_000 });
       if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
       await expand(treeRow(pane, 'evolve vscode-evolve'));
       await treeRow(pane, `${root_.hash.slice(0, 10)} (root)`).waitFor({ timeout: 30_000 });
