@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { evalCommand } from '../../daemon/cli/commands/eval';
 import { loadConfigFile } from '../../daemon/config/load';
 import type { Comparison, Evaluation } from '../../daemon/protocol/evaluation';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
@@ -114,6 +115,14 @@ describe('evaluating harness variants at a fixed model version', () => {
     expect(c.significant).toBe(true);
     expect(c.method).toMatch(/paired bootstrap/);
     expect(c.tokens.b_per_task!).toBeGreaterThan(c.tokens.a_per_task!);
+    // The CLI says the same: `harness-rl eval compare A B` and `eval show ID`.
+    const lines: string[] = [];
+    const io = { out: (t: string) => lines.push(t), err: (t: string) => lines.push(t) };
+    const auth = ['--url', daemon.url, '--token', daemon.token];
+    expect(await evalCommand(['compare', results.extract!.id, results.retry!.id, ...auth], io)).toBe(0);
+    expect(lines.join('\n')).toMatch(/22 paired tasks[\s\S]*significant[\s\S]*sign test: B better on \d+/);
+    expect(await evalCommand(['show', results.retry!.id, ...auth], io)).toBe(0);
+    expect(lines.join('\n')).toMatch(/pass@2 [\d.]+[\s\S]*policy tokens per task [\d.]+/);
   }, 600_000);
 });
 
@@ -136,4 +145,29 @@ describe('failed attempts in an evaluation', () => {
     // Every other task was scored by the verifier after its retry, none as 0 for the lost try.
     expect(e.tasks!.filter((t) => !zeros.includes(t)).every((t) => t.rollouts.length === 1)).toBe(true);
   }, 240_000);
+});
+
+describe('what the evaluation and evolution routes refuse', () => {
+  it('a split the tasks do not have, an unknown evaluation, a config without an evolve block: 4xx naming the field', async () => {
+    const noTest = { ...(config as object), tasks: { file: '../math-agent/tasks.jsonl' } };
+    const split = await daemon.api('POST', '/api/evaluations', {
+      config: noTest,
+      base_dir: EXAMPLE,
+      split: 'test',
+    });
+    expect(split.status).toBe(400);
+    expect(split.body.error.field).toBe('split');
+    const attempts = await daemon.api('POST', '/api/evaluations', { config, base_dir: EXAMPLE, attempts: 0 });
+    expect(attempts.status).toBe(400);
+    expect(attempts.body.error.field).toBe('attempts');
+    const unknown = await daemon.api(
+      'GET',
+      '/api/evaluations/compare?a=ev_01m970vrnk2ghmwktge5pj&b=ev_01m970vrnk2ghmwktge5pk',
+    );
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.field).toBe('a');
+    const evolve = await daemon.api('POST', '/api/evolutions', { config, base_dir: EXAMPLE });
+    expect(evolve.status).toBe(400);
+    expect(evolve.body.error.field).toBe('config.evolve');
+  });
 });
