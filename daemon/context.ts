@@ -15,6 +15,13 @@ export interface RunController {
   attemptOutput(attemptId: string): AttemptOutput | null;
 }
 
+/** Starts and stops harness evolutions (daemon/evolve). */
+export interface EvolutionController {
+  start(id: string): Promise<void>;
+  stop(id: string): Promise<void>;
+  close(): Promise<void>;
+}
+
 export interface DaemonContext {
   store: Store;
   config: DaemonConfig;
@@ -26,6 +33,8 @@ export interface DaemonContext {
   log(message: string, detail?: Record<string, unknown>): void;
   /** Set once the cluster is registered. */
   runs?: RunController;
+  /** Set once the cluster is registered. */
+  evolutions?: EvolutionController;
   /** Metrics and span export, told of each recorded LLM call (never throws, never waits). */
   telemetry?: { onCall(call: NewLlmCall): void };
   /** The proxy's inference backends as they stand; set once the proxy is registered. */

@@ -10,6 +10,7 @@ import { boundUrl, checkBind, isLoopback } from './config/bind';
 import { readSecrets } from './config/secrets';
 import { ensureToken } from './config/token';
 import type { DaemonContext } from './context';
+import { Evolutions } from './evolve';
 import { DaemonConfig, type DaemonConfigInput } from './protocol/config';
 import { registerProxy } from './proxy';
 import { proxyServerFactory } from './proxy/front';
@@ -144,6 +145,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     ctx.runs = await registerCluster(app, ctx, proxy, options.cluster);
     const runs = ctx.runs;
     closers.push(() => runs.close());
+    const evolutions = new Evolutions(ctx);
+    ctx.evolutions = evolutions;
+    closers.push(() => evolutions.close());
+    await evolutions.recover();
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     await closeAll();

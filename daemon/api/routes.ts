@@ -44,7 +44,9 @@ import {
   RunWorkers,
 } from '../protocol/entities';
 import { ApiError, notFound } from './errors';
+import { evaluationRoutes } from './evaluations';
 import { eventTickets, TICKET_TTL_MS } from './events';
+import { evolutionRoutes } from './evolutions';
 import { importRoutes } from './imports';
 import { openApiFor } from './openapi';
 import { type AnyRoute, route } from './route';
@@ -329,6 +331,8 @@ export const routes: AnyRoute[] = [
     },
   }),
   ...validationRoutes,
+  ...evaluationRoutes,
+  ...evolutionRoutes,
   route({
     method: 'GET',
     path: '/api/runs/:id/workers',

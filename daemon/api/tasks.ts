@@ -29,7 +29,10 @@ export function parseTasks(text: string, file: string): unknown[] {
   return inputs;
 }
 
-/** The first `limit` tasks of the file, shuffled with `shuffle_seed`; the first `validation_fraction` of them validate. */
+/**
+ * The first `limit` tasks of the file, shuffled with `shuffle_seed`; the first `validation_fraction` of
+ * them validate, the next `test_fraction` are held out (test).
+ */
 export function splitTasks(
   inputs: unknown[],
   tasks: RunConfig['tasks'],
@@ -37,7 +40,11 @@ export function splitTasks(
   const taken = tasks.limit ? inputs.slice(0, tasks.limit) : inputs;
   const order = shuffled(taken, tasks.shuffle_seed);
   const validation = Math.round(order.length * tasks.validation_fraction);
-  return order.map((input, i) => ({ input, split: i < validation ? 'validation' : 'train' }));
+  const test = validation + Math.round(order.length * (tasks.test_fraction ?? 0));
+  return order.map((input, i) => ({
+    input,
+    split: i < validation ? 'validation' : i < test ? 'test' : 'train',
+  }));
 }
 
 export async function readTasks(

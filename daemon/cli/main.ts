@@ -5,6 +5,14 @@ const commands: Record<
 > = {
   daemon: { summary: 'start the daemon (proxy, store, API)', load: () => import('./commands/daemon') },
   run: { summary: 'run start FILE | list | show ID | stop ID', load: () => import('./commands/run') },
+  eval: {
+    summary: 'evaluate a harness on a task split (no training) | compare A B',
+    load: () => import('./commands/eval'),
+  },
+  evolve: {
+    summary: "evolve a harness (the config's evolve block): propose, regularise, select",
+    load: () => import('./commands/evolve'),
+  },
   worker: {
     summary: 'claim rollouts and run the harness command on them',
     load: () => import('./commands/worker'),

@@ -2,6 +2,7 @@
 // sync the weights, record), and ends the attempts of workers that stopped sending heartbeats.
 import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext, RunController } from '../context';
+import { EvalLoop } from '../eval/loop';
 import { RunConfig } from '../protocol/config';
 import type { ProxyHandle } from '../proxy';
 import { StoreError } from '../store/store';
@@ -23,7 +24,8 @@ const errorText = (err: unknown) => (err instanceof Error ? err.message : String
 
 /** Starts, stops and resumes runs; sweeps unresponsive attempts. */
 export class Scheduler implements RunController {
-  private readonly loops = new Map<string, RunLoop>();
+  /** Running runs: training ones (RunLoop) and evaluations (EvalLoop, no training). */
+  private readonly loops = new Map<string, RunLoop | EvalLoop>();
   private readonly sweeper: NodeJS.Timeout;
   private sweeping = false;
   private closed = false;
@@ -54,8 +56,12 @@ export class Scheduler implements RunController {
     if (run.status === 'finished') return;
     const config = RunConfig.parse(restoreSecrets(this.ctx.dataDir, `run:${runId}`, run.config));
     checkEndpoints(config);
+    const evaluation = await this.ctx.store.evaluationOfRun(runId);
+    if (evaluation && evaluation.status !== 'running') return;
     await this.ctx.store.updateRun(runId, { status: 'running', error: null });
-    const loop = new RunLoop(this.ctx, this.proxy, this.nodes, runId, config);
+    const loop = evaluation
+      ? new EvalLoop(this.ctx, this.proxy, this.nodes, runId, config, evaluation)
+      : new RunLoop(this.ctx, this.proxy, this.nodes, runId, config);
     this.loops.set(runId, loop);
     // The run's rollouts must only reach the run's own engine.
     await this.standby.reconcile();
@@ -64,7 +70,7 @@ export class Scheduler implements RunController {
       void this.standby.reconcile();
       await this.workers.stop(runId);
     });
-    this.workers.start(run, config);
+    this.workers.start(run, config, loop instanceof EvalLoop ? loop.envOf : undefined);
   }
 
   /** Who runs the run's rollouts now (null: no such run). */

@@ -2,6 +2,7 @@
 // JSON Schema for editors is generated from these (`npm run schema` → harness-rl.schema.json).
 import { z } from 'zod';
 import { durationMs, durationS } from './bounds';
+import { EvolveConfig } from './evolution';
 import { HarnessSandbox, HarnessWorkers } from './placement';
 
 const Endpoint = z.union([
@@ -74,6 +75,12 @@ export const TasksConfig = z
   .object({
     file: z.string().describe('JSONL, one task input per line (relative to the config file)'),
     validation_fraction: z.number().min(0).max(0.5).default(0),
+    test_fraction: z
+      .number()
+      .min(0)
+      .max(0.5)
+      .default(0)
+      .describe('held-out tasks no run trains on: evaluations (--split test) and evolution score them once'),
     shuffle_seed: z.number().int().default(0),
     limit: z.number().int().positive().optional(),
   })
@@ -87,6 +94,12 @@ export const HarnessConfig = z
       .optional()
       .describe(
         "argv run per rollout (in the run config's folder) by the daemon's own workers, or by `harness-rl worker`; gets HARNESS_RL_* and OPENAI_BASE_URL env",
+      ),
+    dir: z
+      .string()
+      .optional()
+      .describe(
+        "the folder the command runs in (relative to the config's folder; default that folder); the verifier still runs in the config's folder",
       ),
     workers: HarnessWorkers.optional(),
     sandbox: HarnessSandbox.default('none').describe("where each attempt's harness runs"),
@@ -368,6 +381,9 @@ export const RunConfig = z
     schedule: ScheduleConfig.default(ScheduleConfig.parse({})),
     validation: ValidationConfig.optional().describe(
       "thresholds on each step's train/inference agreement; a step past one pauses the run",
+    ),
+    evolve: EvolveConfig.optional().describe(
+      'harness evolution (`harness-rl evolve CONFIG`); runs ignore it',
     ),
   })
   .strict();

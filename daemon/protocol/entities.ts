@@ -175,11 +175,14 @@ export const Run = z.object({
     .describe("the run config's folder: relative paths and the harness command resolve against it"),
 });
 
+/** Which part of a run's tasks: train (trained on), validation (checked during training), test (held out). */
+export const TaskSplit = z.enum(['train', 'validation', 'test']);
+
 export const Task = z.object({
   id: Id,
   run_id: Id,
   index: z.number().int().nonnegative(),
-  split: z.enum(['train', 'validation']),
+  split: TaskSplit,
   input: Json,
 });
 

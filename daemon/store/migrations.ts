@@ -323,6 +323,61 @@ ALTER TABLE rollouts ADD COLUMN failure_kind TEXT;
 ALTER TABLE rollouts ADD COLUMN failure_reason TEXT;
 ALTER TABLE rollouts ADD COLUMN infrastructure_retries {INT} NOT NULL DEFAULT 0`,
   },
+  {
+    // An evaluation: a split of a run's tasks at a fixed model version, no training (daemon/eval/).
+    // Its per-task results are one JSON value, written once when it finishes.
+    version: 16,
+    name: 'evaluations',
+    up: `
+CREATE TABLE evaluations (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  split TEXT NOT NULL,
+  attempts {INT} NOT NULL,
+  harness_dir TEXT,
+  model_version {INT},
+  seed {INT} NOT NULL,
+  spec {JSON} NOT NULL,
+  status TEXT NOT NULL,
+  error TEXT,
+  summary {JSON},
+  tasks {JSON},
+  created_at {TS} NOT NULL,
+  finished_at {TS}
+);
+CREATE INDEX evaluations_run ON evaluations (run_id)`,
+  },
+  {
+    // Harness evolution (daemon/evolve/): an evolution and its candidates, each a content-addressed
+    // snapshot stored as the patch against its parent (the root: against nothing), with its verdicts.
+    version: 17,
+    name: 'evolutions and their candidates',
+    up: `
+CREATE TABLE evolutions (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL,
+  error TEXT,
+  harness_dir TEXT NOT NULL,
+  config {JSON} NOT NULL,
+  base_dir TEXT,
+  result {JSON},
+  created_at {TS} NOT NULL,
+  finished_at {TS}
+);
+CREATE TABLE candidates (
+  evolution_id TEXT NOT NULL REFERENCES evolutions(id) ON DELETE CASCADE,
+  hash TEXT NOT NULL,
+  parent TEXT,
+  generation {INT} NOT NULL,
+  status TEXT NOT NULL,
+  patch {JSON} NOT NULL,
+  fields {JSON} NOT NULL,
+  created_at {TS} NOT NULL,
+  PRIMARY KEY (evolution_id, hash)
+)`,
+  },
 ];
 
 export function migrations(

@@ -30,6 +30,8 @@ import type { Driver } from './driver';
 import { keyHash } from './ids';
 import * as calls from './sql/calls';
 import { SqlContext } from './sql/context';
+import * as evaluations from './sql/evaluations';
+import * as evolutions from './sql/evolutions';
 import * as modelVersions from './sql/model-versions';
 import * as nodes from './sql/nodes';
 import * as recordings from './sql/recordings';
@@ -39,12 +41,17 @@ import * as runs from './sql/runs';
 import * as tasks from './sql/tasks';
 import * as toolRuns from './sql/tool-runs';
 import type {
+  EvaluationPatch,
   GroupFilter,
+  NewEvaluation,
   NewImportedRecording,
   NewRecording,
   NewRollout,
   RolloutFilter,
   Store,
+  StoredCandidate,
+  StoredEvaluation,
+  StoredEvolution,
 } from './store';
 
 export { summarizeCall } from './sql/calls';
@@ -267,5 +274,54 @@ export class SqlStore implements Store {
   }
   createImportedRecording(input: NewImportedRecording): Promise<{ recording: Recording; created: boolean }> {
     return recordings.createImportedRecording(this.c, redactValue(input));
+  }
+
+  // ---- evaluations
+  createEvaluation(input: NewEvaluation): Promise<StoredEvaluation> {
+    return evaluations.createEvaluation(this.c, { ...input, name: redactText(input.name) });
+  }
+  getEvaluation(id: string): Promise<StoredEvaluation | null> {
+    return evaluations.getEvaluation(this.c, id);
+  }
+  evaluationOfRun(runId: string): Promise<StoredEvaluation | null> {
+    return evaluations.evaluationOfRun(this.c, runId);
+  }
+  listEvaluations(p?: { cursor?: string; limit?: number }): Promise<Page<StoredEvaluation>> {
+    return evaluations.listEvaluations(this.c, p);
+  }
+  updateEvaluation(id: string, patch: EvaluationPatch): Promise<StoredEvaluation> {
+    return evaluations.updateEvaluation(this.c, id, patch);
+  }
+
+  // ---- evolutions
+  createEvolution(input: {
+    name: string;
+    harness_dir: string;
+    config: unknown;
+    base_dir?: string | null;
+  }): Promise<StoredEvolution> {
+    return evolutions.createEvolution(this.c, {
+      ...input,
+      name: redactText(input.name),
+      config: redactValue(input.config),
+    });
+  }
+  getEvolution(id: string): Promise<StoredEvolution | null> {
+    return evolutions.getEvolution(this.c, id);
+  }
+  listEvolutions(p?: { cursor?: string; limit?: number }): Promise<Page<StoredEvolution>> {
+    return evolutions.listEvolutions(this.c, p);
+  }
+  updateEvolution(
+    id: string,
+    patch: Partial<Pick<StoredEvolution, 'status' | 'error' | 'result' | 'finished_at'>>,
+  ): Promise<StoredEvolution> {
+    return evolutions.updateEvolution(this.c, id, patch);
+  }
+  putCandidate(candidate: StoredCandidate): Promise<StoredCandidate> {
+    return evolutions.putCandidate(this.c, candidate);
+  }
+  listCandidates(evolutionId: string): Promise<StoredCandidate[]> {
+    return evolutions.listCandidates(this.c, evolutionId);
   }
 }

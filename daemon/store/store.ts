@@ -24,7 +24,9 @@ import type {
   Task,
   ToolRun,
 } from '../protocol/entities';
+import type { EvalSplit, Evaluation } from '../protocol/evaluation';
 import type { DaemonEvent, DaemonEventType } from '../protocol/events';
+import type { Candidate, Evolution, FilePatch } from '../protocol/evolution';
 import type { AttemptFailure } from '../protocol/failures';
 import type { StepValidation } from '../protocol/training';
 
@@ -75,6 +77,29 @@ export interface NewImportedRecording {
   created_at?: string;
   stopped_at?: string;
 }
+
+export interface NewEvaluation {
+  name: string;
+  run_id: string;
+  split: EvalSplit;
+  attempts: number;
+  harness_dir?: string | null;
+  seed: number;
+  /** What the evaluation's loop needs to resume (pass threshold, retries …). */
+  spec: Record<string, unknown>;
+}
+
+/** An evaluation as stored: with the spec it was created with. */
+export type StoredEvaluation = Evaluation & { spec: Record<string, unknown> };
+
+export type EvaluationPatch = Partial<
+  Pick<Evaluation, 'status' | 'error' | 'model_version' | 'summary' | 'tasks' | 'finished_at'>
+>;
+
+/** An evolution as stored: with the run config it runs and the folder its relative paths resolve against. */
+export type StoredEvolution = Evolution & { config: unknown; base_dir: string | null };
+/** A candidate with its patch against its parent. */
+export type StoredCandidate = Candidate & { patch: FilePatch[] };
 
 export interface Store {
   /** "sqlite" or "postgres" */
@@ -194,6 +219,32 @@ export interface Store {
    * calls, then completes it); the session's earlier complete import instead, with `created: false`.
    */
   createImportedRecording(input: NewImportedRecording): Promise<{ recording: Recording; created: boolean }>;
+
+  // evaluations (daemon/eval): a run's split at a fixed model version, no training
+  createEvaluation(input: NewEvaluation): Promise<StoredEvaluation>;
+  getEvaluation(id: string): Promise<StoredEvaluation | null>;
+  /** The evaluation a run carries (null: the run trains). */
+  evaluationOfRun(runId: string): Promise<StoredEvaluation | null>;
+  listEvaluations(page?: { cursor?: string; limit?: number }): Promise<Page<StoredEvaluation>>;
+  updateEvaluation(id: string, patch: EvaluationPatch): Promise<StoredEvaluation>;
+
+  // evolutions (daemon/evolve) and their candidates
+  createEvolution(input: {
+    name: string;
+    harness_dir: string;
+    config: unknown;
+    base_dir?: string | null;
+  }): Promise<StoredEvolution>;
+  getEvolution(id: string): Promise<StoredEvolution | null>;
+  listEvolutions(page?: { cursor?: string; limit?: number }): Promise<Page<StoredEvolution>>;
+  updateEvolution(
+    id: string,
+    patch: Partial<Pick<Evolution, 'status' | 'error' | 'result' | 'finished_at'>>,
+  ): Promise<StoredEvolution>;
+  /** Insert or replace a candidate. */
+  putCandidate(candidate: StoredCandidate): Promise<StoredCandidate>;
+  /** An evolution's candidates, by generation then creation. */
+  listCandidates(evolutionId: string): Promise<StoredCandidate[]>;
 }
 
 /** Thrown for unknown ids and invalid transitions; the API maps it to 404 / 409. */

@@ -2,6 +2,7 @@
 // The reward is the harness's own post, or the last stdout line `{"reward": x}`; a nonzero exit is a
 // failed attempt carrying the stderr tail; an aborted attempt kills the process group.
 import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
 import { AttemptFailedError, EXIT_TEMPFAIL, harnessFailure, infrastructure } from '../protocol/failures';
 import type { HarnessSandbox } from '../protocol/placement';
 import type { RolloutContext, RolloutOutcome } from '../protocol/worker';
@@ -10,6 +11,11 @@ import { openSandbox } from './sandbox';
 const STDERR_TAIL = 4000;
 /** How much of a command's stdout is kept (its tail): the reward line, and what a verifier reads. */
 export const STDOUT_TAIL = 64 * 1024;
+
+/** The folder a run's harness command runs in: `harness.dir` against the config's folder, else that folder. */
+export function harnessDir(baseDir: string | undefined, dir: string | undefined): string | undefined {
+  return dir === undefined ? baseDir : resolve(baseDir ?? '.', dir);
+}
 
 /** The env a harness command sees for one rollout. */
 export function rolloutEnv(ctx: RolloutContext): Record<string, string> {

@@ -174,8 +174,15 @@ export class PersistentHarness {
     return p;
   }
 
-  /** Run one rollout on an idle process (or a new one); `onOutput` gets its stdout and stderr. */
-  async rollout(ctx: RolloutContext, onOutput?: (chunk: string) => void): Promise<RolloutOutcome> {
+  /**
+   * Run one rollout on an idle process (or a new one); `onOutput` gets its stdout and stderr, `env`
+   * goes with the rollout's own variables (an evaluation's HARNESS_RL_SEED).
+   */
+  async rollout(
+    ctx: RolloutContext,
+    onOutput?: (chunk: string) => void,
+    env?: Record<string, string>,
+  ): Promise<RolloutOutcome> {
     if (this.closed) throw new AttemptFailedError('the worker stopped', infrastructure('worker_stopped'));
     const proc = this.take();
     const onAbort = () => proc.kill();
@@ -187,7 +194,7 @@ export class PersistentHarness {
           attempt_id: ctx.attempt.id,
           task: ctx.input ?? null,
           model: ctx.model,
-          env: rolloutEnv(ctx),
+          env: { ...rolloutEnv(ctx), ...env },
         },
         onOutput,
       );

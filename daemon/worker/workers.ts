@@ -13,7 +13,7 @@ import { RunConfig, workersMode } from '../protocol/config';
 import type { AttemptOutput, Run, RunWorkers } from '../protocol/entities';
 import type { RayWorkersConfig } from '../protocol/placement';
 import { redactText } from '../redact';
-import { commandRollout } from './command';
+import { commandRollout, harnessDir } from './command';
 import { PersistentHarness } from './persistent';
 import { type RayState, superviseRayJob } from './ray';
 import { shellWord } from './shell';
@@ -209,8 +209,11 @@ export class Workers {
     };
   }
 
-  /** Start the daemon's own workers for a run that runs its harness command here (else nothing). */
-  start(run: Run, config: RunConfig): void {
+  /**
+   * Start the daemon's own workers for a run that runs its harness command here (else nothing).
+   * `envOf` adds variables to a rollout's command (an evaluation's per-rollout HARNESS_RL_SEED).
+   */
+  start(run: Run, config: RunConfig, envOf?: (rc: RolloutContext) => Record<string, string>): void {
     if (this.own.has(run.id)) return;
     if (typeof config.harness.workers === 'object') {
       this.startRay(run, config, config.harness.workers.ray);
@@ -225,7 +228,7 @@ export class Workers {
       error: null,
     };
     this.own.set(run.id, own);
-    own.done = this.supervise(run, config, own).catch((err) =>
+    own.done = this.supervise(run, config, own, envOf).catch((err) =>
       this.ctx.log('daemon worker ended', { run_id: run.id, error: errorText(err) }),
     );
   }
@@ -273,21 +276,32 @@ export class Workers {
   }
 
   /** runWorker until the run ends or the workers are stopped; started again after it dies. */
-  private async supervise(run: Run, config: RunConfig, own: OwnWorkers): Promise<void> {
+  private async supervise(
+    run: Run,
+    config: RunConfig,
+    own: OwnWorkers,
+    envOf?: (rc: RolloutContext) => Record<string, string>,
+  ): Promise<void> {
     const { ctx } = this;
     const signal = own.controller.signal;
     const argv = config.harness.command ?? [];
     const cwd = run.base_dir ?? undefined;
+    const harnessCwd = harnessDir(cwd, config.harness.dir);
     const outputs = join(ctx.dataDir, 'attempts');
     mkdirSync(outputs, { recursive: true });
     // runWorker stops waiting for an aborted rollout at once; its harness process ends a little later.
     const running = new Set<Promise<unknown>>();
-    const persistent = config.harness.mode === 'persistent' ? new PersistentHarness(argv, { cwd }) : null;
+    const persistent =
+      config.harness.mode === 'persistent' ? new PersistentHarness(argv, { cwd: harnessCwd }) : null;
     const rollout = (rc: RolloutContext) => {
       const tail = new OutputTail(join(outputs, `${rc.attempt.id}.log`));
       const started = persistent
-        ? persistent.rollout(rc, (chunk) => tail.append(chunk))
-        : commandRollout(argv, { cwd, onOutput: (_, chunk) => tail.append(chunk) })(rc);
+        ? persistent.rollout(rc, (chunk) => tail.append(chunk), envOf?.(rc))
+        : commandRollout(argv, {
+            cwd: harnessCwd,
+            env: envOf?.(rc),
+            onOutput: (_, chunk) => tail.append(chunk),
+          })(rc);
       const result = started.finally(() => tail.close());
       const settled = result.catch(() => {}).finally(() => running.delete(settled));
       running.add(settled);

@@ -25,7 +25,9 @@ import {
   RunMetrics,
   RunWorkers,
 } from '../../daemon/protocol/entities';
+import { Comparison, type CreateEvaluationBody, Evaluation } from '../../daemon/protocol/evaluation';
 import { DaemonEvent } from '../../daemon/protocol/events';
+import { CandidateFiles, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
 import { StepValidation } from '../../daemon/protocol/training';
 
 export class ApiError extends Error {
@@ -129,6 +131,33 @@ export class DaemonClient {
   }
   createRun(body: CreateRunBody): Promise<Run> {
     return this.request('POST', '/api/runs', Run, body);
+  }
+  createEvaluation(
+    body: Partial<CreateEvaluationBody> & Pick<CreateEvaluationBody, 'config'>,
+  ): Promise<Evaluation> {
+    return this.request('POST', '/api/evaluations', Evaluation, body);
+  }
+  getEvaluation(id: string): Promise<Evaluation> {
+    return this.request('GET', `/api/evaluations/${enc(id)}`, Evaluation);
+  }
+  listEvaluations(): Promise<PageResult<Evaluation>> {
+    return this.request('GET', '/api/evaluations?limit=1000', pageOf(Evaluation));
+  }
+  compareEvaluations(a: string, b: string): Promise<Comparison> {
+    return this.request('GET', `/api/evaluations/compare${qs({ a, b })}`, Comparison);
+  }
+  listEvolutions(): Promise<PageResult<Evolution>> {
+    return this.request('GET', '/api/evolutions?limit=100', pageOf(Evolution));
+  }
+  getEvolution(id: string): Promise<EvolutionDetail> {
+    return this.request('GET', `/api/evolutions/${enc(id)}`, EvolutionDetail);
+  }
+  candidateFiles(evolutionId: string, hash: string): Promise<CandidateFiles> {
+    return this.request(
+      'GET',
+      `/api/evolutions/${enc(evolutionId)}/candidates/${enc(hash)}/files`,
+      CandidateFiles,
+    );
   }
   stopRun(id: string): Promise<unknown> {
     return this.request('POST', `/api/runs/${enc(id)}/stop`, z.unknown(), {});

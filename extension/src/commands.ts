@@ -8,6 +8,7 @@ import { count } from '../../webview/src/format';
 import { type DaemonClient, errorText } from './client';
 import { checkRunConfig, isRunConfigText } from './configDiagnostics';
 import type { Ctx } from './ctx';
+import { adoptCandidate, type CandidateRef, evaluateHarness, openCandidateDiff } from './evaluate';
 import { exportSamples } from './export';
 import { importPastSessions } from './imports';
 import { runDescription, runLabels, startedAt } from './labels';
@@ -106,7 +107,7 @@ async function rolloutArg(
 }
 
 /** Workspace files that look like run configs (have `tasks` at the top or under `run`). */
-async function findRunConfigs(): Promise<vscode.Uri[]> {
+export async function findRunConfigs(): Promise<vscode.Uri[]> {
   const files = await vscode.workspace.findFiles(
     '**/*.{yaml,yml,json}',
     '{**/node_modules/**,**/dist/**,**/.cache/**,**/build/**,**/package*.json,**/tsconfig*.json,**/.vscode/**}',
@@ -408,6 +409,44 @@ export const COMMANDS: Record<string, CommandSpec> = {
   'harnessRl.refresh': {
     needsDaemon: false,
     run: (ctx) => ctx.refreshViews(),
+  },
+  'harnessRl.evaluateHarness': {
+    needsDaemon: true,
+    run: (ctx, c, arg) => evaluateHarness(ctx, c!, arg, { findRunConfigs, validate: validateConfigDocument }),
+  },
+  'harnessRl.openCandidateDiff': {
+    needsDaemon: true,
+    run: async (ctx, _c, arg) => {
+      try {
+        await openCandidateDiff((e, h) => ctx.candidateFiles.files(e, h), arg as CandidateRef);
+      } catch (err) {
+        void vscode.window.showErrorMessage(`Harness RL: could not open the diff: ${errorText(err)}`);
+      }
+    },
+  },
+  'harnessRl.adoptCandidate': {
+    needsDaemon: true,
+    run: async (ctx, c, arg) => {
+      // From the tree: the candidate node; from the palette or a link: {evolutionId, hash}.
+      const node = arg as
+        | { candidate?: { hash: string; parent: string | null }; detail?: { id: string } }
+        | undefined;
+      const ref: CandidateRef | undefined =
+        node?.candidate && node.detail
+          ? { evolutionId: node.detail.id, hash: node.candidate.hash, parent: node.candidate.parent }
+          : (arg as CandidateRef | undefined);
+      if (!ref?.evolutionId || !ref.hash) {
+        void vscode.window.showInformationMessage(
+          'Harness RL: pick a candidate in the Evolution view to adopt it.',
+        );
+        return;
+      }
+      try {
+        await adoptCandidate(c!, (e, h) => ctx.candidateFiles.files(e, h), ref);
+      } catch (err) {
+        void vscode.window.showErrorMessage(`Harness RL: could not adopt the candidate: ${errorText(err)}`);
+      }
+    },
   },
   'harnessRl.filterRollouts': {
     needsDaemon: false,

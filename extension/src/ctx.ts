@@ -7,6 +7,7 @@ import type { DaemonEvent } from '../../daemon/protocol/events';
 import { describeWorkers } from '../../webview/src/workers';
 import type { DaemonClient, EventStream } from './client';
 import { DaemonManager, daemonUrl, dataFolder } from './daemon';
+import { CANDIDATE_SCHEME, CandidateFilesProvider, EvolutionTree } from './evolutionTree';
 import { NodesTree } from './nodesTree';
 import { RecordingsTree } from './recordingsTree';
 import { RunsTree } from './runsTree';
@@ -20,6 +21,9 @@ export class Ctx implements vscode.Disposable {
   readonly nodesTree: NodesTree;
   readonly tasksTree: TasksTree;
   readonly goldPatches = new GoldPatches();
+  readonly evolutionTree: EvolutionTree;
+  /** Candidates' files for the diff editor and *Adopt Candidate*. */
+  readonly candidateFiles: CandidateFilesProvider;
   readonly diagnostics = vscode.languages.createDiagnosticCollection('harness-rl');
   private readonly eventEmitter = new vscode.EventEmitter<DaemonEvent>();
   readonly onEvent = this.eventEmitter.event;
@@ -48,6 +52,8 @@ export class Ctx implements vscode.Disposable {
     this.recordingsTree = new RecordingsTree(() => this.client);
     this.nodesTree = new NodesTree(() => this.client);
     this.tasksTree = new TasksTree(extension.workspaceState);
+    this.evolutionTree = new EvolutionTree(() => this.client);
+    this.candidateFiles = new CandidateFilesProvider(() => this.client);
     this.disposables.push(
       this.log,
       this.daemon,
@@ -65,8 +71,15 @@ export class Ctx implements vscode.Disposable {
       vscode.window.createTreeView('harnessRl.nodes', { treeDataProvider: this.nodesTree }),
       vscode.window.createTreeView('harnessRl.tasks', { treeDataProvider: this.tasksTree }),
       vscode.workspace.registerTextDocumentContentProvider(GoldPatches.scheme, this.goldPatches),
+      this.evolutionTree,
+      vscode.window.createTreeView('harnessRl.evolution', {
+        treeDataProvider: this.evolutionTree,
+        showCollapseAll: true,
+      }),
+      vscode.workspace.registerTextDocumentContentProvider(CANDIDATE_SCHEME, this.candidateFiles),
       this.daemon.onDidChangeState(() => this.onDaemonState()),
       this.onEvent((e) => this.onDaemonEvent(e)),
+      this.onEvent((e) => this.evolutionTree.onEvent(e)),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('harnessRl.pageSize')) this.runsTree.refresh();
       }),
@@ -211,6 +224,7 @@ export class Ctx implements vscode.Disposable {
     this.runsTree.refresh();
     this.recordingsTree.refresh();
     this.nodesTree.refresh();
+    this.evolutionTree.refresh();
   }
 
   /** The event socket closed: the daemon may be gone (not one we own; those report their exit). */

@@ -106,8 +106,8 @@ describe('tasks from code nobody here wrote', () => {
 
   it("this repository's BoundedMap and task order with vitest: at least a third kept, every kept task valid, gold 1, nothing 0", async () => {
     const slice = join(tmp, 'slice');
-    await mkdir(join(slice, 'daemon/cluster'), { recursive: true });
-    for (const f of ['bounded-map', 'bounded-map.test', 'cluster/order', 'cluster/order.test'])
+    await mkdir(join(slice, 'daemon/api'), { recursive: true });
+    for (const f of ['bounded-map', 'bounded-map.test', 'api/task-order', 'api/task-order.test'])
       await cp(join(ROOT, 'daemon', `${f}.ts`), join(slice, 'daemon', `${f}.ts`));
     await symlink(await realpath(join(ROOT, 'node_modules')), join(slice, 'node_modules'));
     // a config file: vite bundles it into node_modules, which the sandbox has read-only

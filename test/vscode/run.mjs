@@ -11,6 +11,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -1183,6 +1184,80 @@ async function checks() {
     }
     figures.exported_samples = summary.samples;
   });
+
+  await step(
+    'the Evolution view shows the candidate tree; a click opens the diff; Adopt Candidate changes the file',
+    async () => {
+      // a small evolution of a copy of examples/evolve in the workspace: one proposal, one generation
+      const dir = join(ctx.ws, 'evolve');
+      cpSync(join(root, 'examples', 'evolve'), dir, { recursive: true });
+      copyFileSync(join(root, 'examples/math-agent/tasks.jsonl'), join(dir, 'tasks.jsonl'));
+      const config = {
+        name: 'vscode-evolve',
+        tasks: { file: 'tasks.jsonl', limit: 12, test_fraction: 0.34 },
+        harness: {
+          command: ['node', 'agent.mjs'],
+          dir: 'harness',
+          concurrency: 4,
+          timeout_s: 60,
+          max_attempts: 1,
+          reward: 'verifier',
+          verifier: ['node', 'verify.mjs'],
+        },
+        algorithm: { max_response_tokens: 4 },
+        evolve: {
+          proposer: ['node', 'propose-rules.mjs'],
+          generations: 1,
+          children: 1,
+          finalists: 1,
+          attempts: 1,
+          critic: false,
+          pruner: false,
+        },
+      };
+      const started = await api('POST', '/api/evolutions', { config, base_dir: dir });
+      const evo = await waitFor(
+        'the evolution to finish',
+        async () => {
+          const e = await api('GET', `/api/evolutions/${started.id}`);
+          return e.status === 'running' ? null : e;
+        },
+        180_000,
+      );
+      if (evo.status !== 'finished') throw new Error(`the evolution ${evo.status}: ${evo.error}`);
+      const child = evo.candidates.find((c) => c.parent !== null);
+      const root_ = evo.candidates.find((c) => c.parent === null);
+      const pane = page
+        .locator('.pane', { has: page.locator('.pane-header', { hasText: 'Evolution' }) })
+        .first();
+      const header = pane.locator('.pane-header');
+      // the Harness RL sidebar (a click on its icon when it is open would close it)
+      if (!(await header.isVisible()))
+        await page.locator('.activitybar [aria-label*="Harness RL"]').first().click();
+      await header.waitFor({ timeout: 20_000 });
+      if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
+      await expand(treeRow(pane, 'evolve vscode-evolve'));
+      await treeRow(pane, `${root_.hash.slice(0, 10)} (root)`).waitFor({ timeout: 30_000 });
+      const row = treeRow(pane, child.hash.slice(0, 10));
+      await row.waitFor({ timeout: 30_000 });
+      await shot('08-evolution-tree');
+      await row.click();
+      await page.locator('.tab', { hasText: '↔' }).first().waitFor({ timeout: 30_000 });
+      await page.locator('.editor .monaco-diff-editor').first().waitFor({ timeout: 30_000 });
+      await shot('08b-candidate-diff');
+      const file = join(dir, 'harness', 'agent.mjs');
+      if (readFileSync(file, 'utf8').includes('MAX_TRIES = 4'))
+        throw new Error('the harness had the edit already');
+      await row.hover();
+      await row.locator('.action-label[aria-label="Adopt Candidate"]').click();
+      await waitFor(
+        'the adopted edit in the harness folder',
+        () => readFileSync(file, 'utf8').includes('MAX_TRIES = 4'),
+        30_000,
+      );
+      figures.evolution_candidates = evo.candidates.length;
+    },
+  );
 
   await step('an open dashboard comes back after a window reload (webview panel serializer)', async () => {
     await palette('View: Close All Editors');

@@ -4,7 +4,7 @@
 import { resolve } from 'node:path';
 import { readToken } from '../../config/token';
 import { RunConfig } from '../../protocol/config';
-import { commandRollout } from '../../worker/command';
+import { commandRollout, harnessDir } from '../../worker/command';
 import { PersistentHarness } from '../../worker/persistent';
 import { runWorker } from '../../worker/worker';
 import { parseCommandArgs } from '../args';
@@ -94,14 +94,16 @@ export async function run(argv: string[]): Promise<number> {
       verifier ? `, verifier ${verifier.join(' ')}` : ''
     }`,
   );
-  const persistent = config.harness.mode === 'persistent' ? new PersistentHarness(command, { cwd }) : null;
+  const harnessCwd = harnessDir(cwd, config.harness.dir);
+  const persistent =
+    config.harness.mode === 'persistent' ? new PersistentHarness(command, { cwd: harnessCwd }) : null;
   try {
     const summary = await runWorker({
       daemonUrl: url,
       token,
       runId: values.run,
       concurrency,
-      rollout: persistent ? (ctx) => persistent.rollout(ctx) : commandRollout(command, { cwd }),
+      rollout: persistent ? (ctx) => persistent.rollout(ctx) : commandRollout(command, { cwd: harnessCwd }),
       cwd,
       signal: controller.signal,
       log,

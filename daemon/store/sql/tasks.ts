@@ -49,7 +49,7 @@ export async function createTasks(
   tasks: { input: unknown; split: Task['split'] }[],
 ): Promise<Task[]> {
   tasks.forEach((t, i) => {
-    oneOf(`tasks[${i}].split`, t.split, ['train', 'validation']);
+    oneOf(`tasks[${i}].split`, t.split, ['train', 'validation', 'test']);
   });
   return c.tx(async (q) => {
     const run = await q.get(`SELECT id FROM runs WHERE id = ?${c.db.forUpdate}`, [runId]);

@@ -1,0 +1,132 @@
+// `harness-rl eval CONFIG [--split S] [--attempts K] [--harness DIR] | compare A B | show ID | list | stop ID`:
+// evaluate a harness on the running daemon (no training) and compare evaluations, over REST.
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfigFile } from '../../config/load';
+import { readToken } from '../../config/token';
+import { comparisonText, evaluationText, f } from '../../eval/text';
+import type { Page } from '../../protocol/entities';
+import type { Comparison, Evaluation } from '../../protocol/evaluation';
+import { defaultDataDir } from './daemon';
+import { CliError, client, type Output } from './run';
+
+const USAGE = `usage: harness-rl eval CONFIG [--split train|validation|test] [--attempts K] [--harness DIR]
+         [--seed N] [--pass-threshold X] [--no-wait]
+       harness-rl eval compare A B | show ID | list | stop ID
+  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
+
+const stdio: Output = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+};
+
+export function run(argv: string[]): Promise<number> {
+  return evalCommand(argv, stdio);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function evalCommand(argv: string[], io: Output): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      split: { type: 'string' },
+      attempts: { type: 'string' },
+      harness: { type: 'string' },
+      seed: { type: 'string' },
+      'pass-threshold': { type: 'string' },
+      'no-wait': { type: 'boolean' },
+      url: { type: 'string' },
+      token: { type: 'string' },
+      data: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help || positionals.length === 0) {
+    io.out(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const url = values.url ?? (process.env.HARNESS_RL_URL || 'http://127.0.0.1:4100');
+  const token = values.token ?? (process.env.HARNESS_RL_TOKEN || readToken(values.data ?? defaultDataDir()));
+  const show = (value: unknown, text: string) => io.out(values.json ? JSON.stringify(value) : text);
+  try {
+    if (!token) throw new CliError('no token: pass --token, set HARNESS_RL_TOKEN, or start the daemon once');
+    const call = client(url, token);
+    const [action, a, b] = positionals;
+    const need = (x: string | undefined, what: string) => {
+      if (!x) throw new CliError(`eval ${action} needs ${what}\n${USAGE}`);
+      return encodeURIComponent(x);
+    };
+    switch (action) {
+      case 'compare': {
+        const c = await call<Comparison>(
+          'GET',
+          `/api/evaluations/compare?a=${need(a, 'A B')}&b=${need(b, 'A B')}`,
+        );
+        show(c, comparisonText(c));
+        return 0;
+      }
+      case 'show': {
+        const e = await call<Evaluation>('GET', `/api/evaluations/${need(a, 'an ID')}`);
+        show(e, evaluationText(e));
+        return 0;
+      }
+      case 'stop': {
+        const e = await call<Evaluation>('POST', `/api/evaluations/${need(a, 'an ID')}/stop`);
+        show(e, evaluationText(e));
+        return 0;
+      }
+      case 'list': {
+        const page = await call<Page<Evaluation>>('GET', '/api/evaluations?limit=1000');
+        show(
+          page.items,
+          page.items
+            .map(
+              (e) =>
+                `${e.id}  ${e.status.padEnd(8)}  ${e.split.padEnd(10)}  ${f(e.summary?.mean_reward)}  ${e.name}`,
+            )
+            .join('\n') || 'no evaluations',
+        );
+        return 0;
+      }
+    }
+    const number = (name: string, text: string | undefined) => {
+      if (text === undefined) return undefined;
+      const n = Number(text);
+      if (!Number.isFinite(n)) throw new CliError(`--${name} must be a number (got ${JSON.stringify(text)})`);
+      return n;
+    };
+    const { config, baseDir, file } = await loadConfigFile(action!);
+    if (!config.run) throw new CliError(`${file} has no run section`);
+    let e = await call<Evaluation>('POST', '/api/evaluations', {
+      config: config.run,
+      base_dir: baseDir,
+      ...(values.split ? { split: values.split } : {}),
+      ...(values.attempts ? { attempts: number('attempts', values.attempts) } : {}),
+      ...(values.harness ? { harness_dir: resolve(values.harness) } : {}),
+      ...(values.seed ? { seed: number('seed', values.seed) } : {}),
+      ...(values['pass-threshold']
+        ? { pass_threshold: number('pass-threshold', values['pass-threshold']) }
+        : {}),
+    });
+    if (!values['no-wait']) {
+      if (!values.json)
+        io.err(`evaluation ${e.id} running (${e.split} split, ${e.attempts} attempts per task)…`);
+      while (e.status === 'running') {
+        await sleep(500);
+        e = await call<Evaluation>('GET', `/api/evaluations/${e.id}`);
+      }
+    }
+    show(e, evaluationText(e));
+    return e.status === 'failed' || e.status === 'stopped' ? 1 : 0;
+  } catch (err) {
+    if (err instanceof Error) {
+      io.err(`harness-rl eval: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
+}

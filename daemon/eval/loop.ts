@@ -1,0 +1,220 @@
+// One running evaluation (EvalLoop.body reads top to bottom): bring up the run's backends at their
+// version (no trainer step ever runs), queue every task of the split `attempts` times (each attempt
+// with its own seed, HARNESS_RL_SEED), retry attempts that failed for the infrastructure's sake,
+// and store the per-task results and the split's figures. The run machinery (store, workers, proxy)
+// runs the rollouts as for training.
+import { cancelOpenWork, timeOut } from '../cluster/batches';
+import { nextEvent, rolloutOf } from '../cluster/events';
+import type { NodeRegistry } from '../cluster/nodes/registry';
+import { RunBackends } from '../cluster/run-backends';
+import type { DaemonContext } from '../context';
+import type { RunConfig } from '../protocol/config';
+import { FINISHED_ROLLOUT, type Task } from '../protocol/entities';
+import type { RolloutContext } from '../protocol/worker';
+import type { ProxyHandle } from '../proxy';
+import type { StoredEvaluation } from '../store/store';
+import { failureOf } from './failures';
+import { type Slot, summarize, taskResults } from './summary';
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+class Halted extends Error {}
+
+/** The seed of attempt `attempt` of task `index` in an evaluation seeded `seed` (same for its retries). */
+export function attemptSeed(seed: number, index: number, attempt: number): number {
+  return (((seed * 7919 + index * 101 + attempt) % 2 ** 31) + 2 ** 31) % 2 ** 31;
+}
+
+export class EvalLoop {
+  private readonly abort = new AbortController();
+  private stopRequested = false;
+  private backends: RunBackends | null = null;
+  private readonly seeds = new Map<string, number>();
+  done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly ctx: DaemonContext,
+    private readonly proxy: ProxyHandle,
+    private readonly nodes: NodeRegistry,
+    readonly runId: string,
+    private readonly config: RunConfig,
+    private readonly evaluation: StoredEvaluation,
+  ) {}
+
+  /** What the daemon's workers add to an attempt's env: its seed. */
+  readonly envOf = (rc: RolloutContext): Record<string, string> => {
+    const seed = this.seeds.get(rc.rollout.id);
+    return seed === undefined ? {} : { HARNESS_RL_SEED: String(seed) };
+  };
+
+  begin(released: () => Promise<void>): void {
+    this.done = this.execute(released);
+  }
+
+  async stop(): Promise<void> {
+    this.stopRequested = true;
+    this.abort.abort();
+    await this.done;
+  }
+
+  /** Daemon shutdown: the evaluation stays running and starts over with the next daemon. */
+  async halt(): Promise<void> {
+    this.abort.abort();
+    await this.done;
+  }
+
+  private get store() {
+    return this.ctx.store;
+  }
+
+  private async execute(released: () => Promise<void>): Promise<void> {
+    const id = this.evaluation.id;
+    let status: 'finished' | 'failed' | 'stopped' | null = null;
+    let error: string | null = null;
+    try {
+      await this.body();
+      status = 'finished';
+    } catch (err) {
+      if (this.stopRequested) status = 'stopped';
+      else if (!(err instanceof Halted) && !this.abort.signal.aborted) {
+        status = 'failed';
+        error = errorText(err);
+        this.ctx.log('evaluation failed', { evaluation_id: id, error });
+      }
+      if (status) await cancelOpenWork(this.store, this.runId).catch(() => {});
+    }
+    if (this.backends) {
+      await this.backends.close().catch(() => {});
+      this.proxy.backends.setMinModelVersion(null, this.runId);
+      this.backends = null;
+    }
+    await released().catch((err) =>
+      this.ctx.log('releasing an evaluation failed', { error: errorText(err) }),
+    );
+    if (!status) return;
+    const finished_at = new Date().toISOString();
+    await this.store
+      .updateEvaluation(id, status === 'finished' ? { status, finished_at } : { status, error, finished_at })
+      .catch(() => {});
+    await this.store
+      .updateRun(this.runId, { status: status === 'finished' ? 'finished' : status, error })
+      .catch(() => {});
+  }
+
+  private check(): void {
+    if (this.abort.signal.aborted) throw new Halted();
+  }
+
+  private async body(): Promise<void> {
+    const { store, runId, evaluation } = this;
+    const spec = evaluation.spec as { pass_threshold?: number; infrastructure_retries?: number };
+    await cancelOpenWork(store, runId); // an evaluation a previous daemon left starts over
+    const tasks = (await store.listTasks(runId, evaluation.split)).sort((a, b) => a.index - b.index);
+    if (tasks.length === 0) throw new Error(`the ${evaluation.split} split has no tasks`);
+    const backends = new RunBackends(
+      this.ctx,
+      this.proxy.pool,
+      this.nodes,
+      runId,
+      this.config,
+      this.abort.signal,
+    );
+    this.backends = backends;
+    const { version } = await backends.open(false);
+    this.check();
+    await backends.sync(version);
+    this.proxy.backends.setMinModelVersion(version, runId);
+    await store.updateEvaluation(evaluation.id, { model_version: version });
+    const started = Date.now();
+    const slots = await this.queue(tasks);
+    await this.settle(slots, spec.infrastructure_retries ?? 2);
+    const options = { attempts: evaluation.attempts, passThreshold: spec.pass_threshold ?? 1 };
+    const results = await taskResults(store, slots, options);
+    const summary = summarize(results, {
+      ...options,
+      seed: evaluation.seed,
+      wallSeconds: (Date.now() - started) / 1000,
+      infrastructureRetries: spec.infrastructure_retries ?? 2,
+    });
+    for (const group of await this.groups()) await store.setGroupStatus(group, 'complete');
+    await store.updateEvaluation(evaluation.id, { summary, tasks: results });
+  }
+
+  private async groups(): Promise<string[]> {
+    const page = await this.store.listGroups(this.runId, { limit: 1000 });
+    return page.items.filter((g) => g.status === 'running').map((g) => g.id);
+  }
+
+  /** One group per task, `attempts` rollouts in it, each with its seed. */
+  private async queue(tasks: Task[]): Promise<Slot[]> {
+    const { store, runId, evaluation } = this;
+    const slots: Slot[] = [];
+    for (const task of tasks) {
+      const group = await store.createGroup({
+        run_id: runId,
+        task_id: task.id,
+        step: 0,
+        size: evaluation.attempts,
+      });
+      for (let attempt = 0; attempt < evaluation.attempts; attempt++) {
+        slots.push({
+          task: { id: task.id, index: task.index, input: task.input },
+          attempt,
+          rollouts: [],
+          group: group.id,
+        });
+      }
+      await store.setGroupStatus(group.id, 'running');
+    }
+    await this.launch(slots);
+    return slots;
+  }
+
+  /** A new rollout for each slot (its first, or a retry after an infrastructure failure). */
+  private async launch(slots: Slot[]): Promise<void> {
+    const created = await this.store.createRollouts(
+      slots.map((s) => ({
+        kind: 'run' as const,
+        run_id: this.runId,
+        group_id: s.group,
+        task_id: s.task.id,
+        input: s.task.input,
+        max_attempts: 1, // the loop decides what is retried
+      })),
+    );
+    created.forEach((rollout, i) => {
+      const slot = slots[i]!;
+      slot.rollouts.push(rollout.id);
+      this.seeds.set(rollout.id, attemptSeed(this.evaluation.seed, slot.task.index, slot.attempt));
+    });
+  }
+
+  /** Wait until every slot's last rollout is over; retry infrastructure failures while retries remain. */
+  private async settle(slots: Slot[], retries: number): Promise<void> {
+    const { harness } = this.config;
+    const timeoutMs = harness.timeout_s * 1000 * (harness.reward === 'verifier' ? 2 : 1);
+    for (;;) {
+      this.check();
+      const open = [];
+      const retry: Slot[] = [];
+      for (const slot of slots) {
+        const rollout = await this.store.getRollout(slot.rollouts.at(-1)!);
+        if (!rollout) continue;
+        if (!FINISHED_ROLLOUT.has(rollout.status)) open.push(rollout);
+        else if (rollout.status !== 'succeeded' && slot.rollouts.length <= retries) {
+          const attempt = (await this.store.listAttempts(rollout.id)).at(-1);
+          if (attempt && failureOf(attempt).kind === 'infrastructure') retry.push(slot);
+        }
+      }
+      if (retry.length) await this.launch(retry);
+      if (open.length === 0 && retry.length === 0) return;
+      await timeOut(this.store, open, timeoutMs);
+      await nextEvent(
+        this.store,
+        rolloutOf(this.runId),
+        Math.min(1000, Math.max(50, timeoutMs / 4)),
+        this.abort.signal,
+      );
+    }
+  }
+}

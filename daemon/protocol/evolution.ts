@@ -1,0 +1,179 @@
+// Harness evolution: the `evolve:` block of a run config, candidates (harness folder snapshots with a
+// parent, stored as patches), each regulariser's verdict, and an evolution's result.
+import { z } from 'zod';
+import { Id } from './bounds';
+import { TaskSplit, Timestamp } from './entities';
+
+export const EvolveConfig = z
+  .object({
+    proposer: z
+      .array(z.string())
+      .min(1)
+      .describe(
+        'argv run in a working copy of the parent (relative paths against the config folder): it reads the brief ($HARNESS_RL_BRIEF, Markdown; $HARNESS_RL_BRIEF_JSON) and edits the copy in place; OPENAI_BASE_URL/ANTHROPIC_BASE_URL point at a recording of the proxy',
+      ),
+    proposer_upstream: z
+      .object({ kind: z.enum(['openai', 'anthropic', 'vllm', 'reference']), base_url: z.url().optional() })
+      .strict()
+      .default({ kind: 'reference' })
+      .describe("where the proposer's recorded calls go (a coding agent's model)"),
+    proposer_timeout_s: z.number().int().positive().default(600),
+    generations: z.number().int().positive().max(50).default(2),
+    children: z
+      .number()
+      .int()
+      .positive()
+      .max(20)
+      .default(2)
+      .describe('proposals per kept candidate per generation'),
+    keep: z.number().int().positive().default(2).describe('best k per generation go on'),
+    finalists: z
+      .number()
+      .int()
+      .positive()
+      .default(1)
+      .describe('best candidates by train score evaluated on held-out'),
+    attempts: z
+      .number()
+      .int()
+      .positive()
+      .max(20)
+      .default(2)
+      .describe('attempts per task in every evaluation'),
+    seed: z.number().int().default(0),
+    train_split: TaskSplit.default('train'),
+    held_out_split: TaskSplit.default('test').describe('never shown to proposer, critic or selection'),
+    budget: z
+      .object({
+        files: z.number().int().positive().default(2),
+        hunks: z.number().int().positive().default(4),
+        lines: z.number().int().positive().default(40).describe('lines added + removed'),
+      })
+      .strict()
+      .or(z.literal(false))
+      .default({ files: 2, hunks: 4, lines: 40 }),
+    leak_check: z.boolean().default(true),
+    critic: z
+      .union([
+        z.object({ command: z.array(z.string()).min(1) }).strict(),
+        z
+          .object({
+            prompt: z.string().optional().describe('default: the stated prompt in daemon/evolve/critic.ts'),
+            model: z.string().optional().describe("default: the run's model"),
+          })
+          .strict(),
+        z.literal(false),
+      ])
+      .default({})
+      .describe(
+        'a command (diff on stdin, last stdout line {"verdict": "accept"|"reject", "reason"}) or an LLM call through the proxy',
+      ),
+    pruner: z
+      .object({
+        margin: z.number().default(0).describe('prune unless mean train reward beats the parent by more'),
+      })
+      .strict()
+      .or(z.literal(false))
+      .default({ margin: 0 }),
+    novelty: z
+      .object({ weight: z.number().nonnegative().default(0.05) })
+      .strict()
+      .or(z.literal(false))
+      .default({ weight: 0.05 }),
+  })
+  .strict();
+
+export const Verdict = z.object({
+  verdict: z.enum(['accept', 'reject', 'abstain', 'off']),
+  reason: z.string(),
+});
+
+export const CandidateStatus = z.enum(['proposed', 'rejected', 'evaluating', 'pruned', 'accepted', 'failed']);
+
+export const Candidate = z.object({
+  evolution_id: Id,
+  /** Content address: SHA-256 (hex, first 24) of the folder's files. */
+  hash: z.string(),
+  parent: z.string().nullable(),
+  generation: z.number().int(),
+  status: CandidateStatus,
+  stats: z.object({ files: z.number().int(), hunks: z.number().int(), lines: z.number().int() }),
+  verdicts: z.record(z.string(), Verdict).describe('budget, leak, critic, pruner, novelty'),
+  train_evaluation: Id.nullable(),
+  held_out_evaluation: Id.nullable(),
+  train_reward: z.number().nullable(),
+  train_ci: z.tuple([z.number(), z.number()]).nullable(),
+  tokens_per_task: z.number().nullable(),
+  novelty: z.number().nullable(),
+  held_out_reward: z.number().nullable(),
+  selected: z.boolean(),
+  proposer: z
+    .object({
+      exit_code: z.number().int().nullable(),
+      seconds: z.number(),
+      recording_id: Id.nullable(),
+      log: z.string(),
+    })
+    .nullable(),
+  created_at: Timestamp,
+});
+
+export const FilePatch = z.object({
+  path: z.string(),
+  /** Unified hunks: lines starting ' ', '-', '+'. */
+  hunks: z.array(
+    z.object({
+      old_start: z.number().int(),
+      old_lines: z.number().int(),
+      new_start: z.number().int(),
+      new_lines: z.number().int(),
+      lines: z.array(z.string()),
+    }),
+  ),
+  deleted: z.boolean().optional(),
+});
+
+export const EvolutionResult = z.object({
+  best: z.string().nullable(),
+  root: z.string(),
+  train_change: z.number().nullable(),
+  held_out_change: z.number().nullable(),
+  held_out: z.object({ root: z.number().nullable(), best: z.number().nullable() }),
+  policy_token_change: z
+    .number()
+    .nullable()
+    .describe('(best − root) / root, policy tokens per held-out task'),
+  candidates: z.number().int(),
+  by_status: z.record(z.string(), z.number().int()),
+  held_out_evaluations: z.number().int(),
+  overhead_s: z.number().describe('snapshot, diff, regularisers and bookkeeping'),
+  evaluation_s: z.number(),
+  proposer_s: z.number(),
+});
+
+export const Evolution = z.object({
+  id: Id,
+  name: z.string(),
+  status: z.enum(['running', 'finished', 'failed', 'stopped']),
+  error: z.string().nullable(),
+  harness_dir: z.string(),
+  created_at: Timestamp,
+  finished_at: Timestamp.nullable(),
+  result: EvolutionResult.nullable(),
+});
+
+export const EvolutionDetail = Evolution.extend({
+  candidates: z.array(Candidate.extend({ diff: z.string().describe('unified diff against the parent') })),
+});
+
+export const CandidateFiles = z.object({ hash: z.string(), files: z.record(z.string(), z.string()) });
+
+export type EvolveConfig = z.infer<typeof EvolveConfig>;
+export type Verdict = z.infer<typeof Verdict>;
+export type Candidate = z.infer<typeof Candidate>;
+export type CandidateStatus = z.infer<typeof CandidateStatus>;
+export type FilePatch = z.infer<typeof FilePatch>;
+export type Evolution = z.infer<typeof Evolution>;
+export type EvolutionResult = z.infer<typeof EvolutionResult>;
+export type EvolutionDetail = z.infer<typeof EvolutionDetail>;
+export type CandidateFiles = z.infer<typeof CandidateFiles>;

@@ -1,0 +1,39 @@
+// The evolve example a person runs first (examples/evolve/evolve.yaml, through `harness-rl evolve`):
+// on the reference engine at a fixed model version it finishes in under 5 minutes with a candidate
+// that beats its parent, the starting harness, on the held-out tasks.
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { evolveCommand } from '../../daemon/cli/commands/evolve';
+import type { EvolutionDetail } from '../../daemon/protocol/evolution';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { EXAMPLE } from '../helpers/math-harness';
+
+let daemon: TestDaemon;
+beforeAll(async () => {
+  daemon = await startTestDaemon();
+});
+afterAll(async () => {
+  await daemon?.close();
+});
+
+it('the example evolution beats its starting harness on held-out tasks in under 5 minutes', async () => {
+  const out: string[] = [];
+  const started = Date.now();
+  const code = await evolveCommand(
+    [join(EXAMPLE, 'evolve.yaml'), '--url', daemon.url, '--token', daemon.token, '--json'],
+    { out: (t) => out.push(t), err: () => {} },
+  );
+  const seconds = (Date.now() - started) / 1000;
+  const e = JSON.parse(out.at(-1)!) as EvolutionDetail;
+  expect(code, e.error ?? '').toBe(0);
+  const r = e.result!;
+  console.log(JSON.stringify({ seconds, ...r }));
+  expect(seconds).toBeLessThan(300);
+  expect(r.best).not.toBeNull();
+  expect(r.held_out_change!).toBeGreaterThan(0);
+  expect(r.held_out_evaluations).toBe(2);
+  const best = e.candidates.find((c) => c.hash === r.best)!;
+  expect(best.held_out_reward!).toBeGreaterThan(
+    e.candidates.find((c) => c.parent === null)!.held_out_reward!,
+  );
+}, 400_000);
