@@ -27,25 +27,30 @@ export function failureOf(
 ): { kind: EvalFailureKind; reason: string } {
   const error = attempt.error ?? '';
   if (attempt.failure) {
-    const detail = generic(error.split('\n')[0] ?? '').slice(0, 120);
+    const detail = errorDetail(error);
     return {
       kind: attempt.failure.kind,
-      reason: detail ? `${attempt.failure.reason}: ${detail}` : attempt.failure.reason,
+      reason: detail ? `${attempt.failure.reason}: ${detail}`.slice(0, 160) : attempt.failure.reason,
     };
   }
   if (attempt.status === 'unresponsive') return { kind: 'infrastructure', reason: 'worker unresponsive' };
   if (attempt.status === 'cancelled') return { kind: 'infrastructure', reason: 'cancelled' };
   if (attempt.status === 'timed_out') return { kind: 'infrastructure', reason: 'deadline' };
+  const kind: EvalFailureKind = INFRASTRUCTURE.test(error) ? 'infrastructure' : 'harness';
+  return { kind, reason: errorDetail(error) || 'failed' };
+}
+
+/**
+ * "harness exit code 1: <stderr tail>": the head and the error line of the tail say what went wrong
+ * (Node's stack frames and its closing version line say nothing).
+ */
+function errorDetail(error: string): string {
   const lines = error
     .split('\n')
     .map((l) => l.trim())
     .filter(Boolean);
-  const kind: EvalFailureKind = INFRASTRUCTURE.test(error) ? 'infrastructure' : 'harness';
-  // "harness exit code 1: <stderr tail>": the head and the error line of the tail say what went wrong
-  // (Node's stack frames and its closing version line say nothing).
-  const head = lines[0] ?? 'failed';
+  const head = lines[0] ?? '';
   const tail = lines.slice(1).filter((l) => !NOISE.test(l));
   const last = tail.findLast((l) => /\b\w*(Error|Exception)\b/.test(l)) ?? tail.at(-1) ?? '';
-  const reason = generic(last ? `${head.split(':')[0]}: ${last}` : head).slice(0, 160);
-  return { kind, reason };
+  return generic(last ? `${head.split(':')[0]}: ${last}` : head).slice(0, 160);
 }

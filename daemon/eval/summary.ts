@@ -51,7 +51,11 @@ export async function taskResults(
     for (const slot of taskSlots.sort((a, b) => a.attempt - b.attempt)) {
       for (const id of slot.rollouts) {
         const rollout = (await store.getRollout(id)) as Rollout;
-        const attempt = (await store.listAttempts(id)).at(-1);
+        const attempts = await store.listAttempts(id);
+        const attempt = attempts.at(-1);
+        // Attempts the rollout retried itself (an infrastructure failure on its own budget, or a harness
+        // failure while max_attempts allowed) say why, but only its last attempt is scored.
+        for (const earlier of attempts.slice(0, -1)) failures.push(failureOf(earlier));
         if (rollout.status === 'succeeded' && rollout.reward !== null) {
           rewards.push(rollout.reward);
         } else {

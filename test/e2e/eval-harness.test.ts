@@ -16,12 +16,12 @@ const dirs: string[] = [];
 let daemon: TestDaemon;
 let config: unknown;
 
-// Before the baseline: the first try of every attempt cannot reach its backend (an infrastructure
-// failure); tasks with a = 0 always throw (the harness's own failure).
+// Before the baseline: the first try of every attempt exits 75 (EX_TEMPFAIL: the infrastructure failed
+// around it; the rollout retries it on its own budget); tasks with a = 0 always throw (the harness's own).
 const FLAKY = `import { existsSync, writeFileSync } from 'node:fs';
 const flakyTask = JSON.parse(process.env.HARNESS_RL_TASK);
 const mark = 'tried-' + flakyTask.id + '-' + process.env.HARNESS_RL_SEED;
-if (!existsSync(mark)) { writeFileSync(mark, ''); await fetch('http://127.0.0.1:9/'); }
+if (!existsSync(mark)) { writeFileSync(mark, ''); process.exit(75); }
 if (flakyTask.a === 0) throw new Error('no answer for zero');
 `;
 
@@ -127,7 +127,7 @@ describe('evaluating harness variants at a fixed model version', () => {
 });
 
 describe('failed attempts in an evaluation', () => {
-  it('an unreachable backend is retried and never scored; a harness that throws scores 0, both by reason', async () => {
+  it('an infrastructure failure (exit 75) is retried and never scored; a harness that throws scores 0, both by reason', async () => {
     const e = await evaluate('extract', { attempts: 1 }, FLAKY);
     expect(e.status, e.error ?? '').toBe('finished');
     const s = e.summary!;
