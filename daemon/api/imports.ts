@@ -72,7 +72,7 @@ export const importRoutes: AnyRoute[] = [
       const model = body.model ?? DEFAULT_IMPORT_MODEL;
       let tokenizer: ReturnType<typeof importTokenizer>;
       try {
-        tokenizer = importTokenizer(model);
+        tokenizer = importTokenizer(model, ctx.config.model_files);
       } catch (err) {
         if (err instanceof UnknownTemplateError)
           throw new ApiError(400, 'invalid_request', err.message, 'model');

