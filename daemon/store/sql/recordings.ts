@@ -35,6 +35,56 @@ async function stopRecordingIn(c: SqlContext, q: Queryable, rec: Recording, emit
   return stopped;
 }
 
+/** Inserts the running rollout (kind "recording") that collects a recording's calls. */
+async function insertRecordingRollout(
+  q: Queryable,
+  recording: Recording,
+  input: Rollout['input'],
+  t: string,
+  tito?: boolean,
+): Promise<Rollout> {
+  const rollout: Rollout = {
+    id: recording.rollout_id,
+    kind: 'recording',
+    run_id: null,
+    group_id: null,
+    task_id: null,
+    recording_id: recording.id,
+    input,
+    status: 'running',
+    attempt_count: 0,
+    max_attempts: 1,
+    reward: null,
+    error: null,
+    stats: null,
+    created_at: recording.created_at,
+    updated_at: t,
+    started_at: recording.created_at,
+    finished_at: null,
+    ...(tito === undefined ? {} : { tito }),
+  };
+  // tito only when given (a store opened at an older schema version has no such column)
+  const titoCol = tito === undefined ? [] : [Number(tito)];
+  await q.run(
+    `INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at${titoCol.length ? ', tito' : ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${titoCol.length ? ', ?' : ''})`,
+    [
+      rollout.id,
+      rollout.kind,
+      recording.id,
+      json(rollout.input),
+      rollout.status,
+      0,
+      1,
+      keyHash(newKey()),
+      rollout.created_at,
+      t,
+      rollout.started_at,
+      ...titoCol,
+    ],
+  );
+  return rollout;
+}
+
 /**
  * Starts a recording session and the rollout (kind "recording", running) that collects its calls.
  * Only one recording is active: an active one is stopped first.
@@ -73,45 +123,7 @@ export async function createRecording(
       recording.stopped_at,
       keyHash(key),
     ]);
-    const rollout: Rollout = {
-      id: recording.rollout_id,
-      kind: 'recording',
-      run_id: null,
-      group_id: null,
-      task_id: null,
-      recording_id: recording.id,
-      input: { recording: recording.name },
-      status: 'running',
-      attempt_count: 0,
-      max_attempts: 1,
-      reward: null,
-      error: null,
-      stats: null,
-      created_at: t,
-      updated_at: t,
-      started_at: t,
-      finished_at: null,
-      ...(input.tito === undefined ? {} : { tito: input.tito }),
-    };
-    // tito only when given (a store opened at an older schema version has no such column)
-    const tito = input.tito === undefined ? [] : [Number(input.tito)];
-    await q.run(
-      `INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at${tito.length ? ', tito' : ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${tito.length ? ', ?' : ''})`,
-      [
-        rollout.id,
-        rollout.kind,
-        recording.id,
-        json(rollout.input),
-        rollout.status,
-        0,
-        1,
-        keyHash(newKey()),
-        t,
-        t,
-        t,
-        ...tito,
-      ],
-    );
+    const rollout = await insertRecordingRollout(q, recording, { recording: recording.name }, t, input.tito);
     emit({ type: 'recording', recording });
     emit({ type: 'rollout', rollout });
     return { ...recording, key };
@@ -214,40 +226,11 @@ export async function createImportedRecording(
         input.import_key,
       ],
     );
-    const rollout: Rollout = {
-      id: recording.rollout_id,
-      kind: 'recording',
-      run_id: null,
-      group_id: null,
-      task_id: null,
-      recording_id: recording.id,
-      input: { recording: recording.name, import: input.upstream ?? null },
-      status: 'running',
-      attempt_count: 0,
-      max_attempts: 1,
-      reward: null,
-      error: null,
-      stats: null,
-      created_at: recording.created_at,
-      updated_at: t,
-      started_at: recording.created_at,
-      finished_at: null,
-    };
-    await q.run(
-      'INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      [
-        rollout.id,
-        rollout.kind,
-        recording.id,
-        json(rollout.input),
-        rollout.status,
-        0,
-        1,
-        keyHash(newKey()),
-        rollout.created_at,
-        t,
-        rollout.started_at,
-      ],
+    const rollout = await insertRecordingRollout(
+      q,
+      recording,
+      { recording: recording.name, import: input.upstream ?? null },
+      t,
     );
     emit({ type: 'recording', recording });
     emit({ type: 'rollout', rollout });
