@@ -35,14 +35,29 @@ async function stopRecordingIn(c: SqlContext, q: Queryable, rec: Recording, emit
   return stopped;
 }
 
-/** Inserts the running rollout (kind "recording") that collects a recording's calls. */
-async function insertRecordingRollout(
+/** Inserts a recording and the running rollout (kind "recording") that collects its calls. */
+async function insertRecording(
   q: Queryable,
   recording: Recording,
-  input: Rollout['input'],
   t: string,
-  tito?: boolean,
+  opts: { key: string; importKey?: string; input: Rollout['input']; tito?: boolean },
 ): Promise<Rollout> {
+  const imported = opts.importKey === undefined ? [] : [opts.importKey];
+  await q.run(
+    `INSERT INTO recordings (${RECORDING_COLS}, key_sha256${imported.length ? ', import_key' : ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?${imported.length ? ', ?' : ''})`,
+    [
+      recording.id,
+      recording.name,
+      recording.status,
+      json(recording.upstream),
+      recording.rollout_id,
+      recording.created_at,
+      recording.stopped_at,
+      keyHash(opts.key),
+      ...imported,
+    ],
+  );
+  const { input, tito } = opts;
   const rollout: Rollout = {
     id: recording.rollout_id,
     kind: 'recording',
@@ -113,17 +128,11 @@ export async function createRecording(
       stopped_at: null,
     };
     const key = newKey();
-    await q.run(`INSERT INTO recordings (${RECORDING_COLS}, key_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [
-      recording.id,
-      recording.name,
-      recording.status,
-      json(recording.upstream),
-      recording.rollout_id,
-      recording.created_at,
-      recording.stopped_at,
-      keyHash(key),
-    ]);
-    const rollout = await insertRecordingRollout(q, recording, { recording: recording.name }, t, input.tito);
+    const rollout = await insertRecording(q, recording, t, {
+      key,
+      input: { recording: recording.name },
+      tito: input.tito,
+    });
     emit({ type: 'recording', recording });
     emit({ type: 'rollout', rollout });
     return { ...recording, key };
@@ -212,26 +221,11 @@ export async function createImportedRecording(
       created_at: input.created_at ?? t,
       stopped_at: input.stopped_at ?? t,
     };
-    await q.run(
-      `INSERT INTO recordings (${RECORDING_COLS}, key_sha256, import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        recording.id,
-        recording.name,
-        recording.status,
-        json(recording.upstream),
-        recording.rollout_id,
-        recording.created_at,
-        recording.stopped_at,
-        keyHash(newKey()),
-        input.import_key,
-      ],
-    );
-    const rollout = await insertRecordingRollout(
-      q,
-      recording,
-      { recording: recording.name, import: input.upstream ?? null },
-      t,
-    );
+    const rollout = await insertRecording(q, recording, t, {
+      key: newKey(),
+      importKey: input.import_key,
+      input: { recording: recording.name, import: input.upstream ?? null },
+    });
     emit({ type: 'recording', recording });
     emit({ type: 'rollout', rollout });
     return { recording, created: true };
