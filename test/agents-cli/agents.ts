@@ -4,6 +4,7 @@
 // beside this file, its settings (environment and config files: nothing points off this machine), what
 // the test adds to run it unattended, and the tool of its own that the scripted backend calls to write
 // the task's file.
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -16,6 +17,15 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** Where scripts/setup-test-env.sh installs the CLIs (npm ci in this folder). */
 export const AGENTS_BIN = join(here, 'node_modules', '.bin');
 const pins: Record<string, string> = createRequire(import.meta.url)('./package.json').devDependencies;
+
+/** Whether the CLIs are installed: on CI their absence fails; elsewhere it is said that `tests` are skipped. */
+export function agentsInstalled(tests: string): boolean {
+  if (existsSync(AGENTS_BIN)) return true;
+  const why = `the agent CLIs are not installed in ${AGENTS_BIN} (scripts/setup-test-env.sh does it)`;
+  if (process.env.CI) throw new Error(why);
+  process.stderr.write(`\n  SKIPPING ${tests}: ${why}\n`);
+  return false;
+}
 
 /** The task's user turn names its folder after this marker; the scripted backend keys on it. */
 export const TASK_MARKER = 'Work in';

@@ -8,7 +8,6 @@
 // 127.0.0.1. The settings come from test/agents-cli/agents.ts, the table docs/agents.md describes.
 // HARNESS_RL_AGENTS_DEBUG=1 prints each run; HARNESS_RL_AGENTS_STRACE=/path/prefix traces its connects.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -20,6 +19,7 @@ import {
   AGENTS,
   AGENTS_BIN,
   type AgentSpec,
+  agentsInstalled,
   FINAL_TEXT,
   TASK_MARKER,
   taskPrompt,
@@ -27,12 +27,7 @@ import {
 import { type FakeVllm, type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
-const installed = existsSync(AGENTS_BIN);
-if (!installed) {
-  const why = `the agent CLIs are not installed in ${AGENTS_BIN} (scripts/setup-test-env.sh does it)`;
-  if (process.env.CI) throw new Error(why);
-  process.stderr.write(`\n  SKIPPING the agent CLI tests: ${why}\n`);
-}
+const installed = agentsInstalled('the agent CLI tests');
 
 const MODEL = 'toy';
 let fake: FakeVllm;

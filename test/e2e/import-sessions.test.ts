@@ -4,7 +4,6 @@
 // that HOME as its environment) turns ~/.claude/projects and ~/.codex/sessions into recordings: the
 // two model answers of each session, tokenized with Qwen3's template, token_source import, once.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,6 +16,7 @@ import {
   AGENTS,
   AGENTS_BIN,
   type AgentSpec,
+  agentsInstalled,
   FINAL_TEXT,
   TASK_MARKER,
   taskPrompt,
@@ -24,12 +24,7 @@ import {
 import { type FakeVllm, type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
-const installed = existsSync(AGENTS_BIN);
-if (!installed) {
-  const why = `the agent CLIs are not installed in ${AGENTS_BIN} (scripts/setup-test-env.sh does it)`;
-  if (process.env.CI) throw new Error(why);
-  process.stderr.write(`\n  SKIPPING the session import tests on the agent CLIs: ${why}\n`);
-}
+const installed = agentsInstalled('the session import tests on the agent CLIs');
 
 let fake: FakeVllm;
 let daemon: TestDaemon;
