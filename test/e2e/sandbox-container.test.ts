@@ -16,6 +16,7 @@ import { containerArgv } from '../../daemon/worker/sandbox';
 import { bwrapWorks } from '../../examples/coding-agent/sandbox';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { exampleDir } from '../helpers/examples';
+import { runFinished } from '../helpers/runs';
 import { waitFor } from '../helpers/wait';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -97,16 +98,7 @@ describe.skipIf(!podman)('harness.sandbox: container (Podman)', () => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  const finished = (id: string, ms = 240_000) =>
-    waitFor(
-      `run ${id} to finish`,
-      async () => {
-        const run = await daemon.ctx.store.getRun(id);
-        if (run?.status === 'failed') throw new Error(`the run failed: ${run.error}`);
-        return run?.status === 'finished' ? run : null;
-      },
-      ms,
-    );
+  const finished = (id: string, ms = 240_000) => runFinished(daemon, id, ms);
 
   it('reaches the proxy only, cannot write the run folder, and has its memory limit', async () => {
     // A server on the host's loopback the harness must not reach.
