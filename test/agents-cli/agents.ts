@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { type AgentSettings, agentEnv, agentSettings } from '../../daemon/agents/settings';
 import type { WireApi } from '../../daemon/protocol/entities';
 import { recordingEnv } from '../../extension/src/snippets';
+import type { ScriptedReply } from '../fixtures/fake-vllm';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Where scripts/setup-test-env.sh installs the CLIs (npm ci in this folder). */
@@ -187,3 +188,30 @@ export const AGENTS: AgentSpec[] = [
     },
   }),
 ];
+
+/**
+ * The backend's answers: a request that offers the agent's tool and whose prompt names a task folder is
+ * the agent's main call: the tool call that writes the file, then, once a tool result is in the prompt,
+ * the final text (a bridged call comes as token ids on /v1/completions: the same, by its prompt text);
+ * anything else (titles, topic checks, summaries) gets a short text. `running` names the agent whose task
+ * names a folder.
+ */
+export function agentScript(running: Map<string, AgentSpec>) {
+  return (
+    request: { prompt?: unknown; tools?: { function?: { name?: string } }[] },
+    prompt: { text: string },
+  ): ScriptedReply => {
+    const dir = new RegExp(`${TASK_MARKER} (\\S+)`).exec(prompt.text)?.[1];
+    const agent = dir ? running.get(dir) : undefined;
+    const toolResult = prompt.text.includes(`<|im_start|>tool\n`);
+    // Gemini CLI's model router asks a flash-lite model how hard the task is, in JSON
+    if (prompt.text.includes('complexity_score'))
+      return { text: '{"complexity_reasoning": "Single file, specific edit.", "complexity_score": 30}' };
+    if (!agent || !dir) return { text: 'Hello file' };
+    if (request.prompt !== undefined) return { text: toolResult ? FINAL_TEXT : 'Hello file' };
+    const tools = (request.tools ?? []).map((t) => t.function?.name);
+    if (!tools.includes(agent.tool.name)) return { text: 'Hello file' };
+    if (toolResult) return { text: FINAL_TEXT };
+    return { tool: { name: agent.tool.name, arguments: JSON.stringify(agent.tool.arguments(dir)) } };
+  };
+}

@@ -16,12 +16,12 @@ import {
   AGENTS,
   AGENTS_BIN,
   type AgentSpec,
+  agentScript,
   agentsInstalled,
   FINAL_TEXT,
-  TASK_MARKER,
   taskPrompt,
 } from '../agents-cli/agents';
-import { type FakeVllm, type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
+import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
 const installed = agentsInstalled('the session import tests on the agent CLIs');
@@ -31,21 +31,7 @@ let daemon: TestDaemon;
 let root: string;
 const scripts = new Map<string, AgentSpec>();
 
-/** The agent's main call gets its tool call, then (a tool result in the prompt) the final text; side calls a short text. */
-function script(
-  request: { prompt?: unknown; tools?: { function?: { name?: string } }[] },
-  prompt: { text: string },
-): ScriptedReply {
-  const dir = new RegExp(`${TASK_MARKER} (\\S+)`).exec(prompt.text)?.[1];
-  const agent = dir ? scripts.get(dir) : undefined;
-  if (!agent || !dir) return { text: 'Hello file' };
-  const toolResult = prompt.text.includes('<|im_start|>tool\n');
-  // a bridged call (the proxy sends the token prompt to /v1/completions) is the main call's next turn
-  if (request.prompt !== undefined) return { text: toolResult ? FINAL_TEXT : 'Hello file' };
-  if (!(request.tools ?? []).some((t) => t.function?.name === agent.tool.name)) return { text: 'Hello file' };
-  if (toolResult) return { text: FINAL_TEXT };
-  return { tool: { name: agent.tool.name, arguments: JSON.stringify(agent.tool.arguments(dir)) } };
-}
+const script = agentScript(scripts);
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'harness-rl-import-'));
