@@ -13,6 +13,7 @@ import type { ChatMessageLike, ChatToolLike } from '../proxy/tito/tokenizer';
 import { readModelFolder } from './files';
 import { LocalChatTokenizer } from './local';
 import { localQwen3Tokenizer, qwen3ModelFolder } from './qwen3';
+import { noThinkingTurn, thinkingHistory, readFileTools as tools } from './test-chats';
 
 const ROOT = resolve(__dirname, '../..');
 const PYTHON = join(ROOT, 'trainer/.venv/bin/python');
@@ -39,17 +40,6 @@ interface Case {
   chat_template_kwargs?: Record<string, unknown>;
 }
 
-const tools = [
-  {
-    type: 'function',
-    function: {
-      name: 'read_file',
-      description: 'Lire un fichier — UTF-8',
-      parameters: { type: 'object', properties: { path: { type: 'string' }, n: { type: 'integer' } } },
-    },
-  },
-];
-
 const toolTurn: ChatMessageLike[] = [
   { role: 'system', content: 'Be brief.' },
   { role: 'user', content: 'read a and ü/€' },
@@ -71,16 +61,11 @@ const qwenCases: Case[] = [
   { messages: toolTurn, tools },
   { messages: toolTurn, tools, chat_template_kwargs: { enable_thinking: false } },
   {
-    messages: [
-      { role: 'user', content: 'q1' },
-      { role: 'assistant', content: '<think>\nold thoughts\n</think>\n\nanswer 1' },
-      { role: 'user', content: 'q2' },
-      { role: 'assistant', content: 'answer 2', reasoning_content: 'r2' },
-    ],
+    messages: thinkingHistory,
     add_generation_prompt: false,
   },
   {
-    messages: [{ role: 'user', content: 'no thinking please' }],
+    messages: noThinkingTurn,
     chat_template_kwargs: { enable_thinking: false },
   },
 ];

@@ -1,10 +1,14 @@
 // The token bridge planned in the daemon (no round trips): the request rendered as text twice with the
 // model's own template, the new messages tokenized with its own tokenizer. Same plan and same checks
 // as proxy/tito/bridge.ts planBridge, which asks the backend instead; see there why it is safe.
-import { type BridgePlan, type BridgeRequest, bridgeRefusal, type PreviousCall } from '../proxy/tito/bridge';
+import {
+  type BridgePlan,
+  type BridgeRequest,
+  bridgeProbe,
+  type PreviousCall,
+  SENTINEL,
+} from '../proxy/tito/bridge';
 import type { LocalChatTokenizer } from './local';
-
-const SENTINEL = 'TITO_SENTINEL_8c1f2e';
 
 export type LocalPlan =
   /** tail: the marker and the new messages' ids, what the backend's rendering must end with. */
@@ -18,17 +22,13 @@ export type LocalPlan =
  * encode of the whole rendering ends with, because encode splits at special tokens before any BPE.
  */
 export function planLocal(
-  previous: PreviousCall | null | undefined,
+  last: PreviousCall | null | undefined,
   request: BridgeRequest,
   tok: LocalChatTokenizer,
 ): LocalPlan {
-  const refusal = bridgeRefusal(previous, request);
-  if (refusal || !previous) return refusal ?? { ok: false, reason: 'no previous call' };
-  const n = previous.messages.length;
-  const msgs = request.messages;
-  const tools = request.tools?.length ? request.tools : undefined;
-  const kwargs = request.chat_template_kwargs ?? undefined;
-  const probe = msgs.map((m, i) => (i === n ? { role: 'assistant', content: SENTINEL } : m));
+  const start = bridgeProbe(last, request);
+  if (!start.ok) return start;
+  const { previous, msgs, tools, kwargs, probe } = start;
   const probeText = tok.renderText(probe, tools, true, kwargs);
   const at = probeText.indexOf(SENTINEL);
   if (at < 0 || probeText.indexOf(SENTINEL, at + 1) >= 0)

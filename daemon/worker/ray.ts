@@ -7,6 +7,7 @@
 import { request } from 'undici';
 import type { RayWorkersConfig } from '../protocol/placement';
 import { shellWord } from './shell';
+import { errorText, sleep } from './wait';
 
 /** Ray job statuses that will not change again (ray/dashboard/modules/job/common.py JobStatus). */
 export const RAY_TERMINAL = new Set(['STOPPED', 'SUCCEEDED', 'FAILED']);
@@ -17,8 +18,6 @@ export interface RayJobInfo {
   message?: string | null;
   metadata?: Record<string, string> | null;
 }
-
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 // undici's request, not fetch: fetch sends Sec-Fetch-* headers, and Ray's dashboard refuses a POST
 // that looks like a browser's (ray/dashboard/optional_utils.py is_browser_request).
@@ -117,17 +116,6 @@ export interface RayState {
   status: string | null;
   error: string | null;
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 /**
  * Keep the run's Ray job running until `signal` aborts, then stop it and wait until it ended. A job

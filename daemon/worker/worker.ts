@@ -20,6 +20,7 @@ import {
 } from '../protocol/worker';
 import { noRewardLine } from './command';
 import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
+import { errorText, sleep } from './wait';
 
 export { AttemptFailedError, InfrastructureError } from '../protocol/failures';
 export type { RolloutContext, RolloutOutcome } from '../protocol/worker';
@@ -97,17 +98,6 @@ async function call(
   return { status: response.status, json };
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-
 /** Why a harness that finished gave no reward. */
 function noRewardText(result: RolloutOutcome | undefined): string {
   return result?.stdout === undefined
@@ -125,10 +115,6 @@ function attemptFailure(
   if (outcome === 'stopped') return infrastructure('worker_stopped');
   if (outcome === 'cancelled') return undefined;
   return failureOfError(err) ?? harnessFailure(phase === 'verifier' ? 'verifier' : 'error');
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** Run rollouts of one run until the run ends (the daemon answers 410) or `signal` aborts. */

@@ -17,25 +17,13 @@ import { commandRollout, harnessDir } from './command';
 import { PersistentHarness } from './persistent';
 import { type RayState, superviseRayJob } from './ray';
 import { shellWord } from './shell';
+import { errorText, sleep } from './wait';
 import { type RolloutContext, runWorker } from './worker';
 
 /** How much of an attempt's output is kept (its tail). */
 export const OUTPUT_TAIL = 64 * 1024;
 
 const TERMINAL = new Set(['finished', 'failed', 'cancelled', 'stopped']);
-
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 /** The command that attaches a worker to a run from a shell. */
 export function workerCommand(run: Pick<Run, 'id' | 'config'>, url: string, dataDir: string): string {

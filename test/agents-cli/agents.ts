@@ -4,6 +4,7 @@
 // beside this file, its settings (environment and config files: nothing points off this machine), what
 // the test adds to run it unattended, and the tool of its own that the scripted backend calls to write
 // the task's file.
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -11,11 +12,21 @@ import { fileURLToPath } from 'node:url';
 import { type AgentSettings, agentEnv, agentSettings } from '../../daemon/agents/settings';
 import type { WireApi } from '../../daemon/protocol/entities';
 import { recordingEnv } from '../../extension/src/snippets';
+import type { ScriptedReply } from '../fixtures/fake-vllm';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Where scripts/setup-test-env.sh installs the CLIs (npm ci in this folder). */
 export const AGENTS_BIN = join(here, 'node_modules', '.bin');
 const pins: Record<string, string> = createRequire(import.meta.url)('./package.json').devDependencies;
+
+/** Whether the CLIs are installed: on CI their absence fails; elsewhere it is said that `tests` are skipped. */
+export function agentsInstalled(tests: string): boolean {
+  if (existsSync(AGENTS_BIN)) return true;
+  const why = `the agent CLIs are not installed in ${AGENTS_BIN} (scripts/setup-test-env.sh does it)`;
+  if (process.env.CI) throw new Error(why);
+  process.stderr.write(`\n  SKIPPING ${tests}: ${why}\n`);
+  return false;
+}
 
 /** The task's user turn names its folder after this marker; the scripted backend keys on it. */
 export const TASK_MARKER = 'Work in';
@@ -177,3 +188,30 @@ export const AGENTS: AgentSpec[] = [
     },
   }),
 ];
+
+/**
+ * The backend's answers: a request that offers the agent's tool and whose prompt names a task folder is
+ * the agent's main call: the tool call that writes the file, then, once a tool result is in the prompt,
+ * the final text (a bridged call comes as token ids on /v1/completions: the same, by its prompt text);
+ * anything else (titles, topic checks, summaries) gets a short text. `running` names the agent whose task
+ * names a folder.
+ */
+export function agentScript(running: Map<string, AgentSpec>) {
+  return (
+    request: { prompt?: unknown; tools?: { function?: { name?: string } }[] },
+    prompt: { text: string },
+  ): ScriptedReply => {
+    const dir = new RegExp(`${TASK_MARKER} (\\S+)`).exec(prompt.text)?.[1];
+    const agent = dir ? running.get(dir) : undefined;
+    const toolResult = prompt.text.includes(`<|im_start|>tool\n`);
+    // Gemini CLI's model router asks a flash-lite model how hard the task is, in JSON
+    if (prompt.text.includes('complexity_score'))
+      return { text: '{"complexity_reasoning": "Single file, specific edit.", "complexity_score": 30}' };
+    if (!agent || !dir) return { text: 'Hello file' };
+    if (request.prompt !== undefined) return { text: toolResult ? FINAL_TEXT : 'Hello file' };
+    const tools = (request.tools ?? []).map((t) => t.function?.name);
+    if (!tools.includes(agent.tool.name)) return { text: 'Hello file' };
+    if (toolResult) return { text: FINAL_TEXT };
+    return { tool: { name: agent.tool.name, arguments: JSON.stringify(agent.tool.arguments(dir)) } };
+  };
+}

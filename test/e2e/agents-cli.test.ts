@@ -8,7 +8,6 @@
 // 127.0.0.1. The settings come from test/agents-cli/agents.ts, the table docs/agents.md describes.
 // HARNESS_RL_AGENTS_DEBUG=1 prints each run; HARNESS_RL_AGENTS_STRACE=/path/prefix traces its connects.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -20,19 +19,15 @@ import {
   AGENTS,
   AGENTS_BIN,
   type AgentSpec,
+  agentScript,
+  agentsInstalled,
   FINAL_TEXT,
-  TASK_MARKER,
   taskPrompt,
 } from '../agents-cli/agents';
-import { type FakeVllm, type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
+import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
-const installed = existsSync(AGENTS_BIN);
-if (!installed) {
-  const why = `the agent CLIs are not installed in ${AGENTS_BIN} (scripts/setup-test-env.sh does it)`;
-  if (process.env.CI) throw new Error(why);
-  process.stderr.write(`\n  SKIPPING the agent CLI tests: ${why}\n`);
-}
+const installed = agentsInstalled('the agent CLI tests');
 
 const MODEL = 'toy';
 let fake: FakeVllm;
@@ -41,29 +36,7 @@ let root: string;
 /** The scripts of the CLIs running now, by the folder their task names. */
 const scripts = new Map<string, AgentSpec>();
 
-/**
- * The backend's answers: a request that offers the agent's tool and whose prompt names a task folder is
- * the agent's main call: the tool call that writes the file, then, once a tool result is in the prompt,
- * the final text (a bridged call comes as token ids on /v1/completions: the same, by its prompt text);
- * anything else (titles, topic checks, summaries) gets a short text.
- */
-function script(
-  request: { prompt?: unknown; tools?: { function?: { name?: string } }[] },
-  prompt: { text: string },
-): ScriptedReply {
-  const dir = new RegExp(`${TASK_MARKER} (\\S+)`).exec(prompt.text)?.[1];
-  const agent = dir ? scripts.get(dir) : undefined;
-  const toolResult = prompt.text.includes(`<|im_start|>tool\n`);
-  // Gemini CLI's model router asks a flash-lite model how hard the task is, in JSON
-  if (prompt.text.includes('complexity_score'))
-    return { text: '{"complexity_reasoning": "Single file, specific edit.", "complexity_score": 30}' };
-  if (!agent || !dir) return { text: 'Hello file' };
-  if (request.prompt !== undefined) return { text: toolResult ? FINAL_TEXT : 'Hello file' };
-  const tools = (request.tools ?? []).map((t) => t.function?.name);
-  if (!tools.includes(agent.tool.name)) return { text: 'Hello file' };
-  if (toolResult) return { text: FINAL_TEXT };
-  return { tool: { name: agent.tool.name, arguments: JSON.stringify(agent.tool.arguments(dir)) } };
-}
+const script = agentScript(scripts);
 
 beforeAll(async () => {
   if (!installed) return;

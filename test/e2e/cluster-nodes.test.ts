@@ -1,8 +1,3 @@
-// The GPU path on loopback: runs whose inference and trainer are node agents (`harness-rl node`, here
-// in front of the reference engine), driven by SDK workers through the proxy. Calls go over the node's
-// WebSocket, weights reach the inference node after each step, and the faults a cluster has — a wrong
-// token, a node that goes away mid-stream, a trainer that dies mid-step — end as the issue says.
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +17,7 @@ import type { NodeHealth } from '../../daemon/protocol/node';
 import { NODE_PROTOCOL_VERSION, type NodeMessage } from '../../daemon/protocol/node';
 import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { selfSignedCert } from '../helpers/tls';
 import { waitFor } from '../helpers/wait';
 
 let dir: string;
@@ -453,23 +449,7 @@ describe('a run on node agents', () => {
   });
 
   it('connects to a node over wss:// with a self-signed certificate named by tls_ca', async () => {
-    const cert = join(dir, 'cert.pem');
-    const key = join(dir, 'key.pem');
-    const subject = ['-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'];
-    const args = [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-    ];
-    execFileSync('openssl', [...args, ...subject], { stdio: 'ignore' });
+    const { cert, key } = selfSignedCert(dir);
     const tls = { cert: await readFile(cert, 'utf8'), key: await readFile(key, 'utf8') };
     const role = new InferenceRole({ dataDir: join(dir, 'inf-tls'), engine: 'reference', log: quiet });
     const node = await startNodeAgent({ host: '127.0.0.1', port: 0, token, tls, role, log: quiet });

@@ -1,13 +1,10 @@
-// Where the daemon process listens: loopback as before; any other address only over TLS
-// (--tls-cert/--tls-key) or with --allow-plain-http, which is logged as a warning; it prints the
-// address it actually bound. Each case starts `harness-rl daemon` as a child process.
-import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemonProcess } from '../helpers/daemon';
+import { selfSignedCert } from '../helpers/tls';
 
 let dir: string;
 let cert: string;
@@ -16,18 +13,7 @@ const env = { ...process.env, HARNESS_RL_TOKEN: 'bind-test-token-0123456789' };
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'harness-rl-bind-'));
-  cert = join(dir, 'cert.pem');
-  key = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1'].concat([
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ]),
-    { stdio: 'ignore' },
-  );
+  ({ cert, key } = selfSignedCert(dir));
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });

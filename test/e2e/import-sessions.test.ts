@@ -4,7 +4,6 @@
 // that HOME as its environment) turns ~/.claude/projects and ~/.codex/sessions into recordings: the
 // two model answers of each session, tokenized with Qwen3's template, token_source import, once.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,40 +16,22 @@ import {
   AGENTS,
   AGENTS_BIN,
   type AgentSpec,
+  agentScript,
+  agentsInstalled,
   FINAL_TEXT,
-  TASK_MARKER,
   taskPrompt,
 } from '../agents-cli/agents';
-import { type FakeVllm, type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
+import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
-const installed = existsSync(AGENTS_BIN);
-if (!installed) {
-  const why = `the agent CLIs are not installed in ${AGENTS_BIN} (scripts/setup-test-env.sh does it)`;
-  if (process.env.CI) throw new Error(why);
-  process.stderr.write(`\n  SKIPPING the session import tests on the agent CLIs: ${why}\n`);
-}
+const installed = agentsInstalled('the session import tests on the agent CLIs');
 
 let fake: FakeVllm;
 let daemon: TestDaemon;
 let root: string;
 const scripts = new Map<string, AgentSpec>();
 
-/** The agent's main call gets its tool call, then (a tool result in the prompt) the final text; side calls a short text. */
-function script(
-  request: { prompt?: unknown; tools?: { function?: { name?: string } }[] },
-  prompt: { text: string },
-): ScriptedReply {
-  const dir = new RegExp(`${TASK_MARKER} (\\S+)`).exec(prompt.text)?.[1];
-  const agent = dir ? scripts.get(dir) : undefined;
-  if (!agent || !dir) return { text: 'Hello file' };
-  const toolResult = prompt.text.includes('<|im_start|>tool\n');
-  // a bridged call (the proxy sends the token prompt to /v1/completions) is the main call's next turn
-  if (request.prompt !== undefined) return { text: toolResult ? FINAL_TEXT : 'Hello file' };
-  if (!(request.tools ?? []).some((t) => t.function?.name === agent.tool.name)) return { text: 'Hello file' };
-  if (toolResult) return { text: FINAL_TEXT };
-  return { tool: { name: agent.tool.name, arguments: JSON.stringify(agent.tool.arguments(dir)) } };
-}
+const script = agentScript(scripts);
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'harness-rl-import-'));

@@ -3,7 +3,7 @@
 // trusts the daemon's self-signed certificate through --tls-ca and trains a run; without the CA it
 // refuses the certificate and claims nothing. Its bodies are checked against the generated schema,
 // which must match wire.ts.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workerProtocolJsonSchema } from '../../daemon/cli/commands/schema';
 import type { Run } from '../../daemon/protocol/entities';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { selfSignedCert } from '../helpers/tls';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PYTHON = join(ROOT, '.cache/ray-venv/bin/python');
@@ -33,18 +34,9 @@ describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
   beforeAll(async () => {
     dir = join(tmpdir(), `harness-rl-pyworker-${Math.random().toString(36).slice(2)}`);
     mkdirSync(dir, { recursive: true });
-    cert = join(dir, 'cert.pem');
-    const key = join(dir, 'key.pem');
-    execFileSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1'].concat([
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-      ]),
-      { stdio: 'ignore' },
-    );
+    const pems = selfSignedCert(dir);
+    cert = pems.cert;
+    const key = pems.key;
     writeFileSync(join(dir, 'tasks.jsonl'), '{"q":"1+1"}\n');
     daemon = await startTestDaemon({
       tls: { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') },

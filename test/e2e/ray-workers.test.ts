@@ -5,7 +5,7 @@
 // other node;
 // stopping a run leaves no Ray job behind.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -15,30 +15,12 @@ import type { Run, RunWorkers } from '../../daemon/protocol/entities';
 import { liveRayJobs } from '../../daemon/worker/ray';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { alive, freePort } from '../helpers/process';
+import { HELD_CHAT_HARNESS, harnessPids, runFinished } from '../helpers/runs';
 import { waitFor } from '../helpers/wait';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PYTHON = join(ROOT, '.cache/ray-venv/bin/python');
 const haveRay = existsSync(PYTHON);
-
-// One chat call through the proxy; its pid in pids/ while it runs; waits while the file `hold` exists.
-const HARNESS = `
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-mkdirSync('pids', { recursive: true });
-writeFileSync('pids/' + process.pid, '');
-console.error('harness on stderr');
-while (existsSync('hold')) await new Promise((r) => setTimeout(r, 100));
-const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
-  method: 'POST',
-  headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json' },
-  body: JSON.stringify({ model: process.env.HARNESS_RL_MODEL, max_tokens: 3,
-    messages: [{ role: 'user', content: process.env.HARNESS_RL_TASK }] }),
-});
-if (!res.ok) { console.error('chat failed', res.status, await res.text()); process.exit(3); }
-const text = (await res.json()).choices[0].message.content ?? '';
-rmSync('pids/' + process.pid, { force: true });
-console.log(JSON.stringify({ reward: text.length % 2 }));
-`;
 
 interface ClusterLine {
   dashboard?: string;
@@ -72,13 +54,6 @@ class RayCluster {
     this.child.stdin!.write(`${command}\n`);
   }
 }
-
-const pidsIn = (dir: string) =>
-  existsSync(join(dir, 'pids'))
-    ? readdirSync(join(dir, 'pids'))
-        .map(Number)
-        .filter((p) => alive(p))
-    : [];
 
 describe.skipIf(!haveRay)('harness.workers.ray on a real Ray cluster (loopback)', () => {
   let cluster: RayCluster;
@@ -116,7 +91,7 @@ describe.skipIf(!haveRay)('harness.workers.ray on a real Ray cluster (loopback)'
   function folder(): string {
     const dir = join(tmpdir(), `harness-rl-ray-${Math.random().toString(36).slice(2)}`);
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'harness.mjs'), HARNESS);
+    writeFileSync(join(dir, 'harness.mjs'), HELD_CHAT_HARNESS);
     writeFileSync(join(dir, 'tasks.jsonl'), '{"q":"1+1"}\n{"q":"2+2"}\n');
     dirs.push(dir);
     return dir;
@@ -141,16 +116,7 @@ describe.skipIf(!haveRay)('harness.workers.ray on a real Ray cluster (loopback)'
     return res.body;
   }
 
-  const finished = (id: string, ms = 180_000) =>
-    waitFor(
-      `run ${id} to finish`,
-      async () => {
-        const run = await daemon.ctx.store.getRun(id);
-        if (run?.status === 'failed') throw new Error(`the run failed: ${run.error}`);
-        return run?.status === 'finished' ? run : null;
-      },
-      ms,
-    );
+  const finished = (id: string, ms = 180_000) => runFinished(daemon, id, ms);
 
   it('a run trains through Ray workers, streams their output back, and leaves no Ray job', async () => {
     const dir = folder();
@@ -183,12 +149,12 @@ describe.skipIf(!haveRay)('harness.workers.ray on a real Ray cluster (loopback)'
         const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
         const attempts = (await Promise.all(rollouts.map((r) => daemon.ctx.store.listAttempts(r.id)))).flat();
         const running = attempts.filter((a) => a.status === 'running');
-        return running.length === 2 && pidsIn(dir).length === 2 ? running : null;
+        return running.length === 2 && harnessPids(dir).length === 2 ? running : null;
       },
       120_000,
     );
     const node = first[0]!.worker!.split(':')[2]!;
-    const pids = pidsIn(dir);
+    const pids = harnessPids(dir);
     cluster.send(`kill ${node}`);
     expect((await cluster.next()).killed).toMatch(new RegExp(`^${node}`));
     // The harnesses died with their worker (PR_SET_PDEATHSIG).
@@ -215,7 +181,7 @@ describe.skipIf(!haveRay)('harness.workers.ray on a real Ray cluster (loopback)'
     const run = await start('stopped', dir, { workers: 2, resources_per_worker: { num_cpus: 0.5 } });
     const pids = await waitFor(
       'harness processes',
-      () => (pidsIn(dir).length >= 2 ? pidsIn(dir) : null),
+      () => (harnessPids(dir).length >= 2 ? harnessPids(dir) : null),
       120_000,
     );
     const workers = (await daemon.api<RunWorkers>('GET', `/api/runs/${run.id}/workers`)).body;

@@ -3,7 +3,7 @@
 // with the run and with the daemon, and starts them again when a restarted daemon resumes the run. With
 // `harness.workers: external` it waits for a worker, says so (with the command to run), and tells when
 // one attaches and when the last one goes away.
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,38 +13,13 @@ import type { Run, RunWorkers } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { alive } from '../helpers/process';
+import { HELD_CHAT_HARNESS, harnessPids, runFinished } from '../helpers/runs';
 import { waitFor } from '../helpers/wait';
-
-// One chat call through the proxy; its pid in pids/ while it runs; waits while the file `hold` exists.
-const HARNESS = `
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-mkdirSync('pids', { recursive: true });
-writeFileSync('pids/' + process.pid, '');
-process.stderr.write('harness on stderr\\n');
-while (existsSync('hold')) await new Promise((r) => setTimeout(r, 100));
-const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
-  method: 'POST',
-  headers: { authorization: 'Bearer ' + process.env.OPENAI_API_KEY, 'content-type': 'application/json' },
-  body: JSON.stringify({ model: process.env.HARNESS_RL_MODEL, max_tokens: 3,
-    messages: [{ role: 'user', content: process.env.HARNESS_RL_TASK }] }),
-});
-if (!res.ok) { console.error('chat failed', res.status, await res.text()); process.exit(3); }
-const text = (await res.json()).choices[0].message.content ?? '';
-rmSync('pids/' + process.pid, { force: true });
-console.log(JSON.stringify({ reward: text.length % 2 }));
-`;
-
-const pidsIn = (dir: string) =>
-  existsSync(join(dir, 'pids'))
-    ? readdirSync(join(dir, 'pids'))
-        .map(Number)
-        .filter((p) => alive(p))
-    : [];
 
 function folder(): string {
   const dir = join(tmpdir(), `harness-rl-own-${Math.random().toString(36).slice(2)}`);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'harness.mjs'), HARNESS);
+  writeFileSync(join(dir, 'harness.mjs'), HELD_CHAT_HARNESS);
   writeFileSync(join(dir, 'tasks.jsonl'), '{"q":"1+1"}\n{"q":"2+2"}\n');
   return dir;
 }
@@ -66,17 +41,6 @@ async function create(daemon: TestDaemon, body: unknown): Promise<Run> {
   return res.body;
 }
 
-const finished = (daemon: TestDaemon, id: string, ms = 60_000) =>
-  waitFor(
-    `run ${id} to finish`,
-    async () => {
-      const run = await daemon.ctx.store.getRun(id);
-      if (run?.status === 'failed') throw new Error(`the run failed: ${run.error}`);
-      return run?.status === 'finished' ? run : null;
-    },
-    ms,
-  );
-
 describe("the daemon's own workers", () => {
   let daemon: TestDaemon;
   const dirs: string[] = [];
@@ -95,7 +59,7 @@ describe("the daemon's own workers", () => {
     expect(run.base_dir).toBe(dir);
     const workers = (await daemon.api<RunWorkers>('GET', `/api/runs/${run.id}/workers`)).body;
     expect(workers.mode).toBe('daemon');
-    const after = await finished(daemon, run.id);
+    const after = await runFinished(daemon, run.id);
     expect(after.step).toBe(2);
     const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
     expect(rollouts).toHaveLength(4);
@@ -119,14 +83,14 @@ describe("the daemon's own workers", () => {
     writeFileSync(join(dir, 'hold'), '');
     const run = await create(daemon, { config: config('stopped'), base_dir: dir });
     const pids = await waitFor('two harness processes', () => {
-      const p = pidsIn(dir);
+      const p = harnessPids(dir);
       return p.length === 2 ? p : null;
     });
     const stopped = await daemon.api<Run>('POST', `/api/runs/${run.id}/stop`, {});
     expect(stopped.body.status).toBe('stopped');
     expect(pids.filter(alive)).toEqual([]);
     await new Promise((r) => setTimeout(r, 500));
-    expect(pidsIn(dir)).toEqual([]); // none started after the stop either
+    expect(harnessPids(dir)).toEqual([]); // none started after the stop either
   });
 });
 
@@ -139,7 +103,7 @@ describe('a daemon restart with a run of its own workers', () => {
       writeFileSync(join(dir, 'hold'), '');
       const run = await create(daemon, { config: config('resumed', {}, 1), base_dir: dir });
       const pids = await waitFor('harness processes', () => {
-        const p = pidsIn(dir);
+        const p = harnessPids(dir);
         return p.length === 2 ? p : null;
       });
       const token = daemon.token;
@@ -147,7 +111,7 @@ describe('a daemon restart with a run of its own workers', () => {
       expect(pids.filter(alive)).toEqual([]);
       rmSync(join(dir, 'hold'));
       daemon = await startTestDaemon({ dataDir, token });
-      const after = await finished(daemon, run.id);
+      const after = await runFinished(daemon, run.id);
       expect(after.step).toBe(1);
     } finally {
       await daemon.close();
@@ -177,13 +141,13 @@ describe('harness.workers: external', () => {
         `harness-rl worker --run ${run.id} --url ${daemon.url} --data ${daemon.dataDir}`,
       );
       expect((await daemon.ctx.store.getRun(run.id))?.step).toBe(0);
-      expect(pidsIn(dir)).toEqual([]);
+      expect(harnessPids(dir)).toEqual([]);
 
       // The command as shown (here in-process, with the test daemon's token); it runs the harness in
       // the run config's folder.
       const code = await worker(['--run', run.id, '--url', daemon.url, '--token', daemon.token]);
       expect(code).toBe(0);
-      await finished(daemon, run.id);
+      await runFinished(daemon, run.id);
       const attached = events.find((w) => w.run_id === run.id && w.workers.length > 0);
       expect(attached?.workers[0]).toMatchObject({ daemon: false });
       const gone = await waitFor(

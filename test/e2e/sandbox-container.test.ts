@@ -16,7 +16,7 @@ import { containerArgv } from '../../daemon/worker/sandbox';
 import { bwrapWorks } from '../../examples/coding-agent/sandbox';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { exampleDir } from '../helpers/examples';
-import { waitFor } from '../helpers/wait';
+import { runFinished } from '../helpers/runs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const IMAGE = 'localhost/harness-rl-sandbox:1';
@@ -86,6 +86,31 @@ describe('the container sandbox: the same argv from the daemon and the Python wo
   });
 });
 
+/**
+ * The coding-agent example's run from its config `file`, patched by `patch`, cut to one step of one
+ * group of two, trained to its end.
+ */
+async function trainCodingAgent(
+  daemon: TestDaemon,
+  file: string,
+  // biome-ignore lint/suspicious/noExplicitAny: tests patch the config loosely
+  patch: (run: Record<string, any>) => void,
+): Promise<Run> {
+  const { loadConfigFile } = await import('../../daemon/config/load');
+  const { config } = await loadConfigFile(join(exampleDir('coding-agent'), file));
+  // biome-ignore lint/suspicious/noExplicitAny: tests patch the config loosely
+  const run = structuredClone(config.run) as Record<string, any>;
+  patch(run);
+  run.algorithm.n = 2;
+  run.schedule = { ...run.schedule, steps: 1, groups_per_step: 1 };
+  const res = await daemon.api<Run>('POST', '/api/runs', {
+    config: run,
+    base_dir: exampleDir('coding-agent'),
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return runFinished(daemon, res.body.id, 240_000);
+}
+
 describe.skipIf(!podman)('harness.sandbox: container (Podman)', () => {
   let daemon: TestDaemon;
   const dirs: string[] = [];
@@ -96,17 +121,6 @@ describe.skipIf(!podman)('harness.sandbox: container (Podman)', () => {
     await daemon?.close();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
-
-  const finished = (id: string, ms = 240_000) =>
-    waitFor(
-      `run ${id} to finish`,
-      async () => {
-        const run = await daemon.ctx.store.getRun(id);
-        if (run?.status === 'failed') throw new Error(`the run failed: ${run.error}`);
-        return run?.status === 'finished' ? run : null;
-      },
-      ms,
-    );
 
   it('reaches the proxy only, cannot write the run folder, and has its memory limit', async () => {
     // A server on the host's loopback the harness must not reach.
@@ -134,7 +148,7 @@ describe.skipIf(!podman)('harness.sandbox: container (Podman)', () => {
     const res = await daemon.api<Run>('POST', '/api/runs', { config, base_dir: dir });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     try {
-      await finished(res.body.id);
+      await runFinished(daemon, res.body.id, 240_000);
     } finally {
       other.close();
     }
@@ -158,22 +172,12 @@ describe.skipIf(!podman)('harness.sandbox: container (Podman)', () => {
   }, 300_000);
 
   it('the coding-agent example trains with its harness in the container sandbox', async () => {
-    const { loadConfigFile } = await import('../../daemon/config/load');
-    const { config } = await loadConfigFile(join(exampleDir('coding-agent'), 'run.container.yaml'));
-    // biome-ignore lint/suspicious/noExplicitAny: tests patch the config loosely
-    const run = structuredClone(config.run) as Record<string, any>;
-    // This checkout's node_modules may be a link out of the repository: mount where it points too.
-    run.harness.sandbox.container.mounts.push(realpathSync(join(ROOT, 'node_modules')));
-    Object.assign(run.harness.sandbox.container, engine);
-    run.algorithm.n = 2;
-    run.schedule = { ...run.schedule, steps: 1, groups_per_step: 1 };
-    const res = await daemon.api<Run>('POST', '/api/runs', {
-      config: run,
-      base_dir: exampleDir('coding-agent'),
+    const run = await trainCodingAgent(daemon, 'run.container.yaml', (cfg) => {
+      // This checkout's node_modules may be a link out of the repository: mount where it points too.
+      cfg.harness.sandbox.container.mounts.push(realpathSync(join(ROOT, 'node_modules')));
+      Object.assign(cfg.harness.sandbox.container, engine);
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    await finished(res.body.id);
-    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: res.body.id })).items;
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
     for (const r of rollouts) {
       const attempts = await daemon.ctx.store.listAttempts(r.id);
       expect(attempts.map((a) => [a.status, a.error])).toEqual([['succeeded', null]]);
@@ -194,30 +198,12 @@ describe.skipIf(!bwrapWorks().ok)('harness.sandbox: bubblewrap', () => {
   });
 
   it('the coding-agent example trains with its harness in bubblewrap, which cannot write the example', async () => {
-    const { loadConfigFile } = await import('../../daemon/config/load');
-    const { config } = await loadConfigFile(join(exampleDir('coding-agent'), 'run.yaml'));
-    // biome-ignore lint/suspicious/noExplicitAny: tests patch the config loosely
-    const run = structuredClone(config.run) as Record<string, any>;
-    run.harness.sandbox = 'bubblewrap';
-    // The harness's first step, run in the sandbox: a write into the example's folder must fail.
-    run.harness.command = ['sh', '-c', 'touch written 2>/dev/null && exit 9; exec npx tsx main.ts'];
-    run.algorithm.n = 2;
-    run.schedule = { ...run.schedule, steps: 1, groups_per_step: 1 };
-    const res = await daemon.api<Run>('POST', '/api/runs', {
-      config: run,
-      base_dir: exampleDir('coding-agent'),
+    const run = await trainCodingAgent(daemon, 'run.yaml', (cfg) => {
+      cfg.harness.sandbox = 'bubblewrap';
+      // The harness's first step, run in the sandbox: a write into the example's folder must fail.
+      cfg.harness.command = ['sh', '-c', 'touch written 2>/dev/null && exit 9; exec npx tsx main.ts'];
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    await waitFor(
-      'the run to finish',
-      async () => {
-        const r = await daemon.ctx.store.getRun(res.body.id);
-        if (r?.status === 'failed') throw new Error(`the run failed: ${r.error}`);
-        return r?.status === 'finished';
-      },
-      240_000,
-    );
-    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: res.body.id })).items;
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
     for (const r of rollouts) {
       const attempts = await daemon.ctx.store.listAttempts(r.id);
       expect(attempts.map((a) => [a.status, a.error])).toEqual([['succeeded', null]]);

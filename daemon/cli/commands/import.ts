@@ -3,22 +3,15 @@
 // stderr). Sessions come from the CLI's own folder as this shell sees it ($CLAUDE_CONFIG_DIR or
 // ~/.claude, $CODEX_HOME or ~/.codex; --root names another); imported ones are found, not copied.
 import { parseArgs } from 'node:util';
-import { readToken } from '../../config/token';
 import { sessionsRoot } from '../../import/files';
 import { ImportSource, type ScannedImports, type SessionImport } from '../../protocol/imports';
-import { defaultDataDir } from './daemon';
-import { CliError, client, type Output } from './run';
+import { DAEMON_OPTIONS, daemonClient, type Output, stdio } from './run';
 
 const USAGE = `usage: harness-rl import claude-code|codex [--since DATE] [--project DIR] [--model M]
   [--root DIR] [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]
   Imports past sessions (those changed since DATE; of project DIR) as recordings, tokenized with M's
   chat template (default Qwen/Qwen3-8B) and marked token_source "import": text the training model never
   sampled, left out of RL samples. A session imported before is found, not copied again.`;
-
-const stdio: Output = {
-  out: (text) => process.stdout.write(`${text}\n`),
-  err: (text) => process.stderr.write(`${text}\n`),
-};
 
 export function run(argv: string[]): Promise<number> {
   return importCommand(argv, stdio, process.env);
@@ -47,11 +40,8 @@ export async function importCommand(
     io.err(`harness-rl import: name one source, claude-code or codex\n${USAGE}`);
     return 2;
   }
-  const url = values.url ?? (env.HARNESS_RL_URL || 'http://127.0.0.1:4100');
-  const token = values.token ?? (env.HARNESS_RL_TOKEN || readToken(values.data ?? defaultDataDir()));
   try {
-    if (!token) throw new CliError('no token: pass --token, set HARNESS_RL_TOKEN, or start the daemon once');
-    const call = client(url, token);
+    const call = daemonClient(values, env);
     const root = values.root ?? sessionsRoot(source.data, env);
     const scan = await call<ScannedImports>('POST', '/api/imports/scan', {
       source: source.data,
@@ -107,11 +97,7 @@ function parse(argv: string[]) {
       project: { type: 'string' },
       model: { type: 'string' },
       root: { type: 'string' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      data: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+      ...DAEMON_OPTIONS,
     },
     allowPositionals: true,
     strict: true,

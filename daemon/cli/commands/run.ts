@@ -88,7 +88,30 @@ export interface Output {
   err(text: string): void;
 }
 
-const stdio: Output = {
+/** The options of every command that talks to the running daemon over REST. */
+export const DAEMON_OPTIONS = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  data: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/**
+ * A client of the daemon that --url (else $HARNESS_RL_URL, else the local one) names, with --token
+ * (else $HARNESS_RL_TOKEN, else the one the daemon wrote in --data).
+ */
+export function daemonClient(
+  values: { url?: string; token?: string; data?: string },
+  env: Record<string, string | undefined> = process.env,
+) {
+  const url = values.url ?? (env.HARNESS_RL_URL || 'http://127.0.0.1:4100');
+  const token = values.token ?? (env.HARNESS_RL_TOKEN || readToken(values.data ?? defaultDataDir()));
+  if (!token) throw new CliError('no token: pass --token, set HARNESS_RL_TOKEN, or start the daemon once');
+  return client(url, token);
+}
+
+export const stdio: Output = {
   out: (text) => process.stdout.write(`${text}\n`),
   err: (text) => process.stderr.write(`${text}\n`),
 };
@@ -101,13 +124,7 @@ export function run(argv: string[]): Promise<number> {
 export async function runCommand(argv: string[], io: Output): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: {
-      url: { type: 'string' },
-      token: { type: 'string' },
-      data: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: DAEMON_OPTIONS,
     allowPositionals: true,
     strict: true,
   });
@@ -116,12 +133,9 @@ export async function runCommand(argv: string[], io: Output): Promise<number> {
     io.out(USAGE);
     return values.help ? 0 : 2;
   }
-  const url = values.url ?? (process.env.HARNESS_RL_URL || 'http://127.0.0.1:4100');
-  const token = values.token ?? (process.env.HARNESS_RL_TOKEN || readToken(values.data ?? defaultDataDir()));
   const out = io.out;
   try {
-    if (!token) throw new CliError('no token: pass --token, set HARNESS_RL_TOKEN, or start the daemon once');
-    const call = client(url, token);
+    const call = daemonClient(values);
     const needArg = (what: string) => {
       if (!arg) throw new CliError(`run ${action} needs ${what}\n${USAGE}`);
       return arg;

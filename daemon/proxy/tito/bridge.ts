@@ -168,7 +168,8 @@ export function historyChange(previous: PreviousCall, request: BridgeRequest): H
   return null;
 }
 
-const SENTINEL = 'TITO_SENTINEL_8c1f2e';
+/** The text that stands in for the previous assistant turn in a plan's probe rendering. */
+export const SENTINEL = 'TITO_SENTINEL_8c1f2e';
 
 /**
  * Where the sentinel's tokens end in `ids`, searching from the end (the tail is short, so only short
@@ -206,7 +207,7 @@ async function sentinelEnd(tok: ChatTokenizer, ids: number[]): Promise<number | 
  * Why `request` cannot be bridged from `previous` whatever the template (no previous call or ids, an
  * edited history, nothing new, a prefill), or null: the checks every plan starts with.
  */
-export function bridgeRefusal(
+function bridgeRefusal(
   previous: PreviousCall | null | undefined,
   request: BridgeRequest,
 ): Extract<BridgePlan, { ok: false }> | null {
@@ -229,24 +230,49 @@ export function bridgeRefusal(
   return null;
 }
 
+/** What every plan renders: the request's messages, tools and template kwargs, and its probe. */
+export interface BridgeProbe {
+  ok: true;
+  previous: PreviousCall;
+  msgs: ChatMessageLike[];
+  tools: ChatToolLike[] | undefined;
+  kwargs: Record<string, unknown> | undefined;
+  /** The messages with the previous assistant turn replaced by the sentinel. */
+  probe: ChatMessageLike[];
+}
+
+/** The refusal every plan starts with (bridgeRefusal), or what it renders. */
+export function bridgeProbe(
+  previous: PreviousCall | null | undefined,
+  request: BridgeRequest,
+): BridgeProbe | Extract<BridgePlan, { ok: false }> {
+  const refusal = bridgeRefusal(previous, request);
+  if (refusal || !previous) return refusal ?? { ok: false, reason: 'no previous call' };
+  const n = previous.messages.length;
+  const msgs = request.messages;
+  return {
+    ok: true,
+    previous,
+    msgs,
+    tools: request.tools?.length ? request.tools : undefined,
+    kwargs: request.chat_template_kwargs ?? undefined,
+    probe: msgs.map((m, i) => (i === n ? { role: 'assistant', content: SENTINEL } : m)),
+  };
+}
+
 export async function planBridge(args: {
   previous: PreviousCall | null | undefined;
   request: BridgeRequest;
   tokenizer: ChatTokenizer;
 }): Promise<BridgePlan> {
-  const { previous, request, tokenizer: tok } = args;
-  const refusal = bridgeRefusal(previous, request);
-  if (refusal || !previous) return refusal ?? { ok: false, reason: 'no previous call' };
-  const n = previous.messages.length;
-  const msgs = request.messages;
-
-  const tools = request.tools?.length ? request.tools : undefined;
-  const kwargs = request.chat_template_kwargs ?? undefined;
+  const { request, tokenizer: tok } = args;
+  const start = bridgeProbe(args.previous, request);
+  if (!start.ok) return start;
+  const { previous, msgs, tools, kwargs, probe } = start;
   if (JSON.stringify([msgs, tools, kwargs]).includes(SENTINEL))
     return { ok: false, reason: 'the request contains the bridge sentinel text' };
-  // 1. render with the previous assistant turn replaced by a sentinel: what follows the sentinel's
-  //    tokens is the end-of-turn marker, then the tail (new messages + generation prompt)
-  const probe = msgs.map((m, i) => (i === n ? { role: 'assistant', content: SENTINEL } : m));
+  // 1. render the probe: what follows the sentinel's tokens is the end-of-turn marker, then the tail
+  //    (new messages + generation prompt)
   const probeIds = await tok.render(probe, tools, true, kwargs);
   const end = await sentinelEnd(tok, probeIds);
   if (end === null || end >= probeIds.length)

@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { localQwen3Tokenizer, qwen3ChatTemplate } from '../../tokenize/qwen3';
+import { noThinkingTurn, thinkingHistory, readFileTools as tools } from '../../tokenize/test-chats';
 import { templateMessages } from './tokenizer';
 
 const tok = localQwen3Tokenizer();
@@ -25,17 +26,6 @@ for c in job['cases']:
     out.append(t.render(messages=c['messages'], add_generation_prompt=c['gen'], bos_token='', eos_token='<|im_end|>', **kw))
 print(json.dumps(out))
 `;
-
-const tools = [
-  {
-    type: 'function',
-    function: {
-      name: 'read_file',
-      description: 'Lire un fichier — UTF-8',
-      parameters: { type: 'object', properties: { path: { type: 'string' }, n: { type: 'integer' } } },
-    },
-  },
-];
 
 const cases = [
   { messages: [{ role: 'user', content: 'hi' }], gen: true },
@@ -66,16 +56,11 @@ const cases = [
     tools,
   },
   {
-    messages: [
-      { role: 'user', content: 'q1' },
-      { role: 'assistant', content: '<think>\nold thoughts\n</think>\n\nanswer 1' },
-      { role: 'user', content: 'q2' },
-      { role: 'assistant', content: 'answer 2', reasoning_content: 'r2' },
-    ],
+    messages: thinkingHistory,
     gen: false,
   },
   {
-    messages: [{ role: 'user', content: 'no thinking please' }],
+    messages: noThinkingTurn,
     gen: true,
     kwargs: { enable_thinking: false },
   },

@@ -35,6 +35,71 @@ async function stopRecordingIn(c: SqlContext, q: Queryable, rec: Recording, emit
   return stopped;
 }
 
+/** Inserts a recording and the running rollout (kind "recording") that collects its calls. */
+async function insertRecording(
+  q: Queryable,
+  recording: Recording,
+  t: string,
+  opts: { key: string; importKey?: string; input: Rollout['input']; tito?: boolean },
+): Promise<Rollout> {
+  const imported = opts.importKey === undefined ? [] : [opts.importKey];
+  await q.run(
+    `INSERT INTO recordings (${RECORDING_COLS}, key_sha256${imported.length ? ', import_key' : ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?${imported.length ? ', ?' : ''})`,
+    [
+      recording.id,
+      recording.name,
+      recording.status,
+      json(recording.upstream),
+      recording.rollout_id,
+      recording.created_at,
+      recording.stopped_at,
+      keyHash(opts.key),
+      ...imported,
+    ],
+  );
+  const { input, tito } = opts;
+  const rollout: Rollout = {
+    id: recording.rollout_id,
+    kind: 'recording',
+    run_id: null,
+    group_id: null,
+    task_id: null,
+    recording_id: recording.id,
+    input,
+    status: 'running',
+    attempt_count: 0,
+    max_attempts: 1,
+    reward: null,
+    error: null,
+    stats: null,
+    created_at: recording.created_at,
+    updated_at: t,
+    started_at: recording.created_at,
+    finished_at: null,
+    ...(tito === undefined ? {} : { tito }),
+  };
+  // tito only when given (a store opened at an older schema version has no such column)
+  const titoCol = tito === undefined ? [] : [Number(tito)];
+  await q.run(
+    `INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at${titoCol.length ? ', tito' : ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${titoCol.length ? ', ?' : ''})`,
+    [
+      rollout.id,
+      rollout.kind,
+      recording.id,
+      json(rollout.input),
+      rollout.status,
+      0,
+      1,
+      keyHash(newKey()),
+      rollout.created_at,
+      t,
+      rollout.started_at,
+      ...titoCol,
+    ],
+  );
+  return rollout;
+}
+
 /**
  * Starts a recording session and the rollout (kind "recording", running) that collects its calls.
  * Only one recording is active: an active one is stopped first.
@@ -63,55 +128,11 @@ export async function createRecording(
       stopped_at: null,
     };
     const key = newKey();
-    await q.run(`INSERT INTO recordings (${RECORDING_COLS}, key_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [
-      recording.id,
-      recording.name,
-      recording.status,
-      json(recording.upstream),
-      recording.rollout_id,
-      recording.created_at,
-      recording.stopped_at,
-      keyHash(key),
-    ]);
-    const rollout: Rollout = {
-      id: recording.rollout_id,
-      kind: 'recording',
-      run_id: null,
-      group_id: null,
-      task_id: null,
-      recording_id: recording.id,
+    const rollout = await insertRecording(q, recording, t, {
+      key,
       input: { recording: recording.name },
-      status: 'running',
-      attempt_count: 0,
-      max_attempts: 1,
-      reward: null,
-      error: null,
-      stats: null,
-      created_at: t,
-      updated_at: t,
-      started_at: t,
-      finished_at: null,
-      ...(input.tito === undefined ? {} : { tito: input.tito }),
-    };
-    // tito only when given (a store opened at an older schema version has no such column)
-    const tito = input.tito === undefined ? [] : [Number(input.tito)];
-    await q.run(
-      `INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at${tito.length ? ', tito' : ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${tito.length ? ', ?' : ''})`,
-      [
-        rollout.id,
-        rollout.kind,
-        recording.id,
-        json(rollout.input),
-        rollout.status,
-        0,
-        1,
-        keyHash(newKey()),
-        t,
-        t,
-        t,
-        ...tito,
-      ],
-    );
+      tito: input.tito,
+    });
     emit({ type: 'recording', recording });
     emit({ type: 'rollout', rollout });
     return { ...recording, key };
@@ -200,55 +221,11 @@ export async function createImportedRecording(
       created_at: input.created_at ?? t,
       stopped_at: input.stopped_at ?? t,
     };
-    await q.run(
-      `INSERT INTO recordings (${RECORDING_COLS}, key_sha256, import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        recording.id,
-        recording.name,
-        recording.status,
-        json(recording.upstream),
-        recording.rollout_id,
-        recording.created_at,
-        recording.stopped_at,
-        keyHash(newKey()),
-        input.import_key,
-      ],
-    );
-    const rollout: Rollout = {
-      id: recording.rollout_id,
-      kind: 'recording',
-      run_id: null,
-      group_id: null,
-      task_id: null,
-      recording_id: recording.id,
+    const rollout = await insertRecording(q, recording, t, {
+      key: newKey(),
+      importKey: input.import_key,
       input: { recording: recording.name, import: input.upstream ?? null },
-      status: 'running',
-      attempt_count: 0,
-      max_attempts: 1,
-      reward: null,
-      error: null,
-      stats: null,
-      created_at: recording.created_at,
-      updated_at: t,
-      started_at: recording.created_at,
-      finished_at: null,
-    };
-    await q.run(
-      'INSERT INTO rollouts (id, kind, recording_id, input, status, attempt_count, max_attempts, key_sha256, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      [
-        rollout.id,
-        rollout.kind,
-        recording.id,
-        json(rollout.input),
-        rollout.status,
-        0,
-        1,
-        keyHash(newKey()),
-        rollout.created_at,
-        t,
-        rollout.started_at,
-      ],
-    );
+    });
     emit({ type: 'recording', recording });
     emit({ type: 'rollout', rollout });
     return { recording, created: true };
