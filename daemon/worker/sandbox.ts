@@ -28,14 +28,26 @@ export interface OpenSandbox {
   close(): Promise<void>;
 }
 
-/** The bwrap argv: the whole filesystem read-only, a private /tmp, the network shared (for the proxy). */
-export function bubblewrapArgv(argv: string[]): string[] {
+/**
+ * The bwrap argv: the whole filesystem read-only, a private /tmp, the network shared (for the proxy).
+ * Folders under /tmp that the harness runs in (`cwd`, and the checkout it resolves its packages from)
+ * are seen again read-only over the private /tmp: a run folder or checkout there would vanish otherwise.
+ */
+export function bubblewrapArgv(argv: string[], cwd: string = process.cwd()): string[] {
+  const under = [...new Set([cwd, process.cwd()].map(tmpTop).filter((p) => p !== null))];
   return [
     'bwrap',
     ...['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
+    ...under.flatMap((p) => ['--ro-bind', p, p]),
     ...['--unshare-all', '--share-net', '--die-with-parent', '--new-session', '--'],
     ...argv,
   ];
+}
+
+/** The folder right under /tmp that holds `path` (`/tmp/x/y` → `/tmp/x`), or null. */
+function tmpTop(path: string): string | null {
+  const m = /^\/tmp\/[^/]+/.exec(resolve(path));
+  return m ? m[0] : null;
 }
 
 /** A name podman accepts, short enough for a network namespace. */
@@ -136,7 +148,7 @@ async function openForward(name: string, daemonUrl: string): Promise<() => void>
 /** Prepare the sandbox of one attempt: the argv to run, and what to end afterwards. */
 export async function openSandbox(sandbox: HarnessSandbox, input: SandboxInput): Promise<OpenSandbox> {
   if (sandbox === 'none') return { argv: input.argv, close: async () => {} };
-  if (sandbox === 'bubblewrap') return { argv: bubblewrapArgv(input.argv), close: async () => {} };
+  if (sandbox === 'bubblewrap') return { argv: bubblewrapArgv(input.argv, input.cwd), close: async () => {} };
   const box = sandbox.container;
   const name = sandboxName(input.attemptId);
   const closeForward = box.network === 'proxy' ? await openForward(name, input.daemonUrl) : () => {};

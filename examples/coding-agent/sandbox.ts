@@ -42,9 +42,12 @@ export function bwrapArgs(dir: string, argv: string[], readOnly: string[] = []):
   // node installed outside the system folders (nvm, /opt) is bound read-only too
   const nodePrefix = dirname(dirname(process.execPath));
   if (!binds.some((p) => nodePrefix === p || nodePrefix.startsWith(`${p}/`))) binds.push(nodePrefix);
+  // Folders under /tmp (a checkout there, its venv) go on top of the private /tmp, not under it.
+  const inTmp = (p: string) => p === '/tmp' || p.startsWith('/tmp/');
   return [
-    ...binds.flatMap((p) => ['--ro-bind', p, p]),
+    ...binds.filter((p) => !inTmp(p)).flatMap((p) => ['--ro-bind', p, p]),
     ...['--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
+    ...binds.filter(inTmp).flatMap((p) => ['--ro-bind', p, p]),
     ...['--bind', dir, dir, '--chdir', dir],
     ...['--unshare-all', '--die-with-parent', '--new-session'],
     '--',

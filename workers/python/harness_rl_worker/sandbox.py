@@ -18,10 +18,17 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 
-def bubblewrap_argv(argv: list[str]) -> list[str]:
+def bubblewrap_argv(argv: list[str], cwd: str | None = None) -> list[str]:
+    """As daemon/worker/sandbox.ts: folders under /tmp the harness runs in are seen again read-only."""
+    tops = []
+    for path in (cwd or os.getcwd(), os.getcwd()):
+        m = re.match(r"^/tmp/[^/]+", os.path.abspath(path))
+        if m and m.group(0) not in tops:
+            tops.append(m.group(0))
     return [
         "bwrap",
         *["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"],
+        *[a for top in tops for a in ("--ro-bind", top, top)],
         *["--unshare-all", "--share-net", "--die-with-parent", "--new-session", "--"],
         *argv,
     ]
@@ -196,7 +203,7 @@ def open_sandbox(
     if sandbox in (None, "none"):
         return OpenSandbox(argv)
     if sandbox == "bubblewrap":
-        return OpenSandbox(bubblewrap_argv(argv))
+        return OpenSandbox(bubblewrap_argv(argv, cwd))
     box = sandbox["container"]
     name = sandbox_name(attempt_id)
     opened = OpenSandbox(container_argv(box, attempt_id, argv, cwd, env_keys, daemon_url, timeout_s))
