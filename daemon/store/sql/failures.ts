@@ -42,7 +42,11 @@ export async function backendVerdict(
   };
 }
 
-/** Whether a failed attempt's rollout gets another one: each kind of failure has its own budget. */
+/**
+ * Whether a failed attempt's rollout gets another one: each kind of failure has its own budget, and an
+ * infrastructure failure may also take an attempt max_attempts leaves (a rollout made without
+ * infrastructure_retries keeps the retry its max_attempts promised; harness failures are counted apart).
+ */
 export async function mayRetry(q: Queryable, rollout: Rollout, failure: AttemptFailure): Promise<boolean> {
   const row = await q.get<{ n: number }>(
     'SELECT COUNT(*) AS n FROM attempts WHERE rollout_id = ? AND failure_kind = ?',
@@ -50,6 +54,6 @@ export async function mayRetry(q: Queryable, rollout: Rollout, failure: AttemptF
   );
   const failed = num(row?.n ?? 0);
   return failure.kind === 'infrastructure'
-    ? failed <= (rollout.infrastructure_retries ?? 0)
+    ? failed <= (rollout.infrastructure_retries ?? 0) || rollout.attempt_count < rollout.max_attempts
     : failed < rollout.max_attempts;
 }
