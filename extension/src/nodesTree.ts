@@ -190,7 +190,10 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
     this.redraw.schedule();
   }
 
-  /** A run's new workers replace its row; a run that stops running leaves the view (at most every 300 ms). */
+  /**
+   * A run's new workers replace its row (and drop its attempts read so far: a new worker's attempts
+   * show); a run that stops running leaves the view. The view redraws at most every 300 ms.
+   */
   private onRunEvent(e: Extract<DaemonEvent, { type: 'workers' | 'run' }>): void {
     const shown = this.runWorkers;
     if (!shown) return;
@@ -203,11 +206,8 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
       if (JSON.stringify(entry.workers) === JSON.stringify(e.workers)) return;
       entry.workers = e.workers;
     } else if (showsWorkers(e.workers)) {
-      // a run not listed yet (started after the view was filled): the next refresh names it
-      shown.set(e.workers.run_id, {
-        run: { id: e.workers.run_id, name: e.workers.run_id },
-        workers: e.workers,
-      });
+      // a run started after the view was filled: list the running runs again (their names)
+      this.runWorkers = undefined;
     } else return;
     this.attempts.delete(e.workers.run_id);
     this.redraw.schedule();
