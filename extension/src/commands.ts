@@ -25,6 +25,7 @@ import {
 } from './recording';
 import { rolloutPicks } from './rolloutPicks';
 import type { RunsNode } from './runsTree';
+import { attemptOutputText } from './workerLabels';
 
 interface CommandSpec {
   /** whether the command talks to the daemon (then the client is passed first) */
@@ -357,6 +358,26 @@ export const COMMANDS: Record<string, CommandSpec> = {
     run: async (ctx, c, arg) => {
       const target = await rolloutArg(c!, arg);
       if (target) await TrajectoryPanel.show(ctx, target.id, target.call_id);
+    },
+  },
+  'harnessRl.openAttemptOutput': {
+    needsDaemon: true,
+    run: async (_ctx, c, arg) => {
+      const attempt = isObj(arg) && arg.kind === 'attempt' && isObj(arg.attempt) ? arg.attempt : undefined;
+      if (typeof attempt?.id !== 'string') return;
+      const worker = typeof attempt.worker === 'string' ? attempt.worker : null;
+      try {
+        const out = await c!.attemptOutput(attempt.id);
+        const doc = await vscode.workspace.openTextDocument({
+          language: 'log',
+          content: attemptOutputText({ id: attempt.id, worker }, out),
+        });
+        await vscode.window.showTextDocument(doc, { preview: true });
+      } catch (err) {
+        void vscode.window.showWarningMessage(
+          `Harness RL: no output of attempt ${attempt.id}: ${errorText(err)}`,
+        );
+      }
     },
   },
   'harnessRl.exportSamples': {

@@ -704,6 +704,72 @@ async function checks() {
   );
 
   await step(
+    "the Nodes view shows a run's Ray workers by node, live, and a worker's attempt opens its output",
+    async () => {
+      const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Nodes' }) }).first();
+      const run = await api('POST', '/api/runs', {
+        base_dir: ctx.ws,
+        config: {
+          name: 'vscode-workers',
+          tasks: { file: 'tasks.jsonl', limit: 2 },
+          harness: { command: ['true'], workers: 'external' },
+          algorithm: { n: 2, max_response_tokens: 4 },
+          schedule: { groups_per_step: 1, steps: 1 },
+        },
+      });
+      // what a Ray worker actor does (workers/python): claim under its Ray name, stream its output
+      const worker = 'ray:127.0.0.1:0123456789ab:w0';
+      const claimed = await waitFor(
+        'a claimed rollout',
+        () => api('POST', `/api/runs/${run.id}/claim`, { worker, wait_ms: 5_000 }),
+        30_000,
+        500,
+      );
+      await api('POST', `/api/attempts/${claimed.attempt.id}/output`, {
+        rollout_id: claimed.rollout.id,
+        chunk: 'harness says hello from w0\n',
+      });
+      // and its heartbeats (a worker silent for a while is gone, and leaves the view)
+      const beat = setInterval(
+        () =>
+          api('POST', `/api/attempts/${claimed.attempt.id}/heartbeat`, {
+            rollout_id: claimed.rollout.id,
+          }).catch(() => {}),
+        1_000,
+      );
+      ctx.stopBeat = () => clearInterval(beat);
+      const rowOf = (text) => pane.locator('.monaco-list-row', { hasText: text }).first();
+      // no refresh: the run's 'workers' event brings its row
+      await rowOf('Workers · vscode-workers').waitFor({ timeout: 20_000 });
+      if (!/1 worker/.test((await rowOf('Workers · vscode-workers').textContent()) ?? ''))
+        throw new Error(
+          `the row does not count the worker: ${await rowOf('Workers · vscode-workers').textContent()}`,
+        );
+      await expand(rowOf('Workers · vscode-workers'));
+      // the Ray node's row: its ip, then how many workers it holds
+      const place = rowOf(/^127\.0\.0\.11 worker$/);
+      await expand(place);
+      const w0 = pane.locator('.monaco-list-row', { hasText: 'seen' }).filter({ hasText: /^w0/ }).first();
+      await expand(w0);
+      const attempt = rowOf(`${claimed.rollout.id} #1`);
+      await attempt.waitFor({ timeout: 20_000 });
+      await shot('04c-workers');
+      await attempt.click();
+      await page
+        .locator('.editor-instance .view-lines', { hasText: 'harness says hello from w0' })
+        .waitFor({ timeout: 20_000 });
+      await page.keyboard.press('Escape');
+      ctx.stopBeat();
+      await api('POST', `/api/runs/${run.id}/stop`, {});
+      await waitFor(
+        'the stopped run to leave the Nodes view',
+        async () => !(await rowOf('Workers · vscode-workers').isVisible()),
+        20_000,
+      );
+    },
+  );
+
+  await step(
     'a run config shows its problems as soon as it opens, a missing tasks file too; Start Run… lists run configs only',
     async () => {
       const open = async (name) => {
