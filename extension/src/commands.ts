@@ -362,17 +362,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   'harnessRl.openAttemptOutput': {
     needsDaemon: true,
-    run: async (_ctx, c, arg) => {
+    run: async (ctx, c, arg) => {
       const attempt = isObj(arg) && arg.kind === 'attempt' && isObj(arg.attempt) ? arg.attempt : undefined;
       if (typeof attempt?.id !== 'string') return;
       const worker = typeof attempt.worker === 'string' ? attempt.worker : null;
       try {
         const out = await c!.attemptOutput(attempt.id);
-        const doc = await vscode.workspace.openTextDocument({
-          language: 'log',
-          content: attemptOutputText({ id: attempt.id, worker }, out),
-        });
-        await vscode.window.showTextDocument(doc, { preview: true });
+        await ctx.outputs.show(
+          `${attempt.id}.log`,
+          attemptOutputText({ id: attempt.id, worker }, out),
+          'log',
+        );
       } catch (err) {
         void vscode.window.showWarningMessage(
           `Harness RL: no output of attempt ${attempt.id}: ${errorText(err)}`,

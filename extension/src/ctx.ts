@@ -9,6 +9,7 @@ import type { DaemonClient, EventStream } from './client';
 import { DaemonManager, daemonUrl, dataFolder } from './daemon';
 import { CANDIDATE_SCHEME, CandidateFilesProvider, EvolutionTree } from './evolutionTree';
 import { NodesTree } from './nodesTree';
+import { ReadOnlyDocs } from './readOnlyDocs';
 import { RecordingsTree } from './recordingsTree';
 import { RunsTree } from './runsTree';
 import type { StatusBar } from './status';
@@ -21,6 +22,8 @@ export class Ctx implements vscode.Disposable {
   readonly nodesTree: NodesTree;
   readonly tasksTree: TasksTree;
   readonly goldPatches = new GoldPatches();
+  /** Attempts' output, shown read-only. */
+  readonly outputs = new ReadOnlyDocs();
   readonly evolutionTree: EvolutionTree;
   /** Candidates' files for the diff editor and *Adopt Candidate*. */
   readonly candidateFiles: CandidateFilesProvider;
@@ -71,6 +74,8 @@ export class Ctx implements vscode.Disposable {
       vscode.window.createTreeView('harnessRl.nodes', { treeDataProvider: this.nodesTree }),
       vscode.window.createTreeView('harnessRl.tasks', { treeDataProvider: this.tasksTree }),
       vscode.workspace.registerTextDocumentContentProvider(GoldPatches.scheme, this.goldPatches),
+      this.outputs,
+      vscode.workspace.registerTextDocumentContentProvider(ReadOnlyDocs.scheme, this.outputs),
       this.evolutionTree,
       vscode.window.createTreeView('harnessRl.evolution', {
         treeDataProvider: this.evolutionTree,

@@ -768,6 +768,11 @@ async function checks() {
         await page.keyboard.press('Enter');
         await output.waitFor({ timeout: 20_000 });
       }
+      // a read-only document named after the attempt: closing it never asks to save (an untitled one did,
+      // and its dialog blocked every later step)
+      const tab = (await page.locator('.tabs-container .tab.active').first().textContent()) ?? '';
+      if (!tab.includes(`${claimed.attempt.id}.log`) || /Untitled/.test(tab))
+        throw new Error(`the output opened as "${tab}", not the attempt's read-only document`);
       await page.keyboard.press('Escape');
       ctx.stopBeat();
       await api('POST', `/api/runs/${run.id}/stop`, {});
