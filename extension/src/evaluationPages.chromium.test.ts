@@ -210,13 +210,24 @@ describe('the evaluation page in Chromium', () => {
     await p.close();
   });
 
-  it('says a running evaluation is still evaluating, and a message that breaks the protocol is an error, not a blank page', async () => {
-    const p = await open({
+  it("counts a running evaluation's attempts live, and a message that breaks the protocol is an error, not a blank page", async () => {
+    const running: ToEvaluation = {
       type: 'evaluation',
       evaluation: { ...A, status: 'running', summary: null, tasks: null, finished_at: null },
-    });
+    };
+    const p = await open(running);
     await expect.poll(() => p.locator('#pending').innerText()).toMatch(/^Evaluating…/);
     expect(await p.locator('#status').innerText()).toBe('running');
+    const progress = { run_id: A.run_id, step: 0, total: 12, queued: 4, running: 3, finished: 5, failed: 1 };
+    await p.evaluate((m) => window.postMessage(m, '*'), { type: 'progress', progress });
+    const line = p.locator('#eval-progress');
+    await expect
+      .poll(() => line.innerText())
+      .toBe('5 of 12 attempts finished · 1 failed · 3 running · 4 queued');
+    expect(await line.locator('progress').getAttribute('value')).toBe('5');
+    // the host reloads the page every 2 s while it runs: the count stays
+    await p.evaluate((m) => window.postMessage(m, '*'), running);
+    await expect.poll(() => line.innerText()).toMatch(/^5 of 12 attempts finished/);
     await p.evaluate(() => window.postMessage({ type: 'evaluation', evaluation: { id: 3 } }, '*'));
     await expect.poll(() => p.locator('[role=alert]').innerText()).toMatch(/^Cannot show this/);
     await p.close();

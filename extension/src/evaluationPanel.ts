@@ -1,11 +1,13 @@
-// The evaluation webview panel: one evaluation's page (reloaded every 2 s while it runs), or the
-// comparison of two (GET /api/evaluations/compare); restored after a reload by its serializer.
+// The evaluation webview panel: one evaluation's page (its attempts counted live from the events while
+// it runs, the page reloaded every 2 s until it finishes), or the comparison of two
+// (GET /api/evaluations/compare); restored after a reload by its serializer.
 import * as vscode from 'vscode';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
 import { EvaluationState, type ToEvaluation } from '../../webview/src/protocol';
 import { errorText } from './client';
 import type { Ctx } from './ctx';
 import { DAEMON_STOPPED, Panel, webviewHtml, webviewOptions } from './panels';
+import { StepProgressTracker } from './stepProgress';
 
 export const EVALUATION_VIEW = 'harnessRl.evaluation';
 const POLL_MS = 2000;
@@ -15,6 +17,8 @@ const keyOf = (t: EvaluationState) => ('evaluation_id' in t ? t.evaluation_id : 
 export class EvaluationPanel extends Panel {
   private static readonly open = new Map<string, EvaluationPanel>();
   private poll: NodeJS.Timeout | undefined;
+  /** A running evaluation's attempts (its run's rollouts) by status. */
+  private progress: StepProgressTracker | undefined;
 
   static show(ctx: Ctx, target: EvaluationState): EvaluationPanel {
     const existing = EvaluationPanel.open.get(keyOf(target));
@@ -54,6 +58,7 @@ export class EvaluationPanel extends Panel {
     super(ctx, panel);
     EvaluationPanel.open.set(keyOf(target), this);
     panel.webview.html = webviewHtml(panel.webview, ctx.extensionUri, 'evaluation', panel.title);
+    this.disposables.push(ctx.onEvent((e) => this.progress?.onEvent(e)));
   }
 
   private post(m: ToEvaluation) {
@@ -73,6 +78,7 @@ export class EvaluationPanel extends Panel {
         this.panel.title = `Evaluation ${e.name}`;
         this.post({ type: 'evaluation', evaluation: e, previous: await previousOf(this.ctx, e) });
         this.pollWhile(e.status === 'running');
+        this.followProgress(e.status === 'running' ? e.run_id : null);
         return;
       }
       const [a, b] = await Promise.all([client.getEvaluation(t.a), client.getEvaluation(t.b)]);
@@ -96,6 +102,21 @@ export class EvaluationPanel extends Panel {
     }
   }
 
+  private followProgress(runId: string | null) {
+    if (runId && !this.progress) {
+      this.progress = new StepProgressTracker(
+        () => this.ctx.client,
+        runId,
+        (progress) => this.post({ type: 'progress', progress }),
+      );
+    }
+    if (runId) void this.progress?.load();
+    else {
+      this.progress?.dispose();
+      this.progress = undefined;
+    }
+  }
+
   /** A running evaluation has no figures until it finishes: look again every 2 s until then. */
   private pollWhile(running: boolean) {
     if (this.poll) clearTimeout(this.poll);
@@ -104,6 +125,8 @@ export class EvaluationPanel extends Panel {
   }
 
   override dispose(): void {
+    this.progress?.dispose();
+    this.progress = undefined;
     if (this.poll) clearTimeout(this.poll);
     this.poll = undefined;
     const key = keyOf(this.target);

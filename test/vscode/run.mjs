@@ -1348,7 +1348,7 @@ async function checks() {
   );
 
   await step(
-    'Evaluate Harness… on a tiny config opens the evaluation page; Compare Evaluations… and Compare with Parent open the comparison',
+    'Evaluate Harness… on a tiny config opens the evaluation page; Compare Evaluations… and Compare with Parent open the comparison; a candidate links to its evaluation',
     async () => {
       // a tiny config beside the evolution's harness (the Evolution step copied it into the workspace)
       const dir = join(ctx.ws, 'evolve');
@@ -1438,6 +1438,26 @@ async function checks() {
       await webview().locator('#verdict').waitFor({ timeout: 30_000 });
       const tab = (await page.locator('.tabs-container .tab.active').first().textContent()) ?? '';
       if (!tab.includes('Compare')) throw new Error(`the comparison opened as "${tab}"`);
+
+      // the candidate's tooltip links to the page of its train evaluation
+      await palette('View: Close All Editors');
+      const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: 'Train evaluation' }).first();
+      await waitFor(
+        "the candidate's hover",
+        async () => {
+          await page.mouse.move(0, 0);
+          await row.hover();
+          await hover.waitFor({ timeout: 3_000 });
+          return true;
+        },
+        30_000,
+      );
+      await hover.locator('a', { hasText: 'Train evaluation' }).click();
+      const train = await api('GET', `/api/evaluations/${child.train_evaluation}`);
+      await webview()
+        .locator('h1', { hasText: `Evaluation ${train.name}` })
+        .waitFor({ timeout: 30_000 });
+      await webview().locator('#summary').waitFor({ timeout: 10_000 });
     },
   );
 

@@ -9,7 +9,13 @@ import { clear, h } from './dom';
 import { errorPage } from './errorPage';
 import { type EvaluationRef, evaluationLabel, interval, seconds, tokens } from './evalFormat';
 import { count, formatNumber } from './format';
-import { type EvaluationState, type FromWebview, ToEvaluation, type VsCodeApi } from './protocol';
+import {
+  type EvaluationState,
+  type FromWebview,
+  type StepProgress,
+  ToEvaluation,
+  type VsCodeApi,
+} from './protocol';
 import { startedAt } from './runLabels';
 
 declare function acquireVsCodeApi(): VsCodeApi<EvaluationState>;
@@ -18,14 +24,23 @@ const post = (m: FromWebview) => vscode.postMessage(m);
 const root = h('div', { id: 'root' });
 document.body.append(root);
 
+/** The last progress of the running evaluation shown (a reload of the page shows it again). */
+let progress: StepProgress | null = null;
+
 window.addEventListener('message', (ev: MessageEvent) => {
   const parsed = ToEvaluation.safeParse(ev.data);
-  clear(root);
   if (!parsed.success) {
+    clear(root);
     root.append(h('p', { class: 'error', role: 'alert' }, `Cannot show this: ${parsed.error.message}`));
     return;
   }
   const m = parsed.data;
+  if (m.type === 'progress') {
+    progress = m.progress;
+    showProgress(progress);
+    return;
+  }
+  clear(root);
   if (m.type === 'error') {
     root.append(...errorPage(m.message, m.daemon_stopped, post));
     return;
@@ -37,10 +52,23 @@ window.addEventListener('message', (ev: MessageEvent) => {
   }
   vscode.setState({ evaluation_id: m.evaluation.id });
   root.append(...renderEvaluation(m.evaluation, m.previous, post));
+  if (progress?.run_id === m.evaluation.run_id) showProgress(progress);
 });
 post({ type: 'ready' });
 
 const n = (x: number | null | undefined) => formatNumber(x);
+
+/** While it runs: its attempts finished of all, with failed, running and queued ones. */
+function showProgress(p: StepProgress) {
+  const line = document.getElementById('eval-progress');
+  if (!line) return;
+  clear(line);
+  const parts = [`${n(p.finished)} of ${count(p.total, 'attempt')} finished`];
+  if (p.failed) parts.push(`${n(p.failed)} failed`);
+  if (p.running) parts.push(`${n(p.running)} running`);
+  if (p.queued) parts.push(`${n(p.queued)} queued`);
+  line.append(h('progress', { max: p.total, value: p.finished }), h('span', {}, parts.join(' · ')));
+}
 
 function renderEvaluation(e: Evaluation, previous: EvaluationRef | null, send: typeof post): HTMLElement[] {
   const s = e.summary;
@@ -79,6 +107,7 @@ function renderEvaluation(e: Evaluation, previous: EvaluationRef | null, send: t
           : 'This evaluation has no figures.',
       ),
     );
+    if (e.status === 'running') out.push(h('p', { id: 'eval-progress', class: 'muted' }));
     return out;
   }
   out.push(h('h2', {}, 'Summary'), summaryTable(e, s), h('h2', {}, `Tasks (${e.tasks.length})`));

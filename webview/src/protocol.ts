@@ -99,6 +99,8 @@ export const ToEvaluation = z.discriminatedUnion('type', [
     previous: EvaluationRef.nullable().default(null),
   }),
   z.object({ type: z.literal('comparison'), comparison: Comparison, a: Evaluation, b: Evaluation }),
+  /** A running evaluation's attempts by status (its run's rollouts), live. */
+  z.object({ type: z.literal('progress'), progress: StepProgress }),
   ErrorMessage,
 ]);
 
