@@ -42,6 +42,7 @@ const targets = [
       'webview/trajectory': 'webview/src/trajectory.ts',
       'webview/dashboard': 'webview/src/dashboard.ts',
       'webview/snippets': 'webview/src/snippets.ts',
+      'webview/evaluation': 'webview/src/evaluation.ts',
     },
     platform: 'browser',
     format: 'iife',

@@ -8,7 +8,15 @@ import { count } from '../../webview/src/format';
 import { type DaemonClient, errorText } from './client';
 import { checkRunConfig, isRunConfigText } from './configDiagnostics';
 import type { Ctx } from './ctx';
-import { adoptCandidate, type CandidateRef, evaluateHarness, openCandidateDiff } from './evaluate';
+import {
+  adoptCandidate,
+  type CandidateRef,
+  compareEvaluations,
+  compareWithParent,
+  evaluateHarness,
+  openCandidateDiff,
+  openEvaluation,
+} from './evaluate';
 import { exportSamples } from './export';
 import { importPastSessions } from './imports';
 import { runDescription, runLabels, startedAt } from './labels';
@@ -435,6 +443,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
     needsDaemon: true,
     run: (ctx, c, arg) => evaluateHarness(ctx, c!, arg, { findRunConfigs, validate: validateConfigDocument }),
   },
+  'harnessRl.openEvaluation': { needsDaemon: true, run: (ctx, c, arg) => openEvaluation(ctx, c!, arg) },
+  'harnessRl.compareEvaluations': {
+    needsDaemon: true,
+    run: (ctx, c, arg) => compareEvaluations(ctx, c!, arg),
+  },
+  'harnessRl.compareWithParent': { needsDaemon: true, run: (ctx, _c, arg) => compareWithParent(ctx, arg) },
   'harnessRl.openCandidateDiff': {
     needsDaemon: true,
     run: async (ctx, _c, arg) => {

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { runCommand, validateConfigDocument } from './commands';
 import { isRunConfigText } from './configDiagnostics';
 import { Ctx } from './ctx';
+import { EvaluationPanel } from './evaluationPanel';
 import { registerLanguageModel } from './lm';
 import { DashboardPanel, TrajectoryPanel } from './panels';
 import type { StatusBar } from './status';
@@ -12,7 +13,11 @@ import type { StatusBar } from './status';
 export interface Core {
   ctx: Ctx;
   run(id: string, args: unknown[]): Promise<unknown>;
-  serializers: { trajectory: vscode.WebviewPanelSerializer; dashboard: vscode.WebviewPanelSerializer };
+  serializers: {
+    trajectory: vscode.WebviewPanelSerializer;
+    dashboard: vscode.WebviewPanelSerializer;
+    evaluation: vscode.WebviewPanelSerializer;
+  };
 }
 
 function validateIfRunConfig(ctx: Ctx, doc: vscode.TextDocument) {
@@ -51,6 +56,10 @@ export function createCore(
   return {
     ctx,
     run: (id, args) => runCommand(ctx, id, args),
-    serializers: { trajectory: TrajectoryPanel.serializer(ctx), dashboard: DashboardPanel.serializer(ctx) },
+    serializers: {
+      trajectory: TrajectoryPanel.serializer(ctx),
+      dashboard: DashboardPanel.serializer(ctx),
+      evaluation: EvaluationPanel.serializer(ctx),
+    },
   };
 }

@@ -1,13 +1,16 @@
 // The evaluation and evolution commands: *Evaluate Harness…* (a config, a split, attempts, optionally
-// another harness folder; the result and its comparison with the config's previous evaluation open as
-// a Markdown document), a candidate's diff against its parent, and *Adopt Candidate* (its files written
-// into the harness folder as one ordinary, undoable workspace edit).
+// another harness folder; its page opens at once and fills in when it finishes), *Open Evaluation…*,
+// *Compare Evaluations…* (two stored ones, or a candidate against its parent), a candidate's diff
+// against its parent, and *Adopt Candidate* (its files written into the harness folder as one
+// ordinary, undoable workspace edit).
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { comparisonText, evaluationText } from '../../daemon/eval/text';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
+import type { Candidate, EvolutionDetail } from '../../daemon/protocol/evolution';
+import { evaluationLabel } from '../../webview/src/evalFormat';
 import { type DaemonClient, errorText } from './client';
 import type { Ctx } from './ctx';
+import { EvaluationPanel } from './evaluationPanel';
 import { candidateUri } from './evolutionTree';
 
 export interface CandidateRef {
@@ -79,33 +82,97 @@ export async function evaluateHarness(
     return;
   }
   ctx.log.appendLine(`evaluation ${e.id} "${e.name}" started from ${uri.fsPath}`);
-  e = await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: `Evaluating ${e.name}`, cancellable: false },
-    async () => {
-      let at = e;
-      while (at.status === 'running') {
-        await new Promise((r) => setTimeout(r, 1000));
-        at = await client.getEvaluation(at.id);
-      }
-      return at;
-    },
-  );
-  const earlier = (await client.listEvaluations()).items.find(
-    (x) => x.id !== e.id && x.name === e.name && x.status === 'finished',
-  );
-  const parts = ['```', evaluationText(e), '```'];
-  if (earlier && e.status === 'finished') {
-    const c = await client.compareEvaluations(earlier.id, e.id);
-    parts.push(
-      '',
-      `Against the previous evaluation of this config (${earlier.id}):`,
-      '```',
-      comparisonText(c),
-      '```',
+  EvaluationPanel.show(ctx, { evaluation_id: e.id });
+}
+
+/** Stored evaluations to pick from (finished ones only where `finished`), newest first. */
+async function pickEvaluation(
+  client: DaemonClient,
+  title: string,
+  opts: { finished?: boolean; except?: string } = {},
+): Promise<Evaluation | undefined> {
+  const items = (await client.listEvaluations()).items
+    .filter((e) => e.id !== opts.except && (!opts.finished || e.status === 'finished'))
+    .map((e) => ({
+      label: evaluationLabel(e),
+      description: `${e.status} · ${e.split} · ${e.summary ? `mean ${e.summary.mean_reward?.toFixed(3) ?? '—'}` : ''}`,
+      detail: e.id,
+      e,
+    }));
+  if (items.length === 0) {
+    void vscode.window.showInformationMessage(
+      `Harness RL: no ${opts.finished ? 'finished ' : ''}evaluation to pick. Evaluate a harness first.`,
     );
+    return undefined;
   }
-  const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: parts.join('\n') });
-  await vscode.window.showTextDocument(doc, { preview: true });
+  return (await vscode.window.showQuickPick(items, { title, matchOnDetail: true }))?.e;
+}
+
+type CandidateNode = { candidate: Candidate; detail: EvolutionDetail };
+const isCandidateNode = (x: unknown): x is CandidateNode =>
+  typeof x === 'object' && x !== null && 'candidate' in x && 'detail' in x;
+
+/** From a link or the page: {evaluationId}; from the Evolution view: a candidate (its train or held-out one). */
+export async function openEvaluation(ctx: Ctx, client: DaemonClient, arg: unknown): Promise<void> {
+  let id: string | undefined;
+  if (isCandidateNode(arg)) {
+    const c = arg.candidate;
+    const both = [
+      c.train_evaluation ? { label: 'Train split', id: c.train_evaluation } : null,
+      c.held_out_evaluation ? { label: 'Held-out split', id: c.held_out_evaluation } : null,
+    ].filter((x) => x !== null);
+    if (both.length === 0) {
+      void vscode.window.showInformationMessage(
+        `Harness RL: candidate ${c.hash.slice(0, 10)} has no evaluation (${c.status}).`,
+      );
+      return;
+    }
+    id =
+      both.length === 1
+        ? both[0]!.id
+        : (await vscode.window.showQuickPick(both, { title: 'Which evaluation' }))?.id;
+  } else if (typeof arg === 'object' && arg !== null && 'evaluationId' in arg) {
+    id = String((arg as { evaluationId: unknown }).evaluationId);
+  } else id = (await pickEvaluation(client, 'Open evaluation'))?.id;
+  if (id) EvaluationPanel.show(ctx, { evaluation_id: id });
+}
+
+/** {a, b} from a page or link; else pick the baseline (A), then the one to compare with it (B). */
+export async function compareEvaluations(ctx: Ctx, client: DaemonClient, arg: unknown): Promise<void> {
+  const given = arg as { a?: unknown; b?: unknown } | undefined;
+  if (typeof given?.a === 'string' && typeof given.b === 'string') {
+    EvaluationPanel.show(ctx, { a: given.a, b: given.b });
+    return;
+  }
+  const a = await pickEvaluation(client, 'Compare evaluations: the baseline (A)', { finished: true });
+  if (!a) return;
+  const b = await pickEvaluation(client, `Compare with ${evaluationLabel(a)}: the other (B)`, {
+    finished: true,
+    except: a.id,
+  });
+  if (b) EvaluationPanel.show(ctx, { a: a.id, b: b.id });
+}
+
+/** A candidate's train evaluation against its parent's (B − A, the parent the baseline). */
+export function compareWithParent(ctx: Ctx, arg: unknown): void {
+  if (!isCandidateNode(arg)) {
+    void vscode.window.showInformationMessage('Harness RL: pick a candidate in the Evolution view.');
+    return;
+  }
+  const c = arg.candidate;
+  const parent = arg.detail.candidates.find((x) => x.hash === c.parent);
+  const why = !parent
+    ? 'is the root: it has no parent'
+    : !c.train_evaluation
+      ? `has no train evaluation (${c.status})`
+      : !parent.train_evaluation
+        ? 'has a parent with no train evaluation'
+        : null;
+  if (why || !parent?.train_evaluation || !c.train_evaluation) {
+    void vscode.window.showInformationMessage(`Harness RL: candidate ${c.hash.slice(0, 10)} ${why}.`);
+    return;
+  }
+  EvaluationPanel.show(ctx, { a: parent.train_evaluation, b: c.train_evaluation });
 }
 
 /** The files a candidate changed against its parent, opened in the diff editor (one, or picked). */

@@ -45,6 +45,26 @@ export function candidateRow(c: Candidate): {
   };
 }
 
+const link = (title: string, command: string, arg: unknown) =>
+  `[${title}](command:${command}?${encodeURIComponent(JSON.stringify([arg]))})`;
+
+/** Links to the candidate's evaluation pages and its comparison with its parent (the tooltip's last line). */
+export function evaluationLinks(c: Candidate, parentEvaluation: string | null): string {
+  const links = [
+    c.train_evaluation &&
+      link('Train evaluation', 'harnessRl.openEvaluation', { evaluationId: c.train_evaluation }),
+    c.held_out_evaluation &&
+      link('Held-out evaluation', 'harnessRl.openEvaluation', { evaluationId: c.held_out_evaluation }),
+    c.train_evaluation &&
+      parentEvaluation &&
+      link('Compare with parent', 'harnessRl.compareEvaluations', {
+        a: parentEvaluation,
+        b: c.train_evaluation,
+      }),
+  ].filter(Boolean);
+  return links.join(' · ');
+}
+
 export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<EvolutionNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
@@ -102,7 +122,12 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
     const item = new vscode.TreeItem(row.label, hasChildren ? C.Expanded : C.None);
     item.id = `${node.detail.id}/${c.hash}`;
     item.description = row.description;
-    item.tooltip = new vscode.MarkdownString(row.tooltip);
+    const parent = node.detail.candidates.find((x) => x.hash === c.parent);
+    const tooltip = new vscode.MarkdownString(
+      [row.tooltip, evaluationLinks(c, parent?.train_evaluation ?? null)].filter(Boolean).join('\n\n'),
+    );
+    tooltip.isTrusted = { enabledCommands: ['harnessRl.openEvaluation', 'harnessRl.compareEvaluations'] };
+    item.tooltip = tooltip;
     item.iconPath = new vscode.ThemeIcon(row.icon);
     item.contextValue = /^[0-9a-f]{24}$/.test(c.hash) ? 'candidate' : 'proposal';
     if (c.parent !== null)

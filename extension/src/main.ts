@@ -74,6 +74,10 @@ export function activate(context: vscode.ExtensionContext): HarnessRlApi {
       deserializeWebviewPanel: (panel, state) =>
         loadCore!().serializers.dashboard.deserializeWebviewPanel(panel, state),
     }),
+    vscode.window.registerWebviewPanelSerializer('harnessRl.evaluation', {
+      deserializeWebviewPanel: (panel, state) =>
+        loadCore!().serializers.evaluation.deserializeWebviewPanel(panel, state),
+    }),
   );
   const activationMs = performance.now() - started;
   log.appendLine(`activated in ${activationMs.toFixed(1)} ms`);

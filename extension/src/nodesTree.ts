@@ -1,6 +1,7 @@
 // Nodes → their GPUs: the node agents the daemon connects to for runs (GET /api/nodes), kept live
 // from the 'node' events without refetching; then, per running run whose workers are on Ray or
-// attached, its workers by Ray node and their recent attempts (kept live from the 'workers' events).
+// attached, its workers by Ray node (kept live from the 'workers' events) and their recent attempts
+// (kept live from the 'rollout' events, workerAttempts.ts).
 // Rows are rendered by nodeLabels.ts and workerLabels.ts.
 import * as vscode from 'vscode';
 import type { Attempt, NodeInfo, Run, RunWorkers } from '../../daemon/protocol/entities';
@@ -8,10 +9,10 @@ import type { DaemonEvent } from '../../daemon/protocol/events';
 import { type DaemonClient, errorText } from './client';
 import { compareNodes, type GpuRow, nodeChanged, nodeRow } from './nodeLabels';
 import { Throttle } from './throttle';
+import { WorkerAttempts } from './workerAttempts';
 import {
   type AttemptRow,
   attemptRow,
-  attemptsByWorker,
   type PlaceRow,
   runWorkersRow,
   showsWorkers,
@@ -38,10 +39,24 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
   private nodes: Map<string, NodeInfo> | undefined;
   /** Running runs whose workers are shown, by run id; undefined until first listed (and after refresh). */
   private runWorkers: Map<string, { run: Pick<Run, 'id' | 'name'>; workers: RunWorkers }> | undefined;
-  /** A run's workers' recent attempts, read when a worker row is first opened (dropped on refresh). */
-  private readonly attempts = new Map<string, Promise<Map<string, Attempt[]>>>();
+  /** A run's workers' recent attempts, read when a worker row is first opened, then kept live. */
+  private readonly attempts: WorkerAttempts;
 
-  constructor(private readonly getClient: () => DaemonClient | undefined) {}
+  constructor(private readonly getClient: () => DaemonClient | undefined) {
+    this.attempts = new WorkerAttempts(
+      {
+        recent: (runId) => recentAttempts(this.requireClient(), runId),
+        rollout: async (id) => (await this.requireClient().getRollout(id)).attempts,
+      },
+      () => this.redraw.schedule(),
+    );
+  }
+
+  private requireClient(): DaemonClient {
+    const client = this.getClient();
+    if (!client) throw new Error('no daemon connected');
+    return client;
+  }
 
   refresh(): void {
     this.nodes = undefined;
@@ -53,7 +68,7 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
   async getChildren(node?: NodesNode): Promise<NodesNode[]> {
     const client = this.getClient();
     if (!client) return [];
-    if (node) return this.childrenOf(client, node);
+    if (node) return this.childrenOf(node);
     try {
       if (!this.nodes) {
         const listed = await client.listNodes();
@@ -73,7 +88,7 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
     return [...nodes, ...runs];
   }
 
-  private async childrenOf(client: DaemonClient, node: NodesNode): Promise<NodesNode[]> {
+  private async childrenOf(node: NodesNode): Promise<NodesNode[]> {
     switch (node.kind) {
       case 'node':
         return nodeRow(node.node).gpus.map((gpu) => ({ kind: 'gpu' as const, gpu }));
@@ -86,14 +101,8 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
       case 'place':
         return node.place.workers.map((worker) => ({ kind: 'worker' as const, runId: node.runId, worker }));
       case 'worker': {
-        let recent = this.attempts.get(node.runId);
-        if (!recent) {
-          recent = recentAttempts(client, node.runId);
-          this.attempts.set(node.runId, recent);
-          recent.catch(() => this.attempts.delete(node.runId));
-        }
         try {
-          const mine = (await recent).get(node.worker.name) ?? [];
+          const mine = await this.attempts.of(node.runId, node.worker.name);
           if (mine.length === 0) return [{ kind: 'message', text: 'no recent attempt' }];
           return mine.map((a) => ({ kind: 'workerAttempt' as const, attempt: a, row: attemptRow(a) }));
         } catch (err) {
@@ -179,6 +188,10 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
 
   /** A 'node' event that changes what the row shows replaces it; the view redraws at most every 300 ms. */
   onEvent(e: DaemonEvent): void {
+    if (e.type === 'rollout') {
+      this.attempts.onRollout(e.rollout);
+      return;
+    }
     if (e.type === 'workers' || e.type === 'run') {
       this.onRunEvent(e);
       return;
@@ -209,11 +222,12 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
       // a run started after the view was filled: list the running runs again (their names)
       this.runWorkers = undefined;
     } else return;
-    this.attempts.delete(e.workers.run_id);
+    this.attempts.drop(e.workers.run_id);
     this.redraw.schedule();
   }
 
   dispose(): void {
+    this.attempts.dispose();
     this.redraw.dispose();
     this.emitter.dispose();
   }
@@ -232,9 +246,9 @@ async function listRunWorkers(
   return out;
 }
 
-/** The attempts of a run's newest rollouts, newest first per worker. */
-async function recentAttempts(client: DaemonClient, runId: string): Promise<Map<string, Attempt[]>> {
+/** The attempts of a run's newest rollouts. */
+async function recentAttempts(client: DaemonClient, runId: string): Promise<Attempt[]> {
   const rollouts = (await client.listRollouts({ run_id: runId, limit: ROLLOUTS_READ })).items;
   const details = await Promise.all(rollouts.map((r) => client.getRollout(r.id).catch(() => null)));
-  return attemptsByWorker(details.flatMap((d) => d?.attempts ?? []));
+  return details.flatMap((d) => d?.attempts ?? []);
 }

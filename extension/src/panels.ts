@@ -36,7 +36,7 @@ export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewPanelOpt
 export function webviewHtml(
   webview: vscode.Webview,
   extensionUri: vscode.Uri,
-  bundle: 'trajectory' | 'dashboard' | 'snippets',
+  bundle: 'trajectory' | 'dashboard' | 'snippets' | 'evaluation',
   title: string,
 ): string {
   const nonce = randomBytes(16).toString('base64');
@@ -65,9 +65,9 @@ export function webviewHtml(
 </html>`;
 }
 
-const DAEMON_STOPPED = 'The Harness RL daemon is not running.';
+export const DAEMON_STOPPED = 'The Harness RL daemon is not running.';
 
-abstract class Panel implements vscode.Disposable {
+export abstract class Panel implements vscode.Disposable {
   protected readonly disposables: vscode.Disposable[] = [];
   private readonly reload = new Throttle(() => void this.load(), 300);
   protected ready = false;
@@ -125,6 +125,13 @@ abstract class Panel implements vscode.Disposable {
         break;
       case 'compareRuns':
         await this.compareRuns(m.run_ids);
+        break;
+      // through the commands: the evaluation panels live in evaluationPanel.ts, which imports this file
+      case 'openEvaluation':
+        await vscode.commands.executeCommand('harnessRl.openEvaluation', { evaluationId: m.evaluation_id });
+        break;
+      case 'compareEvaluations':
+        await vscode.commands.executeCommand('harnessRl.compareEvaluations', { a: m.a, b: m.b });
         break;
     }
   }

@@ -774,6 +774,13 @@ async function checks() {
       if (!tab.includes(`${claimed.attempt.id}.log`) || /Untitled/.test(tab))
         throw new Error(`the output opened as "${tab}", not the attempt's read-only document`);
       await page.keyboard.press('Escape');
+      // the worker claims the run's other rollout: its attempt shows under w0 without a refresh
+      const second = await api('POST', `/api/runs/${run.id}/claim`, { worker, wait_ms: 5_000 });
+      if (!second?.rollout || second.rollout.id === claimed.rollout.id)
+        throw new Error(`no second rollout to claim: ${JSON.stringify(second)}`);
+      const t0 = Date.now();
+      await rowOf(`${second.rollout.id} #1`).waitFor({ timeout: 20_000 });
+      figures.nodes_new_attempt_ms = Date.now() - t0;
       ctx.stopBeat();
       await api('POST', `/api/runs/${run.id}/stop`, {});
       await waitFor(
@@ -1337,6 +1344,120 @@ async function checks() {
         30_000,
       );
       figures.evolution_candidates = evo.candidates.length;
+    },
+  );
+
+  await step(
+    'Evaluate Harness… on a tiny config opens the evaluation page; Compare Evaluations… and Compare with Parent open the comparison; a candidate links to its evaluation',
+    async () => {
+      // a tiny config beside the evolution's harness (the Evolution step copied it into the workspace)
+      const dir = join(ctx.ws, 'evolve');
+      writeFileSync(
+        join(dir, 'tiny-eval.run.yaml'),
+        `run:
+  name: vscode-tiny-eval
+  tasks:
+    file: tasks.jsonl
+    limit: 6
+    test_fraction: 0.5
+  harness:
+    command: [node, agent.mjs]
+    dir: harness
+    concurrency: 4
+    timeout_s: 60
+    max_attempts: 1
+    reward: verifier
+    verifier: [node, verify.mjs]
+  algorithm:
+    max_response_tokens: 4
+`,
+      );
+      await palette('View: Close All Editors');
+      await palette('Harness RL: Evaluate Harness…');
+      await quickPick('tiny-eval.run.yaml');
+      await quickPick('test');
+      // attempts per task: 2 (k of pass@k)
+      const input = page.locator('.quick-input-widget input');
+      await waitFor('the attempts box', async () => (await input.inputValue()) === '1', 10_000);
+      await input.fill('2');
+      await page.keyboard.press('Enter');
+      await quickPick("The config's harness");
+      const view = webview();
+      // named after the config and the split ("eval vscode-tiny-eval test")
+      await view.locator('h1', { hasText: /^Evaluation .*vscode-tiny-eval/ }).waitFor({ timeout: 30_000 });
+      // it fills in by itself when the evaluation finishes: the figures are the stored ones
+      await view.locator('#summary').waitFor({ timeout: 120_000 });
+      const stored = (await api('GET', '/api/evaluations')).items.find((e) =>
+        e.name.includes('vscode-tiny-eval'),
+      );
+      if (stored?.status !== 'finished') throw new Error(`the evaluation is ${stored?.status}`);
+      const rows = await view.locator('#tasks tbody tr').count();
+      if (rows !== stored.tasks.length) throw new Error(`${rows} task rows for ${stored.tasks.length} tasks`);
+      const mean = await view.locator('#summary tr[data-key="mean_reward"] strong').innerText();
+      if (Number(mean) !== Number(stored.summary.mean_reward.toPrecision(3)))
+        throw new Error(`the page shows mean ${mean}, the daemon ${stored.summary.mean_reward}`);
+      if ((await view.locator('#tasks tbody tr').first().locator('.reward').count()) !== 2)
+        throw new Error('the first task does not show its 2 attempts');
+      figures.evaluation_tasks = rows;
+      await shot('08c-evaluation');
+
+      // Compare Evaluations…: the evolution's root (A) against its child (B), both picked by id
+      const evo = (await api('GET', '/api/evolutions')).items.find((e) => e.name.includes('vscode-evolve'));
+      const detail = await api('GET', `/api/evolutions/${evo.id}`);
+      const child = detail.candidates.find((c) => c.parent !== null && c.train_evaluation);
+      const parent = detail.candidates.find((c) => c.hash === child.parent);
+      const expected = await api(
+        'GET',
+        `/api/evaluations/compare?a=${parent.train_evaluation}&b=${child.train_evaluation}`,
+      );
+      await palette('Harness RL: Compare Evaluations…');
+      for (const id of [parent.train_evaluation, child.train_evaluation]) {
+        await waitFor('the next pick', async () => (await input.inputValue()) === '', 10_000);
+        await page.keyboard.type(id, { delay: 5 });
+        await quickPick(id);
+      }
+      const cmp = webview().locator('#verdict');
+      await cmp.waitFor({ timeout: 30_000 });
+      const wins = await webview().locator('#wins').innerText();
+      if (wins !== `B better on ${expected.sign_test.wins}`) throw new Error(`the page says "${wins}"`);
+      const paired = await webview().locator('#per-task tbody tr').count();
+      if (paired !== expected.paired_tasks)
+        throw new Error(`${paired} rows for ${expected.paired_tasks} paired tasks`);
+      figures.comparison_paired_tasks = paired;
+      await shot('08d-comparison');
+
+      // the Evolution view: Compare with Parent on the child opens the same comparison
+      await palette('View: Close All Editors');
+      const pane = page
+        .locator('.pane', { has: page.locator('.pane-header', { hasText: 'Evolution' }) })
+        .first();
+      const row = treeRow(pane, child.hash.slice(0, 10));
+      await row.waitFor({ timeout: 30_000 });
+      await row.hover();
+      await row.locator('.action-label[aria-label="Compare with Parent"]').click();
+      await webview().locator('#verdict').waitFor({ timeout: 30_000 });
+      const tab = (await page.locator('.tabs-container .tab.active').first().textContent()) ?? '';
+      if (!tab.includes('Compare')) throw new Error(`the comparison opened as "${tab}"`);
+
+      // the candidate's tooltip links to the page of its train evaluation
+      await palette('View: Close All Editors');
+      const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: 'Train evaluation' }).first();
+      await waitFor(
+        "the candidate's hover",
+        async () => {
+          await page.mouse.move(0, 0);
+          await row.hover();
+          await hover.waitFor({ timeout: 3_000 });
+          return true;
+        },
+        30_000,
+      );
+      await hover.locator('a', { hasText: 'Train evaluation' }).click();
+      const train = await api('GET', `/api/evaluations/${child.train_evaluation}`);
+      await webview()
+        .locator('h1', { hasText: `Evaluation ${train.name}` })
+        .waitFor({ timeout: 30_000 });
+      await webview().locator('#summary').waitFor({ timeout: 10_000 });
     },
   );
 

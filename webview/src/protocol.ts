@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { RolloutDetail } from '../../daemon/protocol/api';
 import { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
+import { Comparison, Evaluation } from '../../daemon/protocol/evaluation';
 import { SampleJson } from '../../daemon/protocol/samples';
 import { StepValidation } from '../../daemon/protocol/training';
 
@@ -86,6 +87,23 @@ export const ToSnippets = z.discriminatedUnion('type', [
   z.object({ type: z.literal('error'), message: z.string() }),
 ]);
 
+/** An evaluation as other pages name it (the previous one of a config, a comparison's sides). */
+export const EvaluationRef = Evaluation.pick({ id: true, name: true, status: true, created_at: true });
+
+/** Host → evaluation webview: one evaluation's page, or the comparison of two. */
+export const ToEvaluation = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('evaluation'),
+    evaluation: Evaluation,
+    /** The previous finished evaluation of the same name (what "Compare with previous" compares to). */
+    previous: EvaluationRef.nullable().default(null),
+  }),
+  z.object({ type: z.literal('comparison'), comparison: Comparison, a: Evaluation, b: Evaluation }),
+  /** A running evaluation's attempts by status (its run's rollouts), live. */
+  z.object({ type: z.literal('progress'), progress: StepProgress }),
+  ErrorMessage,
+]);
+
 /** How many other runs the dashboard overlays at most (the palette has that many more colours). */
 export const MAX_COMPARED = 5;
 
@@ -101,6 +119,9 @@ export const FromWebview = z.discriminatedUnion('type', [
   z.object({ type: z.literal('stepValidation'), run_id: z.string(), step: z.number().int().nonnegative() }),
   z.object({ type: z.literal('openRollout'), rollout_id: z.string() }),
   z.object({ type: z.literal('compareRuns'), run_ids: z.array(z.string()).max(MAX_COMPARED) }),
+  z.object({ type: z.literal('openEvaluation'), evaluation_id: z.string() }),
+  /** Compare two evaluations: b − a, a the baseline. */
+  z.object({ type: z.literal('compareEvaluations'), a: z.string(), b: z.string() }),
 ]);
 
 /** What each webview keeps in getState()/setState() and the serializer restores from. */
@@ -115,10 +136,18 @@ export const DashboardState = z.object({
   scatter_step: z.number().int().nonnegative().nullable().optional(),
 });
 
+/** One evaluation (evaluation_id) or the comparison of two (a, b). */
+export const EvaluationState = z.union([
+  z.object({ evaluation_id: z.string() }),
+  z.object({ a: z.string(), b: z.string() }),
+]);
+
 export type TrajectoryData = z.infer<typeof TrajectoryData>;
 export type ToTrajectory = z.input<typeof ToTrajectory>;
 export type ToDashboard = z.input<typeof ToDashboard>;
 export type ToSnippets = z.infer<typeof ToSnippets>;
+export type ToEvaluation = z.input<typeof ToEvaluation>;
+export type EvaluationState = z.infer<typeof EvaluationState>;
 export type StepProgress = z.infer<typeof StepProgress>;
 export type FromWebview = z.infer<typeof FromWebview>;
 export type TrajectoryState = z.infer<typeof TrajectoryState>;
