@@ -161,6 +161,20 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
     }
     if (call.settled) return;
     const json = parseBackendJson(text);
+    // As from a backend (pipeline.ts): the harness asked for events and its client cannot read a
+    // JSON answer there (an error status stays as the upstream gave it: clients read those as JSON).
+    if (o.stream && status < 400) {
+      await call.fail(
+        new ProxyError(
+          502,
+          `upstream ${o.backendName} answered ${ctype} instead of an event stream to a streamed request: ${text.slice(0, 200)}`,
+          null,
+          'backend_not_streamed',
+        ),
+        { ...base, response: json ?? text.slice(0, 10_000) },
+      );
+      return;
+    }
     const total = call.elapsed();
     await call.answer(status, { 'content-type': ctype }, text, {
       ...base,
