@@ -3,6 +3,7 @@
 // <dataDir>/secrets.json. The answer is relayed as is; streams are assembled for the record, which
 // is committed before the terminal event reaches the harness.
 import { parseBoundedJson } from '../api/body';
+import { errorText } from '../error-text';
 import { readText, SendError, send, timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import type { Call } from './call';
@@ -136,10 +137,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
     const err =
       e instanceof SendError && e.kind === 'timeout'
         ? new ProxyError(504, `upstream ${o.backendName} timed out`, null, 'backend_timeout')
-        : new ProxyError(
-            502,
-            `upstream ${o.backendName} failed: ${e instanceof Error ? e.message : String(e)}`,
-          );
+        : new ProxyError(502, `upstream ${o.backendName} failed: ${errorText(e)}`);
     await call.fail(err, { ...base, queue_ms: queueMs });
     return;
   }
@@ -230,10 +228,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
       try {
         relay(buf);
       } catch (e) {
-        finish(
-          'error',
-          `proxy error while relaying the stream: ${e instanceof Error ? e.message : String(e)}`,
-        );
+        finish('error', `proxy error while relaying the stream: ${errorText(e)}`);
       }
     });
     const relay = (buf: Buffer) => {
