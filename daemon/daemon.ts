@@ -10,6 +10,7 @@ import { boundUrl, checkBind, isLoopback } from './config/bind';
 import { readSecrets } from './config/secrets';
 import { ensureToken } from './config/token';
 import type { DaemonContext } from './context';
+import { errorText } from './error-text';
 import { Evolutions } from './evolve';
 import { DaemonConfig, type DaemonConfigInput } from './protocol/config';
 import { registerProxy } from './proxy';
@@ -130,7 +131,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       try {
         await close();
       } catch (err) {
-        log('close failed', { error: err instanceof Error ? err.message : String(err) });
+        log('close failed', { error: errorText(err) });
       }
     }
   };

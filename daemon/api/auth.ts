@@ -2,7 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { DaemonContext } from '../context';
-import { Id } from '../protocol/entities';
+import { FINISHED_ROLLOUT, Id } from '../protocol/entities';
 import { keyHash } from '../store/ids';
 import { ApiError } from './errors';
 import type { Auth, Caller } from './route';
@@ -39,6 +39,25 @@ export async function isRolloutKey(ctx: DaemonContext, rolloutId: string, key: s
     if (recordingKey && sameSecret(recordingKey, presented)) return true;
   }
   return false;
+}
+
+/**
+ * A rollout key writes (reward, complete, fail) only while its rollout is open, as on the proxy
+ * (proxy/scope.ts): a finished, failed or cancelled rollout, or a stopped recording's, is a 409 naming
+ * its state. The daemon token may still write (a person labels a stopped recording).
+ */
+export async function refuseEndedRollout(ctx: DaemonContext, rolloutId: string): Promise<void> {
+  const rollout = await ctx.store.getRollout(rolloutId);
+  if (!rollout || !FINISHED_ROLLOUT.has(rollout.status)) return;
+  const recording = rollout.recording_id ? await ctx.store.getRecording(rollout.recording_id) : null;
+  throw new ApiError(
+    409,
+    `rollout_${rollout.status}`,
+    recording && recording.status === 'stopped'
+      ? `recording ${recording.id} is stopped: its key can no longer write to its rollout ${rollout.id} (the daemon token can)`
+      : `rollout ${rollout.id} is ${rollout.status}: its key can no longer write to it (the daemon token can)`,
+    'id',
+  );
 }
 
 /**

@@ -1,6 +1,7 @@
 // One error shape for every /api failure: {error: {message, field, code}} with a fitting status.
 import type { FastifyError } from 'fastify';
 import type { z } from 'zod';
+import { errorText } from '../error-text';
 import type { ErrorBody } from '../protocol/api';
 import { issueField } from '../protocol/fields';
 import { redactText } from '../redact';
@@ -106,7 +107,7 @@ export function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     return new ApiError(fe.statusCode, 'invalid_request', fe.message ?? 'bad request');
   }
-  return new ApiError(500, 'internal', err instanceof Error ? err.message : String(err));
+  return new ApiError(500, 'internal', errorText(err));
 }
 
 /** The 404 for an entity that is not there, naming the field that gave its id. */

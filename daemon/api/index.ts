@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { DaemonContext } from '../context';
-import { authorize, bearerToken } from './auth';
+import { authorize, bearerToken, refuseEndedRollout } from './auth';
 import { apiJsonParser, keepConnectionFor413 } from './body';
 import { ApiError, errorBody, toApiError, validationError } from './errors';
 import { attachEvents } from './events';
@@ -71,10 +71,15 @@ export async function registerApi(
           url: r.path.replace(/^\/api/, ''),
           onRequest: async (req) => {
             const id = (req.params as { id?: unknown }).id;
-            callers.set(
-              req,
-              await authorize(ctx, r.auth, bearerToken(req.headers), typeof id === 'string' ? id : undefined),
+            const caller = await authorize(
+              ctx,
+              r.auth,
+              bearerToken(req.headers),
+              typeof id === 'string' ? id : undefined,
             );
+            if (caller.kind === 'rollout' && r.method !== 'GET')
+              await refuseEndedRollout(ctx, caller.rolloutId);
+            callers.set(req, caller);
           },
           handler: async (req, reply) => {
             const params = parse(r.params, req.params, 'path');

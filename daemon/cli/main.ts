@@ -1,4 +1,6 @@
 // `harness-rl <command> …`: each command lives in commands/<name>.ts and exports `run(argv)`.
+import { errorText } from '../error-text';
+
 const commands: Record<
   string,
   { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number | void> }> }
@@ -66,7 +68,7 @@ main(process.argv.slice(2)).then(
     if (code !== 0) process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`harness-rl: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`harness-rl: ${errorText(err)}\n`);
     process.exitCode = 1;
   },
 );

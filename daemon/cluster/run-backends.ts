@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DaemonContext } from '../context';
 import { type ReferenceEngine, startReferenceEngine } from '../engine';
+import { errorText } from '../error-text';
 import { readText, rootUrl, send } from '../http';
 import { NEUTRAL_SAMPLING, type RunConfig, runSampling } from '../protocol/config';
 import type { VllmFlags, WeightsRef } from '../protocol/node';
@@ -260,7 +261,7 @@ export class RunBackends {
       await this.load(target, weights);
       this.pool.setModelVersion(target.url, version, this.runId);
     } catch (err) {
-      const error = err instanceof Error ? err.message : String(err);
+      const error = errorText(err);
       this.ctx.log('loading new weights failed', { run_id: this.runId, backend: target.url, version, error });
       this.pool.markUnhealthyByUrl(target.url, `loading version ${version} failed: ${error}`, this.runId);
     } finally {

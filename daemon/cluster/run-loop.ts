@@ -3,9 +3,9 @@
 // (the reference engine or a trainer node), brings every inference backend to the new weights, records
 // metrics and the new model version, and tells the proxy which versions may serve (sync: the newest
 // only; async: within `max_staleness`). A `validation:` threshold crossed pauses the run.
-
 import { tasksForStep } from '../api/task-order';
 import type { DaemonContext } from '../context';
+import { errorText } from '../error-text';
 import type { RunConfig } from '../protocol/config';
 import type { Rollout, Run, Task } from '../protocol/entities';
 import type { TrainerStepResult } from '../protocol/node';
@@ -29,7 +29,6 @@ import { stepMetrics } from './step-metrics';
 import { ValidationGate, validationMetrics } from './validation-gate';
 
 const TERMINAL_ROLLOUT = new Set(['succeeded', 'failed', 'cancelled']);
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 class Halted extends Error {
   constructor() {

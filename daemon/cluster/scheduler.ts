@@ -2,6 +2,7 @@
 // sync the weights, record), and ends the attempts of workers that stopped sending heartbeats.
 import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext, RunController } from '../context';
+import { errorText } from '../error-text';
 import { EvalLoop } from '../eval/loop';
 import { RunConfig } from '../protocol/config';
 import type { ProxyHandle } from '../proxy';
@@ -19,8 +20,6 @@ export interface SchedulerOptions {
   /** An attempt whose last heartbeat is older than this is ended as unresponsive (ms). */
   heartbeatTimeoutMs: number;
 }
-
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** Starts, stops and resumes runs; sweeps unresponsive attempts. */
 export class Scheduler implements RunController {

@@ -3,7 +3,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { ModelConfig } from './model';
+import type { ModelConfig } from './layout';
 
 export const CheckpointMeta = z.object({
   format: z.literal('harness-rl-reference/1'),

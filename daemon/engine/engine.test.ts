@@ -8,7 +8,8 @@ import { ppoClipLoss, truncatedIsWeight, weightedLoss } from '../samples/loss';
 import { readVectors } from '../samples/vectors.gen';
 import { loadLatestCheckpoint } from './checkpoint';
 import { DEFAULT_MODEL_CONFIG, type ReferenceEngine, startReferenceEngine } from './index';
-import { initParams, Model, type ModelConfig } from './model';
+import { initParams, type ModelConfig } from './layout';
+import { Model } from './model';
 import { applyChatTemplate, decode, END_ID, encode } from './tokenizer';
 import { ppoClipTokenLossAndGrad, sampleLossAndGrad } from './trainer';
 

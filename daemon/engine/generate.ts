@@ -1,7 +1,8 @@
 // Sampling from the model's own distribution: temperature, min-p, top-k, top-p, stop strings, seeded per
 // request. The logprob recorded for each sampled token is the model's raw log p (temperature 1, no
 // truncation), as vLLM's default logprobs_mode raw_logprobs gives it (vllm/config/model.py:305).
-import { cloneState, type DecodeState, type Model, Rng } from './model';
+import { cloneState, type DecodeState, type Model } from './model';
+import { Rng } from './rng';
 import { decode, END_ID } from './tokenizer';
 
 export interface SamplingParams {

@@ -3,11 +3,12 @@
 import { join } from 'node:path';
 import type { Trainer } from '../protocol/training';
 import { loadLatestCheckpoint, loadNewestCheckpointIn, saveCheckpoint } from './checkpoint';
-import { DEFAULT_MODEL_CONFIG, initParams, Model, type ModelConfig } from './model';
+import { DEFAULT_MODEL_CONFIG, initParams, type ModelConfig } from './layout';
+import { Model } from './model';
 import { startServer } from './server';
 import { type AdamState, ReferenceTrainer, type TrainableEngine } from './trainer';
 
-export { DEFAULT_MODEL_CONFIG } from './model';
+export { DEFAULT_MODEL_CONFIG } from './layout';
 
 export interface ReferenceEngine {
   /** http://127.0.0.1:PORT/v1 */

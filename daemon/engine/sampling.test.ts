@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleToken } from './generate';
 import { type ReferenceEngine, startReferenceEngine } from './index';
-import { Rng } from './model';
+import { Rng } from './rng';
 
 const logp = Float64Array.from([0.5, 0.3, 0.15, 0.05], Math.log);
 

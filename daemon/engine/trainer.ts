@@ -2,7 +2,8 @@
 import type { PolicyLossConfig, Sample, TrainBatch, Trainer, TrainResult } from '../protocol/training';
 import { klK3, policyTokenLoss } from '../samples/loss';
 import { stepValidation } from '../samples/validation';
-import { initParams, Model } from './model';
+import { initParams } from './layout';
+import { Model } from './model';
 
 /**
  * Per-token PPO-clip loss with its derivative against a given denominator `old`

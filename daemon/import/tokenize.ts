@@ -2,9 +2,9 @@
 // (generation prompt on) is the prompt; the template's rendering of the request with the answer
 // appended, from there to the end of the answer's turn, is the response. The model never sampled
 // these tokens (token_source "import"). The tokenizer is the model's own (importTokenizer).
-
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { errorText } from '../error-text';
 import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from '../proxy/tito';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
@@ -47,7 +47,7 @@ export function importTokenizer(model: string, modelFiles: Record<string, string
       return new LocalChatTokenizer(readModelFolder(folder));
     } catch (e) {
       throw new UnknownTemplateError(
-        `${model}'s tokenizer files in ${folder} could not be used: ${e instanceof Error ? e.message : String(e)}`,
+        `${model}'s tokenizer files in ${folder} could not be used: ${errorText(e)}`,
       );
     }
   }

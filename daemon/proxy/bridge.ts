@@ -2,6 +2,7 @@
 // chat call's messages and sampled tokens are remembered; when the next request resends that history
 // as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
 import { BoundedMap, jsonBytes } from '../bounded-map';
+import { errorText } from '../error-text';
 import { readText, send } from '../http';
 import type { DaemonConfig } from '../protocol/config';
 import type { HistoryChange } from '../protocol/entities';
@@ -278,7 +279,7 @@ export class BridgeMemory {
       try {
         plan = await planBridge({ previous, request, tokenizer: this.tokenizer(root, model) });
       } catch (e) {
-        const reason = `tokenizer failed: ${e instanceof Error ? e.message : String(e)}`;
+        const reason = `tokenizer failed: ${errorText(e)}`;
         return { ok: false, reason, ...(note.tokenizer_check ? { note } : {}) };
       }
     }
@@ -327,7 +328,7 @@ export class BridgeMemory {
     try {
       plan = planLocal(previous, request, tok);
     } catch (e) {
-      return backend(`the chat template failed in the daemon: ${e instanceof Error ? e.message : String(e)}`);
+      return backend(`the chat template failed in the daemon: ${errorText(e)}`);
     }
     if (!plan.ok) return { plan, note: { tokenizer: 'daemon' } };
     const verdict = locals.verdict(root, model);
@@ -338,7 +339,7 @@ export class BridgeMemory {
     try {
       theirs = await this.tokenizer(root, model).render(request.messages, tools, true, kwargs);
     } catch (e) {
-      const why = `not checked: /tokenize failed (${e instanceof Error ? e.message : String(e)})`;
+      const why = `not checked: /tokenize failed (${errorText(e)})`;
       return { plan, note: { tokenizer: 'daemon', tokenizer_check: why } };
     }
     const decode = (ids: number[]) => tok.decode(ids);

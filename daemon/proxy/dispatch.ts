@@ -1,6 +1,6 @@
 // Sending a call to an inference backend: the pool (affinity, least outstanding, fail-over, waiting
 // while weights load) or a fixed target as a pool of one, with the token bridge's decision applied.
-
+import { errorText } from '../error-text';
 import { type BackendResponse, SendError, send } from '../http';
 import type { BridgeRecord } from '../protocol/entities';
 import type { BackendKind } from './assemble';
@@ -282,12 +282,7 @@ export function sendFailure(e: unknown, name: string): ProxyError {
       );
     return new ProxyError(502, `backend ${name} failed: ${e.message}`, null, 'backend_error');
   }
-  return new ProxyError(
-    502,
-    `backend ${name} failed: ${e instanceof Error ? e.message : String(e)}`,
-    null,
-    'backend_error',
-  );
+  return new ProxyError(502, `backend ${name} failed: ${errorText(e)}`, null, 'backend_error');
 }
 
 /** The 502 after failing over through every backend: each one by name, with how it failed. */

@@ -13,6 +13,7 @@ import {
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { discardBody } from '../api/body';
+import { errorText } from '../error-text';
 import { Id } from '../protocol/entities';
 import { ProxyError } from './errors';
 
@@ -48,7 +49,7 @@ export function proxyServerFactory(tls?: {
         // The front decodes and checks everything before it can throw; should a bug still throw here,
         // outside any handler, it must cost one request, never the process.
         if (!res.headersSent) {
-          const e = new ProxyError(500, `proxy error: ${err instanceof Error ? err.message : String(err)}`);
+          const e = new ProxyError(500, `proxy error: ${errorText(err)}`);
           sendJson(res, 500, JSON.stringify({ error: { message: e.message, type: 'server_error' } }));
         } else res.destroy();
         return;

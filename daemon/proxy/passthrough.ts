@@ -3,7 +3,8 @@
 // <dataDir>/secrets.json. The answer is relayed as is; streams are assembled for the record, which
 // is committed before the terminal event reaches the harness.
 import { parseBoundedJson } from '../api/body';
-import { readText, SendError, send, timedOut } from '../http';
+import { errorText } from '../error-text';
+import { type BackendResponse, readText, SendError, send, timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import type { Call } from './call';
 import { backendErrorMessage, ProxyError } from './errors';
@@ -122,7 +123,7 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
   });
   const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
   const queueMs = call.elapsed();
-  let res: Awaited<ReturnType<typeof send>>;
+  let res: BackendResponse;
   try {
     res = await send(o.url, {
       method: o.method ?? 'POST',
@@ -136,54 +137,96 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
     const err =
       e instanceof SendError && e.kind === 'timeout'
         ? new ProxyError(504, `upstream ${o.backendName} timed out`, null, 'backend_timeout')
-        : new ProxyError(
-            502,
-            `upstream ${o.backendName} failed: ${e instanceof Error ? e.message : String(e)}`,
-          );
+        : new ProxyError(502, `upstream ${o.backendName} failed: ${errorText(e)}`);
     await call.fail(err, { ...base, queue_ms: queueMs });
     return;
   }
   base.queue_ms = queueMs;
-  const status = res.statusCode ?? 502;
   const ctype = String(res.headers['content-type'] ?? 'application/json');
+  if (ctype.includes('text/event-stream')) await relayStream(call, o, res, base, ctype);
+  else await relayJson(call, o, res, base, ctype);
+}
 
-  if (!ctype.includes('text/event-stream')) {
-    let text: string;
-    try {
-      text = await readText(res);
-    } catch (e) {
-      if (call.settled) return;
-      await call.fail(
-        new ProxyError(502, `upstream ${o.backendName} failed mid-response: ${String(e)}`),
-        base,
-      );
-      return;
-    }
+/** A JSON (or any non-event-stream) answer: read whole, recorded, then released. */
+async function relayJson(
+  call: Call,
+  o: PassOptions,
+  res: BackendResponse,
+  base: Partial<NewLlmCall>,
+  ctype: string,
+): Promise<void> {
+  const status = res.statusCode ?? 502;
+  let text: string;
+  try {
+    text = await readText(res);
+  } catch (e) {
     if (call.settled) return;
-    const json = parseBackendJson(text);
-    const total = call.elapsed();
-    await call.answer(status, { 'content-type': ctype }, text, {
-      ...base,
-      ...summaryOf(o.shape, json),
-      response: json ?? text.slice(0, 10_000),
-      status: status < 400 ? 'ok' : 'error',
-      error: status < 400 ? null : `upstream answered ${status}: ${backendErrorMessage(text)}`,
-      http_status: status,
-      ttft_ms: total,
-      total_ms: total,
-    });
+    await call.fail(new ProxyError(502, `upstream ${o.backendName} failed mid-response: ${String(e)}`), base);
     return;
   }
+  if (call.settled) return;
+  const json = parseBackendJson(text);
+  // As from a backend (pipeline.ts): the harness asked for events and its client cannot read a
+  // JSON answer there (an error status stays as the upstream gave it: clients read those as JSON).
+  if (o.stream && status < 400) {
+    await call.fail(
+      new ProxyError(
+        502,
+        `upstream ${o.backendName} answered ${ctype} instead of an event stream to a streamed request: ${text.slice(0, 200)}`,
+        null,
+        'backend_not_streamed',
+      ),
+      { ...base, response: json ?? text.slice(0, 10_000) },
+    );
+    return;
+  }
+  const total = call.elapsed();
+  await call.answer(status, { 'content-type': ctype }, text, {
+    ...base,
+    ...summaryOf(o.shape, json),
+    response: json ?? text.slice(0, 10_000),
+    status: status < 400 ? 'ok' : 'error',
+    error: status < 400 ? null : `upstream answered ${status}: ${backendErrorMessage(text)}`,
+    http_status: status,
+    ttft_ms: total,
+    total_ms: total,
+  });
+}
 
+/** What a pass-through stream has sent so far, folded into the Message or Response it builds. */
+class StreamRecord {
+  private readonly messages = new MessagesAssembler();
+  private final: Json | null = null;
+  constructor(private readonly shape: NativeShape) {}
+  push(type: string, data: Json): void {
+    if (this.shape === 'messages') this.messages.push(type, data);
+    else if (this.shape === 'responses' && data.response) this.final = data.response;
+  }
+  get response(): Json | null {
+    return this.shape === 'messages' ? this.messages.message : this.final;
+  }
+}
+
+/**
+ * An event stream: relayed as it comes, folded for the record, the terminal event held back until the
+ * record is committed.
+ */
+async function relayStream(
+  call: Call,
+  o: PassOptions,
+  res: BackendResponse,
+  base: Partial<NewLlmCall>,
+  ctype: string,
+): Promise<void> {
+  const status = res.statusCode ?? 502;
   const raw = call.res;
   call.openStream(status, { 'content-type': ctype, 'cache-control': 'no-cache', connection: 'keep-alive' });
   const parser = new SseParser();
-  const messages = new MessagesAssembler();
-  let final: Json | null = null;
+  const record = new StreamRecord(o.shape);
   let ttft: number | null = null;
   const held: string[] = [];
   const partial = (): Partial<NewLlmCall> => {
-    const response = o.shape === 'messages' ? messages.message : final;
+    const response = record.response;
     return { ...base, ...summaryOf(o.shape, response), response, ttft_ms: ttft, http_status: status };
   };
   call.snapshot = partial;
@@ -212,27 +255,13 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
         })
         .finally(resolve);
     };
-    res.on('data', (buf: Buffer) => {
-      try {
-        relay(buf);
-      } catch (e) {
-        finish(
-          'error',
-          `proxy error while relaying the stream: ${e instanceof Error ? e.message : String(e)}`,
-        );
-      }
-    });
     const relay = (buf: Buffer) => {
       if (call.settled) return;
       for (const ev of parser.push(buf)) {
         const data = ev.data === '[DONE]' ? null : parseBackendJson(ev.data);
         const type = ev.event ?? (typeof data?.type === 'string' ? data.type : null);
         if (ttft === null) ttft = call.elapsed();
-        if (data && type) {
-          if (o.shape === 'messages') messages.push(type, data);
-          else if (o.shape === 'responses' && data.response && TERMINAL.has(type)) final = data.response;
-          else if (o.shape === 'responses' && data.response) final = data.response;
-        }
+        if (data && type) record.push(type, data);
         const f = frame(ev.event, ev.data);
         if ((type && TERMINAL.has(type)) || ev.data === '[DONE]') held.push(f);
         else if (!call.write(f)) {
@@ -241,6 +270,13 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
         }
       }
     };
+    res.on('data', (buf: Buffer) => {
+      try {
+        relay(buf);
+      } catch (e) {
+        finish('error', `proxy error while relaying the stream: ${errorText(e)}`);
+      }
+    });
     res.on('end', () =>
       finish(status < 400 ? 'ok' : 'error', status < 400 ? null : `upstream answered ${status}`),
     );

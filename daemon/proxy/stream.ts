@@ -1,6 +1,6 @@
 // A streamed answer relayed to the harness frame by frame while it is assembled for the record; the
 // closing frame waits for the record's commit.
-
+import { errorText } from '../error-text';
 import { timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import type { BackendKind } from './assemble';
@@ -129,8 +129,7 @@ export async function finishStream(
     };
 
     // Nothing thrown while relaying (a translator, a malformed chunk) may escape: it fails the call.
-    const relayError = (e: unknown) =>
-      `proxy error while relaying the stream: ${e instanceof Error ? e.message : String(e)}`;
+    const relayError = (e: unknown) => `proxy error while relaying the stream: ${errorText(e)}`;
     d.res.on('data', (buf: Buffer) => {
       if (call.settled) return;
       try {

@@ -1,6 +1,7 @@
 // Where a recording's calls go: its upstream's target (a vLLM or OpenAI root, what it serves, the
 // user's key from <dataDir>/secrets.json) and the headers of an Anthropic upstream.
 import { readSecrets } from '../config/secrets';
+import { errorText } from '../error-text';
 import { rootUrl } from '../http';
 import { registerSecret } from '../redact';
 import { askServedModels, type ServedModels } from './backends';
@@ -87,7 +88,7 @@ export function upstreamKey(dataDir: string, name: 'openai' | 'anthropic'): stri
   try {
     secrets = readSecrets(dataDir);
   } catch (e) {
-    throw new ProxyError(500, `cannot read the upstream keys: ${e instanceof Error ? e.message : String(e)}`);
+    throw new ProxyError(500, `cannot read the upstream keys: ${errorText(e)}`);
   }
   const key = secrets[name] || undefined;
   registerSecret(key);

@@ -1,6 +1,7 @@
 // The JSONL side of the samples contract: trajectory lines in (validated with the zod Trajectory schema
 // plus cross-field checks), sample lines out (SampleJson). Used by `harness-rl samples` and `export`.
 import type { z } from 'zod';
+import { errorText } from '../error-text';
 import type { SampleJson } from '../protocol/samples';
 import { Trajectory } from '../protocol/samples';
 import type { Sample } from '../protocol/training';
@@ -51,7 +52,7 @@ function jsonError(text: string, line: number, rollout: string | null, err: unkn
   if (literal) {
     return { line, rollout_id: rollout, field: literal[1], message: `${literal[2]} is not a JSON number` };
   }
-  const detail = err instanceof Error ? err.message : String(err);
+  const detail = errorText(err);
   // name the last key before the error position, when the parser tells it
   const at = /position (\d+)/.exec(detail);
   const keys = at ? [...text.slice(0, Number(at[1])).matchAll(/"([^"\\]+)"\s*:/g)] : [];

@@ -12,6 +12,7 @@ import type { z } from 'zod';
 import { isRolloutKey, sameSecret } from '../api/auth';
 import { discardBody } from '../api/body';
 import type { DaemonContext } from '../context';
+import { errorText } from '../error-text';
 import { FINISHED_ROLLOUT, type NewToolRun } from '../protocol/entities';
 import { issueField } from '../protocol/fields';
 import { OtlpLogsRequest, OtlpTracesRequest } from '../protocol/otlp';
@@ -167,9 +168,7 @@ async function ingest(
 
 async function fail(ctx: DaemonContext, msg: IncomingMessage, res: ServerResponse, err: unknown) {
   const e =
-    err instanceof ProxyError
-      ? err
-      : new ProxyError(500, `telemetry ingest failed: ${err instanceof Error ? err.message : String(err)}`);
+    err instanceof ProxyError ? err : new ProxyError(500, `telemetry ingest failed: ${errorText(err)}`);
   if (e.status >= 500) ctx.log('telemetry: an OTLP report failed', { error: e.message });
   if (res.headersSent) return void res.destroy();
   if (!(await discardBody(msg))) res.setHeader('connection', 'close');

@@ -2,6 +2,7 @@
 // from a local model folder: what the daemon needs to render chat templates and tokenize as vLLM does.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { errorText } from '../error-text';
 
 export interface ModelFiles {
   /** tokenizer.json, parsed. */
@@ -20,7 +21,7 @@ export function readModelFolder(dir: string): ModelFiles {
     try {
       return JSON.parse(readFileSync(path, 'utf8'));
     } catch (e) {
-      throw new Error(`${path}: not JSON (${e instanceof Error ? e.message : String(e)})`);
+      throw new Error(`${path}: not JSON (${errorText(e)})`);
     }
   };
   const jinja = join(dir, 'chat_template.jinja');

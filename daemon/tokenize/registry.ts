@@ -2,6 +2,7 @@
 // folder), loaded on their first bridged call, and whether each backend agrees with them: checked
 // against the backend's /tokenize on first use and every `tokenizer_check_every`-th call after; a
 // disagreement sends that backend's calls of that model back to the backend's tokenizer.
+import { errorText } from '../error-text';
 import type { LocalChatTokenizer } from './local';
 
 /** What a bridged call's record says about the tokenizer it used (BridgeRecord's fields). */
@@ -52,7 +53,7 @@ export class LocalTokenizers {
           ]);
           return { tok: new LocalChatTokenizer(readModelFolder(dir)), problem: null };
         } catch (e) {
-          const problem = `the model's tokenizer files could not be used: ${e instanceof Error ? e.message : String(e)}`;
+          const problem = `the model's tokenizer files could not be used: ${errorText(e)}`;
           this.log('bridge: local tokenizer unavailable', { model, dir, problem });
           return { tok: null, problem };
         }

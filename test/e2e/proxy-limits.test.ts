@@ -110,6 +110,43 @@ describe('each wire API refuses what the official one refuses, naming the field'
       backend.server.close();
     }
   });
+  it("a recording's Anthropic or OpenAI upstream that answers JSON to a streamed request is a recorded 502 too", async () => {
+    const upstream = await listen((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: 'x', type: 'message', content: [{ type: 'text', text: 'hi' }] }));
+      });
+    });
+    const daemon = await startTestDaemon();
+    try {
+      for (const [kind, path] of [
+        ['anthropic', '/v1/messages'],
+        ['openai', '/v1/responses'],
+      ] as const) {
+        writeSecret(daemon.dataDir, kind, `sk-${kind}-test`);
+        const rec = (
+          await daemon.api<{ id: string; key: string }>('POST', '/api/recordings', {
+            upstream: { kind, base_url: upstream.url },
+          })
+        ).body;
+        const body =
+          kind === 'anthropic'
+            ? { model: 'm', max_tokens: 4, messages: chat.messages, stream: true }
+            : { model: 'm', input: 'hi', stream: true };
+        const res = await post(`${daemon.url}${path}`, body, rec.key, { 'x-api-key': rec.key });
+        expect(res.status, kind).toBe(502);
+        expect(JSON.stringify(res.body), kind).toContain('instead of an event stream');
+        const calls = await daemon.ctx.store.listRecordingCalls(rec.id);
+        expect(calls, kind).toMatchObject([{ status: 'error', http_status: 502, stream: true }]);
+        expect(calls[0]?.error, kind).toMatch(/instead of an event stream/);
+        await daemon.api('POST', `/api/recordings/${rec.id}/stop`, {});
+      }
+    } finally {
+      await daemon.close();
+      upstream.server.close();
+    }
+  });
 });
 
 describe('limits', () => {

@@ -225,6 +225,58 @@ describe('recording sessions', () => {
       up.server.close();
     }
   });
+
+  it('an OpenAI upstream gets /v1/responses natively when streamed; the record holds response.completed', async () => {
+    const response = {
+      id: 'resp_up',
+      object: 'response',
+      status: 'completed',
+      model: 'gpt-x',
+      output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hi up' }] }],
+      usage: { input_tokens: 5, output_tokens: 2 },
+    };
+    const up = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const created = { ...response, status: 'in_progress', output: [], usage: null };
+        res.write(
+          `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', response: created })}\n\n`,
+        );
+        res.write(
+          `event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', delta: 'hi up' })}\n\n`,
+        );
+        res.end(
+          `event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', response })}\n\n`,
+        );
+      });
+    });
+    await new Promise<void>((resolve) => up.listen(0, '127.0.0.1', resolve));
+    try {
+      const rec = await proxy.store.createRecording({
+        name: 'codex',
+        upstream: { kind: 'openai', base_url: `http://127.0.0.1:${(up.address() as AddressInfo).port}/v1` },
+      });
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: rec.key, maxRetries: 0 });
+      const stream = await client.responses.create({ model: 'gpt-x', input: 'hi', stream: true });
+      const types: string[] = [];
+      for await (const e of stream) types.push(e.type);
+      expect(types).toEqual(['response.created', 'response.output_text.delta', 'response.completed']);
+      const [call] = await proxy.store.listRecordingCalls(rec.id);
+      expect(call).toMatchObject({
+        wire_api: 'responses',
+        stream: true,
+        status: 'ok',
+        finish_reason: 'completed',
+      });
+      expect(call.response).toEqual(response);
+      expect(call.usage).toEqual({ prompt_tokens: 5, completion_tokens: 2 });
+      await proxy.store.stopRecording(rec.id);
+    } finally {
+      up.closeAllConnections();
+      up.close();
+    }
+  });
 });
 
 describe('translated wire APIs', () => {

@@ -5,12 +5,21 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CreatedRecording, CreatedRollout } from '../../daemon/protocol/api';
 import { RunConfig } from '../../daemon/protocol/config';
+import type { Reward } from '../../daemon/protocol/entities';
+import { freshStoreSpace, PG_SHOWN, postgresProblem } from '../../daemon/store/pg-testing';
 import { startTestDaemon } from '../helpers/daemon';
 import { proxyOnFakeVllm } from './proxy-setup';
 
 const env = proxyOnFakeVllm();
 const chat = { model: 'toy', messages: [{ role: 'user', content: 'hi' }] };
 type ErrorAnswer = { error: { message: string; code: string | null } };
+
+const problem = await postgresProblem();
+if (problem && !process.env.CI)
+  console.warn(
+    `\n  SKIPPING the PostgreSQL half of the rollout-key tests: ${PG_SHOWN} is unreachable (${problem}).\n`,
+  );
+const stores: Array<'sqlite' | 'postgres'> = !problem || process.env.CI ? ['sqlite', 'postgres'] : ['sqlite'];
 
 describe('rollout keys', () => {
   it('work for their rollout while no file of the SQLite store holds them', async () => {
@@ -140,3 +149,73 @@ async function call(baseURL: string, key: string): Promise<{ status: number; bod
   });
   return { status: res.status, body: (await res.json()) as ErrorAnswer };
 }
+
+describe.each(stores)('the REST API on the %s store', (backend) => {
+  it("a finished, failed or cancelled rollout's key can no longer post a reward, complete or fail it (409 naming its state)", async () => {
+    const space = freshStoreSpace(backend, 'hrl-keys-', 't_keys_');
+    const daemon = await startTestDaemon({ store: space.spec, dataDir: space.dataDir });
+    try {
+      for (const [end, state] of [
+        ['complete', 'succeeded'],
+        ['fail', 'failed'],
+        ['cancel', 'cancelled'],
+      ] as const) {
+        const r = (await daemon.api<CreatedRollout>('POST', '/api/rollouts', { input: state })).body;
+        expect((await daemon.api('POST', `/api/rollouts/${r.id}/reward`, { value: 0.5 }, r.key)).status).toBe(
+          201,
+        );
+        // Cancelling takes the daemon token; completing and failing the harness does with its key.
+        const ended = await daemon.api(
+          'POST',
+          `/api/rollouts/${r.id}/${end}`,
+          end === 'fail' ? { error: 'x' } : {},
+          end === 'cancel' ? undefined : r.key,
+        );
+        expect(ended.status).toBe(200);
+        for (const [path, body] of [
+          ['reward', { value: 1 }],
+          ['complete', {}],
+          ['fail', { error: 'late' }],
+        ] as const) {
+          const refused = await daemon.api<ErrorAnswer>('POST', `/api/rollouts/${r.id}/${path}`, body, r.key);
+          expect(refused.status).toBe(409);
+          expect(refused.body.error).toMatchObject({
+            code: `rollout_${state}`,
+            message: `rollout ${r.id} is ${state}: its key can no longer write to it (the daemon token can)`,
+          });
+        }
+        // Reading stays open to the key; the daemon token may still label the rollout.
+        expect((await daemon.api('GET', `/api/rollouts/${r.id}`, undefined, r.key)).status).toBe(200);
+        expect((await daemon.api('POST', `/api/rollouts/${r.id}/reward`, { value: 0.25 })).status).toBe(201);
+        const rewards: Reward[] = await daemon.ctx.store.listRewards(r.id);
+        expect(rewards.map((w) => [w.source, w.value])).toEqual([
+          ['harness', 0.5],
+          ['api', 0.25],
+        ]);
+      }
+      const recording = (
+        await daemon.api<CreatedRecording>('POST', '/api/recordings', {
+          name: 'r',
+          upstream: { kind: 'reference' },
+        })
+      ).body;
+      expect((await daemon.api('POST', `/api/recordings/${recording.id}/stop`, {})).status).toBe(200);
+      const late = await daemon.api<ErrorAnswer>(
+        'POST',
+        `/api/rollouts/${recording.rollout_id}/reward`,
+        { value: 1 },
+        recording.key,
+      );
+      expect(late.status).toBe(409);
+      expect(late.body.error.message).toBe(
+        `recording ${recording.id} is stopped: its key can no longer write to its rollout ${recording.rollout_id} (the daemon token can)`,
+      );
+      expect(
+        (await daemon.api('POST', `/api/rollouts/${recording.rollout_id}/reward`, { value: 1 })).status,
+      ).toBe(201);
+    } finally {
+      await daemon.close();
+      await space.drop();
+    }
+  });
+});

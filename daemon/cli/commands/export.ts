@@ -6,6 +6,7 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { errorText } from '../../error-text';
 import type { Rollout } from '../../protocol/entities';
 import { algorithmOf, buildOptionsOf, buildSamples, trajectoriesFromStore } from '../../samples';
 import type { Store } from '../../store/store';
@@ -94,7 +95,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     return 0;
   } catch (err) {
-    process.stderr.write(`harness-rl export: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`harness-rl export: ${errorText(err)}\n`);
     return 1;
   } finally {
     await store.close();

@@ -4,6 +4,7 @@
 // with its line number, rollout and field, and nothing is written to stdout.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { errorText } from '../../error-text';
 import { AdvantageEstimator, LossAggregation, MergeMode } from '../../protocol/config';
 import type { BuildResult } from '../../samples';
 import {
@@ -123,7 +124,7 @@ export async function run(argv: string[]): Promise<number> {
       throw new UsageError('--loss-agg seq-mean-token-sum-norm needs --max-len N');
     }
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorText(err);
     process.stderr.write(`harness-rl samples: ${message}\n${SAMPLES_USAGE}\n`);
     return 2;
   }

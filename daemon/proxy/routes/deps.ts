@@ -2,6 +2,7 @@
 // the recorder; and the steps every route begins with (a Call for the request, its scope).
 import type { ServerResponse } from 'node:http';
 import type { DaemonContext } from '../../context';
+import { errorText } from '../../error-text';
 import type { WireApi } from '../../protocol/entities';
 import type { BackendPool } from '../backends';
 import { Call } from '../call';
@@ -97,5 +98,5 @@ export function geminiKey(req: ProxyRequest): void {
 
 export function asProxyError(e: unknown): ProxyError {
   if (e instanceof ProxyError) return e;
-  return new ProxyError(500, `proxy error: ${e instanceof Error ? e.message : String(e)}`, null, 'internal');
+  return new ProxyError(500, `proxy error: ${errorText(e)}`, null, 'internal');
 }

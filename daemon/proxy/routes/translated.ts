@@ -1,6 +1,7 @@
 // A Responses, Messages or Gemini request translated to chat for the inference backends: parsed by the
 // wire's translator, hosted tools left out (or refused), sampled, and run like a native chat call.
 import { z } from 'zod';
+import { errorText } from '../../error-text';
 import type { WireApi } from '../../protocol/entities';
 import type { Call } from '../call';
 import { backendBody, type FixedTarget } from '../dispatch';
@@ -36,7 +37,7 @@ export async function runTranslated(
     output = translatedOutput(t, parsedReq);
   } catch (e) {
     if (e instanceof z.ZodError) return void call.fail(invalidBody(e), {}, early);
-    return void call.fail(new ProxyError(400, e instanceof Error ? e.message : String(e)), {}, early);
+    return void call.fail(new ProxyError(400, errorText(e)), {}, early);
   }
   // Hosted tools (web_search …) the backend cannot run: left out and noted, or refused by the run.
   const leftOut = t.leftOut?.(parsedReq) ?? [];

@@ -9,13 +9,12 @@ import {
   iso,
   isoOrNull,
   json,
+  newestFirst,
   notFound,
   now,
   num,
   numOrNull,
   oneOf,
-  page,
-  pageLimit,
   parse,
   str,
 } from './values';
@@ -101,16 +100,7 @@ export async function listEvaluations(
   c: SqlContext,
   p: { cursor?: string; limit?: number } = {},
 ): Promise<Page<StoredEvaluation>> {
-  const limit = pageLimit(p.limit);
-  const rows = await c.read(() =>
-    p.cursor
-      ? c.db.all(`SELECT ${COLS} FROM evaluations WHERE id < ? ORDER BY id DESC LIMIT ?`, [
-          p.cursor!,
-          limit + 1,
-        ])
-      : c.db.all(`SELECT ${COLS} FROM evaluations ORDER BY id DESC LIMIT ?`, [limit + 1]),
-  );
-  return page(rows.map(toEvaluation), limit);
+  return newestFirst(c, 'evaluations', COLS, p, toEvaluation);
 }
 
 export async function updateEvaluation(

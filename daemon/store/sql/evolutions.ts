@@ -6,7 +6,7 @@ import type { Row } from '../driver';
 import { newId } from '../ids';
 import type { StoredCandidate, StoredEvolution } from '../store';
 import type { SqlContext } from './context';
-import { iso, isoOrNull, json, notFound, now, oneOf, page, pageLimit, parse, str } from './values';
+import { iso, isoOrNull, json, newestFirst, notFound, now, oneOf, parse, str } from './values';
 
 const EVOLUTION_COLS =
   'id, name, status, error, harness_dir, config, base_dir, result, created_at, finished_at';
@@ -87,16 +87,7 @@ export async function listEvolutions(
   c: SqlContext,
   p: { cursor?: string; limit?: number } = {},
 ): Promise<Page<StoredEvolution>> {
-  const limit = pageLimit(p.limit);
-  const rows = await c.read(() =>
-    p.cursor
-      ? c.db.all(`SELECT ${EVOLUTION_COLS} FROM evolutions WHERE id < ? ORDER BY id DESC LIMIT ?`, [
-          p.cursor!,
-          limit + 1,
-        ])
-      : c.db.all(`SELECT ${EVOLUTION_COLS} FROM evolutions ORDER BY id DESC LIMIT ?`, [limit + 1]),
-  );
-  return page(rows.map(toEvolution), limit);
+  return newestFirst(c, 'evolutions', EVOLUTION_COLS, p, toEvolution);
 }
 
 export async function updateEvolution(

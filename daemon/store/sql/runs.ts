@@ -4,19 +4,7 @@ import { StepValidation } from '../../protocol/training';
 import type { Row } from '../driver';
 import { newId } from '../ids';
 import type { SqlContext } from './context';
-import {
-  invalid,
-  iso,
-  nonNegativeInt,
-  notFound,
-  now,
-  num,
-  oneOf,
-  page,
-  pageLimit,
-  parse,
-  str,
-} from './values';
+import { invalid, iso, newestFirst, nonNegativeInt, notFound, now, num, oneOf, parse, str } from './values';
 
 const RUN_STATUSES = RunStatus.options;
 
@@ -93,13 +81,7 @@ export async function listRuns(
   c: SqlContext,
   p: { cursor?: string; limit?: number } = {},
 ): Promise<Page<Run>> {
-  const limit = pageLimit(p.limit);
-  const rows = await c.read(() =>
-    p.cursor
-      ? c.db.all(`SELECT ${RUN_COLS} FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?`, [p.cursor!, limit + 1])
-      : c.db.all(`SELECT ${RUN_COLS} FROM runs ORDER BY id DESC LIMIT ?`, [limit + 1]),
-  );
-  return page(rows.map(toRun), limit);
+  return newestFirst(c, 'runs', RUN_COLS, p, toRun);
 }
 
 export async function updateRun(
