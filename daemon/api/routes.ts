@@ -52,6 +52,7 @@ import { openApiFor } from './openapi';
 import { type AnyRoute, route } from './route';
 import { validationRoutes } from './run-validation';
 import { readTasks } from './tasks';
+import { workerRoutes } from './workers';
 
 const IdParams = z.object({ id: Id }).strict();
 
@@ -508,4 +509,5 @@ export const routes: AnyRoute[] = [
     },
   }),
   ...importRoutes,
+  ...workerRoutes,
 ];
