@@ -1,11 +1,12 @@
 // The worker routes: claim a rollout of a run (a long poll), heartbeat an attempt, stream its output,
 // finish it (with a reward). Part of the route table in routes.ts; the bodies live in protocol/worker.ts.
-import { z } from 'zod';
+import type { z } from 'zod';
 import { BoundedMap } from '../bounded-map';
 import { restoreSecrets } from '../config/held-secrets';
 import type { DaemonContext, RunController } from '../context';
+import { IdParams } from '../protocol/api';
 import { RunConfig } from '../protocol/config';
-import { type Attempt, Id, type Rollout } from '../protocol/entities';
+import type { Attempt, Rollout } from '../protocol/entities';
 import { harnessFailure, infrastructure } from '../protocol/failures';
 import {
   ClaimBody,
@@ -21,7 +22,6 @@ import { nextEvent, rolloutOf } from '../store/events';
 import { ApiError } from './errors';
 import { type AnyRoute, NO_CONTENT, route } from './route';
 
-const IdParams = z.object({ id: Id }).strict();
 const TERMINAL_RUN = new Set(['finished', 'stopped', 'failed']);
 
 const CLAIMS_BUDGET_BYTES = 2 * 1024 * 1024;
