@@ -11,8 +11,8 @@
 // alternating rounds, so drift hits both paths alike.
 import { Agent, request } from 'node:http';
 import { loadavg } from 'node:os';
-import { tokensOf } from '../daemon/proxy/assemble';
 import { nativeOutput, type Output, translatedOutput } from '../daemon/proxy/output';
+import { tokensOf } from '../daemon/proxy/record-fields';
 import { StreamRelay } from '../daemon/proxy/relay';
 import { messagesTranslator } from '../daemon/proxy/translate/messages';
 import { child, emit, quantile, root, round } from './emit';

@@ -4,6 +4,16 @@ import type { DaemonConfig } from './protocol/config';
 import type { AttemptOutput, NewLlmCall, RunWorkers } from './protocol/entities';
 import type { Store } from './store/store';
 
+/** What the worker routes (api/workers.ts) tell the cluster: who is attached, remote workers' output. */
+export interface WorkerPresence {
+  /** A worker asked for, or is running, a rollout of the run. */
+  saw(runId: string, worker: string): void;
+  /** More of a remote worker's harness output for the attempt, as it came. */
+  appendOutput(attemptId: string, chunk: string): void;
+  /** The attempt is over: no more output comes. */
+  closeOutput(attemptId: string): void;
+}
+
 /** Starts and stops runs (the cluster's scheduler); the REST API calls it after creating a run. */
 export interface RunController {
   start(runId: string): Promise<void>;
@@ -13,6 +23,10 @@ export interface RunController {
   runWorkers(runId: string): Promise<RunWorkers | null>;
   /** The tail of an attempt's output (attempts the daemon's own workers ran; null: none kept). */
   attemptOutput(attemptId: string): AttemptOutput | null;
+  /** Told of every claim, heartbeat and output of the workers. */
+  readonly workers: WorkerPresence;
+  /** Seconds between worker heartbeats (told to the worker with each claim). */
+  readonly heartbeatSeconds: number;
 }
 
 /** Starts and stops harness evolutions (daemon/evolve). */

@@ -38,7 +38,7 @@ export interface DaemonOptions {
   backendTimeoutMs?: number;
   log?: (line: string) => void;
   /** Options for the cluster (scheduler sweep and heartbeat intervals). */
-  cluster?: Parameters<typeof registerCluster>[3];
+  cluster?: Parameters<typeof registerCluster>[2];
   /** PEM certificate and key: serve https (required to bind anything but loopback). */
   tls?: { cert: string; key: string };
   /** Bind a non-loopback host over plain HTTP anyway (logged as a warning on every start). */
@@ -121,7 +121,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   app.addHook('onRoute', (route) => {
     patterns.add(route.url);
   });
-  // Routes outside /api and the proxy (the cluster's worker routes) parse JSON bodies like the API.
+  // Routes outside /api and the proxy parse JSON bodies like the API.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, apiJsonParser);
   // Closed in reverse: the run controller, the event sockets, the HTTP server, then the store.
@@ -143,7 +143,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     const telemetry = registerTelemetry(app, ctx, proxy.recorderDepth);
     closers.push(() => telemetry.close());
     for (const backend of config.backends) proxy.backends.add(backend);
-    ctx.runs = await registerCluster(app, ctx, proxy, options.cluster);
+    ctx.runs = await registerCluster(ctx, proxy, options.cluster);
     const runs = ctx.runs;
     closers.push(() => runs.close());
     const evolutions = new Evolutions(ctx);

@@ -1,10 +1,9 @@
 // The routes of evaluations: create one from a config (a run that never trains carries its tasks and
 // rollouts), list, show, stop, and compare two. Part of the route table in routes.ts.
-import { z } from 'zod';
 import { compareEvaluations } from '../eval/compare';
 import { startEvaluation } from '../eval/start';
-import { EmptyBody } from '../protocol/api';
-import { Id, Page } from '../protocol/entities';
+import { EmptyBody, IdParams } from '../protocol/api';
+import { Page } from '../protocol/entities';
 import {
   CompareQuery,
   Comparison,
@@ -15,8 +14,6 @@ import {
 import type { StoredEvaluation } from '../store/store';
 import { ApiError, notFound } from './errors';
 import { type AnyRoute, route } from './route';
-
-const IdParams = z.object({ id: Id }).strict();
 
 const shown = ({ spec: _spec, ...e }: StoredEvaluation): Evaluation => e;
 

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { applyPatch, type Tree, unifiedDiff } from '../evolve/diff';
-import { EmptyBody } from '../protocol/api';
+import { EmptyBody, IdParams } from '../protocol/api';
 import { Id, Page } from '../protocol/entities';
 import { CreateEvolutionBody, EvaluationQuery } from '../protocol/evaluation';
 import { CandidateFiles, Evolution, EvolutionDetail } from '../protocol/evolution';
@@ -13,7 +13,6 @@ import type { StoredCandidate, StoredEvolution } from '../store/store';
 import { ApiError, notFound } from './errors';
 import { type AnyRoute, route } from './route';
 
-const IdParams = z.object({ id: Id }).strict();
 const CandidateParams = z.object({ id: Id, hash: z.string().regex(/^[0-9a-f]{24}$/) }).strict();
 
 const shown = ({ config: _c, base_dir: _b, ...e }: StoredEvolution): Evolution => e;

@@ -37,23 +37,11 @@ const errorStatuses: Record<string, string> = {
   '413': 'body larger than the limit',
 };
 
-/** A route registered outside the table (no schemas known; listed so the document is complete). */
-export interface OtherRoute {
-  method: string;
-  path: string;
-  summary: string | null;
-}
-
 function operationId(method: string, path: string): string {
   return `${method.toLowerCase()}${path.replace(/[^A-Za-z]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`;
 }
 
-export function openApiDocument(
-  routes: AnyRoute[],
-  version: string,
-  serverUrl: string,
-  others: OtherRoute[] = [],
-) {
+export function openApiDocument(routes: AnyRoute[], version: string, serverUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   const error = { content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } } };
   for (const r of routes) {
@@ -65,6 +53,7 @@ export function openApiDocument(
             description: 'success',
             content: { 'application/json': { schema: jsonSchema(r.response, 'output') } },
           },
+      ...(r.noContent ? { '204': { description: r.noContent } } : {}),
     };
     for (const [status, description] of Object.entries(errorStatuses)) {
       if (status === '403' && r.auth !== 'rollout') continue;
@@ -72,6 +61,8 @@ export function openApiDocument(
       if (status === '413' && !r.body) continue;
       responses[status] = { description, ...error };
     }
+    for (const [status, description] of Object.entries(r.errors ?? {}))
+      responses[status] = { description, ...error };
     paths[path] ??= {};
     paths[path][r.method.toLowerCase()] = {
       summary: r.summary,
@@ -87,21 +78,6 @@ export function openApiDocument(
           }
         : {}),
       responses,
-    };
-  }
-  for (const other of others) {
-    const path = other.path.replace(/:([A-Za-z_]+)/g, '{$1}');
-    paths[path] ??= {};
-    paths[path][other.method.toLowerCase()] ??= {
-      summary: other.summary ?? `${other.method} ${other.path}`,
-      operationId: operationId(other.method, path),
-      parameters: [...path.matchAll(/\{(\w+)\}/g)].map((m) => ({
-        name: m[1],
-        in: 'path',
-        required: true,
-        schema: { type: 'string' },
-      })),
-      responses: { default: { description: 'see the owning module', ...error } },
     };
   }
   return {
@@ -123,20 +99,14 @@ export function openApiDocument(
   };
 }
 
-/** Per daemon: the /api routes other modules registered, and the document once built. */
-const documents = new WeakMap<DaemonContext, { others: OtherRoute[]; document: unknown }>();
+/** Per daemon: the document, built on first request (routes do not change once it listens). */
+const documents = new WeakMap<DaemonContext, unknown>();
 
-export function addOtherRoute(ctx: DaemonContext, route: OtherRoute): void {
-  const entry = documents.get(ctx) ?? { others: [], document: null };
-  entry.others.push(route);
-  entry.document = null;
-  documents.set(ctx, entry);
-}
-
-/** The daemon's OpenAPI document (built on first request; routes do not change once it listens). */
 export function openApiFor(ctx: DaemonContext, routes: AnyRoute[]): unknown {
-  const entry = documents.get(ctx) ?? { others: [], document: null };
-  entry.document ??= openApiDocument(routes, VERSION, ctx.baseUrl(), entry.others);
-  documents.set(ctx, entry);
-  return entry.document;
+  let document = documents.get(ctx);
+  if (document === undefined) {
+    document = openApiDocument(routes, VERSION, ctx.baseUrl());
+    documents.set(ctx, document);
+  }
+  return document;
 }

@@ -11,12 +11,18 @@ export type Auth = 'none' | 'token' | 'rollout';
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 
+/** What a handler returns to answer 204 with no body (only routes that declare `noContent`). */
+export const NO_CONTENT: unique symbol = Symbol('204 No Content');
+export type NoContent = typeof NO_CONTENT;
+
 export interface HandlerArgs<P, Q, B> {
   params: Out<P>;
   query: Out<Q>;
   body: Out<B>;
   ctx: DaemonContext;
   caller: Caller;
+  /** Aborts when the client hangs up before the answer is sent (a long poll stops waiting for it). */
+  signal: AbortSignal;
 }
 
 export interface RouteSpec<
@@ -36,9 +42,13 @@ export interface RouteSpec<
   response: R;
   /** Success status (default 200). */
   status?: number;
+  /** When the handler may answer 204 with no body (it returns NO_CONTENT); documented as such. */
+  noContent?: string;
+  /** Error statuses beyond the common ones (400, 401, 403, 404, 409, 413), with what they mean. */
+  errors?: Record<string, string>;
   /** Served as a WebSocket upgrade; a plain GET answers 426. */
   websocket?: boolean;
-  handler(args: HandlerArgs<P, Q, B>): Promise<z.input<R>>;
+  handler(args: HandlerArgs<P, Q, B>): Promise<z.input<R> | NoContent>;
 }
 
 export type AnyRoute = RouteSpec<

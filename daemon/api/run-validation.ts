@@ -1,7 +1,7 @@
 // The routes of a run's train/inference validation: a step's agreement with its scatter, and resuming a
 // run that a threshold (or a person) paused. Part of the route table in routes.ts.
 import { z } from 'zod';
-import { EmptyBody } from '../protocol/api';
+import { EmptyBody, IdParams } from '../protocol/api';
 import { withoutSecrets } from '../protocol/config';
 import { Id, Run } from '../protocol/entities';
 import { StepValidation } from '../protocol/training';
@@ -9,7 +9,6 @@ import { ApiError, notFound } from './errors';
 import { type AnyRoute, route } from './route';
 
 const StepParams = z.object({ id: Id, step: z.coerce.number().int().nonnegative() }).strict();
-const IdParams = z.object({ id: Id }).strict();
 /** A run in these states can go on from its stored step. */
 const RESUMABLE = new Set(['paused', 'stopped']);
 

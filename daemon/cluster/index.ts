@@ -1,21 +1,17 @@
-// The cluster plugin: the run scheduler (RunController) and the worker routes (claim / heartbeat /
-// finish). Runs a previous daemon left running resume from their stored step.
-import type { FastifyInstance } from 'fastify';
+// The cluster plugin: the run scheduler (RunController), which the worker routes of the API table
+// (api/workers.ts) report to. Runs a previous daemon left running resume from their stored step.
 import type { DaemonContext, RunController } from '../context';
 import type { ProxyHandle } from '../proxy';
 import { Workers } from '../worker/workers';
-import { registerWorkerRoutes } from './routes';
 import { Scheduler, type SchedulerOptions } from './scheduler';
 
+/** heartbeatSeconds: 5 unless given. */
 export interface ClusterOptions extends Partial<SchedulerOptions> {
-  /** Seconds between worker heartbeats (default 5). */
-  heartbeatSeconds?: number;
   /** Resume runs left 'running' (default true). */
   resume?: boolean;
 }
 
 export async function registerCluster(
-  app: FastifyInstance,
   ctx: DaemonContext,
   proxy: ProxyHandle,
   options: ClusterOptions = {},
@@ -27,12 +23,12 @@ export async function registerCluster(
     ctx,
     proxy,
     {
+      heartbeatSeconds,
       sweepIntervalMs: options.sweepIntervalMs ?? 2000,
       heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? heartbeatSeconds * 6 * 1000,
     },
     workers,
   );
-  await registerWorkerRoutes(app, ctx, { heartbeatSeconds, workers });
   if (options.resume ?? true) {
     // After the daemon finished starting (the caller sets ctx.runs once we return).
     setImmediate(() => {

@@ -12,6 +12,7 @@ import type { TrainerStepResult } from '../protocol/node';
 import type { StepValidation, Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
 import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
+import { nextEvent, rolloutOf } from '../store/events';
 import {
   type Batch,
   cancelOpenWork,
@@ -21,7 +22,6 @@ import {
   sampleBatch,
   timeOut,
 } from './batches';
-import { nextEvent, rolloutOf } from './events';
 import { failedAttempts, nothingToTrainOn, stepRollouts } from './lost';
 import type { NodeRegistry } from './nodes/registry';
 import { RunBackends } from './run-backends';

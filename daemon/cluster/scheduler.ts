@@ -15,6 +15,8 @@ import { RunLoop } from './run-loop';
 import { StandbyEngine } from './standby';
 
 export interface SchedulerOptions {
+  /** Seconds between worker heartbeats (told to the worker with each claim). */
+  heartbeatSeconds: number;
   /** How often the unresponsive sweeper runs (ms). */
   sweepIntervalMs: number;
   /** An attempt whose last heartbeat is older than this is ended as unresponsive (ms). */
@@ -70,6 +72,10 @@ export class Scheduler implements RunController {
       await this.workers.stop(runId);
     });
     this.workers.start(run, config, loop instanceof EvalLoop ? loop.envOf : undefined);
+  }
+
+  get heartbeatSeconds(): number {
+    return this.options.heartbeatSeconds;
   }
 
   /** Who runs the run's rollouts now (null: no such run). */

@@ -4,7 +4,6 @@
 // and store the per-task results and the split's figures. The run machinery (store, workers, proxy)
 // runs the rollouts as for training.
 import { cancelOpenWork, timeOut } from '../cluster/batches';
-import { nextEvent, rolloutOf } from '../cluster/events';
 import type { NodeRegistry } from '../cluster/nodes/registry';
 import { RunBackends } from '../cluster/run-backends';
 import type { DaemonContext } from '../context';
@@ -12,6 +11,7 @@ import type { RunConfig } from '../protocol/config';
 import { FINISHED_ROLLOUT, type Task } from '../protocol/entities';
 import type { RolloutContext } from '../protocol/worker';
 import type { ProxyHandle } from '../proxy';
+import { nextEvent, rolloutOf } from '../store/events';
 import type { StoredEvaluation } from '../store/store';
 import { failureOf } from './failures';
 import { type Slot, summarize, taskResults } from './summary';

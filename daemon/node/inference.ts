@@ -4,7 +4,8 @@
 // LoRA adapters through vLLM's /v1/load_lora_adapter, full weights between its dev-mode /pause and
 // /resume (/collective_rpc reload_weights) — while new requests wait in a queue. Weights loaded at run
 // time live in vLLM's memory only: when the vLLM it started restarts, the node forgets them, reports
-// not ready and holds calls until the daemon has sent each run's weights again.
+// not ready and holds calls until the daemon has sent each run's weights again. The served model's
+// tokenizer files it answers itself (./model-files), for the daemon's bridge.
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { readText, SendError, send } from '../http';
 import type { Frame } from '../protocol/frames';
 import type { NodeMessageOf, WeightsRef } from '../protocol/node';
 import type { Peer, Role } from './agent';
+import { ModelFileServer } from './model-files';
 import { Supervised } from './process';
 import { vllmFlags } from './vllm-command';
 
@@ -28,6 +30,8 @@ export interface InferenceRoleOptions {
   env?: Record<string, string>;
   /** Received weight versions kept on disk per run (default 2). */
   keepWeights?: number;
+  /** The served model's tokenizer files (--model-files); default: the folder vLLM says it serves. */
+  modelFiles?: string;
   log: (message: string, detail?: Record<string, unknown>) => void;
 }
 
@@ -57,8 +61,10 @@ export class InferenceRole implements Role {
    * by the base model under a run's newer version.
    */
   private readonly lost = new Set<string>();
+  private readonly modelFiles: ModelFileServer;
 
   constructor(private readonly options: InferenceRoleOptions) {
+    this.modelFiles = new ModelFileServer(options.modelFiles, () => this.url);
     this.backend = options.engine
       ? 'reference'
       : options.vllmCmd
@@ -147,7 +153,8 @@ export class InferenceRole implements Role {
     const h = frame.header;
     switch (h.t) {
       case 'http':
-        void this.http(h, frame.payload, peer);
+        if (ModelFileServer.handles(h.path)) void this.serveModelFiles(h.id, h.path, peer);
+        else void this.http(h, frame.payload, peer);
         return;
       case 'cancel':
         this.cancels.get(h.id)?.();
@@ -183,6 +190,19 @@ export class InferenceRole implements Role {
       await peer.send(await work());
     } catch (err) {
       await peer.send({ t: 'error', id, message: (err as Error).message });
+    }
+  }
+
+  /** The served model's tokenizer files, answered by the node itself (1 MiB a frame). */
+  private async serveModelFiles(id: string, path: string, peer: Peer): Promise<void> {
+    try {
+      const { status, headers, body } = await this.modelFiles.answer(path);
+      await peer.send({ t: 'http_head', id, status, headers });
+      for (let at = 0; at < body.length; at += 1 << 20)
+        await peer.send({ t: 'http_data', id }, body.subarray(at, at + (1 << 20)));
+      await peer.send({ t: 'http_end', id });
+    } catch (err) {
+      await peer.send({ t: 'http_error', id, kind: 'other', message: (err as Error).message });
     }
   }
 

@@ -184,6 +184,8 @@ export const RecordingDetail = Recording.extend({
 });
 /** For actions that take no fields (complete, cancel, stop): an empty body or `{}`. */
 export const EmptyBody = z.object({}).strict();
+/** The path of a route about one thing: `:id`. */
+export const IdParams = z.object({ id: Id }).strict();
 export type GroupDetail = z.infer<typeof GroupDetail>;
 export type RecordingDetail = z.infer<typeof RecordingDetail>;
 export type BackendStatus = z.infer<typeof BackendStatus>;

@@ -25,6 +25,20 @@ export const WeightsFile = z.object({
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
 });
 
+/**
+ * An inference node answers tunnelled GETs under this path itself (never its backend): with `?model=`
+ * the manifest of the served model's tokenizer files (ModelFilesManifest), under `/<name>?model=` one
+ * file's bytes. The daemon tokenizes bridged calls from them (daemon/tokenize/remote.ts).
+ */
+export const MODEL_FILES_PATH = '/harness-rl/model-files';
+/** The files of a model folder a node serves: what the daemon's chat tokenizer reads. */
+export const MODEL_FILE_NAMES = [
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'chat_template.jinja',
+  'generation_config.json',
+] as const;
+
 /** The weights of one model version, as a trainer wrote them. */
 export const WeightsRef = z.object({
   version: z.number().int().nonnegative(),
@@ -44,6 +58,12 @@ export const TrainerStepResult = TrainResult.extend({
     .record(z.string(), z.number().nullable())
     .default({})
     .describe('grad_norm, peak_memory_mb, logprob_abs_diff_mean, logprob_abs_diff_max, logprob_corr, …'),
+});
+
+/** The tokenizer files a node has for a served model (those of MODEL_FILE_NAMES its folder holds). */
+export const ModelFilesManifest = z.object({
+  model: z.string(),
+  files: z.array(WeightsFile),
 });
 
 /** How the model of a run is set up on a trainer (sent once per run and connection, before batches). */
@@ -216,5 +236,6 @@ export type LastStep = z.infer<typeof LastStep>;
 export type NodeHealth = z.infer<typeof NodeHealth>;
 export type NodeDetail = z.infer<typeof NodeDetail>;
 export type NodeMessage = z.infer<typeof NodeMessage>;
+export type ModelFilesManifest = z.infer<typeof ModelFilesManifest>;
 export type PackedSamples = z.infer<typeof PackedSamples>;
 export type NodeMessageOf<T extends NodeMessage['t']> = Extract<NodeMessage, { t: T }>;

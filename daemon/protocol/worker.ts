@@ -1,5 +1,5 @@
-// The worker protocol: the bodies of the claim / heartbeat / finish routes, shared by the daemon's
-// routes (which validate with them) and the SDK worker (which reads with them).
+// The worker protocol: the bodies and answers of the claim / heartbeat / output / finish routes, shared
+// by the daemon's routes (api/workers.ts validates and documents with them) and the SDK worker.
 import { z } from 'zod';
 import { durationS, storedText } from './bounds';
 import { Attempt, Id, Json, Rollout } from './entities';
@@ -75,6 +75,10 @@ export const OutputBody = z
     chunk: z.string().max(1_000_000).describe("more of the attempt's stdout and stderr, as it came"),
   })
   .strict();
+
+export const OutputReply = z.object({ ok: z.literal(true) });
+
+export const FinishReply = z.object({ rollout: Rollout.describe('the rollout after its attempt ended') });
 
 export type ClaimBody = z.input<typeof ClaimBody>;
 export type Claimed = z.infer<typeof Claimed>;

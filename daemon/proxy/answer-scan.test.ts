@@ -4,8 +4,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseChatAnswer, parseWithoutPromptIds } from './answer-scan';
-import { tokensOf } from './assemble';
 import type { Json } from './json';
+import { tokensOf } from './record-fields';
 
 const tricky = fc.oneof(
   fc.string({ unit: 'binary' }),

@@ -2,7 +2,8 @@
 // stringify gives, whatever the content and token strings contain.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Asked, StreamAssembler, strip, stripText, tokensOf } from './assemble';
+import { type Asked, StreamAssembler, strip, stripText } from './assemble';
+import { tokensOf } from './record-fields';
 
 const chunk = (content: string, tokens: string[], ids: number[], withPrompt: boolean, idsFirst: boolean) => {
   const choice: Record<string, unknown> = {

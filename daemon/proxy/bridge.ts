@@ -1,6 +1,7 @@
 // Wiring of the token-in-token-out bridge (daemon/proxy/tito) into the proxy: per rollout, the last
 // chat call's messages and sampled tokens are remembered; when the next request resends that history
 // as text, the prompt is rebuilt from the recorded tokens and sent to /v1/completions as token ids.
+import { join } from 'node:path';
 import { BoundedMap, jsonBytes } from '../bounded-map';
 import { errorText } from '../error-text';
 import { readText, send } from '../http';
@@ -164,13 +165,17 @@ function rememberedBytes(r: Remembered, promptText: number): number {
   );
 }
 
-/** The daemon's own tokenizers as the config names them (null: none, every bridged call asks the backend). */
+/**
+ * The daemon's own tokenizers: of the folders the config names, and of the files inference nodes serve
+ * (kept under <data>/model-files). Null: neither, every bridged call asks the backend.
+ */
 export function localTokenizers(
-  config: Pick<DaemonConfig, 'model_files' | 'tokenizer_check_every'>,
+  config: Pick<DaemonConfig, 'model_files' | 'tokenizer_check_every' | 'data'>,
   log?: (message: string, detail?: Record<string, unknown>) => void,
 ): LocalTokenizers | null {
-  if (!Object.keys(config.model_files ?? {}).length) return null;
-  return new LocalTokenizers(config.model_files, config.tokenizer_check_every ?? 64, log);
+  const cacheDir = config.data ? join(config.data, 'model-files') : null;
+  if (!Object.keys(config.model_files ?? {}).length && !cacheDir) return null;
+  return new LocalTokenizers(config.model_files ?? {}, config.tokenizer_check_every ?? 64, log, cacheDir);
 }
 
 export class BridgeMemory {
@@ -272,7 +277,7 @@ export class BridgeMemory {
       chat_template_kwargs: chat.chat_template_kwargs ?? null,
     };
     const model = String(chat.model);
-    let { plan, note }: { plan: BridgePlan | null; note: TokenizerNote } = this.locals?.has(model)
+    let { plan, note }: { plan: BridgePlan | null; note: TokenizerNote } = this.locals?.has(model, root)
       ? await this.localPlan(root, model, previous, request)
       : { plan: null, note: { tokenizer: 'backend' } };
     if (!plan) {
@@ -320,7 +325,7 @@ export class BridgeMemory {
       plan: null,
       note: { tokenizer: 'backend' as const, ...(why ? { tokenizer_check: why } : {}) },
     });
-    const { tok, problem } = await locals.get(model);
+    const { tok, problem } = await locals.get(model, root);
     if (!tok) return backend(problem);
     const distrust = locals.distrusted(root, model);
     if (distrust) return backend(distrust);

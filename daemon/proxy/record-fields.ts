@@ -1,7 +1,62 @@
-// The token fields of a call's record, from a (whole or assembled) backend answer.
+// The token fields of a call's record, from a (whole or assembled) backend answer: its tokens read out
+// of the answer, its status and, with several choices, each choice's, all built in one place.
 import type { NewLlmCall, UntrainableStatus } from '../protocol/entities';
-import { type BackendKind, choiceIndexes, type Tokens, tokensOf } from './assemble';
+import type { BackendKind } from './assemble';
 import type { Json } from './json';
+
+export interface Tokens {
+  prompt_ids: number[] | null;
+  response_ids: number[] | null;
+  response_logprobs: number[] | null;
+  finish_reason: string | null;
+  usage: { prompt_tokens: number; completion_tokens: number } | null;
+}
+
+const isIds = (v: unknown): v is number[] => Array.isArray(v);
+
+/**
+ * Token ids, logprobs, finish reason and usage of choice `index` (default 0) of a (non-streaming or
+ * assembled) response. The usage is the whole response's.
+ */
+export function tokensOf(json: Json, kind: BackendKind, index = 0): Tokens {
+  const c0: Json | undefined = Array.isArray(json.choices)
+    ? (json.choices.find((c: Json) => c?.index === index) ?? (index === 0 ? json.choices[0] : undefined))
+    : undefined;
+  const prompt = isIds(json.prompt_token_ids)
+    ? json.prompt_token_ids
+    : isIds(c0?.prompt_token_ids)
+      ? c0.prompt_token_ids
+      : null;
+  const response = isIds(c0?.token_ids) ? c0.token_ids : null;
+  let logprobs: number[] | null = null;
+  if (kind === 'chat' && Array.isArray(c0?.logprobs?.content))
+    logprobs = c0.logprobs.content.map((e: Json) => Number(e?.logprob));
+  else if (kind === 'completions' && Array.isArray(c0?.logprobs?.token_logprobs))
+    logprobs = c0.logprobs.token_logprobs.map((x: unknown) => Number(x));
+  const u = json.usage;
+  let usage: Tokens['usage'] = null;
+  if (u && typeof u.prompt_tokens === 'number')
+    usage = { prompt_tokens: u.prompt_tokens, completion_tokens: Number(u.completion_tokens ?? 0) };
+  else if (prompt && response) {
+    let completion = 0;
+    for (const c of json.choices as Json[]) completion += isIds(c.token_ids) ? c.token_ids.length : 0;
+    usage = { prompt_tokens: prompt.length, completion_tokens: completion };
+  }
+  return {
+    prompt_ids: prompt,
+    response_ids: response,
+    response_logprobs: logprobs,
+    finish_reason: c0?.finish_reason ?? null,
+    usage,
+  };
+}
+
+/** The choice indexes of a response, ascending ([0] when it has none or one). */
+export function choiceIndexes(json: Json): number[] {
+  if (!Array.isArray(json.choices) || json.choices.length <= 1) return [0];
+  const indexes = (json.choices as Json[]).map((c) => (typeof c?.index === 'number' ? c.index : 0));
+  return [...new Set(indexes)].sort((a, b) => a - b);
+}
 
 /**
  * The record fields of `parts`, later ones winning, as `{...a, ...b, c}` would give. Not written as a

@@ -4,10 +4,10 @@
 // escapes them; a chunk the scanner does not know (or that is not JSON) takes the JSON.parse path.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { tokensOf } from './assemble';
 import { ChatChunkScanner } from './chunk-scan';
 import type { Json } from './json';
 import { nativeOutput, type Output, translatedOutput } from './output';
+import { tokensOf } from './record-fields';
 import { StreamRelay } from './relay';
 import { messagesTranslator } from './translate/messages';
 import { responsesTranslator } from './translate/responses';

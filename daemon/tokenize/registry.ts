@@ -1,5 +1,6 @@
 // The daemon's own tokenizers, one per served model (config `model_files`: served name → a local model
-// folder), loaded on their first bridged call, and whether each backend agrees with them: checked
+// folder; else, on an inference node, the files the node serves: ./remote), loaded on their first
+// bridged call, and whether each backend agrees with them: checked
 // against the backend's /tokenize on first use and every `tokenizer_check_every`-th call after; a
 // disagreement sends that backend's calls of that model back to the backend's tokenizer.
 import { errorText } from '../error-text';
@@ -18,12 +19,32 @@ interface Loaded {
   problem: string | null;
 }
 
+/** Models fetched from nodes whose tokenizers are kept (the one used longest ago goes past it). */
+const REMOTE_TOKENIZERS = 4;
+/** A node that had no files for a model (or failed to send them) is asked again after this long. */
+const REMOTE_RETRY_MS = 60_000;
+
+interface RemoteEntry {
+  loaded: Promise<Loaded>;
+  /** When it was asked for, then when it settled. */
+  at: number;
+  failed: boolean;
+  tok: LocalChatTokenizer | null;
+}
+
+const isNode = (root: string) => root.startsWith('ws://') || root.startsWith('wss://');
+
 /**
  * Loaded tokenizers, kept for the daemon's life: one per served model named in `model_files` (a
- * handful; Qwen3's holds ~120 MB once loaded, nothing before its first bridged call).
+ * handful; Qwen3's holds ~120 MB once loaded, nothing before its first bridged call), and at most
+ * REMOTE_TOKENIZERS of models whose files came from nodes (nodes serving the same files share one).
  */
 export class LocalTokenizers {
   private readonly loaded = new Map<string, Promise<Loaded>>();
+  /** Per node root and model: its files' tokenizer, or why there is none (and since when). */
+  private readonly remote = new Map<string, RemoteEntry>();
+  /** Per hash of a node's files: the tokenizer built from them (REMOTE_TOKENIZERS, oldest use goes). */
+  private readonly byFiles = new Map<string, LocalChatTokenizer>();
   /** Per backend root and model: checks done, and the disagreement that ended trust (null: none). */
   private readonly trust = new Map<string, { calls: number; distrust: string | null }>();
 
@@ -31,16 +52,21 @@ export class LocalTokenizers {
     private readonly folders: Record<string, string>,
     private readonly checkEvery: number,
     private readonly log: (message: string, detail?: Record<string, unknown>) => void = () => {},
+    /** Where files fetched from nodes are kept (null: never fetch them). */
+    private readonly cacheDir: string | null = null,
   ) {}
 
-  /** Whether `model` has a folder of its own files. */
-  has(model: string): boolean {
-    return Object.hasOwn(this.folders, model);
+  /** Whether `model` has a folder of its own files, or `root` is a node that may serve them. */
+  has(model: string, root: string): boolean {
+    return Object.hasOwn(this.folders, model) || (this.cacheDir !== null && isNode(root));
   }
 
   /** The model's tokenizer (loading it on first use), or why there is none. */
-  async get(model: string): Promise<Loaded> {
-    if (!this.has(model)) return { tok: null, problem: null };
+  async get(model: string, root: string): Promise<Loaded> {
+    if (!Object.hasOwn(this.folders, model))
+      return this.cacheDir !== null && isNode(root)
+        ? this.fromNode(root, model)
+        : { tok: null, problem: null };
     let p = this.loaded.get(model);
     if (!p) {
       const dir = this.folders[model];
@@ -61,6 +87,43 @@ export class LocalTokenizers {
       this.loaded.set(model, p);
     }
     return p;
+  }
+
+  /** The tokenizer of the files the node at `root` serves for `model`, fetched once (and again after a failure). */
+  private fromNode(root: string, model: string): Promise<Loaded> {
+    const key = `${root} ${model}`;
+    const entry = this.remote.get(key);
+    if (entry && !(entry.failed && Date.now() - entry.at > REMOTE_RETRY_MS)) return entry.loaded;
+    const record = { loaded: this.fetchTokenizer(root, model), at: Date.now(), failed: false, tok: null };
+    this.remote.set(key, record as RemoteEntry);
+    void record.loaded.then((l) => {
+      Object.assign(record, { at: Date.now(), failed: l.tok === null, tok: l.tok });
+    });
+    return record.loaded;
+  }
+
+  private async fetchTokenizer(root: string, model: string): Promise<Loaded> {
+    try {
+      const [{ fetchModelFiles }, { LocalChatTokenizer }] = await Promise.all([
+        import('./remote'),
+        import('./local'),
+      ]);
+      const fetched = await fetchModelFiles(root, model, this.cacheDir as string);
+      if (!fetched) return { tok: null, problem: `the node has no tokenizer files for ${model}` };
+      const tok = this.byFiles.get(fetched.hash) ?? new LocalChatTokenizer(fetched.files);
+      this.byFiles.delete(fetched.hash);
+      this.byFiles.set(fetched.hash, tok);
+      if (this.byFiles.size > REMOTE_TOKENIZERS) {
+        const [oldest, evicted] = this.byFiles.entries().next().value as [string, LocalChatTokenizer];
+        this.byFiles.delete(oldest);
+        for (const [k, e] of this.remote) if (e.tok === evicted) this.remote.delete(k);
+      }
+      return { tok, problem: null };
+    } catch (e) {
+      const problem = `the node's tokenizer files could not be used: ${e instanceof Error ? e.message : String(e)}`;
+      this.log('bridge: tokenizer files from the node unavailable', { model, root, problem });
+      return { tok: null, problem };
+    }
   }
 
   /** Why `root`'s calls of `model` no longer use the daemon's tokenizer (null: they do). */

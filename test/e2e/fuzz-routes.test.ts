@@ -1,5 +1,5 @@
 // Malformed input on every route, against a real `harness-rl daemon` process on each store: the REST
-// table and the routes other parts add under /api (both from the daemon's own OpenAPI document), and
+// table (the worker routes among them, from the daemon's own OpenAPI document, body fields and all), and
 // every proxy route of PROXY_ROUTES, unscoped and under /r/<rollout id>/. A route added to either
 // table is fuzzed without touching this file. No input may get a 5xx, hang, or end the process.
 import { randomBytes } from 'node:crypto';

@@ -53,6 +53,7 @@ export async function startTestProxy(
   const token = `test_${randomBytes(12).toString('hex')}`;
   const config = DaemonConfig.parse({
     port: 0,
+    data: dataDir,
     backends: options.backends ?? [],
     ...(options.bodyLimitBytes ? { body_limit_bytes: options.bodyLimitBytes } : {}),
     ...(options.backendTimeoutMs ? { backend_timeout_ms: options.backendTimeoutMs } : {}),

@@ -36,6 +36,9 @@ const USAGE = `usage: harness-rl node --role inference|trainer --listen HOST:POR
     --engine reference    the built-in reference engine
   --gpu-memory-utilization F   vLLM's share of its GPUs (0 < F <= 1), added to its command
   --keep-weights K      full-weight versions kept on disk per run (default 2)
+  --model-files DIR     the served model's tokenizer files (tokenizer.json, tokenizer_config.json, its
+                        chat template), sent to the daemon for bridged calls; default: the folder vLLM
+                        serves (/v1/models root: a local folder, or a hub id in the Hugging Face cache)
   A started vLLM runs with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and VLLM_SERVER_DEV_MODE=1 (LoRA
   hot-load; full-weight reload); the node refuses to start naming each missing flag or GPU clash.
   trainer, one of:
@@ -67,6 +70,7 @@ export async function run(argv: string[]): Promise<number> {
       gpus: { type: 'string' },
       'gpu-memory-utilization': { type: 'string' },
       'keep-weights': { type: 'string' },
+      'model-files': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     USAGE,
@@ -185,6 +189,7 @@ function makeRole(
     env: plan.env,
     keepWeights,
     engine,
+    modelFiles: str('model-files'),
     log,
   });
 }

@@ -1,6 +1,6 @@
-// Waiting on the store's events (the scheduler for finished rollouts, claims for queued ones).
+// Waiting on the store's events (the run loops for finished rollouts, the claim long-poll for queued ones).
 import type { DaemonEvent } from '../protocol/events';
-import type { Store } from '../store/store';
+import type { Store } from './store';
 
 /** Resolves when the store publishes an event `matches` accepts, after `ms`, or when `signal` aborts. */
 export function nextEvent(
