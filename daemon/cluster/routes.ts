@@ -1,8 +1,9 @@
 // The worker routes: claim a rollout of a run, heartbeat an attempt, finish it (with a reward).
-// Auth: the daemon token as `Authorization: Bearer <token>`.
-import type { FastifyInstance } from 'fastify';
+// Auth: the daemon token as `Authorization: Bearer <token>`, or the run's worker credential (a remote
+// worker's: only the claims of its run and that run's attempts).
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { authorize, bearerToken } from '../api/auth';
+import { authorize, bearerToken, WORKER_KEY_PREFIX, workerKeyRun } from '../api/auth';
 import { keepConnectionFor413 } from '../api/body';
 import { ApiError, errorBody, toApiError, validationError } from '../api/errors';
 import { BoundedMap } from '../bounded-map';
@@ -85,15 +86,31 @@ export async function registerWorkerRoutes(
       await keepConnectionFor413(e, request.raw, reply);
       return reply.code(e.status).send(errorBody(e));
     });
+    /** request → the run its worker credential works for (absent: the daemon token). */
+    const workerRun = new WeakMap<FastifyRequest, string>();
     scope.addHook('onRequest', async (request) => {
-      await authorize(ctx, 'token', bearerToken(request.headers), undefined);
+      const token = bearerToken(request.headers);
+      if (token?.startsWith(WORKER_KEY_PREFIX)) workerRun.set(request, await workerKeyRun(ctx, token));
+      else await authorize(ctx, 'token', token, undefined);
       const id = Id.safeParse((request.params as { id?: unknown }).id);
       if (!id.success) throw validationError(id.error, 'path', ['id']);
     });
+    /** A worker credential acts on its own run only. */
+    const ownRun = (request: FastifyRequest, runId: string | null) => {
+      const own = workerRun.get(request);
+      if (own !== undefined && own !== runId)
+        throw new ApiError(
+          403,
+          'forbidden',
+          `this worker credential is for run ${own}, not ${runId === null ? 'a rollout outside runs' : `run ${runId}`}`,
+          'authorization',
+        );
+    };
 
     scope.post<{ Params: { id: string } }>('/api/runs/:id/claim', async (request, reply) => {
       const body = parse(ClaimBody, request.body);
       const runId = request.params.id;
+      ownRun(request, runId);
       const deadline = Date.now() + body.wait_ms;
       for (;;) {
         const run = await store.getRun(runId);
@@ -139,6 +156,7 @@ export async function registerWorkerRoutes(
     scope.post<{ Params: { id: string } }>('/api/attempts/:id/heartbeat', async (request) => {
       const body = parse(HeartbeatBody, request.body);
       const found = await findAttempt(request.params.id, body.rollout_id);
+      ownRun(request, found.rollout.run_id);
       let status = found.attempt.status;
       if (found.rollout.run_id)
         options.workers?.saw(found.rollout.run_id, found.attempt.worker ?? 'unnamed worker');
@@ -153,7 +171,8 @@ export async function registerWorkerRoutes(
     // A remote worker's harness output, streamed as it comes (kept like the daemon workers' tail).
     scope.post<{ Params: { id: string } }>('/api/attempts/:id/output', async (request) => {
       const body = parse(OutputBody, request.body);
-      const { attempt } = await findAttempt(request.params.id, body.rollout_id);
+      const { rollout: own, attempt } = await findAttempt(request.params.id, body.rollout_id);
+      ownRun(request, own.run_id);
       if (attempt.status !== 'running')
         throw new ApiError(409, 'conflict', `attempt ${attempt.id} is already ${attempt.status}`, 'id');
       options.workers?.appendOutput(attempt.id, body.chunk);
@@ -163,6 +182,7 @@ export async function registerWorkerRoutes(
     scope.post<{ Params: { id: string } }>('/api/attempts/:id/finish', async (request) => {
       const body = parse(FinishBody, request.body);
       const { rollout, attempt } = await findAttempt(request.params.id, body.rollout_id);
+      ownRun(request, rollout.run_id);
       if (attempt.status !== 'running') {
         throw new ApiError(409, 'conflict', `attempt ${attempt.id} is already ${attempt.status}`, 'id');
       }
@@ -180,7 +200,7 @@ export async function registerWorkerRoutes(
         status = 'failed';
         error =
           'the run takes its reward from harness.verifier, but the worker finished without a verifier reward ' +
-          '(use `harness-rl worker`, or runWorker from daemon/worker/worker, which run it)';
+          '(use `harness-rl worker`, the Ray workers of workers/python, or runWorker from daemon/worker/worker, which run it)';
       } else if (status === 'succeeded' && body.reward !== undefined && rollout.reward === null) {
         // The harness may have posted its reward itself (POST /api/rollouts/:id/reward); that one counts.
         await store.addReward(rollout.id, { value: body.reward, source: 'harness' });

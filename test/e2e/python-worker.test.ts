@@ -3,7 +3,7 @@
 // trusts the daemon's self-signed certificate through --tls-ca and trains a run; without the CA it
 // refuses the certificate and claims nothing. Its bodies are checked against the generated schema,
 // which must match wire.ts.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +25,20 @@ describe('the Python worker (workers/python)', () => {
     );
     expect(committed).toEqual(workerProtocolJsonSchema());
   });
+
+  it("passes its own unit tests (workers/python/tests: the verifier's reward line, failures and stop)", () => {
+    const r = spawnSync(
+      existsSync(PYTHON) ? PYTHON : 'python3',
+      ['-m', 'unittest', 'discover', '-s', join(ROOT, 'workers/python/tests')],
+      {
+        env: { ...process.env, PYTHONPATH: join(ROOT, 'workers/python') },
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^OK$/m);
+  }, 150_000);
 });
 
 describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {

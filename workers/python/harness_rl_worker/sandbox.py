@@ -17,6 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+# The worker's own credentials: never handed to the harness or the verifier it runs.
+WORKER_SECRETS = ("HARNESS_RL_WORKER_KEY", "HARNESS_RL_TOKEN")
+
+
+def child_environ() -> dict[str, str]:
+    """The worker's environment without its credentials (what a harness or verifier starts from)."""
+    return {k: v for k, v in os.environ.items() if k not in WORKER_SECRETS}
+
 
 def bubblewrap_argv(argv: list[str], cwd: str | None = None) -> list[str]:
     """As daemon/worker/sandbox.ts: folders under /tmp the harness runs in are seen again read-only."""
