@@ -20,6 +20,11 @@ export interface SandboxInput {
   /** The daemon's URL as the worker reaches it: the one place a container may connect to. */
   daemonUrl: string;
   timeoutS: number;
+  /**
+   * A persistent harness process (it takes rollouts over stdin for as long as it lives): a container
+   * keeps stdin open (-i) and gets no time limit but an explicit `timeout_s`.
+   */
+  persistent?: boolean;
 }
 
 export interface OpenSandbox {
@@ -81,7 +86,10 @@ export function containerArgv(box: ContainerSandbox, input: SandboxInput): strin
     ...['run', '--rm', '--pull', 'never', '--name', name, ...network],
     ...['--memory', `${box.memory_mb}m`, '--cpus', String(box.cpus)],
     ...['--ulimit', `nofile=${box.pids}:${box.pids}`, '--ulimit', `nproc=${box.pids}:${box.pids}`],
-    ...['--timeout', String(Math.ceil(box.timeout_s ?? input.timeoutS))],
+    ...(input.persistent ? ['-i'] : []),
+    ...(input.persistent && box.timeout_s === undefined
+      ? []
+      : ['--timeout', String(Math.ceil(box.timeout_s ?? input.timeoutS))]),
     ...['-v', `${input.cwd}:${input.cwd}:ro`],
     ...box.mounts.map((m) => resolve(input.cwd, m)).flatMap((m) => ['-v', `${m}:${m}:ro`]),
     ...['--tmpfs', '/tmp', '-w', input.cwd],
