@@ -152,6 +152,25 @@ describe('the container sandbox: the same argv from the daemon and the Python wo
     );
     expect(JSON.parse(py)).toEqual(containerArgv(box, input));
     expect(containerArgv(box, input)).toContain('--add-host');
+    // Docker's flags (its own --runtime place, the holder's network, no --timeout) agree too.
+    const dockerBox = { ...box, engine: '/usr/bin/docker', runtime: 'runc' };
+    const pyDocker = execFileSync(
+      'python3',
+      [
+        '-c',
+        'import json,sys; from harness_rl_worker.sandbox import container_argv as c; a=json.load(sys.stdin); print(json.dumps(c(a["box"], *a["args"])))',
+      ],
+      {
+        input: JSON.stringify({
+          box: dockerBox,
+          args: [input.attemptId, input.argv, input.cwd, input.envKeys, input.daemonUrl, input.timeoutS],
+        }),
+        env: { ...process.env, PYTHONPATH: join(ROOT, 'workers/python') },
+        encoding: 'utf8',
+      },
+    );
+    expect(JSON.parse(pyDocker)).toEqual(containerArgv(dockerBox, input));
+    expect(containerArgv(dockerBox, input)).toContain('container:hrl-att01abc-net');
   });
 });
 
