@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Run } from '../../daemon/protocol/entities';
 import { keyHash } from '../../daemon/store/ids';
+import { runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
 describe("a run's worker credential", () => {
@@ -102,5 +103,33 @@ describe("a run's worker credential", () => {
       'invalid token: this worker credential is unknown or revoked (its run ended)',
     ]);
     await daemon.api('POST', `/api/runs/${other.id}/stop`, {});
+  }, 60_000);
+
+  it('runWorker (the SDK worker) trains a run with it, reading rollouts back with their own keys', async () => {
+    const run = await create('sdk');
+    const key = (await daemon.ctx.store.issueWorkerKey(run.id))!;
+    const summary = await runWorker({
+      daemonUrl: daemon.url,
+      token: key,
+      runId: run.id,
+      concurrency: 2,
+      // The harness posts its reward itself: the worker reads the rollout back to see it.
+      rollout: async (ctx) => {
+        const res = await daemon.api(
+          'POST',
+          `/api/rollouts/${ctx.rollout.id}/reward`,
+          { value: 0.25 },
+          ctx.key,
+        );
+        expect(res.status).toBe(201);
+        return undefined;
+      },
+    });
+    expect(summary).toMatchObject({ succeeded: 2, failed: 0 });
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
+    expect(rollouts.map((r) => [r.status, r.reward])).toEqual([
+      ['succeeded', 0.25],
+      ['succeeded', 0.25],
+    ]);
   }, 60_000);
 });
