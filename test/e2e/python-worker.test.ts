@@ -93,6 +93,7 @@ describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
   async function create(
     name: string,
     command = `echo "to stderr" >&2; echo '{"reward": 0.5}'`,
+    harness: Record<string, unknown> = {},
   ): Promise<Run> {
     const config = {
       name,
@@ -102,6 +103,7 @@ describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
         max_attempts: 1,
         workers: 'external',
         timeout_s: 30,
+        ...harness,
       },
       algorithm: { n: 2, max_response_tokens: 3 },
       schedule: { steps: 1, groups_per_step: 1 },
@@ -135,6 +137,38 @@ describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
       expect(r.reward).toBeNull();
       const [attempt] = await daemon.ctx.store.listAttempts(r.id);
       expect([attempt!.status, attempt!.error]).toEqual(['failed', 'harness exit code 3: boom']);
+    }
+  }, 120_000);
+
+  it('a verifier that exits nonzero, prints no reward or runs too long fails the attempt (harness: verifier, or the deadline), never a reward', async () => {
+    const verifier = (code: string) => ({ reward: 'verifier', verifier: ['sh', '-c', code], timeout_s: 3 });
+    const cases = [
+      [
+        verifier('echo "pytest: 2 failed" >&2; exit 2'),
+        'verifier failed: exit code 2: pytest: 2 failed',
+        'verifier',
+      ],
+      [
+        verifier('echo looks fine'),
+        'verifier failed: printed no reward: its last stdout line must be {"reward": x} or a number x, not "looks fine"',
+        'verifier',
+      ],
+      [verifier('sleep 60'), 'verifier timed out after 3s', 'deadline'],
+    ] as const;
+    for (const [harness, error, reason] of cases) {
+      const run = await create(`verifier ${reason}`, 'echo harness ran', harness);
+      await worker(run.id, 20_000, '--tls-ca', cert, '--concurrency', '2');
+      const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
+      expect(rollouts).toHaveLength(2);
+      for (const r of rollouts) {
+        expect(r.reward).toBeNull();
+        const [attempt] = await daemon.ctx.store.listAttempts(r.id);
+        expect([attempt!.status, attempt!.error, attempt!.failure?.reason]).toEqual([
+          'failed',
+          error,
+          reason,
+        ]);
+      }
     }
   }, 120_000);
 

@@ -180,10 +180,28 @@ class Worker:
             if status == 200 and claim:
                 self._run_one(check("Claimed", claim))
 
+    def _heartbeat(self, claim: dict, over: threading.Event, end) -> None:
+        """Beats every heartbeat_s until `over`; wakes twice a second to notice the worker stopping."""
+        attempt, rollout = claim["attempt"]["id"], claim["rollout"]["id"]
+        due = time.monotonic() + max(0.2, claim["heartbeat_s"])
+        while not over.wait(0.5):
+            if self.stop.is_set():
+                end("stopped")
+                return
+            if time.monotonic() < due:
+                continue
+            due = time.monotonic() + max(0.2, claim["heartbeat_s"])
+            try:
+                _, reply = self.daemon.post(f"/api/attempts/{attempt}/heartbeat", {"rollout_id": rollout})
+                if check("HeartbeatReply", reply or {})["cancel"]:
+                    end("cancelled")
+            except DaemonError as e:
+                if e.status in (404, 409):
+                    end("cancelled")
+            except (OSError, ValueError):
+                pass
+
     def _run_one(self, claim: dict) -> None:
-        failure = None
-        attempt = claim["attempt"]["id"]
-        rollout = claim["rollout"]["id"]
         over = threading.Event()
         why: list[str] = []
 
@@ -192,32 +210,16 @@ class Worker:
                 why.append(reason)
             over.set()
 
-        def heartbeat() -> None:
-            # Wakes twice a second to notice the worker stopping; beats every heartbeat_s.
-            due = time.monotonic() + max(0.2, claim["heartbeat_s"])
-            while not over.wait(0.5):
-                if self.stop.is_set():
-                    end("stopped")
-                    return
-                if time.monotonic() < due:
-                    continue
-                due = time.monotonic() + max(0.2, claim["heartbeat_s"])
-                try:
-                    _, reply = self.daemon.post(f"/api/attempts/{attempt}/heartbeat", {"rollout_id": rollout})
-                    if check("HeartbeatReply", reply or {})["cancel"]:
-                        end("cancelled")
-                except DaemonError as e:
-                    if e.status in (404, 409):
-                        end("cancelled")
-                except (OSError, ValueError):
-                    pass
+        def timer(reason: str) -> threading.Timer:
+            t = threading.Timer(claim["timeout_s"], lambda: end(reason))
+            t.daemon = True
+            t.start()
+            return t
 
-        threading.Thread(target=heartbeat, daemon=True).start()
-        timers = [threading.Timer(claim["timeout_s"], lambda: end("timed_out"))]
-        timers[0].daemon = True
-        timers[0].start()
+        threading.Thread(target=self._heartbeat, args=(claim, over, end), daemon=True).start()
+        timers = [timer("timed_out")]
         verify = claim.get("verifier") if claim.get("reward") == "verifier" else None
-        status, error, reward, verdict, phase = "succeeded", None, None, None, "harness"
+        status, error, reward, verdict, phase, failure = "succeeded", None, None, None, "harness", None
         try:
             reward, stdout = self._harness(claim, over)
             if why:
@@ -235,9 +237,7 @@ class Worker:
                 # The verifier gets a timeout of its own (harness.timeout_s), after the harness's.
                 phase = "verifier"
                 timers[0].cancel()
-                timers.append(threading.Timer(claim["timeout_s"], lambda: end("verifier_timed_out")))
-                timers[-1].daemon = True
-                timers[-1].start()
+                timers.append(timer("verifier_timed_out"))
                 verdict = run_verifier(verify, self._verifier_input(claim, reward, stdout), self.cwd, over)
                 if why:
                     raise RuntimeError(why[0])
@@ -262,13 +262,18 @@ class Worker:
             over.set()
         self.summary.add(status)
         self.log(
-            f"rollout {rollout} {status}"
+            f"rollout {claim['rollout']['id']} {status}"
             + (f" reward={reward}{' (verifier)' if verdict else ''}" if reward is not None else "")
             + (f": {error}" if error else "")
         )
-        if status == "cancelled":
-            return
-        body = {"status": status, "rollout_id": rollout}
+        if status != "cancelled":  # a cancelled attempt was ended by the daemon already
+            self._finish(claim, status, error, reward, verdict, failure)
+
+    def _finish(
+        self, claim: dict, status: str, error: str | None, reward, verdict: dict | None, failure: dict | None
+    ) -> None:
+        attempt = claim["attempt"]["id"]
+        body = {"status": status, "rollout_id": claim["rollout"]["id"]}
         if error:
             body["error"] = error[-10_000:]
         if reward is not None:
