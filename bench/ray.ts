@@ -56,6 +56,8 @@ export default async function main(): Promise<void> {
             python: PYTHON,
             workers: 4,
             resources_per_worker: { num_cpus: 0.5 },
+            // This checkout's worker package (the venv's may be installed from another checkout).
+            runtime_env: { env_vars: { PYTHONPATH: join(root, 'workers/python') } },
           },
         },
       },

@@ -12,7 +12,16 @@ if ! command -v podman >/dev/null 2>&1; then
   log "podman not installed: the container sandbox tests are skipped"
   exit 0
 fi
+# Docker (engine: docker) gets the same image when a Docker daemon answers (test/e2e/sandbox-docker.test.ts).
+load_docker() {
+  if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 &&
+    ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
+    podman save "$IMAGE" | docker load -q >&2 && log "loaded into Docker ($IMAGE)"
+  fi
+  return 0
+}
 if podman image exists "$IMAGE"; then
+  load_docker
   log "ready ($IMAGE)"
   exit 0
 fi
@@ -31,4 +40,5 @@ echo 'root:x:0:' >"$root/etc/group"
 mkdir -p .cache
 tar -C "$root" -cf .cache/sandbox-image.tar .
 podman import -q .cache/sandbox-image.tar "$IMAGE" >&2
+load_docker
 log "ready ($IMAGE)"

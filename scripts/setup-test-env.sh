@@ -16,8 +16,9 @@ log() { echo "setup-test-env: $*" >&2; }
 # postgresql: the shared store's tests; chromium: webview and VS Code (code-server) tests;
 # the -dev libraries and ripgrep: code-server's native modules; python3-venv: the trainer's venv;
 # openssl: the self-signed certificate of the wss:// node test; podman, runc, socat, busybox-static:
-# the container sandbox (runc: crun refuses hybrid cgroups) and its test image.
-PACKAGES=(postgresql chromium libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev ripgrep python3-venv openssl bubblewrap podman runc socat busybox-static)
+# the container sandbox (runc: crun refuses hybrid cgroups) and its test image; docker.io: the same
+# sandbox with engine: docker (scripts/start-docker.sh).
+PACKAGES=(postgresql chromium libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev ripgrep python3-venv openssl bubblewrap podman runc socat busybox-static docker.io)
 missing=()
 if ! command -v dpkg-query >/dev/null 2>&1; then
   log "not a Debian system: install ${PACKAGES[*]} (or your system's equivalents) yourself"
@@ -83,6 +84,7 @@ scripts/setup-phoenix-venv.sh >&2
 scripts/setup-synth-python.sh >&2
 # Ray and the worker package (the Ray-worker tests), and the container sandbox's local test image.
 scripts/setup-ray.sh >&2
+scripts/start-docker.sh >&2
 scripts/setup-sandbox-image.sh >&2
 # --- end of the Python set-up -----------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-// Who may call what: the daemon token may call everything; a rollout key only its own rollout's routes.
+// Who may call what: the daemon token may call everything; a rollout key only its own rollout's routes; a
+// run's worker credential only the worker routes of that run (workers.ts).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { DaemonContext } from '../context';
@@ -9,6 +10,9 @@ import type { Auth, Caller } from './route';
 
 /** Rollout and recording keys look like `hrk_…` (store/ids.ts); a wrong one is a 403, a wrong token a 401. */
 const KEY_PREFIX = 'hrk_';
+
+/** A run's worker credential (store/ids.ts newWorkerKey): only that run's worker routes accept it. */
+export const WORKER_KEY_PREFIX = 'hrw_';
 
 /** Constant-time comparison of two secrets (hashed first, so lengths never leak). */
 export function sameSecret(a: string, b: string): boolean {
@@ -61,6 +65,23 @@ export async function refuseEndedRollout(ctx: DaemonContext, rolloutId: string):
 }
 
 /**
+ * The run a worker credential works for: a live one (not revoked) of a run that has not ended; else a
+ * 401 (the worker stops).
+ */
+export async function workerKeyRun(ctx: DaemonContext, key: string): Promise<string> {
+  const runId = await ctx.store.runOfWorkerKey(keyHash(key));
+  const run = runId ? await ctx.store.getRun(runId) : null;
+  if (!run || ['finished', 'failed', 'stopped'].includes(run.status))
+    throw new ApiError(
+      401,
+      'unauthorized',
+      'invalid token: this worker credential is unknown or revoked (its run ended)',
+      'authorization',
+    );
+  return run.id;
+}
+
+/**
  * The caller of a route, or an ApiError: 401 for a missing or wrong token, 403 for a rollout key used
  * outside its own rollout.
  */
@@ -82,6 +103,17 @@ export async function authorize(
   if (sameSecret(token, ctx.token)) return { kind: 'daemon' };
   if (auth === 'rollout' && rolloutId && (await isRolloutKey(ctx, rolloutId, token))) {
     return { kind: 'rollout', rolloutId };
+  }
+  if (auth === 'worker' && token.startsWith(WORKER_KEY_PREFIX)) {
+    return { kind: 'worker', runId: await workerKeyRun(ctx, token) };
+  }
+  if (token.startsWith(WORKER_KEY_PREFIX)) {
+    throw new ApiError(
+      403,
+      'forbidden',
+      "a worker credential may only claim its run's rollouts and heartbeat, stream the output of and finish their attempts; this route needs the daemon token",
+      'authorization',
+    );
   }
   if (token.startsWith(KEY_PREFIX)) {
     throw new ApiError(

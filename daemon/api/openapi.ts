@@ -56,7 +56,7 @@ export function openApiDocument(routes: AnyRoute[], version: string, serverUrl: 
       ...(r.noContent ? { '204': { description: r.noContent } } : {}),
     };
     for (const [status, description] of Object.entries(errorStatuses)) {
-      if (status === '403' && r.auth !== 'rollout') continue;
+      if (status === '403' && r.auth !== 'rollout' && r.auth !== 'worker') continue;
       if (status === '401' && r.auth === 'none') continue;
       if (status === '413' && !r.body) continue;
       responses[status] = { description, ...error };

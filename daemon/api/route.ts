@@ -3,11 +3,17 @@
 import type { z } from 'zod';
 import type { DaemonContext } from '../context';
 
-/** Who is calling: the daemon token (full access) or one rollout's key. */
-export type Caller = { kind: 'daemon' } | { kind: 'rollout'; rolloutId: string };
+/** Who is calling: the daemon token (full access), one rollout's key, or one run's worker credential. */
+export type Caller =
+  | { kind: 'daemon' }
+  | { kind: 'rollout'; rolloutId: string }
+  | { kind: 'worker'; runId: string };
 
-/** none: open; token: the daemon token; rollout: the daemon token or the key of the rollout in :id. */
-export type Auth = 'none' | 'token' | 'rollout';
+/**
+ * none: open; token: the daemon token; rollout: the daemon token or the key of the rollout in :id;
+ * worker: the daemon token or a run's worker credential (the handler keeps it to that run).
+ */
+export type Auth = 'none' | 'token' | 'rollout' | 'worker';
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 

@@ -1,5 +1,7 @@
 // The worker routes: claim a rollout of a run (a long poll), heartbeat an attempt, stream its output,
 // finish it (with a reward). Part of the route table in routes.ts; the bodies live in protocol/worker.ts.
+// Auth: the daemon token, or the run's worker credential (a remote worker's: only the claims of its run
+// and that run's attempts).
 import type { z } from 'zod';
 import { BoundedMap } from '../bounded-map';
 import { restoreSecrets } from '../config/held-secrets';
@@ -20,7 +22,7 @@ import {
 } from '../protocol/worker';
 import { nextEvent, rolloutOf } from '../store/events';
 import { ApiError } from './errors';
-import { type AnyRoute, NO_CONTENT, route } from './route';
+import { type AnyRoute, type Caller, NO_CONTENT, route } from './route';
 
 const TERMINAL_RUN = new Set(['finished', 'stopped', 'failed']);
 
@@ -63,6 +65,17 @@ async function findAttempt(
     throw new ApiError(404, 'not_found', `no attempt ${attemptId}${id ? ` of rollout ${id}` : ''}`, 'id');
   }
   return { rollout, attempt };
+}
+
+/** A worker credential acts on its own run only. */
+function ownRun(caller: Caller, runId: string | null): void {
+  if (caller.kind !== 'worker' || caller.runId === runId) return;
+  throw new ApiError(
+    403,
+    'forbidden',
+    `this worker credential is for run ${caller.runId}, not ${runId === null ? 'a rollout outside runs' : `run ${runId}`}`,
+    'authorization',
+  );
 }
 
 /** Does the rollout's run take its rewards from harness.verifier? */
@@ -141,8 +154,9 @@ async function claim(
 }
 
 /** End the attempt as the worker says; a run rewarded by its verifier needs the verifier's reward. */
-async function finish(ctx: DaemonContext, attemptId: string, body: FinishBody) {
+async function finish(ctx: DaemonContext, caller: Caller, attemptId: string, body: FinishBody) {
   const { rollout, attempt } = await findAttempt(ctx, attemptId, body.rollout_id);
+  ownRun(caller, rollout.run_id);
   if (attempt.status !== 'running') {
     throw new ApiError(409, 'conflict', `attempt ${attempt.id} is already ${attempt.status}`, 'id');
   }
@@ -160,7 +174,7 @@ async function finish(ctx: DaemonContext, attemptId: string, body: FinishBody) {
     status = 'failed';
     error =
       'the run takes its reward from harness.verifier, but the worker finished without a verifier reward ' +
-      '(use `harness-rl worker`, or runWorker from daemon/worker/worker, which run it)';
+      '(use `harness-rl worker`, the Ray workers of workers/python, or runWorker from daemon/worker/worker, which run it)';
   } else if (status === 'succeeded' && body.reward !== undefined && rollout.reward === null) {
     // The harness may have posted its reward itself (POST /api/rollouts/:id/reward); that one counts.
     await ctx.store.addReward(rollout.id, { value: body.reward, source: 'harness' });
@@ -182,24 +196,28 @@ export const workerRoutes: AnyRoute[] = [
     path: '/api/runs/:id/claim',
     summary:
       "claim the run's oldest queued rollout: an attempt on it, a key scoped to it and how to run its harness (a long poll of up to wait_ms)",
-    auth: 'token',
+    auth: 'worker',
     params: IdParams,
     body: ClaimBody,
     response: Claimed,
     noContent: 'no rollout of the run was queued within wait_ms (or the run is not running): ask again',
     errors: { '410': 'the run is over (finished, stopped or failed): stop asking' },
-    handler: async ({ ctx, params, body, signal }) => claim(ctx, params.id, body, signal),
+    handler: async ({ ctx, params, body, caller, signal }) => {
+      ownRun(caller, params.id);
+      return claim(ctx, params.id, body, signal);
+    },
   }),
   route({
     method: 'POST',
     path: '/api/attempts/:id/heartbeat',
     summary: 'the worker still runs the attempt; the answer says whether to stop it (cancelled, timed out…)',
-    auth: 'token',
+    auth: 'worker',
     params: IdParams,
     body: HeartbeatBody,
     response: HeartbeatReply,
-    handler: async ({ ctx, params, body }) => {
+    handler: async ({ ctx, params, body, caller }) => {
       const found = await findAttempt(ctx, params.id, body.rollout_id);
+      ownRun(caller, found.rollout.run_id);
       let status = found.attempt.status;
       if (found.rollout.run_id)
         runsOf(ctx).workers.saw(found.rollout.run_id, found.attempt.worker ?? 'unnamed worker');
@@ -215,12 +233,13 @@ export const workerRoutes: AnyRoute[] = [
     path: '/api/attempts/:id/output',
     summary:
       "more of a remote worker's harness stdout and stderr, as it came (kept like the daemon workers' tail)",
-    auth: 'token',
+    auth: 'worker',
     params: IdParams,
     body: OutputBody,
     response: OutputReply,
-    handler: async ({ ctx, params, body }) => {
-      const { attempt } = await findAttempt(ctx, params.id, body.rollout_id);
+    handler: async ({ ctx, params, body, caller }) => {
+      const { rollout, attempt } = await findAttempt(ctx, params.id, body.rollout_id);
+      ownRun(caller, rollout.run_id);
       if (attempt.status !== 'running')
         throw new ApiError(409, 'conflict', `attempt ${attempt.id} is already ${attempt.status}`, 'id');
       runsOf(ctx).workers.appendOutput(attempt.id, body.chunk);
@@ -231,10 +250,10 @@ export const workerRoutes: AnyRoute[] = [
     method: 'POST',
     path: '/api/attempts/:id/finish',
     summary: 'the worker ended the attempt (succeeded with a reward, failed, timed out or cancelled)',
-    auth: 'token',
+    auth: 'worker',
     params: IdParams,
     body: FinishBody,
     response: FinishReply,
-    handler: async ({ ctx, params, body }) => finish(ctx, params.id, body),
+    handler: async ({ ctx, params, body, caller }) => finish(ctx, caller, params.id, body),
   }),
 ];

@@ -69,7 +69,8 @@ export class Scheduler implements RunController {
     loop.begin(async () => {
       if (this.loops.get(runId) === loop) this.loops.delete(runId);
       void this.standby.reconcile();
-      await this.workers.stop(runId);
+      // The run ended (not the daemon): its worker credential goes with its workers.
+      await this.workers.stop(runId, { revoke: !this.closed });
     });
     this.workers.start(run, config, loop instanceof EvalLoop ? loop.envOf : undefined);
   }
@@ -126,11 +127,14 @@ export class Scheduler implements RunController {
       for (const attempt of await this.ctx.store.listStaleAttempts(this.options.heartbeatTimeoutMs)) {
         const rollout = await this.ctx.store.getRollout(attempt.rollout_id);
         if (rollout?.kind !== 'run' || !rollout.run_id || !this.loops.has(rollout.run_id)) continue;
+        // Its Ray node may be known dead (node_lost); else the worker is lost (the store's default).
+        const failure = this.workers.lapseFailure(rollout.run_id, attempt);
         try {
           await this.ctx.store.finishAttempt(
             attempt.id,
             'unresponsive',
-            `no heartbeat for ${Math.round(this.options.heartbeatTimeoutMs / 1000)}s`,
+            `no heartbeat for ${Math.round(this.options.heartbeatTimeoutMs / 1000)}s${failure ? '; its Ray node died' : ''}`,
+            failure,
           );
         } catch (err) {
           if (!(err instanceof StoreError)) throw err;

@@ -144,13 +144,6 @@ export const HarnessConfig = z
         path: ['command'],
         message: 'harness.workers.ray runs harness.command on the Ray nodes: give it as an argv list',
       });
-    if (typeof harness.workers === 'object' && harness.reward === 'verifier')
-      ctx.addIssue({
-        code: 'custom',
-        path: ['reward'],
-        message:
-          'the Ray workers (workers/python) do not run verifiers yet: use reward: harness, or harness-rl worker (workers: external)',
-      });
     // Added by the cluster owner (additive): a verifier setting that would silently do nothing is an error.
     if (harness.reward === 'verifier' && !harness.verifier?.length) {
       ctx.addIssue({

@@ -64,6 +64,11 @@ export function newKey(): string {
   return `hrk_${randomBytes(32).toString('base64url')}`;
 }
 
+/** A run's worker credential: `hrw_` + 32 random bytes, base64url (only that run's worker routes). */
+export function newWorkerKey(): string {
+  return `hrw_${randomBytes(32).toString('base64url')}`;
+}
+
 /**
  * What the store keeps of a key: its SHA-256, hex. Keys are 256 random bits, so a plain hash is
  * enough (no salt or stretching needed): a copy of the database grants nothing.

@@ -378,6 +378,16 @@ CREATE TABLE candidates (
   PRIMARY KEY (evolution_id, hash)
 )`,
   },
+  {
+    // A run's worker credential (daemon/worker/credential.ts): what remote workers (Ray jobs) present
+    // instead of the daemon token, good for the run's worker routes only. Its SHA-256 only; NULL: none
+    // or revoked (the run stopped).
+    version: 19,
+    name: 'run worker credentials',
+    up: `
+ALTER TABLE runs ADD COLUMN worker_key_sha256 TEXT;
+CREATE INDEX runs_worker_key ON runs (worker_key_sha256)`,
+  },
 ];
 
 export function migrations(

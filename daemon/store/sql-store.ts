@@ -163,6 +163,15 @@ export class SqlStore implements Store {
   listRollouts(filter: RolloutFilter): Promise<Page<Rollout>> {
     return rollouts.listRollouts(this.c, filter);
   }
+  issueWorkerKey(runId: string): Promise<string | null> {
+    return runs.issueWorkerKey(this.c, runId);
+  }
+  runOfWorkerKey(hash: string): Promise<string | null> {
+    return runs.runOfWorkerKey(this.c, hash);
+  }
+  revokeWorkerKey(runId: string): Promise<void> {
+    return runs.revokeWorkerKey(this.c, runId);
+  }
   claimRollout(filter?: { run_id?: string; worker?: string }) {
     return rollouts.claimRollout(
       this.c,

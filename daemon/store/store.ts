@@ -150,6 +150,15 @@ export interface Store {
    */
   issueRolloutKey(id: string): Promise<string | null>;
   listRollouts(filter: RolloutFilter): Promise<Page<Rollout>>;
+  /**
+   * A new worker credential for the run (`hrw_…`, shown once; the store keeps its SHA-256), replacing
+   * the run's previous one; null for unknown runs.
+   */
+  issueWorkerKey(runId: string): Promise<string | null>;
+  /** The run whose live worker credential has this SHA-256 (ids.ts keyHash), or null. */
+  runOfWorkerKey(keyHash: string): Promise<string | null>;
+  /** The run's worker credential stops working. */
+  revokeWorkerKey(runId: string): Promise<void>;
   /** Atomically take the oldest queued rollout (optionally of one run) and start an attempt on it. */
   claimRollout(filter: {
     run_id?: string;

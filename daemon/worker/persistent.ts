@@ -2,12 +2,17 @@
 // takes rollouts one after another over stdin (protocol/persistent.ts), so a rollout costs no process
 // start (node, a TypeScript loader, the SDK's imports) and its HTTP clients keep their connections. A
 // process that dies while it holds a rollout fails that attempt as infrastructure (harness_crashed) and
-// the next rollout starts a new one; one whose rollout is aborted (deadline, cancel) is killed.
+// the next rollout starts a new one; one whose rollout is aborted (deadline, cancel) is killed. Each
+// process runs in the run's sandbox (harness.sandbox: bubblewrap, or a container of its own that lives
+// as long as the process), opened when it starts and closed when it ends.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { AttemptFailedError, harnessFailure, infrastructure } from '../protocol/failures';
 import { PERSISTENT_ENV, PersistentResult, type PersistentRollout } from '../protocol/persistent';
+import type { HarnessSandbox } from '../protocol/placement';
 import type { RolloutContext, RolloutOutcome } from '../protocol/worker';
 import { rolloutEnv, STDOUT_TAIL } from './command';
+import { type OpenSandbox, openSandbox } from './sandbox';
 
 const STDERR_TAIL = 4000;
 
@@ -149,11 +154,18 @@ function answerOf(line: string, rolloutId: string): PersistentResult | null {
 export class PersistentHarness {
   private readonly idle: HarnessProcess[] = [];
   private readonly all = new Set<HarnessProcess>();
+  /** The sandboxes of processes that ended, being closed (close() waits for them). */
+  private readonly closing = new Set<Promise<void>>();
   private closed = false;
 
   constructor(
     private readonly argv: string[],
-    private readonly options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+    private readonly options: {
+      cwd?: string;
+      env?: NodeJS.ProcessEnv;
+      /** Default: the claim's (the run's harness.sandbox), else none. */
+      sandbox?: HarnessSandbox;
+    } = {},
   ) {
     if (argv.length === 0) throw new Error('no harness command given');
   }
@@ -161,16 +173,38 @@ export class PersistentHarness {
   /** How many harness processes were started so far (restarts included). */
   started = 0;
 
-  private take(): HarnessProcess {
+  private async take(ctx: RolloutContext): Promise<HarnessProcess> {
     for (let p = this.idle.pop(); p; p = this.idle.pop()) if (!p.exited) return p;
-    const p = new HarnessProcess(this.argv, this.options.cwd, {
-      ...process.env,
-      ...this.options.env,
-      [PERSISTENT_ENV]: '1',
-    });
+    const env = { ...this.options.env, [PERSISTENT_ENV]: '1' };
+    let box: OpenSandbox;
+    try {
+      box = await openSandbox(this.options.sandbox ?? ctx.sandbox ?? 'none', {
+        // Named for the process, not the attempt: it outlives its first rollout.
+        attemptId: `persistent${process.pid}${this.started}${randomBytes(4).toString('hex')}`,
+        argv: this.argv,
+        cwd: this.options.cwd ?? process.cwd(),
+        envKeys: Object.keys(env),
+        daemonUrl: ctx.daemonUrl,
+        timeoutS: ctx.timeout_s,
+        persistent: true,
+      });
+    } catch (err) {
+      throw new AttemptFailedError(
+        `sandbox did not start: ${err instanceof Error ? err.message : String(err)}`,
+        infrastructure('sandbox_start'),
+      );
+    }
+    const p = new HarnessProcess(box.argv, this.options.cwd, { ...process.env, ...env });
     this.started++;
     this.all.add(p);
-    p.child.on('close', () => this.all.delete(p));
+    p.child.on('close', () => {
+      this.all.delete(p);
+      const closed: Promise<void> = box
+        .close()
+        .catch(() => {})
+        .finally(() => this.closing.delete(closed));
+      this.closing.add(closed);
+    });
     return p;
   }
 
@@ -184,7 +218,7 @@ export class PersistentHarness {
     env?: Record<string, string>,
   ): Promise<RolloutOutcome> {
     if (this.closed) throw new AttemptFailedError('the worker stopped', infrastructure('worker_stopped'));
-    const proc = this.take();
+    const proc = await this.take(ctx);
     const onAbort = () => proc.kill();
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     try {
@@ -227,5 +261,6 @@ export class PersistentHarness {
     );
     this.idle.length = 0;
     await Promise.all(waits);
+    await Promise.all([...this.closing]);
   }
 }

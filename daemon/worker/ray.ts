@@ -3,8 +3,12 @@
 // `python -m harness_rl_worker.ray_job`) starts the worker actors; the job is watched while the run
 // runs (submitted again when it ends early) and stopped with the run (POST /api/jobs/:id/stop), the
 // daemon waiting until Ray says it stopped. The REST API and not a Python driver in the daemon: the
-// daemon stays Node-only, and a job is what the dashboard lists, stops and keeps the logs of.
+// daemon stays Node-only, and a job is what the dashboard lists, stops and keeps the logs of. The job
+// gets the run's worker credential (api/auth.ts), never the daemon token: Ray's dashboard shows a job's
+// runtime_env to whoever reaches it. While the job runs, the nodes Ray reports DEAD (its State API)
+// are told to the caller, whose attempts there end as `node_lost`.
 import { request } from 'undici';
+import { z } from 'zod';
 import type { RayWorkersConfig } from '../protocol/placement';
 import { shellWord } from './shell';
 import { errorText, sleep } from './wait';
@@ -66,15 +70,24 @@ export function rayEntrypoint(
   return words.map(shellWord).join(' ');
 }
 
-/** Submit the run's worker job; the token travels in the job's env, not on its command line. */
+/**
+ * Submit the run's worker job; its credential (good for the run's worker routes only) travels in the
+ * job's env, not on its command line.
+ */
 export async function submitRayJob(
   ray: RayWorkersConfig,
-  options: { runId: string; daemonUrl: string; token: string; concurrency: number; cwd: string | undefined },
+  options: {
+    runId: string;
+    daemonUrl: string;
+    credential: string;
+    concurrency: number;
+    cwd: string | undefined;
+  },
 ): Promise<string> {
   const runtimeEnv = { ...(ray.runtime_env ?? {}) } as Record<string, unknown>;
   runtimeEnv.env_vars = {
     ...((runtimeEnv.env_vars as Record<string, string> | undefined) ?? {}),
-    HARNESS_RL_TOKEN: options.token,
+    HARNESS_RL_WORKER_KEY: options.credential,
   };
   const submissionId = `harness-rl-${options.runId}-${Date.now().toString(36)}`;
   await rayCall(ray.address, 'POST', '/api/jobs/', {
@@ -109,12 +122,54 @@ export async function stopRayJob(address: string, id: string, waitMs = 60_000): 
   }
 }
 
+/** A node as Ray's State API lists it (ray/util/state/common.py NodeState). */
+const RayNode = z.object({ node_id: z.string(), state: z.string() }).passthrough();
+const RayNodes = z.object({
+  data: z.object({ result: z.object({ result: z.array(RayNode) }) }),
+});
+
+/** The ids of the nodes Ray reports DEAD (GET /api/v0/nodes of the dashboard's State API). */
+export async function deadRayNodes(address: string): Promise<string[]> {
+  const parsed = RayNodes.safeParse(await rayCall(address, 'GET', '/api/v0/nodes?limit=10000'));
+  if (!parsed.success) throw new Error(`Ray's node list is not one: ${parsed.error.issues[0]?.message}`);
+  return parsed.data.data.result.result.filter((n) => n.state === 'DEAD').map((n) => n.node_id);
+}
+
+/**
+ * The node a Ray worker runs on, as its name says (`ray:<ip>:<node id, 12 first>:w<i>`,
+ * workers/python/harness_rl_worker/ray_job.py), or null.
+ */
+export function workerNode(worker: string | null): string | null {
+  return /^ray:[^:]*:([0-9a-f]{12}):w\d+$/.exec(worker ?? '')?.[1] ?? null;
+}
+
 /** What the daemon knows of a run's Ray job (shown by GET /api/runs/:id/workers). */
 export interface RayState {
   address: string;
   job_id: string | null;
   status: string | null;
   error: string | null;
+  /** The nodes of the cluster Ray reported DEAD. */
+  dead: Set<string>;
+}
+
+/** Whether Ray reported the node of this worker dead. */
+export function onDeadNode(state: RayState, worker: string | null): boolean {
+  const node = workerNode(worker);
+  return node !== null && [...state.dead].some((id) => id.startsWith(node));
+}
+
+/** Ask Ray which nodes died; tell the new ones (a State API that fails is tried again next poll). */
+async function watchNodes(
+  address: string,
+  state: RayState,
+  nodesLost: (ids: string[]) => Promise<void>,
+): Promise<void> {
+  const dead = await deadRayNodes(address).catch(() => null);
+  const fresh = (dead ?? []).filter((id) => !state.dead.has(id));
+  if (fresh.length === 0) return;
+  for (const id of fresh) state.dead.add(id);
+  await nodesLost(fresh);
 }
 
 /**
@@ -124,11 +179,15 @@ export interface RayState {
  */
 export async function superviseRayJob(
   ray: RayWorkersConfig,
-  options: Parameters<typeof submitRayJob>[1] & {
+  options: Omit<Parameters<typeof submitRayJob>[1], 'credential'> & {
+    /** A new worker credential for the run (each submission gets its own; an adopted job keeps its). */
+    credential: () => Promise<string>;
     state: RayState;
     signal: AbortSignal;
     runOver: () => Promise<boolean>;
     changed: () => void;
+    /** Nodes Ray newly reported DEAD. */
+    nodesLost: (ids: string[]) => Promise<void>;
     pollMs?: number;
   },
 ): Promise<void> {
@@ -139,10 +198,13 @@ export async function superviseRayJob(
       if (!state.job_id) {
         const [live, ...extra] = await liveRayJobs(ray.address, options.runId);
         for (const job of extra) await stopRayJob(ray.address, job.submission_id);
-        state.job_id = live?.submission_id ?? (await submitRayJob(ray, options));
+        state.job_id =
+          live?.submission_id ??
+          (await submitRayJob(ray, { ...options, credential: await options.credential() }));
         state.error = null;
         options.changed();
       }
+      await watchNodes(ray.address, state, options.nodesLost);
       const job = await rayJob(ray.address, state.job_id);
       if (job.status !== state.status) {
         state.status = job.status;

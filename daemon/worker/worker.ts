@@ -124,9 +124,11 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const log = options.log ?? (() => {});
   let over = false;
 
+  // Read with the rollout's own key: a worker holding a run's worker credential may not read rollouts.
   const readRollout = async (claim: Claimed, signal: AbortSignal): Promise<RolloutDetail> => {
     try {
-      const { json } = await call(options, 'GET', `/api/rollouts/${claim.rollout.id}`, undefined, signal);
+      const path = `/api/rollouts/${claim.rollout.id}`;
+      const { json } = await call({ ...options, token: claim.key }, 'GET', path, undefined, signal);
       return RolloutDetailSchema.parse(json);
     } catch (err) {
       throw new Error(`could not read rollout ${claim.rollout.id} back: ${errorText(err)}`);

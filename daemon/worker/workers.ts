@@ -10,12 +10,13 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DaemonContext } from '../context';
 import { RunConfig, workersMode } from '../protocol/config';
-import type { AttemptOutput, Run, RunWorkers } from '../protocol/entities';
+import type { Attempt, AttemptOutput, Run, RunWorkers } from '../protocol/entities';
+import { type AttemptFailure, infrastructure } from '../protocol/failures';
 import type { RayWorkersConfig } from '../protocol/placement';
 import { redactText } from '../redact';
 import { commandRollout, harnessDir } from './command';
 import { PersistentHarness } from './persistent';
-import { type RayState, superviseRayJob } from './ray';
+import { onDeadNode, type RayState, superviseRayJob, workerNode } from './ray';
 import { shellWord } from './shell';
 import { errorText, sleep } from './wait';
 import { type RolloutContext, runWorker } from './worker';
@@ -224,7 +225,13 @@ export class Workers {
   /** Submit the run's workers to its Ray cluster as a job, kept running until the run stops. */
   private startRay(run: Run, config: RunConfig, ray: RayWorkersConfig): void {
     const controller = new AbortController();
-    const state: RayState = { address: ray.address, job_id: null, status: null, error: null };
+    const state: RayState = {
+      address: ray.address,
+      job_id: null,
+      status: null,
+      error: null,
+      dead: new Set(),
+    };
     const own: OwnWorkers = { name: 'ray', controller, done: Promise.resolve(), error: null, ray: state };
     this.own.set(run.id, own);
     const waitUrl = async () => {
@@ -235,7 +242,12 @@ export class Workers {
         superviseRayJob(ray, {
           runId: run.id,
           daemonUrl: this.ctx.baseUrl(),
-          token: this.ctx.token,
+          credential: async () => {
+            const key = await this.ctx.store.issueWorkerKey(run.id);
+            if (!key) throw new Error(`no run ${run.id} to issue a worker credential for`);
+            return key;
+          },
+          nodesLost: (ids) => this.nodesLost(run.id, state, ids),
           concurrency: config.harness.concurrency,
           cwd: run.base_dir ?? undefined,
           state,
@@ -247,12 +259,54 @@ export class Workers {
       .catch((err) => this.ctx.log('ray workers ended', { run_id: run.id, error: errorText(err) }));
   }
 
-  /** Stop a run's own workers: their harness processes are killed before this settles. */
-  async stop(runId: string): Promise<void> {
+  /** Ray reported nodes dead: the run's running attempts there end now as node_lost (and are retried). */
+  private async nodesLost(runId: string, state: RayState, ids: string[]): Promise<void> {
+    this.ctx.log('ray nodes died', { run_id: runId, nodes: ids });
+    for (let cursor: string | undefined, more = true; more; ) {
+      const page = await this.ctx.store.listRollouts({
+        run_id: runId,
+        status: 'running',
+        cursor,
+        limit: 500,
+      });
+      for (const rollout of page.items)
+        for (const attempt of await this.ctx.store.listAttempts(rollout.id))
+          if (attempt.status === 'running' && onDeadNode(state, attempt.worker))
+            await this.ctx.store
+              .finishAttempt(
+                attempt.id,
+                'unresponsive',
+                `its Ray node ${workerNode(attempt.worker)}… died`,
+                infrastructure('node_lost'),
+              )
+              .catch(() => {}); // it ended meanwhile
+      cursor = page.next_cursor ?? undefined;
+      more = cursor !== undefined;
+    }
+  }
+
+  /**
+   * Why an attempt of the run that stopped sending heartbeats failed, when its workers know better
+   * than `worker_lost`: its Ray node died. Null: they do not.
+   */
+  lapseFailure(runId: string, attempt: Pick<Attempt, 'worker'>): AttemptFailure | null {
+    const ray = this.own.get(runId)?.ray;
+    return ray && onDeadNode(ray, attempt.worker) ? infrastructure('node_lost') : null;
+  }
+
+  /**
+   * Stop a run's own workers: their harness processes are killed before this settles. `revoke` (the run
+   * ended, or paused): its worker credential stops working too; a daemon that shuts down keeps it for
+   * the Ray job the next daemon adopts.
+   */
+  async stop(runId: string, options: { revoke?: boolean } = {}): Promise<void> {
     const own = this.own.get(runId);
+    if (own) {
+      own.controller.abort();
+      await own.done;
+    }
+    if (options.revoke) await this.ctx.store.revokeWorkerKey(runId).catch(() => {});
     if (!own) return;
-    own.controller.abort();
-    await own.done;
     if (this.own.get(runId) === own) this.own.delete(runId);
     this.seen.get(runId)?.delete(own.name);
     this.announce(runId);

@@ -3,7 +3,7 @@
 // trusts the daemon's self-signed certificate through --tls-ca and trains a run; without the CA it
 // refuses the certificate and claims nothing. Its bodies are checked against the generated schema,
 // which must match wire.ts.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +25,20 @@ describe('the Python worker (workers/python)', () => {
     );
     expect(committed).toEqual(workerProtocolJsonSchema());
   });
+
+  it("passes its own unit tests (workers/python/tests: the verifier's reward line, failures and stop)", () => {
+    const r = spawnSync(
+      existsSync(PYTHON) ? PYTHON : 'python3',
+      ['-m', 'unittest', 'discover', '-s', join(ROOT, 'workers/python/tests')],
+      {
+        env: { ...process.env, PYTHONPATH: join(ROOT, 'workers/python') },
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^OK$/m);
+  }, 150_000);
 });
 
 describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
@@ -79,6 +93,7 @@ describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
   async function create(
     name: string,
     command = `echo "to stderr" >&2; echo '{"reward": 0.5}'`,
+    harness: Record<string, unknown> = {},
   ): Promise<Run> {
     const config = {
       name,
@@ -88,6 +103,7 @@ describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
         max_attempts: 1,
         workers: 'external',
         timeout_s: 30,
+        ...harness,
       },
       algorithm: { n: 2, max_response_tokens: 3 },
       schedule: { steps: 1, groups_per_step: 1 },
@@ -121,6 +137,38 @@ describe.skipIf(!existsSync(PYTHON))('the Python worker over TLS', () => {
       expect(r.reward).toBeNull();
       const [attempt] = await daemon.ctx.store.listAttempts(r.id);
       expect([attempt!.status, attempt!.error]).toEqual(['failed', 'harness exit code 3: boom']);
+    }
+  }, 120_000);
+
+  it('a verifier that exits nonzero, prints no reward or runs too long fails the attempt (harness: verifier, or the deadline), never a reward', async () => {
+    const verifier = (code: string) => ({ reward: 'verifier', verifier: ['sh', '-c', code], timeout_s: 3 });
+    const cases = [
+      [
+        verifier('echo "pytest: 2 failed" >&2; exit 2'),
+        'verifier failed: exit code 2: pytest: 2 failed',
+        'verifier',
+      ],
+      [
+        verifier('echo looks fine'),
+        'verifier failed: printed no reward: its last stdout line must be {"reward": x} or a number x, not "looks fine"',
+        'verifier',
+      ],
+      [verifier('sleep 60'), 'verifier timed out after 3s', 'deadline'],
+    ] as const;
+    for (const [harness, error, reason] of cases) {
+      const run = await create(`verifier ${reason}`, 'echo harness ran', harness);
+      await worker(run.id, 20_000, '--tls-ca', cert, '--concurrency', '2');
+      const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
+      expect(rollouts).toHaveLength(2);
+      for (const r of rollouts) {
+        expect(r.reward).toBeNull();
+        const [attempt] = await daemon.ctx.store.listAttempts(r.id);
+        expect([attempt!.status, attempt!.error, attempt!.failure?.reason]).toEqual([
+          'failed',
+          error,
+          reason,
+        ]);
+      }
     }
   }, 120_000);
 

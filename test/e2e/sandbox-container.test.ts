@@ -2,7 +2,9 @@
 // shared/notes/containers.md) and the local test image of scripts/setup-sandbox-image.sh. A harness in
 // its container reaches the daemon's proxy and nothing else, cannot write the run's folder, and has the
 // memory limit asked for; the coding-agent example trains in it; and the Python worker builds the same
-// engine argv as the daemon. With harness.sandbox: bubblewrap the same example trains in bwrap.
+// engine argv as the daemon. With harness.sandbox: bubblewrap the same example trains in bwrap. A
+// persistent harness (harness.mode: persistent) runs in the sandbox too: one container (or bwrap) per
+// process, taking rollouts over stdin, read-only, in a PID namespace, and gone with the run.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -49,6 +51,73 @@ console.error('SEEN ' + JSON.stringify(seen));
 console.log(JSON.stringify({ reward: res.ok ? 1 : 0 }));
 `;
 
+// A persistent harness that reports, per rollout, what it sees of its sandbox.
+const PERSISTENT = `
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+const boot = Math.random().toString(36).slice(2);
+let write;
+try { writeFileSync('written', 'x'); write = 'wrote'; } catch (e) { write = e.code; }
+let memory = null;
+for (const f of ['/sys/fs/cgroup/memory/memory.limit_in_bytes', '/sys/fs/cgroup/memory.max'])
+  try { memory = readFileSync(f, 'utf8').trim(); break; } catch {}
+for await (const line of createInterface({ input: process.stdin })) {
+  const { rollout_id, task, env, model } = JSON.parse(line);
+  const res = await fetch(env.OPENAI_BASE_URL + '/chat/completions', {
+    method: 'POST',
+    headers: { authorization: 'Bearer ' + env.OPENAI_API_KEY, 'content-type': 'application/json' },
+    body: JSON.stringify({ model, max_tokens: 3, messages: [{ role: 'user', content: task.q }] }),
+  });
+  console.log('SEEN ' + JSON.stringify({ boot, write, memory, pid: process.pid, proxy: res.status }));
+  console.log(JSON.stringify({ rollout_id, reward: res.ok ? 1 : 0 }));
+}
+`;
+
+interface Seen {
+  boot: string;
+  write: string;
+  memory: string | null;
+  pid: number;
+  proxy: number;
+}
+
+/** A persistent harness trained in `sandbox` (2 slots, 4 rollouts); what each rollout's process saw. */
+async function trainPersistent(daemon: TestDaemon, dirs: string[], sandbox: unknown): Promise<Seen[]> {
+  const dir = join(tmpdir(), `harness-rl-boxp-${Math.random().toString(36).slice(2)}`);
+  mkdirSync(dir, { recursive: true });
+  dirs.push(dir);
+  writeFileSync(join(dir, 'harness.mjs'), PERSISTENT);
+  writeFileSync(join(dir, 'tasks.jsonl'), '{"q":"1+1"}\n');
+  const config = {
+    name: 'persistent boxed',
+    tasks: { file: 'tasks.jsonl' },
+    harness: {
+      command: ['node', 'harness.mjs'],
+      mode: 'persistent',
+      concurrency: 2,
+      max_attempts: 1,
+      sandbox,
+    },
+    algorithm: { n: 2, max_response_tokens: 3 },
+    schedule: { steps: 2, groups_per_step: 1 },
+  };
+  const res = await daemon.api<Run>('POST', '/api/runs', { config, base_dir: dir });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  await runFinished(daemon, res.body.id, 240_000);
+  const rollouts = (await daemon.ctx.store.listRollouts({ run_id: res.body.id })).items;
+  expect(rollouts.map((r) => r.reward)).toEqual([1, 1, 1, 1]);
+  expect(existsSync(join(dir, 'written'))).toBe(false);
+  const seen: Seen[] = [];
+  for (const r of rollouts) {
+    const [attempt] = await daemon.ctx.store.listAttempts(r.id);
+    const output = (await daemon.api('GET', `/api/attempts/${attempt!.id}/output`)).body.output as string;
+    seen.push(JSON.parse(/SEEN (.*)/.exec(output)![1]!));
+  }
+  // Persistent: at most one process per slot served the 4 rollouts.
+  expect(new Set(seen.map((s) => s.boot)).size).toBeLessThanOrEqual(2);
+  return seen;
+}
+
 describe('the container sandbox: the same argv from the daemon and the Python worker', () => {
   it('containerArgv (TS) and container_argv (workers/python) agree', () => {
     const box = ContainerSandbox.parse({
@@ -83,6 +152,25 @@ describe('the container sandbox: the same argv from the daemon and the Python wo
     );
     expect(JSON.parse(py)).toEqual(containerArgv(box, input));
     expect(containerArgv(box, input)).toContain('--add-host');
+    // Docker's flags (its own --runtime place, the holder's network, no --timeout) agree too.
+    const dockerBox = { ...box, engine: '/usr/bin/docker', runtime: 'runc' };
+    const pyDocker = execFileSync(
+      'python3',
+      [
+        '-c',
+        'import json,sys; from harness_rl_worker.sandbox import container_argv as c; a=json.load(sys.stdin); print(json.dumps(c(a["box"], *a["args"])))',
+      ],
+      {
+        input: JSON.stringify({
+          box: dockerBox,
+          args: [input.attemptId, input.argv, input.cwd, input.envKeys, input.daemonUrl, input.timeoutS],
+        }),
+        env: { ...process.env, PYTHONPATH: join(ROOT, 'workers/python') },
+        encoding: 'utf8',
+      },
+    );
+    expect(JSON.parse(pyDocker)).toEqual(containerArgv(dockerBox, input));
+    expect(containerArgv(dockerBox, input)).toContain('container:hrl-att01abc-net');
   });
 });
 
@@ -186,15 +274,31 @@ describe.skipIf(!podman)('harness.sandbox: container (Podman)', () => {
       expect(reward).toMatchObject({ source: 'verifier', value: 1 / 3 });
     }
   }, 300_000);
+
+  it('a persistent harness runs in a container of its own per process: read-only, its memory limit, the proxy reached', async () => {
+    const box = { image: IMAGE, ...engine, memory_mb: 300, cpus: 0.5, mounts: ['/usr'] };
+    const seen = await trainPersistent(daemon, dirs, { container: box });
+    for (const s of seen)
+      expect(s).toMatchObject({ write: 'EROFS', memory: String(300 * 1024 * 1024), proxy: 200 });
+    // In its container's PID namespace.
+    expect(seen.every((s) => s.pid < 10)).toBe(true);
+    // Its containers and namespaces went with the run.
+    expect(execFileSync('podman', ['ps', '-aq', '--filter', 'name=hrl-'], { encoding: 'utf8' }).trim()).toBe(
+      '',
+    );
+    expect(execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })).not.toMatch(/hrl-/);
+  }, 300_000);
 });
 
 describe.skipIf(!bwrapWorks().ok)('harness.sandbox: bubblewrap', () => {
   let daemon: TestDaemon;
+  const dirs: string[] = [];
   beforeAll(async () => {
     daemon = await startTestDaemon();
   });
   afterAll(async () => {
     await daemon?.close();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
   it('the coding-agent example trains with its harness in bubblewrap, which cannot write the example', async () => {
@@ -211,5 +315,11 @@ describe.skipIf(!bwrapWorks().ok)('harness.sandbox: bubblewrap', () => {
       expect(reward).toMatchObject({ source: 'verifier', value: 1 / 3 });
     }
     expect(existsSync(join(exampleDir('coding-agent'), 'written'))).toBe(false);
+  }, 300_000);
+
+  it('a persistent harness runs in bubblewrap: it cannot write its folder, in a PID namespace of its own', async () => {
+    const seen = await trainPersistent(daemon, dirs, 'bubblewrap');
+    for (const s of seen) expect(s).toMatchObject({ write: 'EROFS', proxy: 200 });
+    expect(seen.every((s) => s.pid < 10)).toBe(true);
   }, 300_000);
 });

@@ -16,6 +16,11 @@ import sys
 # (ray/_private/services.py resolve_ip_for_localhost), where the loopback-bound GCS is not, and the
 # dashboard agents never connect (the Jobs API answers "No available agent to submit job").
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+# A killed node is reported DEAD after about 3 s (Ray's defaults: 3 s checks, 5 failures, ~16 s here),
+# so the node-loss test sees the daemon learn it from Ray (ray/_private/ray_config_def.h health_check_*).
+os.environ.setdefault("RAY_health_check_period_ms", "1000")
+os.environ.setdefault("RAY_health_check_timeout_ms", "1000")
+os.environ.setdefault("RAY_health_check_failure_threshold", "3")
 
 from ray.cluster_utils import Cluster
 

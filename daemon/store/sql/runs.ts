@@ -2,7 +2,7 @@
 import { type Page, type Run, type RunMetrics, RunStatus } from '../../protocol/entities';
 import { StepValidation } from '../../protocol/training';
 import type { Row } from '../driver';
-import { newId } from '../ids';
+import { keyHash, newId, newWorkerKey } from '../ids';
 import type { SqlContext } from './context';
 import { invalid, iso, newestFirst, nonNegativeInt, notFound, now, num, oneOf, parse, str } from './values';
 
@@ -204,4 +204,23 @@ export async function getStepValidation(
     c.db.get('SELECT validation FROM step_validations WHERE run_id = ? AND step = ?', [runId, step]),
   );
   return row ? (parse(row.validation) as StepValidation) : null;
+}
+
+export async function issueWorkerKey(c: SqlContext, runId: string): Promise<string | null> {
+  const key = newWorkerKey();
+  const changed = await c.tx((q) =>
+    q.run('UPDATE runs SET worker_key_sha256 = ? WHERE id = ?', [keyHash(key), runId]),
+  );
+  return changed > 0 ? key : null;
+}
+
+export async function runOfWorkerKey(c: SqlContext, hash: string): Promise<string | null> {
+  const row = await c.read(() =>
+    c.db.get<{ id: string }>('SELECT id FROM runs WHERE worker_key_sha256 = ?', [hash]),
+  );
+  return row ? String(row.id) : null;
+}
+
+export async function revokeWorkerKey(c: SqlContext, runId: string): Promise<void> {
+  await c.tx((q) => q.run('UPDATE runs SET worker_key_sha256 = NULL WHERE id = ?', [runId]));
 }

@@ -2,7 +2,9 @@
 `--concurrency` rollouts at a time on the node Ray placed it on, with `--resources` reserved.
 
 An actor that dies with its node is restarted by Ray elsewhere (max_restarts) and its loop started
-again; the attempts it held stop sending heartbeats, so the daemon fails them and retries the rollouts.
+again; the daemon, told by Ray that the node died (or missing the attempts' heartbeats), fails the
+attempts it held as node_lost and retries the rollouts. The workers call the daemon with the run's worker
+credential ($HARNESS_RL_WORKER_KEY, good for this run's worker routes only), never the daemon token.
 The job ends when every worker saw the run end (the daemon answers 410); stopping the job (SIGTERM to
 this driver) ends the actors, whose harness processes die with them (PR_SET_PDEATHSIG).
 """
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cwd")
     p.add_argument("--tls-ca")
     a = p.parse_args(argv)
-    token = os.environ.get("HARNESS_RL_TOKEN", "")
+    token = os.environ.get("HARNESS_RL_WORKER_KEY") or os.environ.get("HARNESS_RL_TOKEN", "")
     res = json.loads(a.resources)
     options = {"num_cpus": res.get("num_cpus", 1), "num_gpus": res.get("num_gpus", 0)}
     if res.get("memory"):

@@ -3,7 +3,8 @@
 none: the command as it is; bubblewrap: bwrap with the filesystem read-only but /tmp, the network
 shared; a container: the run's folder read-only at the same path, a private /tmp, CPU, memory, process
 and time limits, and a network namespace whose only way out is a forward of the daemon's host:port
-(socat in the namespace -> a unix socket -> socat on the host -> the daemon).
+(socat in the namespace -> a unix socket -> socat on the host -> the daemon); Docker joins it through a
+holder container (the host's busybox sleeping), as Docker cannot join a namespace by path.
 """
 
 from __future__ import annotations
@@ -12,10 +13,19 @@ import ipaddress
 import os
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+# The worker's own credentials: never handed to the harness or the verifier it runs.
+WORKER_SECRETS = ("HARNESS_RL_WORKER_KEY", "HARNESS_RL_TOKEN")
+
+
+def child_environ() -> dict[str, str]:
+    """The worker's environment without its credentials (what a harness or verifier starts from)."""
+    return {k: v for k, v in os.environ.items() if k not in WORKER_SECRETS}
 
 
 def bubblewrap_argv(argv: list[str], cwd: str | None = None) -> list[str]:
@@ -61,6 +71,19 @@ def forward_target(daemon_url: str) -> tuple[str, int, str]:
     return host, port, host if _ipv4(host) else "127.0.0.1"
 
 
+def is_docker(box: dict) -> bool:
+    return os.path.basename(box.get("engine", "podman")) == "docker"
+
+
+def holder_name(name: str) -> str:
+    """The container that holds a Docker attempt's network namespace (Docker cannot join one by path)."""
+    return f"{name}-net"
+
+
+def _limit(box: dict, timeout_s: float) -> int:
+    return int(-(-float(box.get("timeout_s") or timeout_s) // 1))
+
+
 def container_argv(
     box: dict,
     attempt_id: str,
@@ -70,26 +93,35 @@ def container_argv(
     daemon_url: str,
     timeout_s: float,
 ) -> list[str]:
+    """As daemon/worker/sandbox.ts containerArgv (Docker: --runtime after run, no --cgroup-manager or
+    --timeout, the holder container's network)."""
     name = sandbox_name(attempt_id)
     host, _, _ = forward_target(daemon_url)
+    docker = is_docker(box)
     if box.get("network", "proxy") == "none":
         network = ["--network", "none"]
+    elif docker:
+        network = ["--network", f"container:{holder_name(name)}"]
     else:
         network = ["--network", f"ns:/run/netns/{name}"]
         if not _is_ip(host):
             network += ["--add-host", f"{host}:127.0.0.1"]
     engine = box.get("engine", "podman")
     pids = box.get("pids", 1024)
+    runtime = ["--runtime", box["runtime"]] if box.get("runtime") else []
     out = [engine]
-    if box.get("runtime"):
-        out += ["--runtime", box["runtime"]]
-    if box.get("cgroup_manager"):
-        out += ["--cgroup-manager", box["cgroup_manager"]]
+    if not docker:
+        out += runtime
+        if box.get("cgroup_manager"):
+            out += ["--cgroup-manager", box["cgroup_manager"]]
     out += ["run", "--rm", "--pull", "never", "--name", name, *network]
+    if docker:
+        out += runtime
     cpus = box.get("cpus", 1)
     out += ["--memory", f"{box.get('memory_mb', 1024)}m", "--cpus", _num(cpus)]
     out += ["--ulimit", f"nofile={pids}:{pids}", "--ulimit", f"nproc={pids}:{pids}"]
-    out += ["--timeout", str(int(-(-float(box.get("timeout_s") or timeout_s) // 1)))]
+    if not docker:
+        out += ["--timeout", str(_limit(box, timeout_s))]
     out += ["-v", f"{cwd}:{cwd}:ro"]
     for m in box.get("mounts", []):
         m = os.path.normpath(os.path.join(cwd, m))
@@ -147,7 +179,35 @@ class OpenSandbox:
                 pass
 
 
-def _open_forward(name: str, daemon_url: str, box: OpenSandbox) -> None:
+HOLDER_BUSYBOX = "/bin/busybox"
+
+
+def _start_holder(box: dict, name: str, daemon_url: str) -> int:
+    """Docker's holder of the attempt's network namespace (the host's static busybox sleeping); its pid."""
+    if not os.path.exists(HOLDER_BUSYBOX):
+        raise RuntimeError(
+            f"sandbox: Docker's network holder needs a static {HOLDER_BUSYBOX} (busybox-static)"
+        )
+    host, _, _ = forward_target(daemon_url)
+    engine = box.get("engine", "podman")
+    argv = [engine, "run", "-d", "--rm", "--pull", "never", "--name", holder_name(name), "--network", "none"]
+    if not _is_ip(host):
+        argv += ["--add-host", f"{host}:127.0.0.1"]
+    argv += ["--memory", "32m", "-v", f"{HOLDER_BUSYBOX}:/.hrl/busybox:ro", "--entrypoint", "/.hrl/busybox"]
+    _must([*argv, box["image"], "sleep", "2147483647"])
+    r = subprocess.run(
+        [engine, "inspect", "-f", "{{.State.Pid}}", holder_name(name)],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    try:
+        return int(r.stdout.strip())
+    except ValueError:
+        raise RuntimeError(f"sandbox: no pid for {holder_name(name)}: {r.stderr.strip()}") from None
+
+
+def _open_forward(name: str, daemon_url: str, box: OpenSandbox, pid: int | None = None) -> None:
     host, port, listen = forward_target(daemon_url)
     sock = f"/run/{name}.sock"
     children: list[subprocess.Popen] = []
@@ -162,7 +222,7 @@ def _open_forward(name: str, daemon_url: str, box: OpenSandbox) -> None:
 
     box.closers.append(close)
     subprocess.run(["ip", "netns", "del", name], capture_output=True)
-    _must(["ip", "netns", "add", name])
+    _must(["ip", "netns", "add", name] if pid is None else ["ip", "netns", "attach", name, str(pid)])
     _must(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"])
     if _ipv4(host) and not host.startswith("127."):
         _must(["ip", "netns", "exec", name, "ip", "addr", "add", f"{host}/32", "dev", "lo"])
@@ -206,16 +266,31 @@ def open_sandbox(
         return OpenSandbox(bubblewrap_argv(argv, cwd))
     box = sandbox["container"]
     name = sandbox_name(attempt_id)
+    docker = is_docker(box)
+    proxy = box.get("network", "proxy") == "proxy"
     opened = OpenSandbox(container_argv(box, attempt_id, argv, cwd, env_keys, daemon_url, timeout_s))
-    engine = [box.get("engine", "podman"), *(["--runtime", box["runtime"]] if box.get("runtime") else [])]
+    engine = [box.get("engine", "podman")]
+    if box.get("runtime") and not docker:
+        engine += ["--runtime", box["runtime"]]
+    names = [name, holder_name(name)] if docker and proxy else [name]
+
+    def remove(which: list[str]) -> None:
+        rm = ["rm", "-f"] if docker else ["rm", "-f", "-t", "0"]
+        subprocess.run([*engine, *rm, *which], capture_output=True, timeout=30)
+
     try:
-        if box.get("network", "proxy") == "proxy":
-            _open_forward(name, daemon_url, opened)
+        if proxy:
+            _open_forward(name, daemon_url, opened, _start_holder(box, name, daemon_url) if docker else None)
     except Exception:
         opened.close()
+        remove(names)
         raise
     # Closed first: the engine's client may have been killed (the deadline), the container goes too.
-    opened.closers.append(
-        lambda: subprocess.run([*engine, "rm", "-f", "-t", "0", name], capture_output=True, timeout=30)
-    )
+    opened.closers.append(lambda: remove(names))
+    if docker:
+        # Docker has no --timeout: the container is removed at the limit.
+        timer = threading.Timer(_limit(box, timeout_s), lambda: remove([name]))
+        timer.daemon = True
+        timer.start()
+        opened.closers.append(timer.cancel)
     return opened

@@ -2,7 +2,8 @@
 harness command in its sandbox, streams the output back and finishes the attempt with the reward.
 
 The same protocol as `harness-rl worker` (daemon/cluster/worker.ts), its bodies checked against the
-schema generated from daemon/protocol/worker.ts. Rewards by verifier are left to `harness-rl worker`.
+schema generated from daemon/protocol/worker.ts. A run with `harness.reward: verifier` has its verifier
+run after the harness (verifier.py, as daemon/worker/worker.ts does).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from .protocol import check, fields
-from .sandbox import _die_with_parent, open_sandbox
+from .sandbox import _die_with_parent, child_environ, open_sandbox
+from .verifier import VerifierFailed, final_output, no_reward_line, run_verifier
 
 FINISH_FIELDS = fields("FinishBody")
 
@@ -37,15 +39,17 @@ class AttemptFailed(Exception):
         self.failure = {"kind": kind, "reason": reason}
 
 
-def _failure_of(why: str | None, err: Exception) -> dict | None:
+def _failure_of(why: str | None, phase: str, err: Exception) -> dict | None:
     """The failure an attempt ended with, as the daemon's FinishBody names it."""
-    if why == "timed_out":
+    if why in ("timed_out", "verifier_timed_out"):
         return {"kind": "infrastructure", "reason": "deadline"}
     if why == "stopped":
         return {"kind": "infrastructure", "reason": "worker_stopped"}
     if why == "cancelled":
         return None
-    return err.failure if isinstance(err, AttemptFailed) else {"kind": "harness", "reason": "error"}
+    if isinstance(err, (AttemptFailed, VerifierFailed)):
+        return err.failure
+    return {"kind": "harness", "reason": "verifier" if phase == "verifier" else "error"}
 
 
 class DaemonError(Exception):
@@ -61,11 +65,20 @@ class Daemon:
         self.context = ssl.create_default_context(cafile=tls_ca) if url.startswith("https:") else None
 
     def post(self, path: str, body: dict, timeout: float = 40) -> tuple[int, dict | None]:
+        return self.call("POST", path, body, timeout=timeout)
+
+    def call(
+        self, method: str, path: str, body: dict | None = None, key: str | None = None, timeout: float = 40
+    ) -> tuple[int, dict | None]:
+        """`key`: another bearer than the worker's (a rollout's key, to read that rollout back)."""
+        headers = {"authorization": f"Bearer {key or self.token}"}
+        if body is not None:
+            headers["content-type"] = "application/json"
         req = urllib.request.Request(
             self.url + path,
-            data=json.dumps(body).encode(),
-            method="POST",
-            headers={"authorization": f"Bearer {self.token}", "content-type": "application/json"},
+            data=None if body is None else json.dumps(body).encode(),
+            method=method,
+            headers=headers,
         )
         try:
             with urllib.request.urlopen(req, timeout=timeout, context=self.context) as r:
@@ -151,8 +164,10 @@ class Worker:
                     self.stop.set()
                     return
                 if e.status == 401:
+                    # A wrong token, or the run's worker credential was revoked (the run ended).
+                    self.log(f"run {self.run_id}: {e}")
                     self.stop.set()
-                    raise
+                    return
                 self.log(f"claim failed: {e}")
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 5)
@@ -165,10 +180,28 @@ class Worker:
             if status == 200 and claim:
                 self._run_one(check("Claimed", claim))
 
+    def _heartbeat(self, claim: dict, over: threading.Event, end) -> None:
+        """Beats every heartbeat_s until `over`; wakes twice a second to notice the worker stopping."""
+        attempt, rollout = claim["attempt"]["id"], claim["rollout"]["id"]
+        due = time.monotonic() + max(0.2, claim["heartbeat_s"])
+        while not over.wait(0.5):
+            if self.stop.is_set():
+                end("stopped")
+                return
+            if time.monotonic() < due:
+                continue
+            due = time.monotonic() + max(0.2, claim["heartbeat_s"])
+            try:
+                _, reply = self.daemon.post(f"/api/attempts/{attempt}/heartbeat", {"rollout_id": rollout})
+                if check("HeartbeatReply", reply or {})["cancel"]:
+                    end("cancelled")
+            except DaemonError as e:
+                if e.status in (404, 409):
+                    end("cancelled")
+            except (OSError, ValueError):
+                pass
+
     def _run_one(self, claim: dict) -> None:
-        failure = None
-        attempt = claim["attempt"]["id"]
-        rollout = claim["rollout"]["id"]
         over = threading.Event()
         why: list[str] = []
 
@@ -177,65 +210,78 @@ class Worker:
                 why.append(reason)
             over.set()
 
-        def heartbeat() -> None:
-            # Wakes twice a second to notice the worker stopping; beats every heartbeat_s.
-            due = time.monotonic() + max(0.2, claim["heartbeat_s"])
-            while not over.wait(0.5):
-                if self.stop.is_set():
-                    end("stopped")
-                    return
-                if time.monotonic() < due:
-                    continue
-                due = time.monotonic() + max(0.2, claim["heartbeat_s"])
-                try:
-                    _, reply = self.daemon.post(f"/api/attempts/{attempt}/heartbeat", {"rollout_id": rollout})
-                    if check("HeartbeatReply", reply or {})["cancel"]:
-                        end("cancelled")
-                except DaemonError as e:
-                    if e.status in (404, 409):
-                        end("cancelled")
-                except (OSError, ValueError):
-                    pass
+        def timer(reason: str) -> threading.Timer:
+            t = threading.Timer(claim["timeout_s"], lambda: end(reason))
+            t.daemon = True
+            t.start()
+            return t
 
-        threading.Thread(target=heartbeat, daemon=True).start()
-        timer = threading.Timer(claim["timeout_s"], lambda: end("timed_out"))
-        timer.daemon = True
-        timer.start()
-        status, error, reward = "succeeded", None, None
+        threading.Thread(target=self._heartbeat, args=(claim, over, end), daemon=True).start()
+        timers = [timer("timed_out")]
+        verify = claim.get("verifier") if claim.get("reward") == "verifier" else None
+        status, error, reward, verdict, phase, failure = "succeeded", None, None, None, "harness", None
         try:
-            reward = self._harness(claim, over)
+            reward, stdout = self._harness(claim, over)
             if why:
                 raise RuntimeError(why[0])
-            if reward is None:
+            # A harness may post its reward itself; one that neither printed nor posted one fails its
+            # attempt (a missing reward is never taken as 0).
+            if not verify and reward is None and self._read_rollout(claim)["reward"] is None:
                 raise AttemptFailed(
-                    'harness printed no reward: its last stdout line must be {"reward": x}',
+                    "harness printed no reward and posted none: "
+                    + no_reward_line(stdout, '{"reward": x} with x a finite number'),
                     "harness",
                     "no_reward",
                 )
+            if verify:
+                # The verifier gets a timeout of its own (harness.timeout_s), after the harness's.
+                phase = "verifier"
+                timers[0].cancel()
+                timers.append(timer("verifier_timed_out"))
+                verdict = run_verifier(verify, self._verifier_input(claim, reward, stdout), self.cwd, over)
+                if why:
+                    raise RuntimeError(why[0])
+                reward = verdict["reward"]
         except Exception as e:  # noqa: BLE001 - any failure fails the attempt, with its message
             reason = why[0] if why else None
-            failure = _failure_of(reason, e)
+            failure = _failure_of(reason, phase, e)
             status = {"timed_out": "timed_out", "cancelled": "cancelled"}.get(reason or "", "failed")
-            error = f"timed out after {claim['timeout_s']}s" if status == "timed_out" else str(e)
+            error = str(e)
+            if status == "timed_out":
+                error = f"timed out after {claim['timeout_s']}s"
+            elif reason == "verifier_timed_out":
+                error = f"verifier timed out after {claim['timeout_s']}s"
+            elif phase == "verifier" and not reason:
+                error = f"verifier failed: {e}"
             if reason == "stopped" or (self.stop.is_set() and not reason):
                 error = "the worker stopped"
-            reward = None
+            reward, verdict = None, None
         finally:
-            timer.cancel()
+            for t in timers:
+                t.cancel()
             over.set()
         self.summary.add(status)
         self.log(
-            f"rollout {rollout} {status}"
-            + (f" reward={reward}" if reward is not None else "")
+            f"rollout {claim['rollout']['id']} {status}"
+            + (f" reward={reward}{' (verifier)' if verdict else ''}" if reward is not None else "")
             + (f": {error}" if error else "")
         )
-        if status == "cancelled":
-            return
-        body = {"status": status, "rollout_id": rollout}
+        if status != "cancelled":  # a cancelled attempt was ended by the daemon already
+            self._finish(claim, status, error, reward, verdict, failure)
+
+    def _finish(
+        self, claim: dict, status: str, error: str | None, reward, verdict: dict | None, failure: dict | None
+    ) -> None:
+        attempt = claim["attempt"]["id"]
+        body = {"status": status, "rollout_id": claim["rollout"]["id"]}
         if error:
             body["error"] = error[-10_000:]
         if reward is not None:
             body["reward"] = reward
+        if verdict is not None:
+            body["reward_source"] = "verifier"
+            if "detail" in verdict:
+                body["reward_detail"] = verdict["detail"]
         # The failure's kind and reason, where this daemon's protocol has them (infrastructure ones are
         # retried and never count as a reward).
         if failure and "failure" in FINISH_FIELDS:
@@ -248,7 +294,29 @@ class Worker:
         except (OSError, ValueError) as e:
             self.log(f"finish {attempt}: {e}")
 
-    def _harness(self, claim: dict, over: threading.Event) -> float | None:
+    def _read_rollout(self, claim: dict) -> dict:
+        """The claimed rollout as the daemon has it now, read with the rollout's own key."""
+        rid = claim["rollout"]["id"]
+        try:
+            _, detail = self.daemon.call("GET", f"/api/rollouts/{rid}", key=claim["key"])
+        except (DaemonError, OSError, ValueError) as e:
+            raise RuntimeError(f"could not read rollout {rid} back: {e}") from None
+        return detail or {}
+
+    def _verifier_input(self, claim: dict, reward: float | None, stdout: str) -> dict:
+        """What the verifier is given (the rollout's llm calls read back for the harness's final output)."""
+        detail = self._read_rollout(claim)
+        return {
+            "run_id": claim["rollout"].get("run_id"),
+            "rollout_id": claim["rollout"]["id"],
+            "attempt_id": claim["attempt"]["id"],
+            "task": claim.get("input"),
+            "output": final_output(detail.get("llm_calls") or [], claim["attempt"]["id"]),
+            "stdout": stdout,
+            "harness_reward": reward if reward is not None else detail.get("reward"),
+        }
+
+    def _harness(self, claim: dict, over: threading.Event) -> tuple[float | None, str]:
         argv = claim.get("command") or []
         if not argv:
             raise RuntimeError("the run names no harness.command")
@@ -270,11 +338,13 @@ class Worker:
         finally:
             box.close()
 
-    def _process(self, claim: dict, argv: list[str], env: dict, over: threading.Event) -> float | None:
+    def _process(
+        self, claim: dict, argv: list[str], env: dict, over: threading.Event
+    ) -> tuple[float | None, str]:
         child = subprocess.Popen(
             argv,
             cwd=self.cwd,
-            env={**os.environ, **env},
+            env={**child_environ(), **env},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -313,7 +383,7 @@ class Worker:
             if code == 75:
                 raise AttemptFailed(message, "infrastructure", "reported")
             raise AttemptFailed(message, "harness", "exit")
-        return reward_from_stdout(out)
+        return reward_from_stdout(out), out
 
 
 class OutputStream:
@@ -363,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tls-ca", help="PEM file with the CA of the daemon's certificate")
     p.add_argument("--name", default=f"{socket.gethostname()}:{os.getpid()}")
     a = p.parse_args(argv)
-    token = os.environ.get("HARNESS_RL_TOKEN", "")
+    # The run's worker credential (what a Ray job gets), or the daemon token.
+    token = os.environ.get("HARNESS_RL_WORKER_KEY") or os.environ.get("HARNESS_RL_TOKEN", "")
     worker = Worker(Daemon(a.url, token, a.tls_ca), a.run, a.name, a.cwd)
     signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
     s = worker.run(a.concurrency)
