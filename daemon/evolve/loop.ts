@@ -267,6 +267,7 @@ export class EvolveLoop {
     const recording = await this.ctx.store.createRecording({
       name: `evolve ${this.evolution.id} g${generation} critic`,
       upstream: ev.proposer_upstream,
+      scoped: true,
     });
     try {
       return await criticise(ev.critic, diff, {

@@ -378,6 +378,13 @@ CREATE TABLE candidates (
   PRIMARY KEY (evolution_id, hash)
 )`,
   },
+  {
+    // A scoped recording records only the calls that present its key: it neither stops the active
+    // recording nor becomes it (an evolution's proposer and critic record beside a person's session).
+    version: 18,
+    name: 'scoped recordings (recorded by their key, beside the active one)',
+    up: 'ALTER TABLE recordings ADD COLUMN scoped {INT} NOT NULL DEFAULT 0',
+  },
 ];
 
 export function migrations(

@@ -851,6 +851,26 @@ describe.each(active)('$name store', (backend) => {
     ).toEqual(['active', 'stopped', 'active', 'stopped']);
   });
 
+  it('a scoped recording starts beside the active one, stops none and is never the active one', async () => {
+    const { store } = await fresh();
+    const mine = await store.createRecording({ name: 'mine', upstream: null });
+    const proposer = await store.createRecording({ name: 'proposer', upstream: null, scoped: true });
+    expect(Recording.parse(proposer)).toMatchObject({ status: 'active', scoped: true });
+    expect(await store.getRecording(mine.id)).toMatchObject({ status: 'active', scoped: false });
+    expect((await store.activeRecording())?.id).toBe(mine.id);
+    expect((await store.activeRecordings()).map((r) => r.id)).toEqual([proposer.id, mine.id]);
+    expect(await store.rolloutOfKey(proposer.key)).toBe(proposer.rollout_id);
+    // A new (unscoped) recording stops the active one only; stopping the scoped one leaves it.
+    const next = await store.createRecording({ name: 'next', upstream: null });
+    expect(await store.getRecording(mine.id)).toMatchObject({ status: 'stopped' });
+    expect(await store.getRecording(proposer.id)).toMatchObject({ status: 'active' });
+    await store.stopRecording(proposer.id);
+    expect((await store.activeRecordings()).map((r) => r.id)).toEqual([next.id]);
+    expect(
+      await storeError(store.createRecording({ name: 'x', upstream: null, scoped: 1 as never })),
+    ).toMatchObject({ code: 'invalid', field: 'scoped' });
+  });
+
   it('keeps model versions per run, refusing duplicates', async () => {
     const { store, events } = await fresh();
     const run = await store.createRun({ name: 'r', config: {} });
