@@ -3,22 +3,15 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfigFile } from '../../config/load';
-import { readToken } from '../../config/token';
 import { comparisonText, evaluationText, f } from '../../eval/text';
 import type { Page } from '../../protocol/entities';
 import type { Comparison, Evaluation } from '../../protocol/evaluation';
-import { defaultDataDir } from './daemon';
-import { CliError, client, type Output } from './run';
+import { CliError, DAEMON_OPTIONS, daemonClient, type Output, stdio } from './run';
 
 const USAGE = `usage: harness-rl eval CONFIG [--split train|validation|test] [--attempts K] [--harness DIR]
          [--seed N] [--pass-threshold X] [--no-wait]
        harness-rl eval compare A B | show ID | list | stop ID
   [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
-
-const stdio: Output = {
-  out: (text) => process.stdout.write(`${text}\n`),
-  err: (text) => process.stderr.write(`${text}\n`),
-};
 
 export function run(argv: string[]): Promise<number> {
   return evalCommand(argv, stdio);
@@ -36,11 +29,7 @@ export async function evalCommand(argv: string[], io: Output): Promise<number> {
       seed: { type: 'string' },
       'pass-threshold': { type: 'string' },
       'no-wait': { type: 'boolean' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      data: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+      ...DAEMON_OPTIONS,
     },
     allowPositionals: true,
     strict: true,
@@ -49,12 +38,9 @@ export async function evalCommand(argv: string[], io: Output): Promise<number> {
     io.out(USAGE);
     return values.help ? 0 : 2;
   }
-  const url = values.url ?? (process.env.HARNESS_RL_URL || 'http://127.0.0.1:4100');
-  const token = values.token ?? (process.env.HARNESS_RL_TOKEN || readToken(values.data ?? defaultDataDir()));
   const show = (value: unknown, text: string) => io.out(values.json ? JSON.stringify(value) : text);
   try {
-    if (!token) throw new CliError('no token: pass --token, set HARNESS_RL_TOKEN, or start the daemon once');
-    const call = client(url, token);
+    const call = daemonClient(values);
     const [action, a, b] = positionals;
     const need = (x: string | undefined, what: string) => {
       if (!x) throw new CliError(`eval ${action} needs ${what}\n${USAGE}`);

@@ -3,10 +3,8 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfigFile } from '../../config/load';
-import { readToken } from '../../config/token';
 import type { EvolutionDetail } from '../../protocol/evolution';
-import { defaultDataDir } from './daemon';
-import { CliError, client, type Output } from './run';
+import { CliError, DAEMON_OPTIONS, daemonClient, type Output, stdio } from './run';
 
 const USAGE = `usage: harness-rl evolve CONFIG [--harness DIR] [--no-wait] | show ID | stop ID
   [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
@@ -41,10 +39,7 @@ export function evolutionText(e: EvolutionDetail): string {
 }
 
 export function run(argv: string[]): Promise<number> {
-  return evolveCommand(argv, {
-    out: (t) => process.stdout.write(`${t}\n`),
-    err: (t) => process.stderr.write(`${t}\n`),
-  });
+  return evolveCommand(argv, stdio);
 }
 
 export async function evolveCommand(argv: string[], io: Output): Promise<number> {
@@ -53,11 +48,7 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
     options: {
       harness: { type: 'string' },
       'no-wait': { type: 'boolean' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      data: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+      ...DAEMON_OPTIONS,
     },
     allowPositionals: true,
     strict: true,
@@ -66,12 +57,9 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
     io.out(USAGE);
     return values.help ? 0 : 2;
   }
-  const url = values.url ?? (process.env.HARNESS_RL_URL || 'http://127.0.0.1:4100');
-  const token = values.token ?? (process.env.HARNESS_RL_TOKEN || readToken(values.data ?? defaultDataDir()));
   const show = (e: EvolutionDetail) => io.out(values.json ? JSON.stringify(e) : evolutionText(e));
   try {
-    if (!token) throw new CliError('no token: pass --token, set HARNESS_RL_TOKEN, or start the daemon once');
-    const call = client(url, token);
+    const call = daemonClient(values);
     const [action, id] = positionals;
     if (action === 'show' || action === 'stop') {
       if (!id) throw new CliError(`evolve ${action} needs an ID\n${USAGE}`);
