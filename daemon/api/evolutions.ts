@@ -4,27 +4,21 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { applyPatch, type Tree, unifiedDiff } from '../evolve/diff';
+import { candidateTree } from '../evolve/candidate-harness';
+import { unifiedDiff } from '../evolve/diff';
 import { EmptyBody } from '../protocol/api';
 import { Id, Page } from '../protocol/entities';
 import { CreateEvolutionBody, EvaluationQuery } from '../protocol/evaluation';
 import { CandidateFiles, Evolution, EvolutionDetail } from '../protocol/evolution';
-import type { StoredCandidate, StoredEvolution } from '../store/store';
+import type { StoredEvolution } from '../store/store';
 import { ApiError, notFound } from './errors';
 import { type AnyRoute, route } from './route';
+import { settleRunConfig } from './run-config';
 
 const IdParams = z.object({ id: Id }).strict();
 const CandidateParams = z.object({ id: Id, hash: z.string().regex(/^[0-9a-f]{24}$/) }).strict();
 
 const shown = ({ config: _c, base_dir: _b, ...e }: StoredEvolution): Evolution => e;
-
-/** A candidate's files: its ancestors' patches applied from the root down. */
-export function candidateTree(candidates: StoredCandidate[], hash: string): Tree {
-  const byHash = new Map(candidates.map((c) => [c.hash, c]));
-  const chain: StoredCandidate[] = [];
-  for (let at = byHash.get(hash); at; at = at.parent ? byHash.get(at.parent) : undefined) chain.unshift(at);
-  return chain.reduce((tree, c) => applyPatch(tree, c.patch), new Map() as Tree);
-}
 
 export const evolutionRoutes: AnyRoute[] = [
   route({
@@ -38,13 +32,15 @@ export const evolutionRoutes: AnyRoute[] = [
     status: 201,
     handler: async ({ ctx, body }) => {
       const base = body.base_dir === undefined ? undefined : resolve(body.base_dir);
-      const dir = resolve(base ?? '.', body.harness_dir ?? body.config.harness.dir ?? '.');
+      // An evolution can start from an evolved candidate (its files are the root) and a run's weights.
+      const config = await settleRunConfig(ctx, body.config);
+      const dir = resolve(base ?? '.', body.harness_dir ?? config.harness.dir ?? '.');
       if (!existsSync(dir))
         throw new ApiError(400, 'invalid_request', `no harness folder ${dir}`, 'harness_dir');
       const e = await ctx.store.createEvolution({
         name: `evolve ${body.config.name}`,
         harness_dir: dir,
-        config: body.config,
+        config,
         base_dir: base ?? null,
       });
       await ctx.evolutions?.start(e.id);

@@ -50,6 +50,7 @@ import { evolutionRoutes } from './evolutions';
 import { importRoutes } from './imports';
 import { openApiFor } from './openapi';
 import { type AnyRoute, route } from './route';
+import { settleRunConfig } from './run-config';
 import { validationRoutes } from './run-validation';
 import { readTasks } from './tasks';
 
@@ -280,7 +281,7 @@ export const routes: AnyRoute[] = [
       // Everything that can reject the request is checked before anything is written.
       const tasks = await readTasks(body.config, body.base_dir);
       // The store gets the config without its credentials; this daemon holds them to start the run.
-      const { value: config, held } = splitSecrets(body.config);
+      const { value: config, held } = splitSecrets(await settleRunConfig(ctx, body.config));
       const run = await ctx.store.createRun({
         name: body.config.name,
         config,

@@ -136,7 +136,10 @@ export class RunLoop {
       version = applied.model_version;
       step++;
     }
-    if (version !== run.model_version && !applied) {
+    if (version !== run.model_version && !applied && run.step === 0 && config.model.from_run) {
+      // A run that starts from another run's weights starts at their version.
+      await store.updateRun(runId, { model_version: version });
+    } else if (version !== run.model_version && !applied) {
       this.ctx.log('the trainer resumed at another version than the run', {
         run_id: runId,
         run_version: run.model_version,

@@ -4,10 +4,22 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfigFile } from '../../config/load';
 import type { EvolutionDetail } from '../../protocol/evolution';
-import { CliError, DAEMON_OPTIONS, daemonClient, type Output, stdio } from './run';
+import {
+  CliError,
+  DAEMON_OPTIONS,
+  daemonClient,
+  type Output,
+  START_OPTIONS,
+  START_USAGE,
+  startingPoint,
+  stdio,
+} from './run';
 
-const USAGE = `usage: harness-rl evolve CONFIG [--harness DIR] [--no-wait] | show ID | stop ID
-  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
+const USAGE = `usage: harness-rl evolve CONFIG [--harness DIR] [--candidate EVOLUTION/HASH] [--from-run RUN [--version N]] [--no-wait]
+       harness-rl evolve resume ID (or --resume ID) | show ID | stop ID
+  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]
+${START_USAGE}
+  resume: go on with an evolution a daemon stop interrupted, from its stored generation`;
 
 const f = (x: number | null | undefined, d = 3) => (x === null || x === undefined ? '—' : x.toFixed(d));
 
@@ -49,6 +61,7 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
       harness: { type: 'string' },
       'no-wait': { type: 'boolean' },
       ...DAEMON_OPTIONS,
+      ...START_OPTIONS,
     },
     allowPositionals: true,
     strict: true,
@@ -71,7 +84,7 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
     const { config, baseDir, file } = await loadConfigFile(action!);
     if (!config.run) throw new CliError(`${file} has no run section`);
     const started = await call<{ id: string }>('POST', '/api/evolutions', {
-      config: config.run,
+      config: startingPoint(config.run, values),
       base_dir: baseDir,
       ...(values.harness ? { harness_dir: resolve(values.harness) } : {}),
     });
