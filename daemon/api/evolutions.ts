@@ -91,6 +91,24 @@ export const evolutionRoutes: AnyRoute[] = [
   }),
   route({
     method: 'POST',
+    path: '/api/evolutions/:id/resume',
+    summary:
+      'go on with an evolution that is not running (interrupted by a daemon stop, or stopped) from what it stored: candidates already evaluated are not evaluated again',
+    auth: 'token',
+    params: IdParams,
+    body: EmptyBody,
+    response: Evolution,
+    handler: async ({ ctx, params }) => {
+      const e = await ctx.store.getEvolution(params.id);
+      if (!e) throw notFound('evolution', params.id);
+      if (e.status === 'running' || e.status === 'finished')
+        throw new ApiError(409, 'conflict', `evolution ${e.id} is ${e.status}: nothing to resume`, 'status');
+      await ctx.evolutions?.resume(e.id);
+      return shown((await ctx.store.getEvolution(e.id)) ?? e);
+    },
+  }),
+  route({
+    method: 'POST',
     path: '/api/evolutions/:id/stop',
     summary: 'stop an evolution (its running evaluation is left to finish)',
     auth: 'token',

@@ -1,4 +1,4 @@
-// `harness-rl evolve CONFIG [--harness DIR] [--no-wait] | show ID | stop ID`: evolve a harness on the
+// `harness-rl evolve CONFIG [--harness DIR] [--no-wait] | resume ID | show ID | stop ID`: evolve a harness on the
 // running daemon (the config's evolve block) and print the candidate tree and the result.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -59,6 +59,7 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
     args: argv,
     options: {
       harness: { type: 'string' },
+      resume: { type: 'string' },
       'no-wait': { type: 'boolean' },
       ...DAEMON_OPTIONS,
       ...START_OPTIONS,
@@ -66,6 +67,7 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
     allowPositionals: true,
     strict: true,
   });
+  if (values.resume) positionals.unshift('resume', values.resume);
   if (values.help || positionals.length === 0) {
     io.out(USAGE);
     return values.help ? 0 : 2;
@@ -81,13 +83,19 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
       show(await call<EvolutionDetail>('GET', path));
       return 0;
     }
-    const { config, baseDir, file } = await loadConfigFile(action!);
-    if (!config.run) throw new CliError(`${file} has no run section`);
-    const started = await call<{ id: string }>('POST', '/api/evolutions', {
-      config: startingPoint(config.run, values),
-      base_dir: baseDir,
-      ...(values.harness ? { harness_dir: resolve(values.harness) } : {}),
-    });
+    let started: { id: string };
+    if (action === 'resume') {
+      if (!id) throw new CliError(`evolve resume needs an ID\n${USAGE}`);
+      started = await call('POST', `/api/evolutions/${encodeURIComponent(id)}/resume`, {});
+    } else {
+      const { config, baseDir, file } = await loadConfigFile(action!);
+      if (!config.run) throw new CliError(`${file} has no run section`);
+      started = await call<{ id: string }>('POST', '/api/evolutions', {
+        config: startingPoint(config.run, values),
+        base_dir: baseDir,
+        ...(values.harness ? { harness_dir: resolve(values.harness) } : {}),
+      });
+    }
     let e = await call<EvolutionDetail>('GET', `/api/evolutions/${started.id}`);
     let shown = 0;
     while (!values['no-wait'] && e.status === 'running') {
@@ -99,7 +107,7 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
       }
     }
     show(e);
-    return e.status === 'failed' || e.status === 'stopped' ? 1 : 0;
+    return e.status === 'failed' || e.status === 'stopped' || e.status === 'interrupted' ? 1 : 0;
   } catch (err) {
     if (err instanceof Error) {
       io.err(`harness-rl evolve: ${err.message}`);

@@ -11,7 +11,7 @@ import { iso, isoOrNull, json, notFound, now, oneOf, page, pageLimit, parse, str
 const EVOLUTION_COLS =
   'id, name, status, error, harness_dir, config, base_dir, result, created_at, finished_at';
 const CANDIDATE_COLS = 'evolution_id, hash, parent, generation, status, patch, fields, created_at';
-const STATUSES = ['running', 'finished', 'failed', 'stopped'];
+const STATUSES = ['running', 'finished', 'failed', 'stopped', 'interrupted'];
 
 function toEvolution(r: Row): StoredEvolution {
   return {
