@@ -155,8 +155,9 @@ export class Scopes {
   }
 
   /**
-   * The scope of unscoped `/v1/…`: the active recording session, or the active (scoped) recording whose
-   * key is presented; throws 409 when neither is.
+   * The scope of unscoped `/v1/…`: the daemon token's is the active recording session; a recording key's
+   * is its own recording while that records (the active one, or a scoped one beside it); throws 409
+   * when there is no such recording.
    */
   async forUnscoped(key: string | null): Promise<Scope> {
     const recording = await this.activeRecording();
@@ -168,20 +169,8 @@ export class Scopes {
         'missing_key',
       );
     const isToken = same(key, this.ctx.token);
-    if (recording) {
-      const entry = await this.entry(recording.rollout_id);
-      let ok = isToken || (entry?.keyHash != null && same(keyHash(key), entry.keyHash));
-      if (!ok) {
-        const recordingKey = await this.ctx.store.getRecordingKeyHash(recording.id);
-        ok = recordingKey !== null && same(keyHash(key), recordingKey);
-      }
-      if (ok) {
-        if (!entry) throw new ProxyError(404, `the recording's rollout ${recording.rollout_id} is gone`);
-        return stillOpen(entry.scope);
-      }
-    }
-    const scoped = isToken ? null : await this.keyedRecording(key);
-    if (scoped) return stillOpen(scoped);
+    const keyed = isToken ? null : await this.keyedRecording(key);
+    if (keyed) return stillOpen(keyed);
     if (!recording)
       throw new ProxyError(
         409,
@@ -189,7 +178,11 @@ export class Scopes {
         null,
         'no_active_recording',
       );
-    throw new ProxyError(401, 'this key is not valid for the active recording session', null, 'wrong_key');
+    if (!isToken)
+      throw new ProxyError(401, 'this key is not valid for the active recording session', null, 'wrong_key');
+    const entry = await this.entry(recording.rollout_id);
+    if (!entry) throw new ProxyError(404, `the recording's rollout ${recording.rollout_id} is gone`);
+    return stillOpen(entry.scope);
   }
 
   /** The scope of the still active recording whose key `key` is; null for any other key. */
