@@ -1,7 +1,8 @@
 // An evolution interrupted by a daemon stop: the next daemon shows it interrupted, and
 // `harness-rl evolve resume` goes on from the stored generation — the root and the child evaluated
-// before the stop are not evaluated again, the proposal cut short is asked for again, and held-out is
-// evaluated once per finalist and the root.
+// before the stop are not evaluated again, the proposal cut short is asked for again, an evaluation cut
+// short (which the next daemon runs over) is waited for, not started anew, and held-out is evaluated
+// once per finalist and the root.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,5 +122,70 @@ describe('resuming an evolution after a daemon restart', () => {
     expect(after.result!.held_out_evaluations).toBe(2);
     // Proposals: 0, then 1 (cut short by the stop), then 1 again after the resume.
     expect(readFileSync(join(state, 'proposals'), 'utf8').trim().split('\n')).toEqual(['0', '1', '1']);
+  }, 600_000);
+
+  it('waits for the evaluation a stop cut short (the next daemon runs it over) instead of starting another', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-resume-data-'));
+    const dir = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-resume-'));
+    writeFileSync(join(dir, 'propose.mjs'), PROPOSER);
+    writeFileSync(join(dir, 'blocked'), ''); // no proposal hangs here
+    const first = await startTestDaemon({ dataDir: data });
+    daemons.push(first);
+    const run = (await loadConfigFile(join(EXAMPLE, 'eval.yaml'))).config.run!;
+    // The child's harness takes a second a task, so its evaluation is under way when the daemon stops.
+    const slow: [string, string][] = [
+      ...EDITS.retry,
+      ['const MAX_TOKENS = 4;', 'const MAX_TOKENS = 4;\nawait new Promise((r) => setTimeout(r, 1000));'],
+    ];
+    const config = {
+      ...run,
+      tasks: { file: '../math-agent/tasks.jsonl', shuffle_seed: 0, limit: 12, test_fraction: 0.25 },
+      evolve: {
+        proposer: [process.execPath, join(dir, 'propose.mjs'), dir, JSON.stringify([slow])],
+        generations: 1,
+        children: 1,
+        keep: 1,
+        finalists: 1,
+        attempts: 1,
+        critic: false,
+        pruner: false,
+      },
+    };
+    const id = (await first.api('POST', '/api/evolutions', { config, base_dir: EXAMPLE })).body.id as string;
+    const child = await waitFor(
+      "the child's evaluation to start",
+      async () => {
+        const e = (await first.api<EvolutionDetail>('GET', `/api/evolutions/${id}`)).body;
+        return e.candidates.find((c) => c.parent !== null && c.status === 'evaluating') ?? null;
+      },
+      300_000,
+    );
+    const name = `evolve ${id} ${child.hash} train`;
+    const cut = await waitFor('its evaluation to be stored', async () =>
+      (await evaluationsByName(first, id)).get(name),
+    );
+    await first.close();
+    expect(cut.length).toBe(1);
+
+    const second = await startTestDaemon({ dataDir: data });
+    daemons.push(second);
+    expect((await second.api<EvolutionDetail>('GET', `/api/evolutions/${id}`)).body.status).toBe(
+      'interrupted',
+    );
+    const code = await evolveCommand(
+      ['--resume', id, '--url', second.url, '--token', second.token, '--json'],
+      {
+        out: () => {},
+        err: () => {},
+      },
+    );
+    const after = (await second.api<EvolutionDetail>('GET', `/api/evolutions/${id}`)).body;
+    expect(code, after.error ?? '').toBe(0);
+    const resumed = after.candidates.find((c) => c.hash === child.hash)!;
+    expect(resumed.status).toBe('accepted');
+    expect(resumed.train_evaluation).toBe(cut[0]);
+    expect((await evaluationsByName(second, id)).get(name)).toEqual(cut);
+    expect(readFileSync(join(dir, 'proposals'), 'utf8').trim().split('\n')).toEqual(['0']);
+    for (const d of [data, dir]) rmSync(d, { recursive: true, force: true });
   }, 600_000);
 });
