@@ -119,6 +119,21 @@ describe('harness and weights in turns', () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error.field).toBe('config.harness.candidate');
+    // Weights it does not keep, or a trainer the checkpoint cannot go to: 400s that say so.
+    const base = JSON.parse(readFileSync(file, 'utf8')).run;
+    const gone = await daemon.api('POST', '/api/runs', {
+      config: { ...base, model: { from_run: { run: first.id, version: 9 } } },
+    });
+    expect(gone.status).toBe(400);
+    expect(gone.body.error.field).toBe('config.model.from_run.version');
+    expect(gone.body.error.message).toMatch(
+      /keeps no checkpoint of model version 9 \(it keeps versions 1, 2\)/,
+    );
+    const node = await daemon.api('POST', '/api/runs', {
+      config: { ...base, model: { from_run: { run: first.id } }, trainer: { endpoint: 'ws://127.0.0.1:9' } },
+    });
+    expect(node.status).toBe(400);
+    expect(node.body.error.field).toBe('config.model.from_run');
 
     const started = await cli(runCommand, [
       'start',
