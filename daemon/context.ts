@@ -32,6 +32,8 @@ export interface RunController {
 /** Starts and stops harness evolutions (daemon/evolve). */
 export interface EvolutionController {
   start(id: string): Promise<void>;
+  /** Go on with an evolution that is not running, from what it stored. */
+  resume(id: string): Promise<void>;
   stop(id: string): Promise<void>;
   close(): Promise<void>;
 }

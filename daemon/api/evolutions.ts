@@ -4,26 +4,20 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { applyPatch, type Tree, unifiedDiff } from '../evolve/diff';
+import { candidateTree } from '../evolve/candidate-harness';
+import { unifiedDiff } from '../evolve/diff';
 import { EmptyBody, IdParams } from '../protocol/api';
 import { Id, Page } from '../protocol/entities';
 import { CreateEvolutionBody, EvaluationQuery } from '../protocol/evaluation';
 import { CandidateFiles, Evolution, EvolutionDetail } from '../protocol/evolution';
-import type { StoredCandidate, StoredEvolution } from '../store/store';
+import type { StoredEvolution } from '../store/store';
 import { ApiError, notFound } from './errors';
 import { type AnyRoute, route } from './route';
+import { settleRunConfig } from './run-config';
 
 const CandidateParams = z.object({ id: Id, hash: z.string().regex(/^[0-9a-f]{24}$/) }).strict();
 
 const shown = ({ config: _c, base_dir: _b, ...e }: StoredEvolution): Evolution => e;
-
-/** A candidate's files: its ancestors' patches applied from the root down. */
-export function candidateTree(candidates: StoredCandidate[], hash: string): Tree {
-  const byHash = new Map(candidates.map((c) => [c.hash, c]));
-  const chain: StoredCandidate[] = [];
-  for (let at = byHash.get(hash); at; at = at.parent ? byHash.get(at.parent) : undefined) chain.unshift(at);
-  return chain.reduce((tree, c) => applyPatch(tree, c.patch), new Map() as Tree);
-}
 
 export const evolutionRoutes: AnyRoute[] = [
   route({
@@ -37,13 +31,15 @@ export const evolutionRoutes: AnyRoute[] = [
     status: 201,
     handler: async ({ ctx, body }) => {
       const base = body.base_dir === undefined ? undefined : resolve(body.base_dir);
-      const dir = resolve(base ?? '.', body.harness_dir ?? body.config.harness.dir ?? '.');
+      // An evolution can start from an evolved candidate (its files are the root) and a run's weights.
+      const config = await settleRunConfig(ctx, body.config);
+      const dir = resolve(base ?? '.', body.harness_dir ?? config.harness.dir ?? '.');
       if (!existsSync(dir))
         throw new ApiError(400, 'invalid_request', `no harness folder ${dir}`, 'harness_dir');
       const e = await ctx.store.createEvolution({
         name: `evolve ${body.config.name}`,
         harness_dir: dir,
-        config: body.config,
+        config,
         base_dir: base ?? null,
       });
       await ctx.evolutions?.start(e.id);
@@ -90,6 +86,24 @@ export const evolutionRoutes: AnyRoute[] = [
       const candidates = await ctx.store.listCandidates(params.id);
       if (!candidates.some((c) => c.hash === params.hash)) throw notFound('candidate', params.hash, 'hash');
       return { hash: params.hash, files: Object.fromEntries(candidateTree(candidates, params.hash)) };
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/evolutions/:id/resume',
+    summary:
+      'go on with an evolution that is not running (interrupted by a daemon stop, or stopped) from what it stored: candidates already evaluated are not evaluated again',
+    auth: 'token',
+    params: IdParams,
+    body: EmptyBody,
+    response: Evolution,
+    handler: async ({ ctx, params }) => {
+      const e = await ctx.store.getEvolution(params.id);
+      if (!e) throw notFound('evolution', params.id);
+      if (e.status === 'running' || e.status === 'finished')
+        throw new ApiError(409, 'conflict', `evolution ${e.id} is ${e.status}: nothing to resume`, 'status');
+      await ctx.evolutions?.resume(e.id);
+      return shown((await ctx.store.getEvolution(e.id)) ?? e);
     },
   }),
   route({

@@ -22,9 +22,10 @@ export const recordingRoutes: AnyRoute[] = [
         name: body.name ?? `recording ${new Date().toISOString()}`,
         upstream,
         tito: body.tito,
+        scoped: body.scoped,
       });
       holdSecrets(ctx.dataDir, `recording:${recording.id}`, held);
-      // Recording keys work on the unscoped proxy paths, which record into the active recording.
+      // Recording keys work on the unscoped proxy paths: each records into its own recording.
       const base = ctx.baseUrl();
       return { ...recording, openai_base_url: `${base}/v1`, anthropic_base_url: base };
     },

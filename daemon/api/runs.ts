@@ -5,11 +5,13 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { holdSecrets, splitSecrets } from '../config/held-secrets';
 import type { DaemonContext } from '../context';
+import { errorText } from '../error-text';
 import { CreateRunBody, EmptyBody, GroupDetail, GroupQuery, IdParams, RunQuery } from '../protocol/api';
 import { withoutSecrets } from '../protocol/config';
 import { AttemptOutput, Group, Page, Run, RunMetrics, RunWorkers } from '../protocol/entities';
 import { ApiError, notFound } from './errors';
 import { type AnyRoute, route } from './route';
+import { settleRunConfig } from './run-config';
 import { readTasks } from './tasks';
 
 /** A run as the API shows it (no node tokens). */
@@ -48,7 +50,7 @@ export const runRoutes: AnyRoute[] = [
       // Everything that can reject the request is checked before anything is written.
       const tasks = await readTasks(body.config, body.base_dir);
       // The store gets the config without its credentials; this daemon holds them to start the run.
-      const { value: config, held } = splitSecrets(body.config);
+      const { value: config, held } = splitSecrets(await settleRunConfig(ctx, body.config));
       const run = await ctx.store.createRun({
         name: body.config.name,
         config,
@@ -60,7 +62,7 @@ export const runRoutes: AnyRoute[] = [
         try {
           await ctx.runs.start(run.id);
         } catch (err) {
-          const message = err instanceof Error ? err.message : String(err);
+          const message = errorText(err);
           ctx.log('run failed to start', { run_id: run.id, error: message });
           return publicRun(await ctx.store.updateRun(run.id, { status: 'failed', error: message }));
         }

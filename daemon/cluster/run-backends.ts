@@ -16,6 +16,7 @@ import type { BackendPool } from '../proxy/backends';
 import { type NodeConnection, NodeRefused } from './nodes/connection';
 import type { NodeRegistry } from './nodes/registry';
 import { NodeTrainer, type OpenedRun } from './nodes/trainer-client';
+import { startingWeightsMeta } from './starting-weights';
 import { describeWeights, hasWeights, loadWeightsOverHttp, pruneVersions, sendWeightFiles } from './weights';
 
 type Target =
@@ -73,6 +74,9 @@ export class RunBackends {
   /** Starts or connects everything; returns the trainer's version and what it last applied. */
   async open(resume: boolean): Promise<OpenedRun> {
     const { config, runId } = this;
+    const from = config.model.from_run;
+    if (from && from.version === undefined)
+      throw new Error('model.from_run has no version: the daemon settles it when the run is created');
     const ownEngine =
       config.inference.endpoints.includes('reference') || config.trainer.endpoint === 'reference';
     if (ownEngine) {
@@ -82,6 +86,9 @@ export class RunBackends {
         resume,
         // Every step, so a restarted daemon resumes with the weights of the run's stored step.
         checkpointEvery: 1,
+        ...(from?.version === undefined
+          ? {}
+          : { startFrom: startingWeightsMeta(this.ctx.dataDir, from.run, from.version) }),
       });
     }
     // Loaded into an endpoint shared with other runs as the run's adapter (or replacing all: full).

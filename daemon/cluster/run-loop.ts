@@ -13,6 +13,7 @@ import type { StepValidation, Trainer, TrainResult } from '../protocol/training'
 import type { ProxyHandle } from '../proxy';
 import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
 import { nextEvent, rolloutOf } from '../store/events';
+import { BackendLoop, Halted } from './backend-loop';
 import {
   type Batch,
   cancelOpenWork,
@@ -24,69 +25,28 @@ import {
 } from './batches';
 import { failedAttempts, nothingToTrainOn, stepRollouts } from './lost';
 import type { NodeRegistry } from './nodes/registry';
-import { RunBackends } from './run-backends';
 import { stepMetrics } from './step-metrics';
 import { ValidationGate, validationMetrics } from './validation-gate';
 
 const TERMINAL_ROLLOUT = new Set(['succeeded', 'failed', 'cancelled']);
 
-class Halted extends Error {
-  constructor() {
-    super('halted');
-  }
-}
-
 /** A step went past the run's `validation:` thresholds: the run pauses with this message. */
 class Paused extends Error {}
 
 /** One running run. `done` settles when the loop ends (finished, stopped, failed or halted). */
-export class RunLoop {
-  private readonly abort = new AbortController();
-  private stopRequested = false;
-  private backends: RunBackends | null = null;
+export class RunLoop extends BackendLoop {
   private readonly gate: ValidationGate;
-  done: Promise<void> = Promise.resolve();
 
-  constructor(
-    private readonly ctx: DaemonContext,
-    private readonly proxy: ProxyHandle,
-    private readonly nodes: NodeRegistry,
-    readonly runId: string,
-    private readonly config: RunConfig,
-  ) {
+  constructor(ctx: DaemonContext, proxy: ProxyHandle, nodes: NodeRegistry, runId: string, config: RunConfig) {
+    super(ctx, proxy, nodes, runId, config);
     this.gate = new ValidationGate(config.validation);
-  }
-
-  begin(released: () => Promise<void>): void {
-    this.done = this.execute(released);
-  }
-
-  /** Stop the run: cancel its open rollouts and mark it stopped. */
-  async stop(): Promise<void> {
-    this.stopRequested = true;
-    this.abort.abort();
-    await this.done;
-  }
-
-  /** Daemon shutdown: end the loop but leave the run 'running' so the next daemon resumes it. */
-  async halt(): Promise<void> {
-    this.abort.abort();
-    await this.done;
-  }
-
-  private get store() {
-    return this.ctx.store;
-  }
-
-  private check(): void {
-    if (this.abort.signal.aborted) throw new Halted();
   }
 
   /**
    * Run the loop; then release the engine and call `released` (which stops the run's own workers)
    * before the final status is stored, so whoever sees the run finished can start the next one at once.
    */
-  private async execute(released: () => Promise<void>): Promise<void> {
+  protected async execute(released: () => Promise<void>): Promise<void> {
     let patch: Partial<Pick<Run, 'status' | 'error'>> | null = null;
     try {
       await this.body();
@@ -104,12 +64,7 @@ export class RunLoop {
       }
       if (patch) await cancelOpenWork(this.store, this.runId).catch(() => {});
     }
-    if (this.backends) {
-      await this.backends.close().catch(() => {});
-      this.proxy.backends.setMinModelVersion(null, this.runId);
-      this.backends = null;
-    }
-    await released().catch((err) => this.ctx.log('releasing a run failed', { error: errorText(err) }));
+    await this.closeBackends(released, 'a run');
     if (patch) await this.store.updateRun(this.runId, patch).catch(() => {});
   }
 
@@ -122,10 +77,8 @@ export class RunLoop {
     const validation = (await store.listTasks(runId, 'validation')).sort((a, b) => a.index - b.index);
     if (train.length === 0) throw new Error('the run has no train tasks');
 
-    const backends = new RunBackends(this.ctx, this.proxy.pool, this.nodes, runId, config, this.abort.signal);
-    this.backends = backends;
-    const opened = await backends.open(run.step > 0);
-    this.check();
+    const opened = await this.openBackends(run.step > 0);
+    const backends = this.backends!;
     let step = run.step;
     let version = opened.version;
     // The trainer node applied this step before the daemon went down: record it, don't train it again.
@@ -135,7 +88,10 @@ export class RunLoop {
       version = applied.model_version;
       step++;
     }
-    if (version !== run.model_version && !applied) {
+    if (version !== run.model_version && !applied && run.step === 0 && config.model.from_run) {
+      // A run that starts from another run's weights starts at their version.
+      await store.updateRun(runId, { model_version: version });
+    } else if (version !== run.model_version && !applied) {
       this.ctx.log('the trainer resumed at another version than the run', {
         run_id: runId,
         run_version: run.model_version,

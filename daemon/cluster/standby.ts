@@ -56,9 +56,9 @@ export class StandbyEngine {
   private async wanted(): Promise<boolean> {
     if (this.closed || this.training()) return false;
     if (this.proxy.pool.size > (this.engine ? 1 : 0)) return false;
-    const recording = await this.ctx.store.activeRecording();
-    const upstream = recording?.upstream as { kind?: unknown } | null | undefined;
-    return upstream?.kind === 'reference';
+    // Scoped recordings too (an evolution's proposer, its critic): each needs a backend as much.
+    const recordings = await this.ctx.store.activeRecordings();
+    return recordings.some((r) => (r.upstream as { kind?: unknown } | null)?.kind === 'reference');
   }
 
   private async start(): Promise<void> {

@@ -2,7 +2,7 @@
 // OpenAI-compatible subset over HTTP and trains itself with the spec's PPO-clip loss.
 import { join } from 'node:path';
 import type { Trainer } from '../protocol/training';
-import { loadLatestCheckpoint, loadNewestCheckpointIn, saveCheckpoint } from './checkpoint';
+import { loadCheckpoint, loadLatestCheckpoint, loadNewestCheckpointIn, saveCheckpoint } from './checkpoint';
 import { DEFAULT_MODEL_CONFIG, initParams, type ModelConfig } from './layout';
 import { Model } from './model';
 import { startServer } from './server';
@@ -35,6 +35,8 @@ export interface ReferenceEngineOptions {
   config?: Partial<ModelConfig>;
   /** write a checkpoint after every k-th train step (0 = never; default 0) */
   checkpointEvery?: number;
+  /** a checkpoint's meta file (v<N>.json) to start from when there is none to resume (another run's weights) */
+  startFrom?: string;
 }
 
 export const REFERENCE_MODEL_NAME = 'reference';
@@ -63,6 +65,10 @@ export async function startReferenceEngine(options: ReferenceEngineOptions): Pro
   if (options.resume !== false) {
     const ck = await loadLatestCheckpoint(dir);
     if (ck) state = new EngineState(new Model(ck.config, ck.params), ck.version, ck.seed, ck.adam);
+  }
+  if (!state && options.startFrom) {
+    const ck = await loadCheckpoint(options.startFrom);
+    state = new EngineState(new Model(ck.config, ck.params), ck.version, ck.seed, ck.adam);
   }
   if (!state) {
     const config: ModelConfig = { ...DEFAULT_MODEL_CONFIG, ...options.config };

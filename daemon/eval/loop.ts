@@ -3,10 +3,11 @@
 // with its own seed, HARNESS_RL_SEED), retry attempts that failed for the infrastructure's sake,
 // and store the per-task results and the split's figures. The run machinery (store, workers, proxy)
 // runs the rollouts as for training.
+import { BackendLoop, Halted } from '../cluster/backend-loop';
 import { cancelOpenWork, timeOut } from '../cluster/batches';
 import type { NodeRegistry } from '../cluster/nodes/registry';
-import { RunBackends } from '../cluster/run-backends';
 import type { DaemonContext } from '../context';
+import { errorText } from '../error-text';
 import type { RunConfig } from '../protocol/config';
 import { FINISHED_ROLLOUT, type Task } from '../protocol/entities';
 import type { RolloutContext } from '../protocol/worker';
@@ -16,30 +17,24 @@ import type { StoredEvaluation } from '../store/store';
 import { failureOf } from './failures';
 import { type Slot, summarize, taskResults } from './summary';
 
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
-class Halted extends Error {}
-
 /** The seed of attempt `attempt` of task `index` in an evaluation seeded `seed` (same for its retries). */
 export function attemptSeed(seed: number, index: number, attempt: number): number {
   return (((seed * 7919 + index * 101 + attempt) % 2 ** 31) + 2 ** 31) % 2 ** 31;
 }
 
-export class EvalLoop {
-  private readonly abort = new AbortController();
-  private stopRequested = false;
-  private backends: RunBackends | null = null;
+export class EvalLoop extends BackendLoop {
   private readonly seeds = new Map<string, number>();
-  done: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly ctx: DaemonContext,
-    private readonly proxy: ProxyHandle,
-    private readonly nodes: NodeRegistry,
-    readonly runId: string,
-    private readonly config: RunConfig,
+    ctx: DaemonContext,
+    proxy: ProxyHandle,
+    nodes: NodeRegistry,
+    runId: string,
+    config: RunConfig,
     private readonly evaluation: StoredEvaluation,
-  ) {}
+  ) {
+    super(ctx, proxy, nodes, runId, config);
+  }
 
   /** What the daemon's workers add to an attempt's env: its seed. */
   readonly envOf = (rc: RolloutContext): Record<string, string> => {
@@ -47,27 +42,7 @@ export class EvalLoop {
     return seed === undefined ? {} : { HARNESS_RL_SEED: String(seed) };
   };
 
-  begin(released: () => Promise<void>): void {
-    this.done = this.execute(released);
-  }
-
-  async stop(): Promise<void> {
-    this.stopRequested = true;
-    this.abort.abort();
-    await this.done;
-  }
-
-  /** Daemon shutdown: the evaluation stays running and starts over with the next daemon. */
-  async halt(): Promise<void> {
-    this.abort.abort();
-    await this.done;
-  }
-
-  private get store() {
-    return this.ctx.store;
-  }
-
-  private async execute(released: () => Promise<void>): Promise<void> {
+  protected async execute(released: () => Promise<void>): Promise<void> {
     const id = this.evaluation.id;
     let status: 'finished' | 'failed' | 'stopped' | null = null;
     let error: string | null = null;
@@ -83,14 +58,7 @@ export class EvalLoop {
       }
       if (status) await cancelOpenWork(this.store, this.runId).catch(() => {});
     }
-    if (this.backends) {
-      await this.backends.close().catch(() => {});
-      this.proxy.backends.setMinModelVersion(null, this.runId);
-      this.backends = null;
-    }
-    await released().catch((err) =>
-      this.ctx.log('releasing an evaluation failed', { error: errorText(err) }),
-    );
+    await this.closeBackends(released, 'an evaluation');
     if (!status) return;
     const finished_at = new Date().toISOString();
     await this.store
@@ -101,28 +69,14 @@ export class EvalLoop {
       .catch(() => {});
   }
 
-  private check(): void {
-    if (this.abort.signal.aborted) throw new Halted();
-  }
-
   private async body(): Promise<void> {
     const { store, runId, evaluation } = this;
     const spec = evaluation.spec as { pass_threshold?: number; infrastructure_retries?: number };
     await cancelOpenWork(store, runId); // an evaluation a previous daemon left starts over
     const tasks = (await store.listTasks(runId, evaluation.split)).sort((a, b) => a.index - b.index);
     if (tasks.length === 0) throw new Error(`the ${evaluation.split} split has no tasks`);
-    const backends = new RunBackends(
-      this.ctx,
-      this.proxy.pool,
-      this.nodes,
-      runId,
-      this.config,
-      this.abort.signal,
-    );
-    this.backends = backends;
-    const { version } = await backends.open(false);
-    this.check();
-    await backends.sync(version);
+    const { version } = await this.openBackends(false);
+    await this.backends!.sync(version);
     this.proxy.backends.setMinModelVersion(version, runId);
     await store.updateEvaluation(evaluation.id, { model_version: version });
     const started = Date.now();

@@ -2,9 +2,11 @@
 // tasks, store a run that never trains with them, the evaluation, and start it; and waiting for one.
 import { resolve } from 'node:path';
 import { ApiError } from '../api/errors';
+import { settleRunConfig } from '../api/run-config';
 import { readTasks } from '../api/tasks';
 import { holdSecrets, splitSecrets } from '../config/held-secrets';
 import type { DaemonContext } from '../context';
+import { errorText } from '../error-text';
 import type { CreateEvaluationBody } from '../protocol/evaluation';
 import type { StoredEvaluation } from '../store/store';
 
@@ -17,10 +19,8 @@ export async function startEvaluation(
     throw new ApiError(400, 'invalid_tasks', `the config's tasks have no ${body.split} split`, 'split');
   const baseDir = body.base_dir === undefined ? undefined : resolve(body.base_dir);
   const harnessDir = body.harness_dir !== undefined ? resolve(baseDir ?? '.', body.harness_dir) : undefined;
-  const config = {
-    ...body.config,
-    harness: { ...body.config.harness, ...(harnessDir ? { dir: harnessDir } : {}) },
-  };
+  const from = await settleRunConfig(ctx, body.config, harnessDir !== undefined);
+  const config = { ...from, harness: { ...from.harness, ...(harnessDir ? { dir: harnessDir } : {}) } };
   const name = body.name ?? `eval ${body.config.name} ${body.split}`;
   const { value: stored, held } = splitSecrets(config);
   const run = await ctx.store.createRun({ name, config: stored, ...(baseDir ? { base_dir: baseDir } : {}) });
@@ -39,7 +39,7 @@ export async function startEvaluation(
     try {
       await ctx.runs.start(run.id);
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorText(err);
       await ctx.store.updateRun(run.id, { status: 'failed', error: message });
       return ctx.store.updateEvaluation(evaluation.id, { status: 'failed', error: message });
     }

@@ -2,6 +2,7 @@
 // Either a command (the diff on stdin; its last stdout line {"verdict": "accept"|"reject", "reason"})
 // or one LLM call through the daemon's proxy with the prompt below; a reply with no verdict abstains.
 
+import { errorText } from '../error-text';
 import type { EvolveConfig, Verdict } from '../protocol/evolution';
 import { runProcess } from '../worker/command';
 
@@ -76,7 +77,7 @@ export async function criticise(
   } catch (err) {
     return {
       verdict: 'abstain',
-      reason: `the critic failed: ${err instanceof Error ? err.message : String(err)}`,
+      reason: `the critic failed: ${errorText(err)}`,
     };
   } finally {
     clearTimeout(timer);

@@ -3,11 +3,14 @@
 // copy, run the regularisers that need no rollouts (edit budget, leak check, critic), evaluate the
 // survivors on train with the parent's seeds, prune those not better than their parent or not
 // different from it, add novelty as a bonus, keep the best k; finally evaluate the root and the
-// finalists once on the held-out split, which no proposer, critic or selection ever saw.
+// finalists once on the held-out split, which no proposer, critic or selection ever saw. Resumed after
+// a daemon stop, it reads back what it stored (stored.ts) and goes on from there: a candidate already
+// evaluated is not evaluated again, an evaluation under way is waited for, not started anew.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { readTasks } from '../api/tasks';
 import type { DaemonContext } from '../context';
+import { errorText } from '../error-text';
 import { compareEvaluations } from '../eval/compare';
 import { evaluationDone, startEvaluation } from '../eval/start';
 import type { RunConfig } from '../protocol/config';
@@ -20,8 +23,10 @@ import { diffTrees, patchStats, type Tree, unifiedDiff } from './diff';
 import { buildBrief, resolveArgv, runProposer } from './proposer';
 import { editBudget, leakCheck, novelty, prune } from './regularisers';
 import { readTree, treeHash, writeTree } from './snapshot';
+import { evaluationName, type StoredProgress, storedProgress } from './stored';
 
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+export const INTERRUPTED =
+  'the daemon stopped while it ran: `harness-rl evolve resume <id>` goes on from there';
 
 export class EvolveLoop {
   private readonly abort = new AbortController();
@@ -29,6 +34,10 @@ export class EvolveLoop {
   private readonly candidates = new Map<string, StoredCandidate>();
   private readonly trajectories = new Map<string, Trajectories>();
   private readonly evaluations = new Map<string, StoredEvaluation>();
+  private readonly heldOut = new Map<string, StoredEvaluation>();
+  /** What an earlier daemon stored (resume), else null. */
+  private earlier: StoredProgress | null = null;
+  private halting = false;
   private readonly timing = { evaluation: 0, proposer: 0, critic: 0, started: 0 };
   private heldOutEvaluations = 0;
   private readonly work: string;
@@ -46,8 +55,9 @@ export class EvolveLoop {
     return this.config.evolve;
   }
 
-  begin(): void {
-    this.done = this.execute();
+  /** Start it; `resume`: go on from what an earlier daemon stored of it. */
+  begin(resume = false): void {
+    this.done = this.execute(resume);
   }
 
   async stop(): Promise<void> {
@@ -55,10 +65,17 @@ export class EvolveLoop {
     await this.done;
   }
 
-  private async execute(): Promise<void> {
+  /** Daemon shutdown: the evolution is interrupted (`harness-rl evolve resume` goes on with it). */
+  async halt(): Promise<void> {
+    this.halting = true;
+    await this.stop();
+  }
+
+  private async execute(resume: boolean): Promise<void> {
     const { store } = this.ctx;
     const finished_at = () => new Date().toISOString();
     try {
+      if (resume) this.earlier = await storedProgress(store, this.evolution);
       const result = await this.body();
       await store.updateEvolution(this.evolution.id, {
         status: 'finished',
@@ -71,8 +88,8 @@ export class EvolveLoop {
         this.ctx.log('evolution failed', { evolution_id: this.evolution.id, error: errorText(err) });
       await store
         .updateEvolution(this.evolution.id, {
-          status: stopped ? 'stopped' : 'failed',
-          error: stopped ? null : errorText(err),
+          status: this.halting ? 'interrupted' : stopped ? 'stopped' : 'failed',
+          error: this.halting ? INTERRUPTED : stopped ? null : errorText(err),
           finished_at: finished_at(),
         })
         .catch(() => {});
@@ -82,23 +99,22 @@ export class EvolveLoop {
   private async body(): Promise<EvolutionResult> {
     const ev = this.ev;
     this.timing.started = Date.now();
-    const tree = readTree(this.evolution.harness_dir);
-    const root = await this.save({
-      ...this.blank(treeHash(tree), null, 0),
-      patch: diffTrees(new Map(), tree),
-      status: 'evaluating',
-    });
-    this.trees.set(root.hash, tree);
-    await this.evaluateTrain(root);
-    await this.save({ ...this.candidates.get(root.hash)!, status: 'accepted', selected: true });
+    const root = await this.root();
     const trainTasks = (await readTasks(this.config, this.evolution.base_dir ?? undefined))
       .map((t, index) => ({ ...t, index }))
       .filter((t) => t.split === ev.train_split);
     let frontier = [this.candidates.get(root.hash)!];
     for (let g = 1; g <= ev.generations; g++) {
       const born: StoredCandidate[] = [];
-      for (const parent of frontier)
-        for (let i = 0; i < ev.children; i++) born.push(await this.child(parent, g, i, trainTasks));
+      for (const parent of frontier) {
+        const earlier = (this.earlier?.candidates ?? []).filter(
+          (c) => c.parent === parent.hash && c.generation === g,
+        );
+        for (let i = 0; i < ev.children; i++) {
+          const made = earlier[i] ? this.candidates.get(earlier[i].hash) : undefined;
+          born.push(made ? await this.resumeChild(made, parent) : await this.child(parent, g, i, trainTasks));
+        }
+      }
       const bonus = ev.novelty === false ? 0 : ev.novelty.weight;
       const kept = born
         .filter((c) => c.status === 'accepted')
@@ -108,6 +124,35 @@ export class EvolveLoop {
       if (kept.length) frontier = kept;
     }
     return this.finish(root);
+  }
+
+  /** The root candidate (the harness folder as it is), evaluated on train; on resume, as stored. */
+  private async root(): Promise<StoredCandidate> {
+    const earlier = this.earlier;
+    if (earlier) {
+      for (const c of earlier.candidates) this.candidates.set(c.hash, c);
+      for (const [hash, tree] of earlier.trees) this.trees.set(hash, tree);
+      for (const [hash, e] of earlier.train) this.evaluations.set(hash, e);
+      for (const [hash, t] of earlier.trajectories) this.trajectories.set(hash, t);
+      for (const [hash, e] of earlier.heldOut) this.heldOut.set(hash, e);
+    }
+    let root = earlier?.candidates.find((c) => c.parent === null);
+    if (!root) {
+      const tree = readTree(this.evolution.harness_dir);
+      root = await this.save({
+        ...this.blank(treeHash(tree), null, 0),
+        patch: diffTrees(new Map(), tree),
+        status: 'evaluating',
+      });
+      this.trees.set(root.hash, tree);
+    }
+    if (!this.evaluations.has(root.hash)) await this.evaluateTrain(root);
+    return this.save({ ...this.candidates.get(root.hash)!, status: 'accepted', selected: true });
+  }
+
+  /** A child an earlier daemon made: as it ended, or (interrupted in its evaluation) evaluated now. */
+  private async resumeChild(c: StoredCandidate, parent: StoredCandidate): Promise<StoredCandidate> {
+    return c.status === 'evaluating' ? this.evaluateChild(c, parent) : c;
   }
 
   private score(c: StoredCandidate, bonus: number): number {
@@ -189,11 +234,13 @@ export class EvolveLoop {
     const ev = this.ev;
     const parentTree = this.trees.get(parent.hash)!;
     const { tree, proposer } = await this.propose(parent, generation, index);
+    // A proposer cut short by a stop made no candidate (a resume asks again).
+    if (this.abort.signal.aborted) throw new Error('stopped');
     const hash = treeHash(tree);
     const patch = diffTrees(parentTree, tree);
     // The same content as a candidate already made is no new candidate: its proposal is kept apart.
     const known = this.candidates.has(hash);
-    let c: StoredCandidate = {
+    const c: StoredCandidate = {
       ...this.blank(
         known ? `${hash}~g${generation}.${parent.hash.slice(0, 6)}.${index}` : hash,
         parent.hash,
@@ -223,10 +270,18 @@ export class EvolveLoop {
     this.timing.critic += Date.now() - t1;
     if (c.verdicts.critic.verdict === 'reject') return this.save({ ...c, status: 'rejected' });
     this.trees.set(hash, tree);
-    c = await this.save({ ...c, status: 'evaluating' });
+    return this.evaluateChild(await this.save({ ...c, status: 'evaluating' }), parent);
+  }
+
+  /** A child past the regularisers that need no rollouts: its train evaluation, the pruner, novelty. */
+  private async evaluateChild(candidate: StoredCandidate, parent: StoredCandidate): Promise<StoredCandidate> {
+    const ev = this.ev;
+    const { hash } = candidate;
+    let c = candidate;
     try {
       await this.evaluateTrain(c);
     } catch (err) {
+      if (this.abort.signal.aborted) throw err; // stopped, not failed: a resume evaluates it
       return this.save({
         ...this.candidates.get(hash)!,
         status: 'failed',
@@ -267,6 +322,7 @@ export class EvolveLoop {
     const recording = await this.ctx.store.createRecording({
       name: `evolve ${this.evolution.id} g${generation} critic`,
       upstream: ev.proposer_upstream,
+      scoped: true,
     });
     try {
       return await criticise(ev.critic, diff, {
@@ -284,17 +340,21 @@ export class EvolveLoop {
     const dir = join(this.work, 'candidates', c.hash);
     writeTree(dir, this.trees.get(c.hash)!);
     const t0 = Date.now();
-    const started = await startEvaluation(this.ctx, {
-      config: this.config,
-      base_dir: this.evolution.base_dir ?? undefined,
-      harness_dir: dir,
-      split,
-      attempts: this.ev.attempts,
-      seed: this.ev.seed,
-      pass_threshold: 1,
-      infrastructure_retries: 2,
-      name: `evolve ${this.evolution.id} ${c.hash} ${split}`,
-    });
+    const name = evaluationName(this.evolution.id, c.hash, split);
+    // Resumed: an evaluation an earlier daemon started is waited for (a restarted daemon runs it over).
+    const started =
+      this.earlier?.started.get(name) ??
+      (await startEvaluation(this.ctx, {
+        config: this.config,
+        base_dir: this.evolution.base_dir ?? undefined,
+        harness_dir: dir,
+        split,
+        attempts: this.ev.attempts,
+        seed: this.ev.seed,
+        pass_threshold: 1,
+        infrastructure_retries: 2,
+        name,
+      }));
     const e = await evaluationDone(this.ctx, started.id, this.abort.signal);
     this.timing.evaluation += Date.now() - t0;
     if (e.status !== 'finished')
@@ -326,7 +386,7 @@ export class EvolveLoop {
       .slice(0, ev.finalists);
     const heldOut = new Map<string, StoredEvaluation>();
     for (const c of [root, ...finalists]) {
-      const e = await this.evaluate(c, ev.held_out_split);
+      const e = this.heldOut.get(c.hash) ?? (await this.evaluate(c, ev.held_out_split));
       this.heldOutEvaluations++;
       heldOut.set(c.hash, e);
       await this.save({

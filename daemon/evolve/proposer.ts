@@ -1,6 +1,6 @@
 // The proposer: a command that gets a working copy of the parent and a brief (the parent's train
 // scores, its failing and best trajectories summarised from the store, the edit budget, the lineage)
-// and edits the copy in place. Its LLM calls go through the proxy as a recording, with the endpoint
+// and edits the copy in place. Its LLM calls go through the proxy as a scoped recording, with the endpoint
 // variables of daemon/agents/settings.ts, so a coding-agent CLI works unchanged and is recorded.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -163,7 +163,8 @@ export async function runProposer(
   const js = join(o.briefDir, 'brief.json');
   writeFileSync(md, o.brief.markdown);
   writeFileSync(js, JSON.stringify({ ...o.brief, markdown: undefined }, null, 2));
-  const recording = await ctx.store.createRecording({ name: o.name, upstream: o.upstream });
+  // Scoped: a recording a person has running (VS Code's) keeps recording while the proposer runs.
+  const recording = await ctx.store.createRecording({ name: o.name, upstream: o.upstream, scoped: true });
   const base = ctx.baseUrl();
   const env = {
     ...process.env,

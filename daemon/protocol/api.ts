@@ -132,6 +132,12 @@ export const CreateRecordingBody = z
       .describe(
         'token-in-token-out bridge for the recorded calls (default: on where the upstream returns token ids: vllm, reference)',
       ),
+    scoped: z
+      .boolean()
+      .optional()
+      .describe(
+        "record only the calls that present this recording's key, beside the active recording (which it neither stops nor replaces); default false",
+      ),
   })
   .strict()
   .refine((b) => b.tito !== true || ['vllm', 'reference', undefined].includes(b.upstream?.kind), {

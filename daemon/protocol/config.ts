@@ -31,6 +31,21 @@ export const ModelConfig = z
       .strict()
       .optional()
       .describe('train a LoRA adapter instead of full weights'),
+    from_run: z
+      .object({
+        run: z.string().min(1).describe('the run whose weights to start from'),
+        version: z
+          .number()
+          .int()
+          .nonnegative()
+          .optional()
+          .describe("its model version (default: the run's latest; the daemon writes the one it took)"),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "start from another run's weights at a model version (its checkpoint on the built-in engine: trainer reference): evaluations and evolutions at a run's checkpoint, a run that goes on from one",
+      ),
   })
   .strict();
 
@@ -100,6 +115,13 @@ export const HarnessConfig = z
       .optional()
       .describe(
         "the folder the command runs in (relative to the config's folder; default that folder); the verifier still runs in the config's folder",
+      ),
+    candidate: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+\/[0-9a-f]{24}$/, 'an evolved candidate as "<evolution id>/<candidate hash>"')
+      .optional()
+      .describe(
+        'run an evolved harness: "<evolution id>/<candidate hash>" (harness-rl evolve); the daemon writes the candidate\'s files into a folder of its own, which replaces harness.dir (the stored config keeps both)',
       ),
     workers: HarnessWorkers.optional(),
     sandbox: HarnessSandbox.default('none').describe("where each attempt's harness runs"),

@@ -360,6 +360,12 @@ export const Recording = z.object({
   status: RecordingStatus,
   upstream: Json.describe('where calls go: {kind: "openai"|"anthropic"|"vllm", base_url} — never the key'),
   rollout_id: Id.describe('the rollout that collects the session calls'),
+  scoped: z
+    .boolean()
+    .optional()
+    .describe(
+      'true: records only the calls that present its key; it neither stops the active recording nor becomes it',
+    ),
   created_at: Timestamp,
   stopped_at: Timestamp.nullable(),
 });

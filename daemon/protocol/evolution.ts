@@ -154,7 +154,9 @@ export const EvolutionResult = z.object({
 export const Evolution = z.object({
   id: Id,
   name: z.string(),
-  status: z.enum(['running', 'finished', 'failed', 'stopped']),
+  status: z
+    .enum(['running', 'finished', 'failed', 'stopped', 'interrupted'])
+    .describe('interrupted: the daemon stopped while it ran (POST …/resume goes on from there)'),
   error: z.string().nullable(),
   harness_dir: z.string(),
   created_at: Timestamp,

@@ -1,5 +1,6 @@
-// Who a proxy call belongs to: a rollout (`/r/<id>/v1/...`, rollout key or daemon token) or the
-// active recording session (unscoped `/v1/...`, recording key or daemon token). Lookups are cached
+// Who a proxy call belongs to: a rollout (`/r/<id>/v1/...`, rollout key or daemon token) or a
+// recording session (unscoped `/v1/...`): the active one (its key or the daemon token), or the active
+// recording whose key is presented (a scoped one records beside the active one). Lookups are cached
 // and dropped on the store's rollout/recording events, so the hot path does no store reads.
 import { timingSafeEqual } from 'node:crypto';
 import { BoundedMap, jsonBytes } from '../bounded-map';
@@ -92,11 +93,15 @@ const SCOPES_BUDGET_BYTES = 32 * 1024 * 1024;
 const ENTRY_BYTES = 1024;
 /** Run configs of the runs whose rollouts call: each weighed by jsonBytes, gone at the run's next event. */
 const RUNS_BUDGET_BYTES = 16 * 1024 * 1024;
+/** Recording key → its rollout id, 256 bytes an entry; past it the one looked up longest ago goes. */
+const KEYED_BUDGET_BYTES = 1024 * 1024;
 
 export class Scopes {
   private readonly rollouts = new BoundedMap<string, Entry>(SCOPES_BUDGET_BYTES);
   private readonly runs = new BoundedMap<string, RunConfig | null>(RUNS_BUDGET_BYTES);
   private active: { recording: Recording | null; at: number } | null = null;
+  /** Recording keys already matched to their rollout (a recording's key never changes). */
+  private readonly keyed = new BoundedMap<string, string>(KEYED_BUDGET_BYTES);
   private readonly unsubscribe: () => void;
 
   constructor(private readonly ctx: DaemonContext) {
@@ -106,6 +111,8 @@ export class Scopes {
         else if (ev.type === 'recording') {
           this.active = null;
           this.rollouts.delete(ev.recording.rollout_id);
+          if (ev.recording.status === 'stopped')
+            this.keyed.deleteWhere((rolloutId) => rolloutId === ev.recording.rollout_id);
         } else if (ev.type === 'run') this.runs.delete(ev.run.id);
       },
       ['rollout', 'recording', 'run'],
@@ -147,7 +154,11 @@ export class Scopes {
     return stillOpen(entry.verified.scope);
   }
 
-  /** The scope of unscoped `/v1/…`: the active recording session; throws 409 when none is active. */
+  /**
+   * The scope of unscoped `/v1/…`: the daemon token's is the active recording session; a recording key's
+   * is its own recording while that records (the active one, or a scoped one beside it); throws 409
+   * when there is no such recording.
+   */
   async forUnscoped(key: string | null): Promise<Scope> {
     const recording = await this.activeRecording();
     if (key === null)
@@ -157,6 +168,9 @@ export class Scopes {
         null,
         'missing_key',
       );
+    const isToken = same(key, this.ctx.token);
+    const keyed = isToken ? null : await this.keyedRecording(key);
+    if (keyed) return stillOpen(keyed);
     if (!recording)
       throw new ProxyError(
         409,
@@ -164,18 +178,28 @@ export class Scopes {
         null,
         'no_active_recording',
       );
-    const entry = await this.entry(recording.rollout_id);
-    const hash = keyHash(key);
-    const isToken = same(key, this.ctx.token);
-    let ok = isToken || (entry?.keyHash != null && same(hash, entry.keyHash));
-    if (!ok) {
-      const recordingKey = await this.ctx.store.getRecordingKeyHash(recording.id);
-      ok = recordingKey !== null && same(hash, recordingKey);
-    }
-    if (!ok)
+    if (!isToken)
       throw new ProxyError(401, 'this key is not valid for the active recording session', null, 'wrong_key');
+    const entry = await this.entry(recording.rollout_id);
     if (!entry) throw new ProxyError(404, `the recording's rollout ${recording.rollout_id} is gone`);
     return stillOpen(entry.scope);
+  }
+
+  /** The scope of the still active recording whose key `key` is; null for any other key. */
+  private async keyedRecording(key: string): Promise<Scope | null> {
+    const known = this.keyed.get(key);
+    const rolloutId = known ?? (await this.ctx.store.rolloutOfKey(key));
+    if (rolloutId === null) return null;
+    const entry = await this.entry(rolloutId);
+    const recording = entry?.scope.recording;
+    if (!entry || !recording || recording.status !== 'active') return null;
+    if (known === undefined) {
+      // rolloutOfKey also knows rollout keys: only a recording's own key opens it here.
+      const hash = await this.ctx.store.getRecordingKeyHash(recording.id);
+      if (hash === null || !same(keyHash(key), hash)) return null;
+      this.keyed.set(key, rolloutId, 256);
+    }
+    return entry.scope;
   }
 
   /** True when `key` is the daemon token (enough for listing models without a recording). */

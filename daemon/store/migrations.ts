@@ -379,6 +379,13 @@ CREATE TABLE candidates (
 )`,
   },
   {
+    // A scoped recording records only the calls that present its key: it neither stops the active
+    // recording nor becomes it (an evolution's proposer and critic record beside a person's session).
+    version: 18,
+    name: 'scoped recordings (recorded by their key, beside the active one)',
+    up: 'ALTER TABLE recordings ADD COLUMN scoped {INT} NOT NULL DEFAULT 0',
+  },
+  {
     // A run's worker credential (daemon/worker/credential.ts): what remote workers (Ray jobs) present
     // instead of the daemon token, good for the run's worker routes only. Its SHA-256 only; NULL: none
     // or revoked (the run stopped).

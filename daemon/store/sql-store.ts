@@ -275,6 +275,9 @@ export class SqlStore implements Store {
   activeRecording(): Promise<Recording | null> {
     return recordings.activeRecording(this.c);
   }
+  activeRecordings(): Promise<Recording[]> {
+    return recordings.activeRecordings(this.c);
+  }
   listRecordings(): Promise<Recording[]> {
     return recordings.listRecordings(this.c);
   }

@@ -851,6 +851,72 @@ describe.each(active)('$name store', (backend) => {
     ).toEqual(['active', 'stopped', 'active', 'stopped']);
   });
 
+  it('a scoped recording starts beside the active one, stops none and is never the active one', async () => {
+    const { store } = await fresh();
+    const mine = await store.createRecording({ name: 'mine', upstream: null });
+    const proposer = await store.createRecording({ name: 'proposer', upstream: null, scoped: true });
+    expect(Recording.parse(proposer)).toMatchObject({ status: 'active', scoped: true });
+    expect(await store.getRecording(mine.id)).toMatchObject({ status: 'active', scoped: false });
+    expect((await store.activeRecording())?.id).toBe(mine.id);
+    expect((await store.activeRecordings()).map((r) => r.id)).toEqual([proposer.id, mine.id]);
+    expect(await store.rolloutOfKey(proposer.key)).toBe(proposer.rollout_id);
+    // A new (unscoped) recording stops the active one only; stopping the scoped one leaves it.
+    const next = await store.createRecording({ name: 'next', upstream: null });
+    expect(await store.getRecording(mine.id)).toMatchObject({ status: 'stopped' });
+    expect(await store.getRecording(proposer.id)).toMatchObject({ status: 'active' });
+    await store.stopRecording(proposer.id);
+    expect((await store.activeRecordings()).map((r) => r.id)).toEqual([next.id]);
+    expect(
+      await storeError(store.createRecording({ name: 'x', upstream: null, scoped: 1 as never })),
+    ).toMatchObject({ code: 'invalid', field: 'scoped' });
+  });
+
+  it('keeps evaluations and evolutions: created running, patched, paged newest first, 404 naming the id', async () => {
+    const { store, events } = await fresh();
+    const run = await store.createRun({ name: 'eval', config: {} });
+    const spec = { pass_threshold: 1 };
+    const base = { run_id: run.id, split: 'train' as const, attempts: 2, seed: 3, spec };
+    const a = await store.createEvaluation({ ...base, name: 'a', harness_dir: '/h' });
+    const b = await store.createEvaluation({ ...base, name: 'b' });
+    expect(a).toMatchObject({ status: 'running', model_version: null, harness_dir: '/h', summary: null });
+    expect(await store.getEvaluation(a.id)).toEqual(a);
+    expect(await store.evaluationOfRun(run.id)).not.toBeNull();
+    const done = await store.updateEvaluation(a.id, { status: 'finished', model_version: 2, tasks: [] });
+    expect(await store.getEvaluation(a.id)).toEqual(done);
+    expect(done).toMatchObject({ status: 'finished', model_version: 2, tasks: [], error: null, name: 'a' });
+    const first = await store.listEvaluations({ limit: 1 });
+    expect(first.items.map((e) => e.id)).toEqual([b.id]);
+    const second = await store.listEvaluations({ limit: 1, cursor: first.next_cursor! });
+    expect(second).toEqual({ items: [done], next_cursor: null });
+    expect(await storeError(store.updateEvaluation('ev_nope', { status: 'failed' }))).toMatchObject({
+      code: 'not_found',
+      field: 'id',
+    });
+    expect(await storeError(store.updateEvaluation(a.id, { status: 'nope' as never }))).toMatchObject({
+      field: 'status',
+    });
+
+    const evo = await store.createEvolution({
+      name: 'evo',
+      harness_dir: '/h',
+      config: { x: 1 },
+      base_dir: null,
+    });
+    const interrupted = await store.updateEvolution(evo.id, { status: 'interrupted', error: 'restart' });
+    expect(await store.getEvolution(evo.id)).toEqual(interrupted);
+    expect((await store.listEvolutions()).items.map((e) => [e.id, e.status])).toEqual([
+      [evo.id, 'interrupted'],
+    ]);
+    expect(await storeError(store.updateEvolution('evo_nope', { status: 'failed' }))).toMatchObject({
+      code: 'not_found',
+    });
+    // Runs share the shapes: a patched run is emitted as it is stored.
+    const patched = await store.updateRun(run.id, { status: 'running', model_version: 4 });
+    expect(await store.getRun(run.id)).toEqual(patched);
+    expect(events.filter((e) => e.type === 'run').at(-1)).toEqual({ type: 'run', run: patched });
+    expect(await storeError(store.updateRun('run_nope', { step: 1 }))).toMatchObject({ field: 'run_id' });
+  });
+
   it('keeps model versions per run, refusing duplicates', async () => {
     const { store, events } = await fresh();
     const run = await store.createRun({ name: 'r', config: {} });

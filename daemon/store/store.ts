@@ -64,6 +64,8 @@ export interface NewRecording {
   upstream: unknown;
   /** false turns the token bridge off for the recording's calls (absent: on where tokens are known). */
   tito?: boolean;
+  /** Recorded by its key only, beside the active recording (Recording.scoped); absent: false. */
+  scoped?: boolean;
 }
 
 /** A recording of a past session read from an agent's log (daemon/import/). */
@@ -219,8 +221,10 @@ export interface Store {
   getRecording(id: string): Promise<Recording | null>;
   /** SHA-256 (hex) of the recording's key; null for unknown ids. */
   getRecordingKeyHash(id: string): Promise<string | null>;
-  /** The active recording session, if any (unscoped proxy calls record into it). */
+  /** The active recording session, if any (unscoped proxy calls record into it): never a scoped one. */
   activeRecording(): Promise<Recording | null>;
+  /** Every recording still recording, scoped ones included, newest first. */
+  activeRecordings(): Promise<Recording[]>;
   listRecordings(): Promise<Recording[]>;
   stopRecording(id: string): Promise<Recording>;
   /**

@@ -3,6 +3,7 @@
 // failed attempt carrying the stderr tail; an aborted attempt kills the process group.
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
+import { errorText } from '../error-text';
 import { AttemptFailedError, EXIT_TEMPFAIL, harnessFailure, infrastructure } from '../protocol/failures';
 import type { HarnessSandbox } from '../protocol/placement';
 import type { RolloutContext, RolloutOutcome } from '../protocol/worker';
@@ -180,7 +181,7 @@ export function commandRollout(
       timeoutS: ctx.timeout_s,
     }).catch((err: unknown) => {
       throw new AttemptFailedError(
-        `sandbox did not start: ${err instanceof Error ? err.message : String(err)}`,
+        `sandbox did not start: ${errorText(err)}`,
         infrastructure('sandbox_start'),
       );
     });

@@ -7,6 +7,7 @@
 // as long as the process), opened when it starts and closed when it ends.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { errorText } from '../error-text';
 import { AttemptFailedError, harnessFailure, infrastructure } from '../protocol/failures';
 import { PERSISTENT_ENV, PersistentResult, type PersistentRollout } from '../protocol/persistent';
 import type { HarnessSandbox } from '../protocol/placement';
@@ -190,7 +191,7 @@ export class PersistentHarness {
       });
     } catch (err) {
       throw new AttemptFailedError(
-        `sandbox did not start: ${err instanceof Error ? err.message : String(err)}`,
+        `sandbox did not start: ${errorText(err)}`,
         infrastructure('sandbox_start'),
       );
     }

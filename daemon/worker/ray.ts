@@ -9,9 +9,10 @@
 // are told to the caller, whose attempts there end as `node_lost`.
 import { request } from 'undici';
 import { z } from 'zod';
+import { errorText } from '../error-text';
 import type { RayWorkersConfig } from '../protocol/placement';
 import { shellWord } from './shell';
-import { errorText, sleep } from './wait';
+import { sleep } from './wait';
 
 /** Ray job statuses that will not change again (ray/dashboard/modules/job/common.py JobStatus). */
 export const RAY_TERMINAL = new Set(['STOPPED', 'SUCCEEDED', 'FAILED']);

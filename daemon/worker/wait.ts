@@ -11,5 +11,3 @@ export const sleep = (ms: number, signal?: AbortSignal) =>
     }
     signal?.addEventListener('abort', done, { once: true });
   });
-
-export const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));

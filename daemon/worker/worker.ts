@@ -3,6 +3,7 @@
 // attempt. `harness-rl worker` and the demo use it.
 import { hostname } from 'node:os';
 import { readReply, restFetch } from '../api/rest-call';
+import { errorText } from '../error-text';
 import { type RolloutDetail, RolloutDetail as RolloutDetailSchema } from '../protocol/api';
 import {
   AttemptFailedError,
@@ -20,7 +21,7 @@ import {
 } from '../protocol/worker';
 import { noRewardLine } from './command';
 import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
-import { errorText, sleep } from './wait';
+import { sleep } from './wait';
 
 export { AttemptFailedError, InfrastructureError } from '../protocol/failures';
 export type { RolloutContext, RolloutOutcome } from '../protocol/worker';

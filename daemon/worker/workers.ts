@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DaemonContext } from '../context';
+import { errorText } from '../error-text';
 import { RunConfig, workersMode } from '../protocol/config';
 import type { Attempt, AttemptOutput, Run, RunWorkers } from '../protocol/entities';
 import { type AttemptFailure, infrastructure } from '../protocol/failures';
@@ -18,7 +19,7 @@ import { commandRollout, harnessDir } from './command';
 import { PersistentHarness } from './persistent';
 import { onDeadNode, type RayState, superviseRayJob, workerNode } from './ray';
 import { shellWord } from './shell';
-import { errorText, sleep } from './wait';
+import { sleep } from './wait';
 import { type RolloutContext, runWorker } from './worker';
 
 /** How much of an attempt's output is kept (its tail). */

@@ -6,17 +6,22 @@ import { loadConfigFile } from '../../config/load';
 import { comparisonText, evaluationText, f } from '../../eval/text';
 import type { Page } from '../../protocol/entities';
 import type { Comparison, Evaluation } from '../../protocol/evaluation';
-import { CliError, DAEMON_OPTIONS, daemonClient, type Output } from './run';
+import {
+  CliError,
+  DAEMON_OPTIONS,
+  daemonClient,
+  type Output,
+  START_OPTIONS,
+  START_USAGE,
+  startingPoint,
+  stdio,
+} from './run';
 
 const USAGE = `usage: harness-rl eval CONFIG [--split train|validation|test] [--attempts K] [--harness DIR]
-         [--seed N] [--pass-threshold X] [--no-wait]
+         [--seed N] [--pass-threshold X] [--candidate EVOLUTION/HASH] [--from-run RUN [--version N]] [--no-wait]
        harness-rl eval compare A B | show ID | list | stop ID
-  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
-
-const stdio: Output = {
-  out: (text) => process.stdout.write(`${text}\n`),
-  err: (text) => process.stderr.write(`${text}\n`),
-};
+  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]
+${START_USAGE}`;
 
 export function run(argv: string[]): Promise<number> {
   return evalCommand(argv, stdio);
@@ -35,6 +40,7 @@ export async function evalCommand(argv: string[], io: Output): Promise<number> {
       'pass-threshold': { type: 'string' },
       'no-wait': { type: 'boolean' },
       ...DAEMON_OPTIONS,
+      ...START_OPTIONS,
     },
     allowPositionals: true,
     strict: true,
@@ -93,7 +99,7 @@ export async function evalCommand(argv: string[], io: Output): Promise<number> {
     const { config, baseDir, file } = await loadConfigFile(action!);
     if (!config.run) throw new CliError(`${file} has no run section`);
     let e = await call<Evaluation>('POST', '/api/evaluations', {
-      config: config.run,
+      config: startingPoint(config.run, values),
       base_dir: baseDir,
       ...(values.split ? { split: values.split } : {}),
       ...(values.attempts ? { attempts: number('attempts', values.attempts) } : {}),

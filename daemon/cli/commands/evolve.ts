@@ -1,13 +1,25 @@
-// `harness-rl evolve CONFIG [--harness DIR] [--no-wait] | show ID | stop ID`: evolve a harness on the
+// `harness-rl evolve CONFIG [--harness DIR] [--no-wait] | resume ID | show ID | stop ID`: evolve a harness on the
 // running daemon (the config's evolve block) and print the candidate tree and the result.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfigFile } from '../../config/load';
 import type { EvolutionDetail } from '../../protocol/evolution';
-import { CliError, DAEMON_OPTIONS, daemonClient, type Output } from './run';
+import {
+  CliError,
+  DAEMON_OPTIONS,
+  daemonClient,
+  type Output,
+  START_OPTIONS,
+  START_USAGE,
+  startingPoint,
+  stdio,
+} from './run';
 
-const USAGE = `usage: harness-rl evolve CONFIG [--harness DIR] [--no-wait] | show ID | stop ID
-  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
+const USAGE = `usage: harness-rl evolve CONFIG [--harness DIR] [--candidate EVOLUTION/HASH] [--from-run RUN [--version N]] [--no-wait]
+       harness-rl evolve resume ID (or --resume ID) | show ID | stop ID
+  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]
+${START_USAGE}
+  resume: go on with an evolution a daemon stop interrupted, from its stored generation`;
 
 const f = (x: number | null | undefined, d = 3) => (x === null || x === undefined ? '—' : x.toFixed(d));
 
@@ -39,10 +51,7 @@ export function evolutionText(e: EvolutionDetail): string {
 }
 
 export function run(argv: string[]): Promise<number> {
-  return evolveCommand(argv, {
-    out: (t) => process.stdout.write(`${t}\n`),
-    err: (t) => process.stderr.write(`${t}\n`),
-  });
+  return evolveCommand(argv, stdio);
 }
 
 export async function evolveCommand(argv: string[], io: Output): Promise<number> {
@@ -50,12 +59,15 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
     args: argv,
     options: {
       harness: { type: 'string' },
+      resume: { type: 'string' },
       'no-wait': { type: 'boolean' },
       ...DAEMON_OPTIONS,
+      ...START_OPTIONS,
     },
     allowPositionals: true,
     strict: true,
   });
+  if (values.resume) positionals.unshift('resume', values.resume);
   if (values.help || positionals.length === 0) {
     io.out(USAGE);
     return values.help ? 0 : 2;
@@ -71,13 +83,19 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
       show(await call<EvolutionDetail>('GET', path));
       return 0;
     }
-    const { config, baseDir, file } = await loadConfigFile(action!);
-    if (!config.run) throw new CliError(`${file} has no run section`);
-    const started = await call<{ id: string }>('POST', '/api/evolutions', {
-      config: config.run,
-      base_dir: baseDir,
-      ...(values.harness ? { harness_dir: resolve(values.harness) } : {}),
-    });
+    let started: { id: string };
+    if (action === 'resume') {
+      if (!id) throw new CliError(`evolve resume needs an ID\n${USAGE}`);
+      started = await call('POST', `/api/evolutions/${encodeURIComponent(id)}/resume`, {});
+    } else {
+      const { config, baseDir, file } = await loadConfigFile(action!);
+      if (!config.run) throw new CliError(`${file} has no run section`);
+      started = await call<{ id: string }>('POST', '/api/evolutions', {
+        config: startingPoint(config.run, values),
+        base_dir: baseDir,
+        ...(values.harness ? { harness_dir: resolve(values.harness) } : {}),
+      });
+    }
     let e = await call<EvolutionDetail>('GET', `/api/evolutions/${started.id}`);
     let shown = 0;
     while (!values['no-wait'] && e.status === 'running') {
@@ -89,7 +107,7 @@ export async function evolveCommand(argv: string[], io: Output): Promise<number>
       }
     }
     show(e);
-    return e.status === 'failed' || e.status === 'stopped' ? 1 : 0;
+    return e.status === 'failed' || e.status === 'stopped' || e.status === 'interrupted' ? 1 : 0;
   } catch (err) {
     if (err instanceof Error) {
       io.err(`harness-rl evolve: ${err.message}`);

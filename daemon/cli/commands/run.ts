@@ -1,14 +1,21 @@
-// `harness-rl run start FILE | list | show ID | stop ID | resume ID`: manage runs on the running daemon over REST.
+// `harness-rl run start FILE [--candidate EVOLUTION/HASH] [--from-run RUN] | list | show ID | stop ID | resume ID`: manage runs
+// on the running daemon over REST.
 import { parseArgs } from 'node:util';
 import { readReply, restFetch } from '../../api/rest-call';
 import { loadConfigFile } from '../../config/load';
 import { readToken } from '../../config/token';
 import type { ErrorBody } from '../../protocol/api';
+import type { RunConfig } from '../../protocol/config';
 import type { Page, Run, RunMetrics } from '../../protocol/entities';
 import { defaultDataDir } from './daemon';
 
-const USAGE = `usage: harness-rl run start FILE | list | show ID | stop ID | resume ID
-  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]`;
+export const START_USAGE = `  --candidate EVOLUTION/HASH: an evolved harness (harness-rl evolve) instead of the config's
+  --from-run RUN [--version N]: RUN's weights at model version N (default its latest; built-in engine)`;
+
+const USAGE = `usage: harness-rl run start FILE [--candidate EVOLUTION/HASH] [--from-run RUN [--version N]]
+       harness-rl run list | show ID | stop ID | resume ID
+  [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]
+${START_USAGE}`;
 
 export class CliError extends Error {}
 
@@ -33,10 +40,23 @@ export function client(url: string, token: string) {
   };
 }
 
+/** The evolved candidate a run's harness is ("<evolution>/<hash>"), if any. */
+export function runCandidate(run: Run): string | null {
+  return (run.config as { harness?: { candidate?: string } } | null)?.harness?.candidate ?? null;
+}
+
 function table(runs: Run[]): string {
+  const candidates = runs.some((r) => runCandidate(r) !== null);
   const rows = [
-    ['ID', 'NAME', 'STATUS', 'STEP', 'CREATED'],
-    ...runs.map((r) => [r.id, r.name, r.status, String(r.step), r.created_at]),
+    ['ID', 'NAME', 'STATUS', 'STEP', 'CREATED', ...(candidates ? ['CANDIDATE'] : [])],
+    ...runs.map((r) => [
+      r.id,
+      r.name,
+      r.status,
+      String(r.step),
+      r.created_at,
+      ...(candidates ? [runCandidate(r) ?? '—'] : []),
+    ]),
   ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   return rows
@@ -111,6 +131,37 @@ export function daemonClient(
   return client(url, token);
 }
 
+/** Where a run, evaluation or evolution starts from: an evolved harness, another run's weights. */
+export const START_OPTIONS = {
+  candidate: { type: 'string' },
+  'from-run': { type: 'string' },
+  version: { type: 'string' },
+} as const;
+
+/** The config's run section with --candidate and --from-run/--version applied. */
+export function startingPoint<T extends RunConfig>(
+  run: T,
+  values: { candidate?: string; 'from-run'?: string; version?: string },
+): T {
+  if (values.version !== undefined && !values['from-run'])
+    throw new CliError('--version names a model version of the run given with --from-run');
+  const version = values.version === undefined ? undefined : Number(values.version);
+  if (version !== undefined && !(Number.isInteger(version) && version >= 0))
+    throw new CliError(`--version ${values.version}: a model version is an integer ≥ 0`);
+  return {
+    ...run,
+    ...(values.candidate ? { harness: { ...run.harness, candidate: values.candidate } } : {}),
+    ...(values['from-run']
+      ? {
+          model: {
+            ...run.model,
+            from_run: { run: values['from-run'], ...(version === undefined ? {} : { version }) },
+          },
+        }
+      : {}),
+  };
+}
+
 export const stdio: Output = {
   out: (text) => process.stdout.write(`${text}\n`),
   err: (text) => process.stderr.write(`${text}\n`),
@@ -124,7 +175,7 @@ export function run(argv: string[]): Promise<number> {
 export async function runCommand(argv: string[], io: Output): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: DAEMON_OPTIONS,
+    options: { ...DAEMON_OPTIONS, ...START_OPTIONS },
     allowPositionals: true,
     strict: true,
   });
@@ -144,11 +195,13 @@ export async function runCommand(argv: string[], io: Output): Promise<number> {
       case 'start': {
         const { config, baseDir, file } = await loadConfigFile(needArg('a config FILE'));
         if (!config.run) throw new CliError(`${file} has no run section`);
-        const created = await call<Run>('POST', '/api/runs', { config: config.run, base_dir: baseDir });
+        const run = startingPoint(config.run, values);
+        const created = await call<Run>('POST', '/api/runs', { config: run, base_dir: baseDir });
+        const from = runCandidate(created);
         out(
           values.json
             ? JSON.stringify(created)
-            : `started run ${created.id} (${created.name}): ${created.status}`,
+            : `started run ${created.id} (${created.name}): ${created.status}${from ? `, harness: candidate ${from}` : ''}`,
         );
         return 0;
       }

@@ -5,23 +5,10 @@ import type { Row } from '../driver';
 import { newId } from '../ids';
 import type { EvaluationPatch, NewEvaluation, StoredEvaluation } from '../store';
 import type { SqlContext } from './context';
-import {
-  iso,
-  isoOrNull,
-  json,
-  newestFirst,
-  notFound,
-  now,
-  num,
-  numOrNull,
-  oneOf,
-  parse,
-  str,
-} from './values';
+import { getById, insertSql, newestFirst, patchRow, type Table } from './table';
+import { iso, isoOrNull, json, now, num, numOrNull, oneOf, parse, str } from './values';
 
 const STATUSES = ['running', 'finished', 'failed', 'stopped'] as const;
-const COLS =
-  'id, name, run_id, split, attempts, harness_dir, model_version, seed, spec, status, error, summary, tasks, created_at, finished_at';
 
 function toEvaluation(r: Row): StoredEvaluation {
   return {
@@ -42,6 +29,15 @@ function toEvaluation(r: Row): StoredEvaluation {
     finished_at: isoOrNull(r.finished_at),
   };
 }
+
+const EVALUATIONS: Table<StoredEvaluation> = {
+  name: 'evaluations',
+  cols: 'id, name, run_id, split, attempts, harness_dir, model_version, seed, spec, status, error, summary, tasks, created_at, finished_at',
+  to: toEvaluation,
+  what: 'evaluation',
+  idField: 'id',
+};
+const COLS = EVALUATIONS.cols;
 
 export async function createEvaluation(c: SqlContext, e: NewEvaluation): Promise<StoredEvaluation> {
   oneOf('split', e.split, ['train', 'validation', 'test']);
@@ -64,7 +60,7 @@ export async function createEvaluation(c: SqlContext, e: NewEvaluation): Promise
   };
   return c.tx(async (q) => {
     await c.mustExist(q, 'runs', e.run_id, 'run_id', 'run');
-    await q.run(`INSERT INTO evaluations (${COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+    await q.run(insertSql(EVALUATIONS), [
       row.id,
       row.name,
       row.run_id,
@@ -85,9 +81,8 @@ export async function createEvaluation(c: SqlContext, e: NewEvaluation): Promise
   });
 }
 
-export async function getEvaluation(c: SqlContext, id: string): Promise<StoredEvaluation | null> {
-  const row = await c.read(() => c.db.get(`SELECT ${COLS} FROM evaluations WHERE id = ?`, [id]));
-  return row ? toEvaluation(row) : null;
+export function getEvaluation(c: SqlContext, id: string): Promise<StoredEvaluation | null> {
+  return getById(c, EVALUATIONS, id);
 }
 
 export async function evaluationOfRun(c: SqlContext, runId: string): Promise<StoredEvaluation | null> {
@@ -96,11 +91,11 @@ export async function evaluationOfRun(c: SqlContext, runId: string): Promise<Sto
 }
 
 /** Newest first. */
-export async function listEvaluations(
+export function listEvaluations(
   c: SqlContext,
   p: { cursor?: string; limit?: number } = {},
 ): Promise<Page<StoredEvaluation>> {
-  return newestFirst(c, 'evaluations', COLS, p, toEvaluation);
+  return newestFirst(c, EVALUATIONS, p);
 }
 
 export async function updateEvaluation(
@@ -109,22 +104,14 @@ export async function updateEvaluation(
   patch: EvaluationPatch,
 ): Promise<StoredEvaluation> {
   if (patch.status !== undefined) oneOf('status', patch.status, STATUSES);
-  return c.tx(async (q) => {
-    const row = await q.get(`SELECT ${COLS} FROM evaluations WHERE id = ?${c.db.forUpdate}`, [id]);
-    if (!row) notFound('id', 'evaluation', id);
-    const next = { ...toEvaluation(row), ...patch };
-    await q.run(
-      'UPDATE evaluations SET status = ?, error = ?, model_version = ?, summary = ?, tasks = ?, finished_at = ? WHERE id = ?',
-      [
-        next.status,
-        next.error,
-        next.model_version,
-        json(next.summary),
-        json(next.tasks),
-        next.finished_at,
-        id,
-      ],
-    );
-    return next;
-  });
+  return c.tx((q) =>
+    patchRow(c, q, EVALUATIONS, id, (e) => ({ ...e, ...patch }), {
+      status: (e) => e.status,
+      error: (e) => e.error,
+      model_version: (e) => e.model_version,
+      summary: (e) => json(e.summary),
+      tasks: (e) => json(e.tasks),
+      finished_at: (e) => e.finished_at,
+    }),
+  );
 }

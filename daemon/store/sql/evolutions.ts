@@ -6,12 +6,13 @@ import type { Row } from '../driver';
 import { newId } from '../ids';
 import type { StoredCandidate, StoredEvolution } from '../store';
 import type { SqlContext } from './context';
-import { iso, isoOrNull, json, newestFirst, notFound, now, oneOf, parse, str } from './values';
+import { getById, insertSql, newestFirst, patchRow, type Table } from './table';
+import { iso, isoOrNull, json, now, oneOf, parse, str } from './values';
 
 const EVOLUTION_COLS =
   'id, name, status, error, harness_dir, config, base_dir, result, created_at, finished_at';
 const CANDIDATE_COLS = 'evolution_id, hash, parent, generation, status, patch, fields, created_at';
-const STATUSES = ['running', 'finished', 'failed', 'stopped'];
+const STATUSES = ['running', 'finished', 'failed', 'stopped', 'interrupted'];
 
 function toEvolution(r: Row): StoredEvolution {
   return {
@@ -45,6 +46,14 @@ function toCandidate(r: Row): StoredCandidate {
   };
 }
 
+const EVOLUTIONS: Table<StoredEvolution> = {
+  name: 'evolutions',
+  cols: EVOLUTION_COLS,
+  to: toEvolution,
+  what: 'evolution',
+  idField: 'id',
+};
+
 export async function createEvolution(
   c: SqlContext,
   e: { name: string; harness_dir: string; config: unknown; base_dir?: string | null },
@@ -62,7 +71,7 @@ export async function createEvolution(
     finished_at: null,
   };
   return c.tx(async (q) => {
-    await q.run(`INSERT INTO evolutions (${EVOLUTION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+    await q.run(insertSql(EVOLUTIONS), [
       row.id,
       row.name,
       row.status,
@@ -78,16 +87,15 @@ export async function createEvolution(
   });
 }
 
-export async function getEvolution(c: SqlContext, id: string): Promise<StoredEvolution | null> {
-  const row = await c.read(() => c.db.get(`SELECT ${EVOLUTION_COLS} FROM evolutions WHERE id = ?`, [id]));
-  return row ? toEvolution(row) : null;
+export function getEvolution(c: SqlContext, id: string): Promise<StoredEvolution | null> {
+  return getById(c, EVOLUTIONS, id);
 }
 
-export async function listEvolutions(
+export function listEvolutions(
   c: SqlContext,
   p: { cursor?: string; limit?: number } = {},
 ): Promise<Page<StoredEvolution>> {
-  return newestFirst(c, 'evolutions', EVOLUTION_COLS, p, toEvolution);
+  return newestFirst(c, EVOLUTIONS, p);
 }
 
 export async function updateEvolution(
@@ -96,19 +104,14 @@ export async function updateEvolution(
   patch: Partial<Pick<Evolution, 'status' | 'error' | 'result' | 'finished_at'>>,
 ): Promise<StoredEvolution> {
   if (patch.status !== undefined) oneOf('status', patch.status, STATUSES);
-  return c.tx(async (q) => {
-    const row = await q.get(`SELECT ${EVOLUTION_COLS} FROM evolutions WHERE id = ?${c.db.forUpdate}`, [id]);
-    if (!row) notFound('id', 'evolution', id);
-    const next = { ...toEvolution(row), ...patch };
-    await q.run('UPDATE evolutions SET status = ?, error = ?, result = ?, finished_at = ? WHERE id = ?', [
-      next.status,
-      next.error,
-      json(next.result),
-      next.finished_at,
-      id,
-    ]);
-    return next;
-  });
+  return c.tx((q) =>
+    patchRow(c, q, EVOLUTIONS, id, (e) => ({ ...e, ...patch }), {
+      status: (e) => e.status,
+      error: (e) => e.error,
+      result: (e) => json(e.result),
+      finished_at: (e) => e.finished_at,
+    }),
+  );
 }
 
 /** Insert or replace a candidate (its evolution must exist). */

@@ -1,4 +1,5 @@
-// Recording sessions: at most one active; each collects its calls in a rollout of kind "recording".
+// Recording sessions: at most one active (unscoped proxy calls record into it), any number of scoped
+// ones beside it (recorded by their key only); each collects its calls in a rollout of kind "recording".
 import type { Recording, Rollout } from '../../protocol/entities';
 import type { Queryable, Row } from '../driver';
 import { keyHash, newId, newKey } from '../ids';
@@ -7,7 +8,7 @@ import type { Emit, SqlContext } from './context';
 import { endRunningAttempts, lockRollout, saveRollout } from './rollouts';
 import { invalid, iso, isoOrNull, json, notFound, now, parse } from './values';
 
-const RECORDING_COLS = 'id, name, status, upstream, rollout_id, created_at, stopped_at';
+const RECORDING_COLS = 'id, name, status, upstream, rollout_id, scoped, created_at, stopped_at';
 function toRecording(r: Row): Recording {
   return {
     id: String(r.id),
@@ -15,6 +16,7 @@ function toRecording(r: Row): Recording {
     status: r.status as Recording['status'],
     upstream: parse(r.upstream),
     rollout_id: String(r.rollout_id),
+    scoped: Number(r.scoped) === 1,
     created_at: iso(r.created_at),
     stopped_at: isoOrNull(r.stopped_at),
   };
@@ -44,13 +46,14 @@ async function insertRecording(
 ): Promise<Rollout> {
   const imported = opts.importKey === undefined ? [] : [opts.importKey];
   await q.run(
-    `INSERT INTO recordings (${RECORDING_COLS}, key_sha256${imported.length ? ', import_key' : ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?${imported.length ? ', ?' : ''})`,
+    `INSERT INTO recordings (${RECORDING_COLS}, key_sha256${imported.length ? ', import_key' : ''}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?${imported.length ? ', ?' : ''})`,
     [
       recording.id,
       recording.name,
       recording.status,
       json(recording.upstream),
       recording.rollout_id,
+      Number(recording.scoped),
       recording.created_at,
       recording.stopped_at,
       keyHash(opts.key),
@@ -102,7 +105,8 @@ async function insertRecording(
 
 /**
  * Starts a recording session and the rollout (kind "recording", running) that collects its calls.
- * Only one recording is active: an active one is stopped first.
+ * Only one recording is active: an active one is stopped first. A scoped one stops none and is never
+ * "the" active one: only calls that present its key go into it.
  */
 export async function createRecording(
   c: SqlContext,
@@ -110,13 +114,18 @@ export async function createRecording(
 ): Promise<Recording & { key: string }> {
   if (typeof input.name !== 'string') invalid('name', 'name must be a string');
   if (input.tito !== undefined && typeof input.tito !== 'boolean') invalid('tito', 'tito must be a boolean');
+  if (input.scoped !== undefined && typeof input.scoped !== 'boolean')
+    invalid('scoped', 'scoped must be a boolean');
+  const scoped = input.scoped === true;
   return c.tx(async (q, emit) => {
-    // Two daemons sharing a PostgreSQL store must not both start "the" active recording.
-    if (c.db.dialect === 'postgres') await q.get('SELECT pg_advisory_xact_lock(727275)');
-    const active = await q.all(
-      `SELECT ${RECORDING_COLS} FROM recordings WHERE status = 'active'${c.db.forUpdate}`,
-    );
-    for (const row of active) await stopRecordingIn(c, q, toRecording(row), emit);
+    if (!scoped) {
+      // Two daemons sharing a PostgreSQL store must not both start "the" active recording.
+      if (c.db.dialect === 'postgres') await q.get('SELECT pg_advisory_xact_lock(727275)');
+      const active = await q.all(
+        `SELECT ${RECORDING_COLS} FROM recordings WHERE status = 'active' AND scoped = 0${c.db.forUpdate}`,
+      );
+      for (const row of active) await stopRecordingIn(c, q, toRecording(row), emit);
+    }
     const t = now();
     const recording: Recording = {
       id: newId('rec'),
@@ -124,6 +133,7 @@ export async function createRecording(
       status: 'active',
       upstream: input.upstream ?? null,
       rollout_id: newId('ro'),
+      scoped,
       created_at: t,
       stopped_at: null,
     };
@@ -153,9 +163,19 @@ export async function getRecordingKeyHash(c: SqlContext, id: string): Promise<st
 
 export async function activeRecording(c: SqlContext): Promise<Recording | null> {
   const row = await c.read(() =>
-    c.db.get(`SELECT ${RECORDING_COLS} FROM recordings WHERE status = 'active' ORDER BY id DESC LIMIT 1`),
+    c.db.get(
+      `SELECT ${RECORDING_COLS} FROM recordings WHERE status = 'active' AND scoped = 0 ORDER BY id DESC LIMIT 1`,
+    ),
   );
   return row ? toRecording(row) : null;
+}
+
+/** Newest first, scoped ones included. */
+export async function activeRecordings(c: SqlContext): Promise<Recording[]> {
+  const rows = await c.read(() =>
+    c.db.all(`SELECT ${RECORDING_COLS} FROM recordings WHERE status = 'active' ORDER BY id DESC`),
+  );
+  return rows.map(toRecording);
 }
 
 /** Newest first. */
@@ -218,6 +238,7 @@ export async function createImportedRecording(
       status: 'stopped',
       upstream: input.upstream ?? null,
       rollout_id: newId('ro'),
+      scoped: false,
       created_at: input.created_at ?? t,
       stopped_at: input.stopped_at ?? t,
     };

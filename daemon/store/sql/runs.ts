@@ -4,7 +4,8 @@ import { StepValidation } from '../../protocol/training';
 import type { Row } from '../driver';
 import { keyHash, newId, newWorkerKey } from '../ids';
 import type { SqlContext } from './context';
-import { invalid, iso, newestFirst, nonNegativeInt, notFound, now, num, oneOf, parse, str } from './values';
+import { getById, newestFirst, patchRow, type Table } from './table';
+import { invalid, iso, nonNegativeInt, notFound, now, num, oneOf, parse, str } from './values';
 
 const RUN_STATUSES = RunStatus.options;
 
@@ -71,17 +72,15 @@ export async function createRun(
   });
 }
 
-export async function getRun(c: SqlContext, id: string): Promise<Run | null> {
-  const row = await c.read(() => c.db.get(`SELECT ${RUN_COLS} FROM runs WHERE id = ?`, [id]));
-  return row ? toRun(row) : null;
+const RUNS: Table<Run> = { name: 'runs', cols: RUN_COLS, to: toRun, what: 'run', idField: 'run_id' };
+
+export function getRun(c: SqlContext, id: string): Promise<Run | null> {
+  return getById(c, RUNS, id);
 }
 
 /** Newest first. */
-export async function listRuns(
-  c: SqlContext,
-  p: { cursor?: string; limit?: number } = {},
-): Promise<Page<Run>> {
-  return newestFirst(c, 'runs', RUN_COLS, p, toRun);
+export function listRuns(c: SqlContext, p: { cursor?: string; limit?: number } = {}): Promise<Page<Run>> {
+  return newestFirst(c, RUNS, p);
 }
 
 export async function updateRun(
@@ -93,20 +92,26 @@ export async function updateRun(
   if (patch.step !== undefined) nonNegativeInt('step', patch.step);
   if (patch.model_version !== undefined) nonNegativeInt('model_version', patch.model_version);
   return c.tx(async (q, emit) => {
-    const row = await q.get(`SELECT ${RUN_COLS} FROM runs WHERE id = ?${c.db.forUpdate}`, [id]);
-    if (!row) notFound('run_id', 'run', id);
-    const run = toRun(row);
-    const next: Run = {
-      ...run,
-      status: patch.status ?? run.status,
-      step: patch.step ?? run.step,
-      model_version: patch.model_version ?? run.model_version,
-      error: patch.error !== undefined ? patch.error : run.error,
-      updated_at: now(),
-    };
-    await q.run(
-      'UPDATE runs SET status = ?, step = ?, model_version = ?, error = ?, updated_at = ? WHERE id = ?',
-      [next.status, next.step, next.model_version, next.error, next.updated_at, id],
+    const next = await patchRow(
+      c,
+      q,
+      RUNS,
+      id,
+      (run) => ({
+        ...run,
+        status: patch.status ?? run.status,
+        step: patch.step ?? run.step,
+        model_version: patch.model_version ?? run.model_version,
+        error: patch.error !== undefined ? patch.error : run.error,
+        updated_at: now(),
+      }),
+      {
+        status: (r) => r.status,
+        step: (r) => r.step,
+        model_version: (r) => r.model_version,
+        error: (r) => r.error,
+        updated_at: (r) => r.updated_at,
+      },
     );
     emit({ type: 'run', run: next });
     return next;

@@ -45,20 +45,3 @@ export function page<T extends { id: string }>(rows: T[], limit: number): Page<T
   }
   return { items: rows, next_cursor: null };
 }
-
-/** A table's rows newest first (ids grow with time), a page at a time after `cursor`, the last id seen. */
-export async function newestFirst<T extends { id: string }>(
-  c: SqlContext,
-  table: string,
-  cols: string,
-  p: { cursor?: string; limit?: number },
-  map: (r: Row) => T,
-): Promise<Page<T>> {
-  const limit = pageLimit(p.limit);
-  const rows = await c.read(() =>
-    p.cursor
-      ? c.db.all(`SELECT ${cols} FROM ${table} WHERE id < ? ORDER BY id DESC LIMIT ?`, [p.cursor, limit + 1])
-      : c.db.all(`SELECT ${cols} FROM ${table} ORDER BY id DESC LIMIT ?`, [limit + 1]),
-  );
-  return page(rows.map(map), limit);
-}

@@ -1,0 +1,170 @@
+// Harness and weights improve in turns, on the reference engine with tiny settings: a run trains two
+// steps; `harness-rl evolve --from-run` evolves the math harness with every evaluation at that run's
+// model version (its checkpoint's weights); `harness-rl run start --candidate … --from-run …` trains on
+// from there with the evolved harness, and the run says which candidate it ran.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { evolveCommand } from '../../daemon/cli/commands/evolve';
+import { runCommand } from '../../daemon/cli/commands/run';
+import type { Page, Run } from '../../daemon/protocol/entities';
+import type { Evaluation } from '../../daemon/protocol/evaluation';
+import type { EvolutionDetail } from '../../daemon/protocol/evolution';
+import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { EDITS, EXAMPLE } from '../helpers/math-harness';
+import { waitFor } from '../helpers/wait';
+
+// The proposer: the retry edit (ask again while the reply holds no digit).
+const PROPOSER = `
+import { readFileSync, writeFileSync } from 'node:fs';
+let text = readFileSync('agent.mjs', 'utf8');
+for (const [from, to] of JSON.parse(process.argv[2])) text = text.replace(from, to);
+writeFileSync('agent.mjs', text);
+`;
+
+let daemon: TestDaemon;
+let state: string;
+let file: string;
+beforeAll(async () => {
+  daemon = await startTestDaemon();
+  state = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-turns-'));
+  writeFileSync(join(state, 'propose.mjs'), PROPOSER);
+  file = join(state, 'turns.json');
+  const run = {
+    name: 'math-turns',
+    tasks: {
+      file: join(EXAMPLE, '../math-agent/tasks.jsonl'),
+      shuffle_seed: 0,
+      limit: 12,
+      test_fraction: 0.25,
+    },
+    harness: {
+      command: ['node', 'agent.mjs'],
+      dir: join(EXAMPLE, 'harness'),
+      concurrency: 4,
+      timeout_s: 60,
+      max_attempts: 1,
+      reward: 'verifier',
+      verifier: ['node', join(EXAMPLE, 'verify.mjs')],
+    },
+    algorithm: { n: 2, max_response_tokens: 4 },
+    schedule: { groups_per_step: 2, steps: 2, seed: 0 },
+    evolve: {
+      proposer: [process.execPath, join(state, 'propose.mjs'), JSON.stringify(EDITS.retry)],
+      generations: 1,
+      children: 1,
+      keep: 1,
+      finalists: 1,
+      attempts: 1,
+      critic: false,
+      pruner: false,
+    },
+  };
+  writeFileSync(file, JSON.stringify({ run }));
+});
+afterAll(async () => {
+  await daemon?.close();
+  if (state) rmSync(state, { recursive: true, force: true });
+});
+
+async function cli(command: typeof runCommand, argv: string[]): Promise<{ code: number; out: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await command([...argv, '--url', daemon.url, '--token', daemon.token], {
+    out: (t) => out.push(t),
+    err: (t) => err.push(t),
+  });
+  if (code !== 0) throw new Error(`${argv.join(' ')} exited ${code}: ${err.join('\n')}`);
+  return { code, out };
+}
+
+async function finished(id: string): Promise<Run> {
+  return waitFor(
+    `run ${id} to finish`,
+    async () => {
+      const run = (await daemon.api<Run>('GET', `/api/runs/${id}`)).body;
+      if (run.status === 'failed') throw new Error(`run ${id} failed: ${run.error}`);
+      return run.status === 'finished' ? run : null;
+    },
+    300_000,
+  );
+}
+
+describe('harness and weights in turns', () => {
+  it('run → evolve at its checkpoint → run from the evolved candidate at that checkpoint', async () => {
+    const first = JSON.parse((await cli(runCommand, ['start', file, '--json'])).out[0]!) as Run;
+    const trained = await finished(first.id);
+    expect(trained.model_version).toBe(2);
+
+    const evolved = await cli(evolveCommand, [file, '--from-run', first.id, '--json']);
+    const evo = JSON.parse(evolved.out.at(-1)!) as EvolutionDetail;
+    expect(evo.status, evo.error ?? '').toBe('finished');
+    const child = evo.candidates.find((c) => c.parent !== null)!;
+    expect(child.status, JSON.stringify(child.verdicts)).toBe('accepted');
+    // Every evaluation of the evolution (train and held-out, root and child) at the run's version.
+    const ids = evo.candidates.flatMap((c) => [c.train_evaluation, c.held_out_evaluation]).filter(Boolean);
+    expect(ids.length).toBe(4);
+    for (const id of ids) {
+      const e = (await daemon.api<Evaluation>('GET', `/api/evaluations/${id}`)).body;
+      expect(e.model_version, id!).toBe(2);
+    }
+
+    const ref = `${evo.id}/${child.hash}`;
+    const bad = await daemon.api('POST', '/api/runs', {
+      config: {
+        ...JSON.parse(readFileSync(file, 'utf8')).run,
+        harness: { candidate: `${evo.id}/${'0'.repeat(24)}` },
+      },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.field).toBe('config.harness.candidate');
+    // Weights it does not keep, or a trainer the checkpoint cannot go to: 400s that say so.
+    const base = JSON.parse(readFileSync(file, 'utf8')).run;
+    const gone = await daemon.api('POST', '/api/runs', {
+      config: { ...base, model: { from_run: { run: first.id, version: 9 } } },
+    });
+    expect(gone.status).toBe(400);
+    expect(gone.body.error.field).toBe('config.model.from_run.version');
+    expect(gone.body.error.message).toMatch(
+      /keeps no checkpoint of model version 9 \(it keeps versions 1, 2\)/,
+    );
+    const node = await daemon.api('POST', '/api/runs', {
+      config: { ...base, model: { from_run: { run: first.id } }, trainer: { endpoint: 'ws://127.0.0.1:9' } },
+    });
+    expect(node.status).toBe(400);
+    expect(node.body.error.field).toBe('config.model.from_run');
+
+    const started = await cli(runCommand, [
+      'start',
+      file,
+      '--candidate',
+      ref,
+      '--from-run',
+      first.id,
+      '--version',
+      '2',
+    ]);
+    expect(started.out[0]).toContain(`harness: candidate ${ref}`);
+    const id = /started run (\S+)/.exec(started.out[0]!)![1]!;
+    const second = await finished(id);
+    const config = second.config as {
+      harness: { candidate: string; dir: string };
+      model: { from_run: unknown };
+    };
+    expect(config.harness.candidate).toBe(ref);
+    expect(config.model.from_run).toEqual({ run: first.id, version: 2 });
+    expect(readFileSync(join(config.harness.dir, 'agent.mjs'), 'utf8')).toContain('const MAX_TRIES = 4;');
+    // It went on from version 2: two more steps make 4, and its calls were sampled at 2 and later.
+    expect(second.model_version).toBe(4);
+    const rollouts = (await daemon.api<Page<{ id: string }>>('GET', `/api/rollouts?run_id=${id}&limit=4`))
+      .body;
+    for (const r of rollouts.items) {
+      const detail = (await daemon.api('GET', `/api/rollouts/${r.id}`)).body;
+      for (const call of detail.llm_calls) expect(call.model_version).toBeGreaterThanOrEqual(2);
+    }
+    const listed = (await cli(runCommand, ['list'])).out.join('\n');
+    expect(listed).toMatch(/CANDIDATE/);
+    expect(listed).toContain(ref);
+  }, 600_000);
+});
