@@ -93,6 +93,26 @@ describe('a constrained training call is forwarded and recorded as constrained (
     expect((await lastCall(id)).sampling?.constrained).toEqual(['response_format']);
   });
 
+  it('the bridged /v1/completions token prompt carries min_tokens and the call is still marked', async () => {
+    const { id, client } = await env.proxy.runRollout('c-bridged', { tito: true });
+    const first = [{ role: 'user' as const, content: 'one' }];
+    const r1 = await client.chat.completions.create({ model: 'toy', messages: first });
+    await client.chat.completions.create({
+      model: 'toy',
+      messages: [
+        ...first,
+        { role: 'assistant', content: r1.choices[0].message.content },
+        { role: 'user', content: 'two' },
+      ],
+      min_tokens: 2,
+    } as never);
+    expect(env.fake.produced.at(-1)?.path).toBe('/v1/completions');
+    expect(lastRequest()).toMatchObject({ min_tokens: 2 });
+    const calls = await env.proxy.calls(id);
+    expect(calls.map((c) => c.sampling?.constrained ?? null)).toEqual([null, ['min_tokens']]);
+    expect(calls[1].token_source).toBe('bridge');
+  });
+
   it('a call that constrains nothing records no constrained field', async () => {
     const { id, client } = await env.proxy.runRollout('c-plain', {});
     await client.chat.completions.create({
