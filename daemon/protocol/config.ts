@@ -207,6 +207,13 @@ export const LossAggregation = z.enum([
  * `--logprobs-mode processed_logprobs` (then a T other than 1 divides the trainer's logits): the node
  * agent starts it so, and a run refuses at start a node whose vLLM lacks it (cluster/run-backends.ts).
  */
+/**
+ * A training call that constrains decoding: `record` forwards it and keeps its response tokens out of
+ * the loss (their logprobs are not the policy's); `refuse` answers 400 naming the field.
+ */
+export const ConstrainedMode = z.enum(['record', 'refuse']);
+export type ConstrainedMode = z.infer<typeof ConstrainedMode>;
+
 export const SamplingConfig = z
   .object({
     temperature: z.number().positive().optional().describe('default 1'),
@@ -216,6 +223,9 @@ export const SamplingConfig = z
     repetition_penalty: z.number().positive().optional().describe('default 1'),
     presence_penalty: z.number().min(-2).max(2).optional().describe('default 0'),
     frequency_penalty: z.number().min(-2).max(2).optional().describe('default 0'),
+    constrained: ConstrainedMode.optional().describe(
+      "what a rollout's call that constrains decoding gets (logit_bias, min_tokens, structured output, a forced tool choice …): record (default) forwards it, names the fields on the call's record and keeps its response tokens out of the loss; refuse answers 400 naming the field",
+    ),
   })
   .strict();
 

@@ -53,6 +53,7 @@ export const CallExclusion = z.enum([
   'cancelled',
   'text_only',
   'imported',
+  'constrained',
 ]);
 /** The API the harness spoke to the proxy. */
 export const WireApi = z.enum(['chat', 'completions', 'responses', 'messages', 'gemini']);
@@ -138,6 +139,12 @@ export const CallSampling = z.object({
     .record(z.string(), z.unknown())
     .nullable()
     .describe("the harness's own values the run's sampling replaced (null: none)"),
+  constrained: z
+    .array(z.string())
+    .optional()
+    .describe(
+      "a training call's request fields that constrained decoding (logit_bias, min_tokens, response_format, tool_choice …), so its logprobs are not the policy's: its response tokens stay out of the loss (absent: none)",
+    ),
 });
 
 export const PrefixBreak = z.object({

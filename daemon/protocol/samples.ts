@@ -14,6 +14,12 @@ export const TrajectoryCall = z
       .describe(
         'the temperature the call sampled at (absent: not known); calls at different temperatures are not merged',
       ),
+    constrained: z
+      .array(z.string())
+      .nullish()
+      .describe(
+        'the request fields that constrained its decoding (LlmCall.sampling.constrained): its response tokens are context (mask 0), not trained on',
+      ),
   })
   .strict();
 

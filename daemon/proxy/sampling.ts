@@ -10,7 +10,8 @@
 // (logprobs_mode "raw_logprobs", config/model.py:305; v1/worker/gpu/sample/sampler.py:170). A rollout
 // sampled at T 0.6 with top-k 20 would be trained as if drawn from T 1: off-policy, silently.
 import { NEUTRAL_SAMPLING, type RunSampling, runSampling } from '../protocol/config';
-import type { CallSampling } from '../protocol/entities';
+import type { CallSampling, WireApi } from '../protocol/entities';
+import { checkConstrained } from './constrained';
 import { ProxyError } from './errors';
 import type { Json } from './json';
 import type { Scope } from './scope';
@@ -25,6 +26,8 @@ export interface SamplingPlan {
   source: CallSampling['source'];
   /** The harness's own values that the run's replaced, by field (null: none). */
   overridden: Record<string, unknown> | null;
+  /** The request fields that constrained decoding (constrained.ts), on a training call that has any. */
+  constrained?: string[];
 }
 
 /**
@@ -37,14 +40,26 @@ export function trainingSampling(scope: Scope | null): RunSampling | null {
 }
 
 /**
- * The body to send for a call of `scope` (`sent`: the harness's, with the backend extras) and whose
- * sampling it carries. Throws ProxyError 400 for a training call that would hide its tokens.
+ * The body to send for a call of `scope` (`sent`: the harness's, with the backend extras, translated
+ * from `wire` if that is not chat or completions) and whose sampling it carries. Throws ProxyError 400
+ * for a training call that would hide its tokens, or constrain its decoding where the run refuses that.
  */
-export function sampledBody(scope: Scope | null, sent: Json): { body: Json; plan: SamplingPlan } {
+export function sampledBody(
+  scope: Scope | null,
+  sent: Json,
+  wire?: WireApi,
+): { body: Json; plan: SamplingPlan } {
   const run = trainingSampling(scope);
   if (!run) return { body: sent, plan: AS_REQUESTED };
   refuseOnTraining(sent);
-  return withRunSampling(sent, run);
+  const constrained = checkConstrained(
+    sent,
+    scope?.runConfig?.algorithm?.sampling?.constrained ?? 'record',
+    wire,
+  );
+  const out = withRunSampling(sent, run);
+  if (constrained) out.plan.constrained = constrained;
+  return out;
 }
 
 /** top_k 0 and -1 both mean no truncation (vLLM 0.34 sampling_params.py:685). */
@@ -108,5 +123,6 @@ export function callSampling(sent: Json, plan: SamplingPlan): CallSampling {
     max_tokens: int(b.max_completion_tokens ?? b.max_tokens ?? b.max_output_tokens),
     source: plan.source,
     overridden: plan.overridden,
+    ...(plan.constrained ? { constrained: plan.constrained } : {}),
   };
 }

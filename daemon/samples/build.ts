@@ -20,6 +20,11 @@ export interface TrajectoryCallArrays {
   bridge?: BridgeRecord | null;
   /** The temperature the call sampled at (LlmCall.sampling); null or absent: not known. */
   temperature?: number | null;
+  /**
+   * The request fields that constrained its decoding (LlmCall.sampling.constrained): its logprobs are
+   * not the policy's, so its response tokens are context (mask 0), counted as excluded "constrained".
+   */
+  constrained?: readonly string[] | null;
 }
 
 /** Calls of a rollout left out of its trajectory, by reason (only reasons that occurred). */
@@ -71,7 +76,10 @@ export interface BuildSummary extends SamplesSummary {
    * sequence): one sample has one temperature, the one its trainer divides the logits by.
    */
   temperature_breaks: number;
-  /** Calls of the rollouts left out of their trajectories, by reason (only reasons that occurred). */
+  /**
+   * Calls of the rollouts left out of their trajectories, by reason (only reasons that occurred), and
+   * `constrained` calls, whose tokens stay in as context but out of the loss.
+   */
   excluded_calls: ExcludedCalls;
 }
 
@@ -128,6 +136,7 @@ function advantagesOf(
 
 const lengthOf = (c: TrajectoryCallArrays): number => c.prompt_ids.length + c.response_ids.length;
 const temperatureOf = (c: TrajectoryCallArrays): number | null => c.temperature ?? null;
+const isConstrained = (c: TrajectoryCallArrays): boolean => (c.constrained?.length ?? 0) > 0;
 
 export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOptions): BuildResult {
   const continues = mergeModes[options.merge];
@@ -163,6 +172,7 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
       for (let j = first; j < end; j++) {
         const start = calls[j].prompt_ids.length;
         if (start >= len) break;
+        if (isConstrained(calls[j])) continue;
         mask += Math.min(start + calls[j].response_ids.length, len) - start;
       }
       stats.samples++;
@@ -228,7 +238,10 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
       }
       const rStart = c.prompt_ids.length;
       const rEnd = Math.min(rStart + c.response_ids.length, len);
-      if (rEnd > rStart) {
+      if (rEnd > rStart && isConstrained(c)) {
+        copyInto(ids, rStart, c.response_ids, 0, rEnd - rStart);
+        oldLogprobs.fill(Number.NaN, rStart, rEnd);
+      } else if (rEnd > rStart) {
         const n = rEnd - rStart;
         copyInto(ids, rStart, c.response_ids, 0, n);
         mask.fill(1, rStart, rEnd);
@@ -263,6 +276,8 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
   const excludedCalls: ExcludedCalls = {};
   for (const tr of trajectories) {
     if (tr.reward === null) excluded++;
+    const constrained = tr.calls.reduce((n, c) => n + (isConstrained(c) ? 1 : 0), 0);
+    if (constrained > 0) excludedCalls.constrained = (excludedCalls.constrained ?? 0) + constrained;
     for (const [why, n] of Object.entries(tr.excluded_calls ?? {}) as [CallExclusion, number][])
       excludedCalls[why] = (excludedCalls[why] ?? 0) + n;
   }

@@ -39,7 +39,7 @@ type CallLike = Pick<LlmCall, 'prompt_ids' | 'response_ids' | 'response_logprobs
   tags?: readonly string[];
   token_source?: string;
   bridge?: unknown;
-  sampling?: { temperature: number | null } | null;
+  sampling?: { temperature: number | null; constrained?: string[] } | null;
 };
 
 /**
@@ -84,6 +84,7 @@ export function trajectoryFromCalls(
       response_logprobs: c.response_logprobs,
       bridge: bridge.success ? bridge.data : null,
       temperature: c.sampling?.temperature ?? null,
+      ...(c.sampling?.constrained?.length ? { constrained: c.sampling.constrained } : {}),
     });
   }
   return {
@@ -116,7 +117,7 @@ export async function trajectoriesFromStore(
 /**
  * A step's calls left out of its samples: `excluded_calls` in all, and `excluded_calls.<reason>` for each
  * reason that occurred (CallExclusion: no_choices, no_token_ids, logprobs_mismatch, error, cancelled,
- * text_only).
+ * text_only, imported; constrained: in the samples as context, out of the loss).
  */
 export function excludedCallMetrics(excluded: ExcludedCalls): Record<string, number> {
   const out: Record<string, number> = { excluded_calls: 0 };

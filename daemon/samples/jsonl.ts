@@ -136,6 +136,7 @@ export function trajectoryArrays(t: Trajectory): TrajectoryArrays {
       response_ids: c.response_ids,
       response_logprobs: c.response_logprobs ?? null,
       temperature: c.temperature ?? null,
+      constrained: c.constrained ?? null,
     })),
   };
 }

@@ -679,6 +679,32 @@ describe.each(active)('$name store', (backend) => {
     expect(listed.map((c) => c.sampling?.source ?? null)).toEqual(['run', 'request', null]);
   });
 
+  it("keeps the request fields that constrained a training call's decoding", async () => {
+    const { store } = await fresh();
+    const ro = await store.createRollout({ kind: 'standalone' });
+    const sampling = {
+      ...NEUTRAL_SAMPLING,
+      seed: null,
+      max_tokens: null,
+      source: 'run' as const,
+      overridden: null,
+      constrained: ['logit_bias', 'tool_choice'],
+    };
+    const single = await store.recordLlmCall(newCall({ rollout_id: ro.id, sampling }));
+    await store.recordLlmCalls([
+      newCall({ rollout_id: ro.id, sampling: { ...sampling, constrained: ['min_tokens'] } }),
+    ]);
+    expect(LlmCall.parse(await store.getLlmCall(single.id)).sampling?.constrained).toEqual([
+      'logit_bias',
+      'tool_choice',
+    ]);
+    const listed = await store.listLlmCalls(ro.id);
+    expect(listed.map((c) => c.sampling?.constrained)).toEqual([
+      ['logit_bias', 'tool_choice'],
+      ['min_tokens'],
+    ]);
+  });
+
   it('numbers calls per rollout, records a batch atomically and announces summaries', async () => {
     const { store, events } = await fresh();
     const [a, b] = await store.createRollouts([{ kind: 'standalone' }, { kind: 'standalone' }]);

@@ -34,4 +34,16 @@ describe("a call's sampling in the trajectory view", () => {
     expect(samplingTitle(harness)).toContain('T: backend default');
     expect(samplingLine(null)).toBeNull();
   });
+
+  it('says a call whose decoding a request field constrained is not trained on, and by which fields', () => {
+    const constrained: CallSampling = {
+      ...run,
+      overridden: null,
+      constrained: ['tool_choice', 'logit_bias'],
+    };
+    expect(samplingLine(constrained)).toBe(
+      "T 1 (run's) · constrained by tool_choice, logit_bias: not trained on",
+    );
+    expect(samplingTitle(constrained)).toContain('decoding constrained by tool_choice, logit_bias');
+  });
 });

@@ -35,7 +35,10 @@ export function samplingLine(s: CallSampling | null): string | null {
   ].filter(Boolean);
   const whose = s.source === 'run' ? "run's" : "harness's";
   const replaced = s.overridden && Object.keys(s.overridden).length > 0 ? ', harness values replaced' : '';
-  return `${[t, ...trunc].join(' · ')} (${whose}${replaced})`;
+  const constrained = s.constrained?.length
+    ? ` · constrained by ${s.constrained.join(', ')}: not trained on`
+    : '';
+  return `${[t, ...trunc].join(' · ')} (${whose}${replaced})${constrained}`;
 }
 
 /** Every field, one per line, then what the harness had asked for where the run's values replaced it. */
@@ -48,5 +51,9 @@ export function samplingTitle(s: CallSampling): string {
   );
   for (const [k, v] of Object.entries(s.overridden ?? {}))
     lines.push(`harness asked ${k}: ${shown(k as keyof CallSampling, v)}`);
+  if (s.constrained?.length)
+    lines.push(
+      `decoding constrained by ${s.constrained.join(', ')}: its logprobs are not the policy's, so its tokens are context, out of the loss`,
+    );
   return lines.join('\n');
 }

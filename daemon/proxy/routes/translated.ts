@@ -57,7 +57,7 @@ export async function runTranslated(
   let sent: ReturnType<typeof sampledBody>;
   try {
     target = await d.upstreams.target(scope.upstream);
-    sent = sampledBody(scope, backendBody(chat as Json, 'chat', target?.extras ?? true));
+    sent = sampledBody(scope, backendBody(chat as Json, 'chat', target?.extras ?? true), wire);
   } catch (e) {
     return void call.fail(asProxyError(e), {}, output);
   }
