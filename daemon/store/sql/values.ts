@@ -3,7 +3,6 @@
 import type { Page } from '../../protocol/entities';
 import type { Row } from '../driver';
 import { StoreError } from '../store';
-import type { SqlContext } from './context';
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
