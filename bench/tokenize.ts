@@ -15,8 +15,7 @@ import { readModelFolder } from '../daemon/tokenize/files';
 import { LocalChatTokenizer } from '../daemon/tokenize/local';
 import { planLocal } from '../daemon/tokenize/plan';
 import { qwen3ModelFolder } from '../daemon/tokenize/qwen3';
-import { writeToyModelFolder } from '../test/fixtures/toy-model';
-import { emit, quantile, round } from './emit';
+import { emit, quantile, root, round } from './emit';
 
 const TURNS = 12;
 
@@ -64,6 +63,10 @@ function conversation(tok: LocalChatTokenizer, marker: string) {
 
 export default async function main(): Promise<void> {
   const require = createRequire(import.meta.url);
+  // test/ is outside bench's project: the fixture is loaded as the proxy bench's children load it
+  const { writeToyModelFolder } = (await import(`${root}test/fixtures/toy-model.ts`)) as {
+    writeToyModelFolder: (dir: string) => string;
+  };
   const models: [string, string, string][] = [
     ['toy', writeToyModelFolder(mkdtempSync(join(tmpdir(), 'harness-rl-toy-'))), '<|im_end|>'],
     ['qwen3', qwen3ModelFolder, '<|im_end|>'],
