@@ -334,7 +334,13 @@ export default async function main(): Promise<void> {
       const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_BASELINE_SCHEMA);
       const p = await bundledChild(
         'servers/proxy.ts',
-        { BACKEND: fake.info.url, STORE: spec, CONVERSATIONS: String(CONVERSATIONS) },
+        {
+          BACKEND: fake.info.url,
+          STORE: spec,
+          CONVERSATIONS: String(CONVERSATIONS),
+          // the same model files as this checkout's proxy: else its bridge asks the backend's /tokenize
+          MODEL_FILES: fake.info.modelDir,
+        },
         baselineFlags,
         baselineTree,
       );
