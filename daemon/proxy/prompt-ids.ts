@@ -58,7 +58,10 @@ export class PromptIdsMemo {
     const continues =
       before !== undefined &&
       before.text !== '' && // after "[]" the next list has no comma to start from
-      list.startsWith(before.text) &&
+      list.length >= before.text.length &&
+      // String equality compares memory at once; startsWith walked these sliced strings a character
+      // at a time (30-200 µs for 50 KB, more than the parse it saves)
+      list.slice(0, before.text.length) === before.text &&
       (list.length === before.text.length || list.charCodeAt(before.text.length) === 44);
     // the ids after the last list's (after its comma), or the whole list
     const head = continues ? Math.min(before.text.length + 1, list.length) : 0;
