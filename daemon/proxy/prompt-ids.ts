@@ -1,8 +1,8 @@
 // A whole chat answer's prompt ids read from the rollout's last answer where they continue it: an agent's
 // next prompt begins with its last one, so the text of vLLM's `prompt_token_ids` list begins with the
-// last list's text, and only the ids after it are parsed (JSON.parse of an agent's 13k echoed ids was
-// ~170 µs of a native call: `npm run bench -- answer-parse`, case `agent_next`). The answer comes
-// out as parsing the whole text gives it, key order included (prompt-ids.test.ts holds it to that).
+// last list's text, and only the ids after it are parsed (`npm run bench -- answer-parse`, case
+// `agent_next`, measures it against JSON.parse of the whole). The answer comes out as parsing the
+// whole text gives it, key order included (prompt-ids.test.ts holds it to that).
 import { BoundedMap } from '../bounded-map';
 import type { Json } from './json';
 
@@ -60,7 +60,7 @@ export class PromptIdsMemo {
       before.text !== '' && // after "[]" the next list has no comma to start from
       list.length >= before.text.length &&
       // String equality compares memory at once; startsWith walked these sliced strings a character
-      // at a time (30-200 µs for 50 KB, more than the parse it saves)
+      // at a time, and cost more than the parse it saves
       list.slice(0, before.text.length) === before.text &&
       (list.length === before.text.length || list.charCodeAt(before.text.length) === 44);
     // the ids after the last list's (after its comma), or the whole list
