@@ -334,7 +334,13 @@ export default async function main(): Promise<void> {
       const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_BASELINE_SCHEMA);
       const p = await bundledChild(
         'servers/proxy.ts',
-        { BACKEND: fake.info.url, STORE: spec, CONVERSATIONS: String(CONVERSATIONS) },
+        {
+          BACKEND: fake.info.url,
+          STORE: spec,
+          CONVERSATIONS: String(CONVERSATIONS),
+          // the same model files as this checkout's proxy: else its bridge asks the backend's /tokenize
+          MODEL_FILES: fake.info.modelDir,
+        },
         baselineFlags,
         baselineTree,
       );
@@ -508,39 +514,46 @@ export default async function main(): Promise<void> {
         });
       }
     }
-    if (only.includes('conversation'))
-      for (const p of proxies) {
-        const c = p.conversations;
-        if (!c?.bridged.length) continue;
-        const run = async (targets: Conversations['bridged']) => {
-          const cpu0 = cpuOf(p.proc);
-          const end = performance.now() + seconds;
-          const calls = (await Promise.all(targets.map((t) => converse(t, end)))).reduce((a, b) => a + b, 0);
-          const cpuUs = cpuOf(p.proc) - cpu0;
-          const ids = targets.map((t) => t.id).join(',');
-          const sources = (await (
-            await fetch(`${c.origin}/bench/token-sources?rollouts=${ids}`)
-          ).json()) as Record<string, number>;
-          const all = Object.values(sources).reduce((a, b) => a + b, 0);
-          return {
-            rate: (calls * 1000) / seconds,
-            cpuUs: cpuUs / calls,
-            bridged: (sources.bridge ?? 0) / (all || 1),
-          };
-        };
-        const bridged = await run(c.bridged);
-        const native = await run(c.native);
+    if (only.includes('conversation')) {
+      // Every proxy's bridged and native rollouts in the same rounds (rotating order, BENCH_ROUNDS): a
+      // change is judged against BENCH_BASELINE's build minute by minute, not phase after phase.
+      const withConversations = proxies.filter((p) => p.conversations?.bridged.length);
+      const converseAll = async (targets: Conversations['bridged']): Promise<Rate> => {
+        const end = performance.now() + seconds;
+        const calls = (await Promise.all(targets.map((t) => converse(t, end)))).reduce((a, b) => a + b, 0);
+        return { rate: (calls * 1000) / seconds, calls, tokens: 0 };
+      };
+      const results = await inRounds(
+        withConversations.flatMap((p) => {
+          const c = p.conversations as Conversations;
+          return [
+            { proc: p.proc, fn: () => converseAll(c.bridged) },
+            { proc: p.proc, fn: () => converseAll(c.native) },
+          ];
+        }),
+        'conversation',
+      );
+      for (const [i, p] of withConversations.entries()) {
+        const c = p.conversations as Conversations;
+        const [bridged, native] = [results[2 * i], results[2 * i + 1]];
+        const ids = c.bridged.map((t) => t.id).join(',');
+        const sources = (await (
+          await fetch(`${c.origin}/bench/token-sources?rollouts=${ids}`)
+        ).json()) as Record<string, number>;
+        const all = Object.values(sources).reduce((a, b) => a + b, 0);
         emit('proxy.conversation', {
           store: p.store,
           conversations: CONVERSATIONS,
+          rounds: roundsOf,
           bridged_rps: round(bridged.rate, 1),
           native_rps: round(native.rate, 1),
-          bridged_cpu_us_per_call: round(bridged.cpuUs, 0),
-          native_cpu_us_per_call: round(native.cpuUs, 0),
-          bridged_share: round(bridged.bridged),
+          bridged_cpu_us_per_call: round(bridged.cpuUs / bridged.calls, 0),
+          native_cpu_us_per_call: round(native.cpuUs / native.calls, 0),
+          bridged_share: round((sources.bridge ?? 0) / (all || 1)),
           ...load(),
         });
       }
+    }
   } finally {
     /** Signals `proc` and resolves once it has exited (a proxy closes its store on SIGINT). */
     const stopped = (proc: Proxied['proc'], signal: NodeJS.Signals) => {

@@ -1,7 +1,9 @@
 // The proxy's hand-written fast paths behind one switch. Each reads or writes vLLM's JSON from its text
 // where the general path would build objects: a stream chunk scanned (chunk-scan.ts), a whole answer
 // parsed without what the harness will not see (answer-scan.ts), the harness's own request text sent
-// on with the proxy's keys appended (pre-serialised JSON, dispatch.ts backendText). Off, every answer
+// on with the proxy's keys appended (pre-serialised JSON, dispatch.ts backendText), a chat answer's
+// prompt ids read from where the rollout's last ones end (prompt-ids.ts), and the daemon tokenizer's
+// word memo and split (tokenize/word-ids.ts, read when a tokenizer is loaded). Off, every answer
 // and chunk goes through JSON.parse and every backend request through JSON.stringify; the records are
 // the same either way (test/e2e/proxy-fast-paths.test.ts); `npm run bench -- answer-parse
 // stream-chunk` measures what they save. HARNESS_RL_FAST_PATHS=off turns them off, to rule them out
@@ -10,6 +12,7 @@ import { parseChatAnswer, parseWithoutPromptIds } from './answer-scan';
 import type { BackendKind } from './assemble';
 import { backendText } from './dispatch';
 import { type Json, parseBackendJson } from './json';
+import type { PromptIdsMemo } from './prompt-ids';
 
 let on = process.env.HARNESS_RL_FAST_PATHS !== 'off';
 
@@ -29,11 +32,19 @@ export function setFastPaths(value: boolean): void {
  */
 export function parseAnswer(
   text: string,
-  o: { kind: BackendKind; bridged: boolean; entries: boolean },
+  o: {
+    kind: BackendKind;
+    bridged: boolean;
+    entries: boolean;
+    /** The rollout's last prompt ids, which a chat answer's may continue (prompt-ids.ts). */
+    prompt?: { memo: PromptIdsMemo; rolloutId: string };
+  },
 ): Json | null {
   if (!on) return parseBackendJson(text);
   if (o.bridged) return parseWithoutPromptIds(text);
-  return o.kind === 'chat' && !o.entries ? parseChatAnswer(text) : parseBackendJson(text);
+  if (o.kind !== 'chat') return parseBackendJson(text);
+  const parse = o.entries ? parseBackendJson : (t: string) => parseChatAnswer(t);
+  return o.prompt ? o.prompt.memo.parse(o.prompt.rolloutId, text, parse) : parse(text);
 }
 
 /** A stream chunk's data that was not scanned: a bridged call's without the echoed prompt ids. */

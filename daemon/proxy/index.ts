@@ -12,6 +12,7 @@ import { BridgeMemory, localTokenizers } from './bridge';
 import { ProxyError } from './errors';
 import { installFront, type ProxyRequest, proxyRequest, readBody } from './front';
 import { CallPolicy } from './policy';
+import { PromptIdsMemo } from './prompt-ids';
 import { Recorder } from './recorder';
 import { failRequest, type Handler, type ProxyDeps, router } from './routes';
 import { Scopes } from './scope';
@@ -50,14 +51,18 @@ export async function registerProxy(
   for (const url of ctx.config.backends) pool.add(url);
   const scopes = new Scopes(ctx);
   const memory = new BridgeMemory(options.bridgeBudgetBytes, localTokenizers(ctx.config, ctx.log));
+  const promptIds = new PromptIdsMemo();
   // What the bridge and the pool keep for a rollout goes when its attempt is over (a recording's, when it stops).
   const forgetEnded = ctx.store.subscribe(
     (ev) => {
       if (ev.type === 'rollout' && attemptOver(ev.rollout)) {
         memory.forget(ev.rollout.id);
+        promptIds.forget(ev.rollout.id);
         if (FINISHED_ROLLOUT.has(ev.rollout.status)) pool.forgetRollout(ev.rollout.id);
-      } else if (ev.type === 'recording' && ev.recording.status === 'stopped')
+      } else if (ev.type === 'recording' && ev.recording.status === 'stopped') {
         memory.forget(ev.recording.rollout_id);
+        promptIds.forget(ev.recording.rollout_id);
+      }
     },
     ['rollout', 'recording'],
   );
@@ -69,6 +74,7 @@ export async function registerProxy(
     upstreams: new Upstreams(ctx.dataDir),
     policy: new CallPolicy(ctx, memory),
     recorder,
+    promptIds,
   };
   const routeOf = router(deps);
 

@@ -14,6 +14,7 @@ import { backendErrorMessage, ProxyError } from './errors';
 import { parseAnswer } from './fast-paths';
 import type { Json } from './json';
 import type { Output } from './output';
+import type { PromptIdsMemo } from './prompt-ids';
 import { answerFields, fieldsOf } from './record-fields';
 import { AS_REQUESTED, callSampling, type SamplingPlan } from './sampling';
 import { finishStream } from './stream';
@@ -34,6 +35,8 @@ export interface RunOptions {
   tito?: BridgeMemory;
   /** Whose sampling parameters `body` carries (absent: the harness's own). */
   sampling?: SamplingPlan;
+  /** The rollouts' last prompt ids, which a whole chat answer's may continue. */
+  promptIds?: PromptIdsMemo;
 }
 
 /** The whole life of one call through the pool or a fixed vLLM/OpenAI target. Never throws. */
@@ -117,10 +120,13 @@ async function finishWhole(
   const status = d.res.statusCode ?? 502;
   // A bridged call's prompt ids are the bridge's own, and a harness that will not see vLLM's logprob
   // entries needs only their logprobs: neither is made into objects (the bulk of an answer's bytes).
+  const scope = call.scope;
   let json = parseAnswer(text, {
     kind: o.kind,
     bridged: d.bridged !== null,
     entries: o.output.logprobEntries,
+    prompt:
+      o.promptIds && scope && status === 200 ? { memo: o.promptIds, rolloutId: scope.rolloutId } : undefined,
   });
   if (status >= 400) {
     const message = `backend ${d.backendName} answered ${status}: ${backendErrorMessage(text)}`;

@@ -9,7 +9,8 @@ import { startTestProxy } from './proxy-setup';
 afterEach(() => setFastPaths(true));
 
 /** Every way a call's answer is read: native chat and completions whole and streamed, with and without
- * logprob entries for the harness, n = 2, bridged turns (whole and streamed), Anthropic Messages. */
+ * logprob entries for the harness, n = 2, bridged turns (whole and streamed), Anthropic Messages, and a
+ * native conversation whose prompt ids continue the last answer's. */
 async function calls(fast: boolean): Promise<LlmCall[]> {
   setFastPaths(fast);
   const fake = await startFakeVllm({ model: 'toy' });
@@ -60,7 +61,14 @@ async function calls(fast: boolean): Promise<LlmCall[]> {
       });
       await res.text();
     }
-    return await proxy.calls(id);
+    // A native rollout's conversation: each answer's prompt ids continue the last ones (prompt-ids.ts).
+    const native = await proxy.rollout({ tito: false });
+    const turns = [user('native one')];
+    for (let t = 0; t < 3; t++) {
+      const r = await native.client.chat.completions.create({ model: 'toy', messages: turns });
+      turns.push({ role: 'assistant', content: r.choices[0].message.content } as never, user(`turn ${t}`));
+    }
+    return [...(await proxy.calls(id)), ...(await proxy.calls(native.id))];
   } finally {
     await proxy.close();
     await fake.close();
@@ -80,7 +88,8 @@ describe('the fast paths', () => {
   it('record every kind of call exactly as the plain JSON.parse paths do', async () => {
     const on = await calls(true);
     const off = await calls(false);
-    expect(on.length).toBe(12);
+    expect(on.length).toBe(15);
+    expect(on.slice(12).map((c) => c.token_source)).toEqual(['backend', 'backend', 'backend']);
     expect(on.map((c) => c.token_source)).toContain('bridge');
     expect(off.map(comparable)).toEqual(on.map(comparable));
   });

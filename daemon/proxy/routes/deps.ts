@@ -10,6 +10,7 @@ import { ProxyError } from '../errors';
 import type { ProxyRequest } from '../front';
 import type { Output } from '../output';
 import type { CallPolicy } from '../policy';
+import type { PromptIdsMemo } from '../prompt-ids';
 import type { Recorder } from '../recorder';
 import { keyOf, type Scope, type Scopes } from '../scope';
 import type { Upstreams } from '../upstream';
@@ -21,6 +22,8 @@ export interface ProxyDeps {
   upstreams: Upstreams;
   policy: CallPolicy;
   recorder: Recorder;
+  /** Each rollout's last chat answer's prompt ids (pipeline: parsing only what the next one adds). */
+  promptIds: PromptIdsMemo;
 }
 
 export type Handler = (req: ProxyRequest, res: ServerResponse) => Promise<unknown>;

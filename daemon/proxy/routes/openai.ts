@@ -43,6 +43,7 @@ export const nativeRoute =
       output: nativeOutput(body),
       target,
       tito: kind === 'chat' ? d.policy.titoOf(scope, call.tags) : undefined,
+      promptIds: d.promptIds,
     });
   };
 

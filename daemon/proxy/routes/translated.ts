@@ -69,5 +69,6 @@ export async function runTranslated(
     output,
     target,
     tito: d.policy.titoOf(scope, call.tags),
+    promptIds: d.promptIds,
   });
 }
