@@ -39,8 +39,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+const claudeSession = await readSession('claude-code', text('claude-code-session.jsonl'), 'x.jsonl');
 describe('a Claude Code session log', () => {
-  const session = readSession('claude-code', text('claude-code-session.jsonl'), 'x.jsonl');
+  const session = claudeSession;
 
   it('reads as one call per model answer: a streamed answer (one line per block) is one call, the model and stop reason kept', () => {
     expect(session.session_id).toBe('5f0c2a1e-7d3b-4c9a-9e1f-2b6d8a4c0e11');
@@ -80,8 +81,9 @@ describe('a Claude Code session log', () => {
   });
 });
 
+const codexSession = await readSession('codex', text('codex-rollout.jsonl'), 'x.jsonl');
 describe('a Codex rollout', () => {
-  const session = readSession('codex', text('codex-rollout.jsonl'), 'x.jsonl');
+  const session = codexSession;
 
   it('reads as one call per response: reasoning and its function call together, a free-form tool call as a function call', () => {
     expect(session.session_id).toBe('0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b');
@@ -112,8 +114,8 @@ describe('a Codex rollout', () => {
     expect(session.notes).toEqual(['input_image parts left out (the chat template takes text): 1']);
   });
 
-  it('reads a rollout written before the RolloutLine envelope (2025): meta first, then the items themselves', () => {
-    const old = readSession('codex', text('codex-legacy.jsonl'), 'x.jsonl');
+  it('reads a rollout written before the RolloutLine envelope (2025): meta first, then the items themselves', async () => {
+    const old = await readSession('codex', text('codex-legacy.jsonl'), 'x.jsonl');
     expect(old.session_id).toBe('0a1b2c3d-0000-4000-8000-000000000001');
     expect(old.calls.map((c) => [c.request.instructions, c.response.output])).toEqual([
       [
