@@ -240,7 +240,7 @@ export function readCodexSession(entries: Entry[], bad: BadLine[], file: string)
   r.flush();
   return {
     source: 'codex',
-    session_id: str(r.meta.id) ?? /([0-9a-f]{8}-[0-9a-f-]{27})\.jsonl$/.exec(file)?.[1] ?? file,
+    session_id: str(r.meta.id) ?? /([0-9a-f]{8}-[0-9a-f-]{27})\.jsonl(\.zst)?$/.exec(file)?.[1] ?? file,
     cwd: str(r.meta.cwd),
     title: r.firstUser ? titleOf(r.firstUser) : null,
     cli_version: str(r.meta.cli_version),

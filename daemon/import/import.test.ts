@@ -18,7 +18,7 @@ import { readModelFolder } from '../tokenize/files';
 import { LocalChatTokenizer } from '../tokenize/local';
 import { localQwen3Tokenizer } from '../tokenize/qwen3';
 import { findSessions, importSessionFile, importTokenizer, readSession, UnknownTemplateError } from '.';
-import { claudeProjectFolder } from './files';
+import { claudeProjectFolder, readSessionText } from './files';
 
 const FIXTURES = resolve(__dirname, '../../test/fixtures/imports');
 const text = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
@@ -291,6 +291,36 @@ function session7Error(): string {
   }
   return '';
 }
+
+describe('a Codex rollout compressed with zstd (.jsonl.zst)', () => {
+  // the fixture is codex-rollout.jsonl as the zstd CLI (1.5.4, -19) compressed it
+  const zst = join(FIXTURES, 'codex-rollout.jsonl.zst');
+
+  it('reads as the uncompressed rollout', async () => {
+    expect(await readSessionText(zst)).toBe(text('codex-rollout.jsonl'));
+  });
+
+  it('is found in the sessions folder (by project too) and imported like the uncompressed one', async () => {
+    const root = join(dir, 'zstd-home/sessions');
+    const day = join(root, '2026/11/30');
+    mkdirSync(day, { recursive: true });
+    const name = 'rollout-2026-11-30T10-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl.zst';
+    copyFileSync(zst, join(day, name));
+    const skipped: string[] = [];
+    const files = await findSessions('codex', root, { project: '/home/ana/src/shop' }, skipped);
+    expect(files.map((f) => f.session_id)).toEqual(['0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b']);
+    expect(skipped).toEqual([]);
+    const own = await openStore('sqlite', join(dir, 'zstd-store'));
+    try {
+      const r = await importSessionFile(own, files[0].path, { source: 'codex', model, tokenizer: tok });
+      expect(r).toMatchObject({ status: 'imported', calls: 3, error: null });
+      const calls = await own.listRecordingCalls(r.recording_id!);
+      expect(calls.map((c) => c.request)).toEqual(codexSession.calls.map((c) => c.request));
+    } finally {
+      await own.close();
+    }
+  });
+});
 
 const pgProblem = await postgresProblem();
 const backends = (['sqlite', 'postgres'] as const).filter((b) => b === 'sqlite' || !pgProblem);

@@ -1,12 +1,12 @@
 // Past agent sessions into recordings: a session file read (claude-code.ts, codex.ts), its calls
 // tokenized with a chosen model's template (tokenize.ts) and stored as one stopped recording whose calls
 // are marked token_source "import". A session is imported once (the store keys it by source and id).
-import { readFile } from 'node:fs/promises';
 import type { NewLlmCall } from '../protocol/entities';
 import type { SessionImport } from '../protocol/imports';
 import type { Store } from '../store/store';
 import { readClaudeCodeSession } from './claude-code';
 import { readCodexSession } from './codex';
+import { readSessionText } from './files';
 import { type BadLine, type ImportSource, jsonLines, type ParsedSession, slicer } from './session';
 import { endOfTurnIds, type ImportTokenizer, sessionRenderer, tokenizeCall } from './tokenize';
 
@@ -60,7 +60,7 @@ export async function importSessionFile(
   };
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readSessionText(path);
   } catch (err) {
     return { ...result, error: `cannot read ${path}: ${(err as Error).message}` };
   }
