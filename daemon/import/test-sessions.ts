@@ -6,7 +6,11 @@ const CODE = Array.from(
   (_, i) => `    total_${i} = sum(item.price * item.qty for item in cart_${i})  # line ${i}`,
 ).join('\n');
 
-export function longClaudeSession(turns: number): string {
+/**
+ * `subAgentLines`: lines of a sub-agent's work (sidechain: read, then left out) after the first
+ * message, each with a tool result like the others (a session file of several MB).
+ */
+export function longClaudeSession(turns: number, subAgentLines = 0): string {
   const lines: object[] = [];
   let parent: string | null = null;
   let t = Date.parse('2026-11-30T09:00:00.000Z');
@@ -20,6 +24,19 @@ export function longClaudeSession(turns: number): string {
     parent = uuid;
   };
   push('user', { role: 'user', content: 'Make the cart totals add up, file by file.' });
+  for (let i = 0; i < subAgentLines; i++)
+    lines.push({
+      type: 'user',
+      uuid: `s${i}`,
+      parentUuid: i ? `s${i - 1}` : null,
+      isSidechain: true,
+      sessionId: 'bench',
+      timestamp: at(),
+      message: {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: `toolu_s${i}`, content: CODE }],
+      },
+    });
   for (let i = 0; i < turns; i++) {
     push('assistant', {
       id: `msg_${i}`,
