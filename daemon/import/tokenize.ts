@@ -2,7 +2,7 @@
 // (generation prompt on) is the prompt; the template's rendering of the request with the answer
 // appended, from there to the end of the answer's turn, is the response. The model never sampled
 // these tokens (token_source "import"). The tokenizer is the model's own (importTokenizer).
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { errorText } from '../error-text';
 import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from '../proxy/tito';
@@ -30,6 +30,8 @@ export interface ImportTokenizer extends ChatTokenizer {
   ): string;
 }
 
+let lastFolder: { stamp: string; tokenizer: LocalChatTokenizer } | null = null;
+
 /**
  * The chat tokenizer of `model`, rendered in the daemon as the bridge does (daemon/tokenize/): the
  * model's own tokenizer.json and chat template from the folder `model_files` names for it (the daemon
@@ -44,7 +46,12 @@ export function importTokenizer(model: string, modelFiles: Record<string, string
       : null;
   if (folder) {
     try {
-      return new LocalChatTokenizer(readModelFolder(folder));
+      // loading one takes ~1 s of the event loop: the REST API imports a session a request, so the
+      // last folder's is kept (re-read when its tokenizer.json changes)
+      const stamp = `${folder}\u0000${statSync(join(folder, 'tokenizer.json')).mtimeMs}`;
+      if (lastFolder?.stamp !== stamp)
+        lastFolder = { stamp, tokenizer: new LocalChatTokenizer(readModelFolder(folder)) };
+      return lastFolder.tokenizer;
     } catch (e) {
       throw new UnknownTemplateError(
         `${model}'s tokenizer files in ${folder} could not be used: ${errorText(e)}`,
