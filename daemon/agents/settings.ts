@@ -100,14 +100,26 @@ export function claudeCodeOtel(e: Pick<AgentEndpoints, 'anthropicBaseUrl' | 'key
   ];
 }
 
-/** Qwen Code's and Gemini CLI's settings.json: no telemetry or update checks, the auth type chosen. */
-const cliSettings = (auth: string) =>
+/**
+ * Qwen Code's and Gemini CLI's settings.json: no usage statistics or update checks, the auth type
+ * chosen, and their OpenTelemetry (`telemetry`: OTLP over HTTP to `otlp`, prompts left out) on, so
+ * each `*.tool_call` log event becomes a tool run (daemon/telemetry/tool-runs.ts). The key goes in
+ * OTEL_EXPORTER_OTLP_HEADERS (cliOtelHeaders): their exporters take headers from there only.
+ */
+const cliSettings = (auth: string, otlp: Record<string, string>) =>
   json({
     privacy: { usageStatisticsEnabled: false },
-    telemetry: { enabled: false },
+    telemetry: { enabled: true, target: 'local', otlpProtocol: 'http', logPrompts: false, ...otlp },
     general: { disableAutoUpdate: true, disableUpdateNag: true },
     security: { auth: { selectedType: auth } },
   });
+
+/** The rollout's key on the OTLP exporters' requests (Gemini CLI, Qwen Code: telemetry in settings.json). */
+const cliOtelHeaders = (e: Pick<AgentEndpoints, 'key'>): EnvSetting => ({
+  name: 'OTEL_EXPORTER_OTLP_HEADERS',
+  value: `Authorization=Bearer ${e.key}`,
+  comment: 'its telemetry (tool calls) to the daemon with the same key',
+});
 
 export const AGENT_SETTINGS: AgentSettings[] = [
   {
@@ -248,12 +260,21 @@ exporter = { otlp-http = { endpoint = "${e.openaiBaseUrl}/logs", protocol = "bin
       { name: 'OPENAI_BASE_URL', value: e.openaiBaseUrl },
       { name: 'OPENAI_API_KEY', value: e.key },
       { name: 'OPENAI_MODEL', value: e.model },
+      cliOtelHeaders(e),
     ],
-    files: () => [{ path: '~/.qwen/settings.json', language: 'json', text: cliSettings('openai') }],
+    files: (e) => [
+      {
+        path: '~/.qwen/settings.json',
+        language: 'json',
+        // logs only (a per-signal endpoint): no traces or metrics are exported
+        text: cliSettings('openai', { otlpLogsEndpoint: `${e.anthropicBaseUrl}/v1/logs` }),
+      },
+    ],
     command: (e) => `qwen -p "the task" --yolo --auth-type openai --model ${e.model}`,
     notes: [
       'Its package asks for Node ≥ 22 (`engines`); 0.24.4 runs on Node 20 as CI shows, with an `EBADENGINE` warning at install.',
       'It sends usage statistics to Qwen’s telemetry endpoint unless `usageStatisticsEnabled` is false.',
+      'Its `telemetry` settings (OTLP over HTTP, `otlpLogsEndpoint`) send each `qwen-code.tool_call` event (tool, duration, success) to the daemon’s receiver, the key in `OTEL_EXPORTER_OTLP_HEADERS`: the tool runs appear on the trajectory. `logPrompts: false` keeps the prompts out of them; `enabled: false` turns it off.',
     ],
   },
   {
@@ -268,14 +289,23 @@ exporter = { otlp-http = { endpoint = "${e.openaiBaseUrl}/logs", protocol = "bin
       { name: 'GOOGLE_GEMINI_BASE_URL', value: e.anthropicBaseUrl },
       { name: 'GEMINI_API_KEY', value: e.key },
       { name: 'GEMINI_CLI_TRUST_WORKSPACE', value: 'true' },
+      cliOtelHeaders(e),
     ],
-    files: () => [{ path: '~/.gemini/settings.json', language: 'json', text: cliSettings('gemini-api-key') }],
+    files: (e) => [
+      {
+        path: '~/.gemini/settings.json',
+        language: 'json',
+        // it adds /v1/logs, /v1/traces and /v1/metrics (the daemon takes and drops metrics)
+        text: cliSettings('gemini-api-key', { otlpEndpoint: e.anthropicBaseUrl }),
+      },
+    ],
     command: () => 'gemini -p "the task" --yolo   # --model <served model>: no router call',
     notes: [
       'Without `security.auth.selectedType` a headless run exits 41, `Invalid auth method selected`, even with `GEMINI_API_KEY` set.',
       'In a folder it has not been told to trust, `--yolo` is overridden to default approvals and the run exits 55: set `GEMINI_CLI_TRUST_WORKSPACE=true` (or pass `--skip-trust`).',
       'Without `--model` its model router first asks `gemini-…-flash-lite` how hard the request is (a non-streamed side call that expects JSON back, tagged `side` by its name), then uses the model it picked; the proxy sends every name as your served model (CI runs it so). A model that does not answer the router in JSON makes it retry several times before each turn: then pass `--model`, which skips the router.',
       'It streams (`:streamGenerateContent?alt=sse`); the proxy translates to the backend’s Chat API and back, function calls and responses included.',
+      'Its `telemetry` settings (`otlpProtocol: "http"`, `otlpEndpoint`: the rollout URL, to which it adds `/v1/logs`, `/v1/traces`, `/v1/metrics`) send each `gemini_cli.tool_call` event (tool, duration, success, result size) to the daemon’s receiver, the key in `OTEL_EXPORTER_OTLP_HEADERS`: the tool runs appear on the trajectory. `enabled: false` turns it off.',
     ],
   },
   {

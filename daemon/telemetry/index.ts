@@ -54,9 +54,16 @@ export function registerTelemetry(
         log: ctx.log,
       })
     : null;
-  const unsubscribe = spans
-    ? ctx.store.subscribe((e) => spans.onEvent(e), ['rollout', 'run_metrics', 'tool_runs'])
-    : null;
+  const unsubscribe =
+    spans || metrics
+      ? ctx.store.subscribe(
+          (e) => {
+            spans?.onEvent(e);
+            if (e.type === 'tool_runs') metrics?.observeToolRuns(e.tool_runs);
+          },
+          spans ? ['rollout', 'run_metrics', 'tool_runs'] : ['tool_runs'],
+        )
+      : null;
   if (spans) ctx.log('exporting spans over OTLP', { protocol: options?.protocol, content: options?.content });
   if (metrics || spans) {
     ctx.telemetry = {

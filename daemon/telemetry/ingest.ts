@@ -4,7 +4,8 @@
 // rollout or recording whose key it presents (the daemon token: the active recording). Bodies are
 // bounded, decoded (otlp-proto.ts) and checked (protocol/otlp.ts) before anything is stored; every
 // refusal is a 4xx naming the field. Reports may come a little after the rollout ends (exporters
-// flush at exit): up to LATE_MS after it finished.
+// flush at exit): up to LATE_MS after it finished. `/v1/metrics` is taken (key checked) and dropped:
+// CLIs that export every signal to one endpoint (Gemini CLI) get no errors for it.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
@@ -28,8 +29,12 @@ export const INGEST_BODY_LIMIT = 4 * 1024 * 1024;
 /** How long after its rollout ended a report is still taken. */
 const LATE_MS = 5 * 60_000;
 
-type Signal = 'traces' | 'logs';
-const SIGNALS: Record<string, Signal> = { '/v1/traces': 'traces', '/v1/logs': 'logs' };
+type Signal = 'traces' | 'logs' | 'metrics';
+const SIGNALS: Record<string, Signal> = {
+  '/v1/traces': 'traces',
+  '/v1/logs': 'logs',
+  '/v1/metrics': 'metrics',
+};
 
 const invalid = (status: number, field: string, message: string, code = 'invalid_request') =>
   new ProxyError(status, `${field}: ${message}`, field, code);
@@ -85,7 +90,7 @@ async function rolloutOf(ctx: DaemonContext, rid: string | undefined, key: strin
 }
 
 /** The body as OTLP/JSON (decoding protobuf and gzip), checked against the signal's schema. */
-function parseBody(signal: Signal, headers: IncomingMessage['headers'], raw: Buffer) {
+function parseBody(signal: Exclude<Signal, 'metrics'>, headers: IncomingMessage['headers'], raw: Buffer) {
   const encoding = String(headers['content-encoding'] ?? 'identity').toLowerCase();
   let body = raw;
   if (encoding === 'gzip') {
@@ -153,12 +158,16 @@ async function ingest(
   // The key is checked before the body is read: a stranger's body is dropped unread (fail).
   const rolloutId = await rolloutOf(ctx, rid, keyOf(msg.headers));
   const raw = await readBytes(msg, res, INGEST_BODY_LIMIT);
-  const { value, protobuf } = parseBody(signal, msg.headers, raw);
-  const runs: NewToolRun[] =
-    signal === 'traces'
-      ? toolRunsFromSpans(value as OtlpTracesRequest)
-      : toolRunsFromLogs(value as OtlpLogsRequest);
-  if (runs.length > 0) await ctx.store.addToolRuns(rolloutId, runs);
+  let protobuf = !String(msg.headers['content-type'] ?? '').includes('json');
+  if (signal !== 'metrics') {
+    const parsed = parseBody(signal, msg.headers, raw);
+    protobuf = parsed.protobuf;
+    const runs: NewToolRun[] =
+      signal === 'traces'
+        ? toolRunsFromSpans(parsed.value as OtlpTracesRequest)
+        : toolRunsFromLogs(parsed.value as OtlpLogsRequest);
+    if (runs.length > 0) await ctx.store.addToolRuns(rolloutId, runs);
+  }
   // An empty Export…ServiceResponse: full success.
   if (protobuf) {
     res.writeHead(200, { 'content-type': 'application/x-protobuf', 'content-length': 0 });
@@ -180,14 +189,15 @@ async function fail(ctx: DaemonContext, msg: IncomingMessage, res: ServerRespons
   );
 }
 
-/** Takes OTLP reports (`/v1/traces`, `/v1/logs`, also under `/r/<rollout>`) ahead of the proxy's routes. */
+/** Takes OTLP reports (`/v1/traces`, `/v1/logs`, `/v1/metrics`, also under `/r/<rollout>`) ahead of the proxy's routes. */
 export function registerIngest(app: FastifyInstance, ctx: DaemonContext): void {
   installFront(
     app.server,
     (msg, res) => {
       // Most requests are the proxy's: a look at the URL's end before parsing it
       const url = msg.url ?? '';
-      if (!url.includes('/v1/traces') && !url.includes('/v1/logs')) return false;
+      if (!url.includes('/v1/traces') && !url.includes('/v1/logs') && !url.includes('/v1/metrics'))
+        return false;
       const req = proxyRequest(msg);
       const signal = req && SIGNALS[req.path];
       if (!req || !signal) return false;

@@ -7,7 +7,7 @@ import parsePrometheusTextFormat, { type Family } from 'parse-prometheus-text-fo
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStore } from '../store/open';
 import type { Store } from '../store/store';
-import { DaemonMetrics } from './metrics';
+import { DaemonMetrics, NameBucket } from './metrics';
 
 let dir: string;
 let store: Store;
@@ -66,5 +66,19 @@ describe('scrape-time gauges', () => {
     expect(step('kl')).toBeUndefined();
     expect(value(families, 'harness_rl_node_up', { node: 'gpu-a', status: 'ready' })).toBe('1');
     expect(value(families, 'harness_rl_node_up', { node: 'gpu-a', status: 'unhealthy' })).toBe('0');
+  });
+});
+
+describe('tool run labels', () => {
+  it('keep the first names a harness reports and count the rest as other, so a scrape stays small', () => {
+    const bucket = new NameBucket(2);
+    expect([bucket.of('Bash'), bucket.of('Read'), bucket.of('mcp__x__y'), bucket.of('Bash')]).toEqual([
+      'Bash',
+      'Read',
+      'other',
+      'Bash',
+    ]);
+    expect(bucket.of(null)).toBe('other');
+    expect(new NameBucket(5).of('t'.repeat(300))).toHaveLength(64);
   });
 });

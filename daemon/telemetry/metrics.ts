@@ -1,6 +1,7 @@
 // The daemon's Prometheus metrics: proxy counters and histograms updated per recorded call (a few
-// hundred ns, bench/telemetry.ts), gauges read from the store and the span export at scrape time.
-import type { NewLlmCall } from '../protocol/entities';
+// hundred ns, bench/telemetry.ts), the tool runs harnesses report (ingest.ts, as the store keeps
+// them), gauges read from the store and the span export at scrape time.
+import type { NewLlmCall, ToolRun } from '../protocol/entities';
 import type { Store } from '../store/store';
 import {
   CONTENT_TYPE,
@@ -17,6 +18,23 @@ import {
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const ROLLOUT_STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
 const NODE_STATES = ['connecting', 'ready', 'busy', 'unhealthy', 'gone'] as const;
+/** Tool and agent names come from the harnesses (MCP tools, any service.name): past this many distinct ones, "other". */
+const MAX_TOOL_NAMES = 100;
+const MAX_AGENT_NAMES = 20;
+const MAX_NAME_CHARS = 64;
+
+/** A label from an open set of names: the first `max` distinct ones as they are, the rest "other". */
+export class NameBucket {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max: number) {}
+  of(name: string | null): string {
+    const n = name ? name.slice(0, MAX_NAME_CHARS) : 'unknown';
+    if (this.seen.has(n)) return n;
+    if (this.seen.size >= this.max) return 'other';
+    this.seen.add(n);
+    return n;
+  }
+}
 
 /** What the scrape reads besides the store: the span export's counts, the recorder's queue. */
 export interface MetricsSources {
@@ -46,6 +64,10 @@ export class DaemonMetrics {
   /** Children by label values, resolved once (wire|status|token_source, wire). */
   private readonly callChildren = new Map<string, CounterChild>();
   private readonly wireChildren = new Map<string, WireChildren>();
+  private readonly toolRuns: Counter;
+  private readonly toolSeconds: Histogram;
+  private readonly toolNames = new NameBucket(MAX_TOOL_NAMES);
+  private readonly agentNames = new NameBucket(MAX_AGENT_NAMES);
 
   constructor(private readonly sources: MetricsSources) {
     const r = this.registry;
@@ -103,7 +125,31 @@ export class DaemonMetrics {
         ['kind'],
       ),
     );
+    this.toolRuns = r.add(
+      new Counter(
+        'harness_rl_tool_runs_total',
+        `Tool runs the harnesses reported (OTLP), stored once each, by agent, tool (the first ${MAX_TOOL_NAMES} names; then other) and success (true, false, unknown)`,
+        ['agent', 'tool', 'success'],
+      ),
+    );
+    this.toolSeconds = r.add(
+      new Histogram(
+        'harness_rl_tool_run_seconds',
+        'How long the reported tool runs took, by agent (runs that give a duration)',
+        ['agent'],
+        LATENCY_BUCKETS,
+      ),
+    );
     this.registerScrapeGauges();
+  }
+
+  /** Counts tool runs as the store kept them (a repeated report is not counted again). */
+  observeToolRuns(runs: readonly ToolRun[]): void {
+    for (const t of runs) {
+      const agent = this.agentNames.of(t.agent);
+      this.toolRuns.labels(agent, this.toolNames.of(t.tool), String(t.success ?? 'unknown')).inc();
+      if (t.duration_ms !== null) this.toolSeconds.labels(agent).observe(t.duration_ms / 1000);
+    }
   }
 
   /** Counts one recorded call: map look-ups and adds only, it runs on the proxy's path. */

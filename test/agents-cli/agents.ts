@@ -160,6 +160,7 @@ export const AGENTS: AgentSpec[] = [
   spec('qwen-code', {
     bin: 'qwen',
     streams: true,
+    telemetry: true,
     tool: {
       name: 'write_file',
       arguments: (dir) => ({ file_path: join(dir, 'hello.txt'), content: fileText('qwen-code') }),
@@ -175,6 +176,7 @@ export const AGENTS: AgentSpec[] = [
   spec('gemini-cli', {
     bin: 'gemini',
     streams: true,
+    telemetry: true,
     tool: {
       name: 'write_file',
       arguments: (dir) => ({ file_path: join(dir, 'hello.txt'), content: fileText('gemini-cli') }),

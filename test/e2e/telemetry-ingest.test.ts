@@ -213,6 +213,20 @@ describe('OTLP ingest', () => {
     expect(stranger.json.error.field).toBe('authorization');
   });
 
+  it('metrics a CLI exports beside its logs (Gemini CLI: one endpoint for all) are taken with the key and dropped; without it, 401', async () => {
+    const { id, key } = await rollout();
+    const ok = await post(`/r/${id}/v1/metrics`, new Uint8Array([10, 0]), proto(key));
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.type).toBe('application/x-protobuf');
+    expect((await post('/v1/metrics', '{"resourceMetrics": []}', json(key))).status).toBe(200);
+    const none = await post(`/r/${id}/v1/metrics`, new Uint8Array([10, 0]), {
+      'content-type': 'application/x-protobuf',
+    });
+    expect(none.status).toBe(401);
+    expect(none.json.error.field).toBe('authorization');
+    expect(await toolRuns(id)).toEqual([]);
+  });
+
   it('refusals are 4xx answers that name the field: key, rollout, content type, encoding, schema, protobuf, size', async () => {
     const { id, key } = await rollout();
     const other = await rollout();

@@ -74,6 +74,64 @@ describe('Prometheus metrics', () => {
     await daemon.api('POST', `/api/rollouts/${id}/complete`, {});
   });
 
+  it('a tool run a harness reports counts once by agent, tool and success, its duration in the histogram', async () => {
+    const str = (key: string, value: string) => ({ key, value: { stringValue: value } });
+    const report = (toolUseId: string, success: string) =>
+      JSON.stringify({
+        resourceLogs: [
+          {
+            resource: { attributes: [str('service.name', 'gemini-cli')] },
+            scopeLogs: [
+              {
+                logRecords: [
+                  {
+                    timeUnixNano: String(Date.now() * 1_000_000),
+                    attributes: [
+                      str('event.name', 'gemini_cli.tool_call'),
+                      str('function_name', 'write_file'),
+                      str('call_id', toolUseId),
+                      str('success', success),
+                      str('duration_ms', '1500'),
+                    ],
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      });
+    const labels = { agent: 'gemini-cli', tool: 'write_file' };
+    const before = await scrape();
+    const ok0 = sample(before, 'harness_rl_tool_runs_total', { ...labels, success: 'true' });
+    const failed0 = sample(before, 'harness_rl_tool_runs_total', { ...labels, success: 'false' });
+    // the parser keeps a histogram's buckets, not its labels: summed over them (only this test reports tools)
+    const inBucket = (families: Family[], le: string) =>
+      (families.find((f) => f.name === 'harness_rl_tool_run_seconds')?.metrics ?? []).reduce(
+        (n, m) => n + Number(m.buckets?.[le] ?? 0),
+        0,
+      );
+    const { id, key } = (await daemon.api('POST', '/api/rollouts', {})).body;
+    const send = (body: string) =>
+      fetch(`${daemon.url}/r/${id}/v1/logs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body,
+      });
+    expect((await send(report('p1', 'true'))).status).toBe(200);
+    expect((await send(report('p1', 'true'))).status).toBe(200); // the same report again: stored once
+    expect((await send(report('p2', 'false'))).status).toBe(200);
+    expect((await daemon.api('GET', `/api/rollouts/${id}`)).body.tool_runs).toHaveLength(2);
+    const after = await scrape();
+    expect(sample(after, 'harness_rl_tool_runs_total', { ...labels, success: 'true' })).toBe(ok0 + 1);
+    expect(sample(after, 'harness_rl_tool_runs_total', { ...labels, success: 'false' })).toBe(failed0 + 1);
+    expect(after.find((f) => f.name === 'harness_rl_tool_run_seconds')?.type).toBe('HISTOGRAM');
+    expect(observed(after, 'harness_rl_tool_run_seconds') - inBucket(before, '+Inf')).toBe(2);
+    // 1.5 s each: above the 1 s bound, within 2.5 s
+    expect(inBucket(after, '1') - inBucket(before, '1')).toBe(0);
+    expect(inBucket(after, '2.5') - inBucket(before, '2.5')).toBe(2);
+    await daemon.api('POST', `/api/rollouts/${id}/complete`, {});
+  });
+
   it('every metric the Grafana dashboard in docs/ queries is one /metrics serves', async () => {
     const names = new Set((await scrape()).map((f) => f.name));
     const dashboard = JSON.parse(
