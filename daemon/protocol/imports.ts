@@ -36,7 +36,7 @@ export const ImportableSession = z.object({
 export const ScannedImports = z.object({
   root: z.string(),
   sessions: z.array(ImportableSession),
-  skipped: z.array(z.string()).describe('session files that cannot be read here (compressed rollouts)'),
+  skipped: z.array(z.string()).describe('session files found that this daemon cannot read (none today: zstd-compressed rollouts are read too)'),
 });
 
 export const ImportSessionBody = z

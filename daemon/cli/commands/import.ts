@@ -50,7 +50,7 @@ export async function importCommand(
       ...(values.project ? { project: values.project } : {}),
     });
     for (const s of scan.skipped)
-      io.err(`skipped ${s}: a compressed rollout (decompress it with zstd -d to import it)`);
+      io.err(`skipped ${s}: a session file this daemon cannot read`);
     const results: SessionImport[] = [];
     for (const [i, s] of scan.sessions.entries()) {
       const r = await call<SessionImport>('POST', '/api/imports', {
