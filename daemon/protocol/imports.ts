@@ -36,7 +36,11 @@ export const ImportableSession = z.object({
 export const ScannedImports = z.object({
   root: z.string(),
   sessions: z.array(ImportableSession),
-  skipped: z.array(z.string()).describe('session files found that this daemon cannot read (none today: zstd-compressed rollouts are read too)'),
+  skipped: z
+    .array(z.string())
+    .describe(
+      'session files found that this daemon cannot read (none today: zstd-compressed rollouts are read too)',
+    ),
 });
 
 export const ImportSessionBody = z

@@ -42,7 +42,8 @@ export async function importPastSessions(ctx: Ctx, client: DaemonClient): Promis
     source: pick.source,
     root,
   });
-  for (const s of scan.skipped) ctx.log.appendLine(`import: skipped ${s} (a session file the daemon cannot read)`);
+  for (const s of scan.skipped)
+    ctx.log.appendLine(`import: skipped ${s} (a session file the daemon cannot read)`);
   const todo = scan.sessions.filter((s) => s.recording_id === null);
   if (!todo.length) {
     void vscode.window.showInformationMessage(

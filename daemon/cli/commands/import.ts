@@ -49,8 +49,7 @@ export async function importCommand(
       ...(values.since ? { since: values.since } : {}),
       ...(values.project ? { project: values.project } : {}),
     });
-    for (const s of scan.skipped)
-      io.err(`skipped ${s}: a session file this daemon cannot read`);
+    for (const s of scan.skipped) io.err(`skipped ${s}: a session file this daemon cannot read`);
     const results: SessionImport[] = [];
     for (const [i, s] of scan.sessions.entries()) {
       const r = await call<SessionImport>('POST', '/api/imports', {
