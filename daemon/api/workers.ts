@@ -108,6 +108,7 @@ async function claimedAnswer(
     ...(config.harness.reward === 'verifier' ? { verifier: config.harness.verifier } : {}),
     ...(config.harness.command ? { command: config.harness.command } : {}),
     sandbox: config.harness.sandbox,
+    mode: config.harness.mode,
   };
 }
 
