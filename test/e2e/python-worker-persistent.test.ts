@@ -1,7 +1,8 @@
 // A persistent harness (`harness.mode: persistent`) run by the Python worker of workers/python (what a
 // Ray node runs), outside Ray: one process per concurrency slot takes the run's rollouts over stdin, its
 // other lines are each attempt's output, one that crashes mid-rollout is started again and that attempt
-// fails as infrastructure (harness_crashed) and is retried, one that hangs past the deadline is killed.
+// fails as infrastructure (harness_crashed) and is retried, one that hangs past the deadline is killed,
+// and a run's verifier still runs after each rollout.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -113,5 +114,21 @@ describe.skipIf(!existsSync(PYTHON))('a persistent harness on the Python worker'
     const hung = Number(readFileSync(join(dir, 'hung-pid'), 'utf8'));
     expect(pids).toContain(hung);
     expect(alive(hung)).toBe(false);
+  }, 150_000);
+
+  it('a run rewarded by its verifier has it run after each persistent rollout, and its reward counts', async () => {
+    const verify = `import json, sys; i = json.load(sys.stdin); print(json.dumps({"reward": 7, "detail": {"harness_reward": i["harness_reward"], "saw": "a log line of" in i["stdout"]}}))`;
+    const { run, rollouts, out } = await train([{ q: 'a' }], {
+      reward: 'verifier',
+      verifier: [PYTHON, '-c', verify],
+    });
+    expect(run.status, `${run.error}\n${out}`).toBe('finished');
+    expect(rollouts).toHaveLength(2);
+    for (const r of rollouts) {
+      expect(r).toMatchObject({ status: 'succeeded', reward: 7 });
+      const [reward] = await daemon.ctx.store.listRewards(r.id);
+      expect(reward).toMatchObject({ source: 'verifier', value: 7, detail: { saw: true } });
+      expect(typeof (reward!.detail as { harness_reward: unknown }).harness_reward).toBe('number');
+    }
   }, 150_000);
 });

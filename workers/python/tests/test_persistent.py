@@ -7,6 +7,7 @@ the harness's error answers, and the container argv of a process that takes roll
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -14,7 +15,7 @@ import time
 import unittest
 
 from harness_rl_worker.persistent import AttemptFailed, PersistentHarness, answer_of
-from harness_rl_worker.sandbox import container_argv
+from harness_rl_worker.sandbox import bubblewrap_argv, container_argv
 
 # Answers each rollout line; task "crash" exits, "hang" never answers, "error"/"infra" answer an error.
 HARNESS = r"""
@@ -139,6 +140,37 @@ class PersistentRollouts(unittest.TestCase):
         with self.assertRaises(AttemptFailed) as e:
             self.rollout(2, "a")
         self.assertEqual(e.exception.failure["reason"], "worker_stopped")
+
+
+def bubblewrap_runs() -> bool:
+    try:
+        return subprocess.run(bubblewrap_argv(["true"]), capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@unittest.skipUnless(bubblewrap_runs(), "bubblewrap does not run here")
+class PersistentBubblewrap(unittest.TestCase):
+    def test_the_process_runs_in_the_sandbox_for_all_its_rollouts(self):
+        work = tempfile.mkdtemp(dir="/tmp")
+        code = (
+            "import json, os, sys\n"
+            "for line in sys.stdin:\n"
+            "    m = json.loads(line)\n"
+            "    try:\n"
+            "        open('written', 'w').close(); ok = 0\n"
+            "    except OSError:\n"
+            "        ok = 1\n"
+            "    print(json.dumps({'rollout_id': m['rollout_id'], 'reward': ok + len(os.listdir('/tmp'))}), flush=True)\n"
+        )
+        harness = PersistentHarness([sys.executable, "-c", code], work, "http://127.0.0.1:1")
+        self.addCleanup(harness.close)
+        for n in (1, 2):
+            c = {**claim(n, "x"), "sandbox": "bubblewrap"}
+            # Its folder read-only, and a /tmp of its own holding only that folder.
+            self.assertEqual(harness.rollout(c, {}, threading.Event()), (2, ""))
+        self.assertEqual(harness.started, 1)
+        self.assertFalse(os.path.exists(os.path.join(work, "written")))
 
 
 class AnswerLine(unittest.TestCase):
