@@ -108,6 +108,8 @@ async function claimedAnswer(
     ...(config.harness.reward === 'verifier' ? { verifier: config.harness.verifier } : {}),
     ...(config.harness.command ? { command: config.harness.command } : {}),
     sandbox: config.harness.sandbox,
+    // Only when persistent: a Python worker of an older release refuses a Claimed with a field it lacks.
+    ...(config.harness.mode === 'persistent' ? { mode: config.harness.mode } : {}),
   };
 }
 

@@ -5,15 +5,14 @@ import { HarnessConfig } from './config';
 const ray = { ray: { address: 'http://127.0.0.1:8265' } };
 
 describe('harness config', () => {
-  it('refuses a persistent harness on Ray workers, naming harness.mode (they start one process per rollout)', () => {
+  it('takes a persistent harness on Ray workers (the Python workers run it, workers/python persistent.py) and on the daemon workers', () => {
     const parsed = HarnessConfig.safeParse({ command: ['node', 'h.mjs'], mode: 'persistent', workers: ray });
-    expect(parsed.success).toBe(false);
-    const issue = parsed.error?.issues.find((i) => i.path.join('.') === 'mode');
-    expect(issue?.message).toMatch(/persistent runs on the daemon's own workers only/);
+    expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+    expect(parsed.data?.mode).toBe('persistent');
+    expect(HarnessConfig.safeParse({ command: ['node', 'h.mjs'], mode: 'persistent' }).success).toBe(true);
   });
 
-  it('takes a spawned harness on Ray workers and a persistent one on the daemon workers', () => {
+  it('takes a spawned harness on Ray workers', () => {
     expect(HarnessConfig.safeParse({ command: ['node', 'h.mjs'], workers: ray }).success).toBe(true);
-    expect(HarnessConfig.safeParse({ command: ['node', 'h.mjs'], mode: 'persistent' }).success).toBe(true);
   });
 });

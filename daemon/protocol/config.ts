@@ -166,15 +166,6 @@ export const HarnessConfig = z
         path: ['command'],
         message: 'harness.workers.ray runs harness.command on the Ray nodes: give it as an argv list',
       });
-    // The Ray workers (workers/python) spawn one process per rollout: a persistent harness would
-    // silently run as a spawned one there.
-    if (typeof harness.workers === 'object' && harness.mode === 'persistent')
-      ctx.addIssue({
-        code: 'custom',
-        path: ['mode'],
-        message:
-          'harness.mode: persistent runs on the daemon\'s own workers only: the Ray workers start one harness process per rollout (use mode: spawn with workers.ray)',
-      });
     // Added by the cluster owner (additive): a verifier setting that would silently do nothing is an error.
     if (harness.reward === 'verifier' && !harness.verifier?.length) {
       ctx.addIssue({

@@ -36,6 +36,12 @@ export const Claimed = z.object({
   verifier: z.array(z.string()).optional().describe("the run's harness.verifier argv (reward: verifier)"),
   command: z.array(z.string()).optional().describe("the run's harness.command (what a Ray worker runs)"),
   sandbox: HarnessSandbox.optional().describe("the run's harness.sandbox: where the worker runs the command"),
+  mode: z
+    .enum(['spawn', 'persistent'])
+    .optional()
+    .describe(
+      "the run's harness.mode: persistent, the worker starts `command` once per concurrency slot and writes it the rollout on stdin (protocol/persistent.ts)",
+    ),
 });
 
 export const HeartbeatBody = z.object({ rollout_id: Id.optional() }).strict();

@@ -2,11 +2,12 @@
 // a head with the Jobs REST API and two one-CPU worker nodes, made the way Ray's own tests make a
 // cluster (test/helpers/ray-cluster.py). A run trains through the Python workers the run submits as a
 // Ray job, which holds the run's worker credential and not the daemon token; a run rewarded by its
-// verifier has it run by the Python workers; a node killed mid-rollout ends its attempts as node_lost (Ray
-// reports the node dead) and the rollouts run again on the other node; stopping a run leaves no Ray job
-// behind. The jobs import this checkout's workers/python (PYTHONPATH in their runtime_env).
+// verifier has it run by the Python workers; a persistent harness runs one process per slot there; a
+// node killed mid-rollout ends its attempts as node_lost (Ray reports the node dead) and the rollouts
+// run again on the other node; stopping a run leaves no Ray job behind. The jobs import this checkout's
+// workers/python (PYTHONPATH in their runtime_env).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,6 +17,7 @@ import type { Run, RunWorkers } from '../../daemon/protocol/entities';
 import { liveRayJobs, type RayJobInfo } from '../../daemon/worker/ray';
 import { responseText } from '../../daemon/worker/verifier';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { PERSISTENT_CHAT_HARNESS } from '../helpers/persistent-harness';
 import { alive, freePort } from '../helpers/process';
 import { HELD_CHAT_HARNESS, harnessPids, runFinished } from '../helpers/runs';
 import { waitFor } from '../helpers/wait';
@@ -236,6 +238,37 @@ describe.skipIf(!haveRay)('harness.workers.ray on a real Ray cluster (loopback)'
         },
       ]);
     }
+  }, 300_000);
+
+  it('a persistent harness (harness.mode: persistent) runs on the Ray workers: one process per slot, a crash mid-rollout fails as harness_crashed and is retried', async () => {
+    const dir = folder();
+    writeFileSync(join(dir, 'persistent.mjs'), PERSISTENT_CHAT_HARNESS);
+    writeFileSync(join(dir, 'tasks.jsonl'), '{"q":"a","crash":true}\n{"q":"bb"}\n');
+    const run = await start(
+      'persistent on ray',
+      dir,
+      { workers: 1, resources_per_worker: { num_cpus: 0.5 } },
+      1,
+      {
+        command: [process.execPath, 'persistent.mjs'],
+        mode: 'persistent',
+      },
+    );
+    const after = await finished(run.id);
+    expect(after.step).toBe(1);
+    const rollouts = (await daemon.ctx.store.listRollouts({ run_id: run.id })).items;
+    expect(rollouts.every((r) => r.status === 'succeeded' && typeof r.reward === 'number')).toBe(true);
+    const attempts = (await Promise.all(rollouts.map((r) => daemon.ctx.store.listAttempts(r.id)))).flat();
+    expect(attempts.every((a) => a.worker?.startsWith('ray:'))).toBe(true);
+    const crashed = attempts.filter((a) => a.failure);
+    expect(crashed).toHaveLength(1);
+    expect(crashed[0]).toMatchObject({ failure: { kind: 'infrastructure', reason: 'harness_crashed' } });
+    expect(crashed[0]!.error).toContain('segfault, or so');
+    // The worker took the rollouts over stdin (the harness refuses to run spawned): 2 slots and the
+    // crashed process's successor, all ended with the run's Ray job.
+    const pids = readdirSync(join(dir, 'pids')).map(Number);
+    expect(pids).toHaveLength(3);
+    await waitFor('the harness processes to end with the job', () => pids.every((p) => !alive(p)), 60_000);
   }, 300_000);
 
   it('a Ray node killed mid-rollout: its attempts end as node_lost (infrastructure) and the rollouts run again on the other node', async () => {

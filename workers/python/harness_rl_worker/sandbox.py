@@ -80,7 +80,10 @@ def holder_name(name: str) -> str:
     return f"{name}-net"
 
 
-def _limit(box: dict, timeout_s: float) -> int:
+def _limit(box: dict, timeout_s: float, persistent: bool = False) -> int | None:
+    """The container's time limit in seconds; none for a persistent process without an explicit one."""
+    if persistent and box.get("timeout_s") is None:
+        return None
     return int(-(-float(box.get("timeout_s") or timeout_s) // 1))
 
 
@@ -92,6 +95,7 @@ def container_argv(
     env_keys: list[str],
     daemon_url: str,
     timeout_s: float,
+    persistent: bool = False,
 ) -> list[str]:
     """As daemon/worker/sandbox.ts containerArgv (Docker: --runtime after run, no --cgroup-manager or
     --timeout, the holder container's network)."""
@@ -120,8 +124,11 @@ def container_argv(
     cpus = box.get("cpus", 1)
     out += ["--memory", f"{box.get('memory_mb', 1024)}m", "--cpus", _num(cpus)]
     out += ["--ulimit", f"nofile={pids}:{pids}", "--ulimit", f"nproc={pids}:{pids}"]
-    if not docker:
-        out += ["--timeout", str(_limit(box, timeout_s))]
+    if persistent:
+        out += ["-i"]  # it takes its rollouts on stdin
+    limit = _limit(box, timeout_s, persistent)
+    if not docker and limit is not None:
+        out += ["--timeout", str(limit)]
     out += ["-v", f"{cwd}:{cwd}:ro"]
     for m in box.get("mounts", []):
         m = os.path.normpath(os.path.join(cwd, m))
@@ -259,7 +266,10 @@ def open_sandbox(
     env_keys: list[str],
     daemon_url: str,
     timeout_s: float,
+    persistent: bool = False,
 ) -> OpenSandbox:
+    """`persistent`: for a process that takes rollouts on stdin as long as it lives (-i, no time limit
+    unless the container names one)."""
     if sandbox in (None, "none"):
         return OpenSandbox(argv)
     if sandbox == "bubblewrap":
@@ -268,7 +278,9 @@ def open_sandbox(
     name = sandbox_name(attempt_id)
     docker = is_docker(box)
     proxy = box.get("network", "proxy") == "proxy"
-    opened = OpenSandbox(container_argv(box, attempt_id, argv, cwd, env_keys, daemon_url, timeout_s))
+    opened = OpenSandbox(
+        container_argv(box, attempt_id, argv, cwd, env_keys, daemon_url, timeout_s, persistent)
+    )
     engine = [box.get("engine", "podman")]
     if box.get("runtime") and not docker:
         engine += ["--runtime", box["runtime"]]
@@ -287,9 +299,10 @@ def open_sandbox(
         raise
     # Closed first: the engine's client may have been killed (the deadline), the container goes too.
     opened.closers.append(lambda: remove(names))
-    if docker:
+    limit = _limit(box, timeout_s, persistent)
+    if docker and limit is not None:
         # Docker has no --timeout: the container is removed at the limit.
-        timer = threading.Timer(_limit(box, timeout_s), lambda: remove([name]))
+        timer = threading.Timer(limit, lambda: remove([name]))
         timer.daemon = True
         timer.start()
         opened.closers.append(timer.cancel)

@@ -1,5 +1,7 @@
 """The rollout worker: claims rollouts of a run, keeps each attempt alive with heartbeats, runs the run's
-harness command in its sandbox, streams the output back and finishes the attempt with the reward.
+harness command in its sandbox, streams the output back and finishes the attempt with the reward. A run
+with `harness.mode: persistent` has its command started once per concurrency slot and fed its rollouts
+on stdin (persistent.py, as daemon/worker/persistent.ts does).
 
 The same protocol as `harness-rl worker` (daemon/cluster/worker.ts), its bodies checked against the
 schema generated from daemon/protocol/worker.ts. A run with `harness.reward: verifier` has its verifier
@@ -22,6 +24,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
+from .persistent import AttemptFailed, PersistentHarness
 from .protocol import check, fields
 from .sandbox import _die_with_parent, child_environ, open_sandbox
 from .verifier import VerifierFailed, final_output, no_reward_line, run_verifier
@@ -29,14 +32,6 @@ from .verifier import VerifierFailed, final_output, no_reward_line, run_verifier
 FINISH_FIELDS = fields("FinishBody")
 
 STDOUT_TAIL = 64 * 1024
-
-
-class AttemptFailed(Exception):
-    """An attempt's failure with its reason (daemon/protocol/failures.ts: kind and reason)."""
-
-    def __init__(self, message: str, kind: str, reason: str):
-        super().__init__(message)
-        self.failure = {"kind": kind, "reason": reason}
 
 
 def _failure_of(why: str | None, phase: str, err: Exception) -> dict | None:
@@ -141,6 +136,8 @@ class Worker:
         self.log = log
         self.stop = threading.Event()
         self.summary = Summary()
+        self.persistent: PersistentHarness | None = None
+        self._persistent_lock = threading.Lock()
 
     def run(self, concurrency: int) -> Summary:
         """Claims and runs rollouts on `concurrency` threads until the run ends or `stop` is set."""
@@ -149,7 +146,15 @@ class Worker:
             t.start()
         for t in slots:
             t.join()
+        if self.persistent:
+            self.persistent.close()
         return self.summary
+
+    def _persistent_harness(self, argv: list[str]) -> PersistentHarness:
+        with self._persistent_lock:
+            if self.persistent is None:
+                self.persistent = PersistentHarness(argv, self.cwd, self.daemon.url)
+            return self.persistent
 
     def _slot(self) -> None:
         backoff = 0.2
@@ -321,6 +326,12 @@ class Worker:
         if not argv:
             raise RuntimeError("the run names no harness.command")
         env = rollout_env(claim, self.daemon.url)
+        if claim.get("mode") == "persistent":
+            stream = OutputStream(self.daemon, claim)
+            try:
+                return self._persistent_harness(argv).rollout(claim, env, over, stream.add)
+            finally:
+                stream.close()
         try:
             box = open_sandbox(
                 claim.get("sandbox", "none"),

@@ -1,0 +1,205 @@
+"""The Python worker's persistent harness against real harness processes, with daemon/worker/persistent.ts's
+semantics: rollouts one after another in one process, its other lines as output, a crash failing the
+held rollout as harness_crashed and a new process for the next, an aborted rollout killing its process,
+the harness's error answers, and the container argv of a process that takes rollouts on stdin.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+from harness_rl_worker.persistent import AttemptFailed, PersistentHarness, answer_of
+from harness_rl_worker.sandbox import bubblewrap_argv, container_argv
+
+# Answers each rollout line; task "crash" exits, "hang" never answers, "error"/"infra" answer an error.
+HARNESS = r"""
+import json, os, sys, time
+if os.environ.get("HARNESS_RL_PERSISTENT") != "1":
+    sys.exit(9)
+print("started", os.getpid(), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    task, rid = m["task"], m["rollout_id"]
+    print("working on", rid, m["env"]["OPENAI_API_KEY"], flush=True)
+    print("to stderr", file=sys.stderr, flush=True)
+    time.sleep(0.2)  # stderr is another pipe: let it be read while the rollout is held
+    if task == "crash":
+        print("segfault, or so", file=sys.stderr, flush=True)
+        os._exit(139)
+    if task == "hang":
+        time.sleep(600)
+    if task == "error":
+        print(json.dumps({"rollout_id": rid, "error": "no answer found"}), flush=True)
+    elif task == "infra":
+        print(json.dumps({"rollout_id": rid, "error": "the tool server is down", "infrastructure": True}), flush=True)
+    elif task == "posted":
+        print(json.dumps({"rollout_id": rid}), flush=True)
+    else:
+        print(json.dumps({"rollout_id": "someone-else", "reward": 9}), flush=True)
+        print(json.dumps({"rollout_id": rid, "reward": len(task) / 10, "pid": os.getpid()}), flush=True)
+        print(json.dumps({"rollout_id": rid, "reward": len(task) / 10}), flush=True)
+"""
+
+
+def claim(n: int, task, timeout_s: float = 30) -> dict:
+    return {
+        "rollout": {"id": f"rol_{n}"},
+        "attempt": {"id": f"att_{n}"},
+        "input": task,
+        "model": "m",
+        "timeout_s": timeout_s,
+        "sandbox": "none",
+    }
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class PersistentRollouts(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        with open(os.path.join(self.dir, "harness.py"), "w") as f:
+            f.write(HARNESS)
+        self.harness = PersistentHarness([sys.executable, "harness.py"], self.dir, "http://127.0.0.1:1")
+        self.addCleanup(self.harness.close)
+
+    def rollout(self, n: int, task, over: threading.Event | None = None):
+        out: list[str] = []
+        reward, stdout = self.harness.rollout(
+            claim(n, task), {"OPENAI_API_KEY": f"key{n}"}, over or threading.Event(), out.append
+        )
+        return reward, stdout, "".join(out)
+
+    def pids(self) -> list[int]:
+        return [p.child.pid for p in self.harness.all]
+
+    def test_rollouts_one_after_another_in_one_process_with_their_output(self):
+        reward, stdout, streamed = self.rollout(1, "abc")
+        self.assertEqual(reward, 0.3)
+        self.assertIn("working on rol_1 key1\n", stdout)
+        self.assertIn('"rollout_id": "someone-else"', stdout)  # not this rollout's answer: output
+        self.assertIn("to stderr", streamed)
+        self.assertEqual(self.rollout(2, "abcde")[0], 0.5)
+        self.assertEqual(self.harness.started, 1)
+        self.assertEqual(self.rollout(3, "posted")[0], None)  # no reward: it posted it itself
+
+    def test_a_crash_fails_the_held_rollout_as_harness_crashed_and_the_next_starts_a_new_process(self):
+        self.rollout(1, "ab")
+        first = self.pids()[0]
+        with self.assertRaises(AttemptFailed) as e:
+            self.rollout(2, "crash")
+        self.assertEqual(e.exception.failure, {"kind": "infrastructure", "reason": "harness_crashed"})
+        self.assertRegex(str(e.exception), r"(?s)ended \(exit code 139\).*started again: .*segfault, or so")
+        self.assertEqual(self.rollout(3, "abcd")[0], 0.4)
+        self.assertEqual(self.harness.started, 2)
+        self.assertNotIn(first, [p.child.pid for p in self.harness.idle])
+
+    def test_an_aborted_rollout_kills_its_process_and_the_next_runs_on_a_new_one(self):
+        self.rollout(1, "ab")
+        pid = self.pids()[0]
+        over = threading.Event()
+        threading.Timer(0.5, over.set).start()
+        t0 = time.monotonic()
+        with self.assertRaises(AttemptFailed):
+            self.rollout(2, "hang", over)
+        self.assertLess(time.monotonic() - t0, 5)
+        until = time.monotonic() + 5
+        while alive(pid) and time.monotonic() < until:
+            time.sleep(0.05)
+        self.assertFalse(alive(pid))
+        self.assertEqual(self.rollout(3, "abc")[0], 0.3)
+        self.assertEqual(self.harness.started, 2)
+
+    def test_error_answers_fail_the_attempt_as_the_harness_or_as_infrastructure(self):
+        with self.assertRaises(AttemptFailed) as e:
+            self.rollout(1, "error")
+        self.assertEqual(
+            (str(e.exception), e.exception.failure["kind"]), ("harness: no answer found", "harness")
+        )
+        with self.assertRaises(AttemptFailed) as e:
+            self.rollout(2, "infra")
+        self.assertEqual(e.exception.failure, {"kind": "infrastructure", "reason": "reported"})
+        self.assertEqual(self.harness.started, 1)  # an answered error keeps the process
+
+    def test_close_ends_every_process(self):
+        self.rollout(1, "a")
+        pid = self.pids()[0]
+        self.harness.close()
+        self.assertFalse(alive(pid))
+        with self.assertRaises(AttemptFailed) as e:
+            self.rollout(2, "a")
+        self.assertEqual(e.exception.failure["reason"], "worker_stopped")
+
+
+def bubblewrap_runs() -> bool:
+    try:
+        return subprocess.run(bubblewrap_argv(["true"]), capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@unittest.skipUnless(bubblewrap_runs(), "bubblewrap does not run here")
+class PersistentBubblewrap(unittest.TestCase):
+    def test_the_process_runs_in_the_sandbox_for_all_its_rollouts(self):
+        work = tempfile.mkdtemp(dir="/tmp")
+        code = (
+            "import json, os, sys\n"
+            "for line in sys.stdin:\n"
+            "    m = json.loads(line)\n"
+            "    try:\n"
+            "        open('written', 'w').close(); ok = 0\n"
+            "    except OSError:\n"
+            "        ok = 1\n"
+            "    print(json.dumps({'rollout_id': m['rollout_id'], 'reward': ok + len(os.listdir('/tmp'))}), flush=True)\n"
+        )
+        harness = PersistentHarness([sys.executable, "-c", code], work, "http://127.0.0.1:1")
+        self.addCleanup(harness.close)
+        for n in (1, 2):
+            c = {**claim(n, "x"), "sandbox": "bubblewrap"}
+            # Its folder read-only, and a /tmp of its own holding only that folder.
+            self.assertEqual(harness.rollout(c, {}, threading.Event()), (2, ""))
+        self.assertEqual(harness.started, 1)
+        self.assertFalse(os.path.exists(os.path.join(work, "written")))
+
+
+class AnswerLine(unittest.TestCase):
+    def test_only_a_valid_answer_naming_the_rollout(self):
+        self.assertEqual(answer_of('{"rollout_id": "r", "reward": 1}', "r"), {"rollout_id": "r", "reward": 1})
+        self.assertEqual(answer_of('{"rollout_id": "r"}', "r"), {"rollout_id": "r"})
+        for line in [
+            '{"rollout_id": "q", "reward": 1}',
+            '{"rollout_id": "r", "reward": "1"}',
+            '{"rollout_id": "r", "reward": null}',
+            '{"rollout_id": "r", "reward": 1, "more": 2}',
+            '{"rollout_id": "r", "error": 3}',
+            "r said hello",
+        ]:
+            self.assertIsNone(answer_of(line, "r"), line)
+
+
+class PersistentContainer(unittest.TestCase):
+    def test_takes_stdin_and_has_no_time_limit_unless_the_container_names_one(self):
+        box = {"image": "img", "network": "none"}
+        args = ("att", ["h"], "/w", ["HARNESS_RL_PERSISTENT"], "http://127.0.0.1:1", 30)
+        argv = container_argv(box, *args, persistent=True)
+        self.assertIn("-i", argv)
+        self.assertNotIn("--timeout", argv)
+        self.assertIn("--timeout", container_argv({**box, "timeout_s": 600}, *args, persistent=True))
+        spawned = container_argv(box, *args)
+        self.assertNotIn("-i", spawned)
+        self.assertEqual(spawned[spawned.index("--timeout") + 1], "30")
+
+
+if __name__ == "__main__":
+    unittest.main()
