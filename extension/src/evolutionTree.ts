@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import type { Candidate, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
 import { type DaemonClient, errorText } from './client';
+import { evolutionRow } from './evolutionLabels';
 import { Throttle } from './throttle';
 
 export type EvolutionNode =
@@ -106,14 +107,13 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
       return item;
     }
     if (node.kind === 'evolution') {
-      const e = node.evolution;
-      const item = new vscode.TreeItem(e.name, C.Collapsed);
-      item.id = e.id;
-      const r = e.result;
-      item.description = `${e.status}${r ? ` · held-out ${f(r.held_out.root)} → ${f(r.held_out.best)}` : ''}`;
-      item.tooltip = `${e.id}\n${e.harness_dir}${e.error ? `\n${e.error}` : ''}`;
-      item.iconPath = new vscode.ThemeIcon(e.status === 'running' ? 'loading~spin' : 'git-branch');
-      item.contextValue = 'evolution';
+      const row = evolutionRow(node.evolution);
+      const item = new vscode.TreeItem(row.label, C.Collapsed);
+      item.id = node.evolution.id;
+      item.description = row.description;
+      item.tooltip = row.tooltip;
+      item.iconPath = new vscode.ThemeIcon(row.icon);
+      item.contextValue = row.contextValue;
       return item;
     }
     const c = node.candidate;
