@@ -72,6 +72,10 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
 
   private readonly redraw = new Throttle(() => this.emitter.fire(undefined), 1000);
 
+  /** While an evolution runs, the list is read again every few seconds: the daemon sends no event when
+   * an evolution's own status changes (finished, stopped, interrupted), only its evaluations' runs. */
+  private poll: ReturnType<typeof setTimeout> | undefined;
+
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
 
   refresh(): void {
@@ -87,8 +91,12 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
     const client = this.getClient();
     if (!client || node?.kind === 'message') return [];
     try {
-      if (!node)
-        return (await client.listEvolutions()).items.map((evolution) => ({ kind: 'evolution', evolution }));
+      if (!node) {
+        const items = (await client.listEvolutions()).items;
+        clearTimeout(this.poll);
+        if (items.some((e) => e.status === 'running')) this.poll = setTimeout(() => this.refresh(), 3000);
+        return items.map((evolution) => ({ kind: 'evolution', evolution }));
+      }
       const detail = node.kind === 'evolution' ? await client.getEvolution(node.evolution.id) : node.detail;
       const parent = node.kind === 'evolution' ? null : node.candidate.hash;
       return detail.candidates
@@ -140,6 +148,7 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
   }
 
   dispose(): void {
+    clearTimeout(this.poll);
     this.redraw.dispose();
     this.emitter.dispose();
   }
@@ -150,6 +159,10 @@ export const CANDIDATE_SCHEME = 'harness-rl-candidate';
 /** harness-rl-candidate:/<evolution>/<hash>/<path>: a candidate's file, read from the daemon. */
 export class CandidateFilesProvider implements vscode.TextDocumentContentProvider {
   private readonly cache = new Map<string, Promise<Record<string, string>>>();
+  /** While an evolution runs, the list is read again every few seconds: the daemon sends no event when
+   * an evolution's own status changes (finished, stopped, interrupted), only its evaluations' runs. */
+  private poll: ReturnType<typeof setTimeout> | undefined;
+
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
 
   files(evolutionId: string, hash: string): Promise<Record<string, string>> {
