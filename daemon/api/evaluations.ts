@@ -17,6 +17,20 @@ import { type AnyRoute, route } from './route';
 
 const shown = ({ spec: _spec, ...e }: StoredEvaluation): Evaluation => e;
 
+/** An evolved candidate and another harness folder at once: a 400, rather than one of them ignored. */
+export function oneHarness(body: {
+  harness_dir?: string;
+  config: { harness: { candidate?: string } };
+}): void {
+  if (body.harness_dir !== undefined && body.config.harness.candidate)
+    throw new ApiError(
+      400,
+      'invalid_request',
+      'harness_dir and config.harness.candidate name two harnesses: give one',
+      'harness_dir',
+    );
+}
+
 export const evaluationRoutes: AnyRoute[] = [
   route({
     method: 'POST',
@@ -27,7 +41,10 @@ export const evaluationRoutes: AnyRoute[] = [
     body: CreateEvaluationBody,
     response: Evaluation,
     status: 201,
-    handler: async ({ ctx, body }) => shown(await startEvaluation(ctx, body)),
+    handler: async ({ ctx, body }) => {
+      oneHarness(body);
+      return shown(await startEvaluation(ctx, body));
+    },
   }),
   route({
     method: 'GET',

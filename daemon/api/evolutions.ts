@@ -12,6 +12,7 @@ import { CreateEvolutionBody, EvaluationQuery } from '../protocol/evaluation';
 import { CandidateFiles, Evolution, EvolutionDetail } from '../protocol/evolution';
 import type { StoredEvolution } from '../store/store';
 import { ApiError, notFound } from './errors';
+import { oneHarness } from './evaluations';
 import { type AnyRoute, route } from './route';
 import { settleRunConfig } from './run-config';
 
@@ -32,8 +33,11 @@ export const evolutionRoutes: AnyRoute[] = [
     handler: async ({ ctx, body }) => {
       const base = body.base_dir === undefined ? undefined : resolve(body.base_dir);
       // An evolution can start from an evolved candidate (its files are the root) and a run's weights.
+      oneHarness(body);
       const config = await settleRunConfig(ctx, body.config);
-      const dir = resolve(base ?? '.', body.harness_dir ?? config.harness.dir ?? '.');
+      // Its folder is where Adopt Candidate writes: the config's harness folder, not the daemon's copy of
+      // a candidate (the loop reads the root from the candidate itself).
+      const dir = resolve(base ?? '.', body.harness_dir ?? body.config.harness.dir ?? '.');
       if (!existsSync(dir))
         throw new ApiError(400, 'invalid_request', `no harness folder ${dir}`, 'harness_dir');
       const e = await ctx.store.createEvolution({

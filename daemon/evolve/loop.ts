@@ -18,6 +18,7 @@ import type { EvalSplit } from '../protocol/evaluation';
 import type { EvolutionResult, EvolveConfig } from '../protocol/evolution';
 import type { StoredCandidate, StoredEvaluation, StoredEvolution } from '../store/store';
 import { sameTrajectories, type Trajectories, trajectoriesOf } from './behaviour';
+import { candidateFiles } from './candidate-harness';
 import { criticise } from './critic';
 import { diffTrees, patchStats, type Tree, unifiedDiff } from './diff';
 import { buildBrief, resolveArgv, runProposer } from './proposer';
@@ -138,7 +139,11 @@ export class EvolveLoop {
     }
     let root = earlier?.candidates.find((c) => c.parent === null);
     if (!root) {
-      const tree = readTree(this.evolution.harness_dir);
+      // From an evolved candidate: its files (the evolution's folder is the one Adopt writes into).
+      const from = this.config.harness.candidate;
+      const tree = from
+        ? (await candidateFiles(this.ctx.store, from)).tree
+        : readTree(this.evolution.harness_dir);
       root = await this.save({
         ...this.blank(treeHash(tree), null, 0),
         patch: diffTrees(new Map(), tree),

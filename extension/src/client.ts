@@ -159,6 +159,13 @@ export class DaemonClient {
       CandidateFiles,
     );
   }
+  /** Go on with an interrupted (or stopped) evolution from what it stored. */
+  resumeEvolution(id: string): Promise<Evolution> {
+    return this.request('POST', `/api/evolutions/${enc(id)}/resume`, Evolution, {});
+  }
+  stopEvolution(id: string): Promise<Evolution> {
+    return this.request('POST', `/api/evolutions/${enc(id)}/stop`, Evolution, {});
+  }
   stopRun(id: string): Promise<unknown> {
     return this.request('POST', `/api/runs/${enc(id)}/stop`, z.unknown(), {});
   }

@@ -16,6 +16,7 @@ import {
   evaluateHarness,
   openCandidateDiff,
   openEvaluation,
+  resumeOrStopEvolution,
 } from './evaluate';
 import { exportSamples } from './export';
 import { importPastSessions } from './imports';
@@ -458,6 +459,14 @@ export const COMMANDS: Record<string, CommandSpec> = {
         void vscode.window.showErrorMessage(`Harness RL: could not open the diff: ${errorText(err)}`);
       }
     },
+  },
+  'harnessRl.resumeEvolution': {
+    needsDaemon: true,
+    run: (ctx, c, arg) => resumeOrStopEvolution(ctx, c!, arg, 'resume'),
+  },
+  'harnessRl.stopEvolution': {
+    needsDaemon: true,
+    run: (ctx, c, arg) => resumeOrStopEvolution(ctx, c!, arg, 'stop'),
   },
   'harnessRl.adoptCandidate': {
     needsDaemon: true,

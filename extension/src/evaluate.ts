@@ -2,15 +2,16 @@
 // another harness folder; its page opens at once and fills in when it finishes), *Open Evaluation…*,
 // *Compare Evaluations…* (two stored ones, or a candidate against its parent), a candidate's diff
 // against its parent, and *Adopt Candidate* (its files written into the harness folder as one
-// ordinary, undoable workspace edit).
+// ordinary, undoable workspace edit), *Resume Evolution* and *Stop Evolution*.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
-import type { Candidate, EvolutionDetail } from '../../daemon/protocol/evolution';
+import type { Candidate, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
 import { evaluationLabel } from '../../webview/src/evalFormat';
 import { type DaemonClient, errorText } from './client';
 import type { Ctx } from './ctx';
 import { EvaluationPanel } from './evaluationPanel';
+import { RESUMABLE } from './evolutionLabels';
 import { candidateUri } from './evolutionTree';
 
 export interface CandidateRef {
@@ -239,4 +240,46 @@ export async function adoptCandidate(
       `Harness RL: candidate ${ref.hash.slice(0, 10)} written into ${vscode.workspace.asRelativePath(dir)}.`,
     );
   return ok;
+}
+
+/** The evolution a tree node, an id or a pick names, among those in `statuses`. */
+async function evolutionArg(
+  client: DaemonClient,
+  arg: unknown,
+  statuses: readonly Evolution['status'][],
+  verb: string,
+): Promise<Evolution | undefined> {
+  const node = arg as { kind?: string; evolution?: Evolution } | string | undefined;
+  const id = typeof node === 'string' ? node : node?.kind === 'evolution' ? node.evolution?.id : undefined;
+  if (id) return client.getEvolution(id);
+  const items = (await client.listEvolutions()).items.filter((e) => statuses.includes(e.status));
+  if (!items.length) {
+    void vscode.window.showInformationMessage(
+      `Harness RL: no evolution to ${verb} (none is ${statuses.join(' or ')}).`,
+    );
+    return undefined;
+  }
+  const pick = await vscode.window.showQuickPick(
+    items.map((e) => ({ label: e.name, description: `${e.status} · ${e.id}`, e })),
+    { title: `${verb[0]!.toUpperCase()}${verb.slice(1)} which evolution?` },
+  );
+  return pick?.e;
+}
+
+/** *Resume Evolution* (an interrupted or stopped one goes on from what it stored) and *Stop Evolution*. */
+export async function resumeOrStopEvolution(
+  ctx: Ctx,
+  client: DaemonClient,
+  arg: unknown,
+  verb: 'resume' | 'stop',
+): Promise<void> {
+  const e = await evolutionArg(client, arg, verb === 'resume' ? RESUMABLE : ['running'], verb);
+  if (!e) return;
+  try {
+    const after = verb === 'resume' ? await client.resumeEvolution(e.id) : await client.stopEvolution(e.id);
+    ctx.evolutionTree.refresh();
+    void vscode.window.showInformationMessage(`Harness RL: evolution "${e.name}" is ${after.status}.`);
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Harness RL: could not ${verb} the evolution: ${errorText(err)}`);
+  }
 }

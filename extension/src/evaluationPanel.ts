@@ -1,12 +1,12 @@
 // The evaluation webview panel: one evaluation's page (its attempts counted live from the events while
 // it runs, the page reloaded every 2 s until it finishes), or the comparison of two
 // (GET /api/evaluations/compare); restored after a reload by its serializer.
-import * as vscode from 'vscode';
+import type * as vscode from 'vscode';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
 import { EvaluationState, type ToEvaluation } from '../../webview/src/protocol';
 import { errorText } from './client';
 import type { Ctx } from './ctx';
-import { DAEMON_STOPPED, Panel, webviewHtml, webviewOptions } from './panels';
+import { DAEMON_STOPPED, Panel, panelSerializer, showPanel, webviewHtml } from './panels';
 import { StepProgressTracker } from './stepProgress';
 
 export const EVALUATION_VIEW = 'harnessRl.evaluation';
@@ -22,32 +22,19 @@ export class EvaluationPanel extends Panel {
 
   static show(ctx: Ctx, target: EvaluationState): EvaluationPanel {
     const existing = EvaluationPanel.open.get(keyOf(target));
-    if (existing) {
-      existing.panel.reveal();
-      void existing.load();
-      return existing;
-    }
-    const panel = vscode.window.createWebviewPanel(
+    const shown = showPanel(
+      ctx,
+      existing,
       EVALUATION_VIEW,
       'evaluation_id' in target ? 'Evaluation' : 'Compare Evaluations',
-      vscode.ViewColumn.Active,
-      webviewOptions(ctx.extensionUri),
+      (panel) => new EvaluationPanel(ctx, panel, target),
     );
-    return new EvaluationPanel(ctx, panel, target);
+    if (existing) void existing.load();
+    return shown;
   }
 
   static serializer(ctx: Ctx): vscode.WebviewPanelSerializer {
-    return {
-      async deserializeWebviewPanel(panel, state) {
-        const parsed = EvaluationState.safeParse(state);
-        if (!parsed.success) {
-          panel.dispose();
-          return;
-        }
-        panel.webview.options = webviewOptions(ctx.extensionUri);
-        new EvaluationPanel(ctx, panel, parsed.data);
-      },
-    };
+    return panelSerializer(ctx, EvaluationState, (panel, state) => new EvaluationPanel(ctx, panel, state));
   }
 
   private constructor(

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import type { Candidate, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
 import { type DaemonClient, errorText } from './client';
+import { evolutionRow } from './evolutionLabels';
 import { Throttle } from './throttle';
 
 export type EvolutionNode =
@@ -71,6 +72,10 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
 
   private readonly redraw = new Throttle(() => this.emitter.fire(undefined), 1000);
 
+  /** While an evolution runs, the list is read again every few seconds: the daemon sends no event when
+   * an evolution's own status changes (finished, stopped, interrupted), only its evaluations' runs. */
+  private poll: ReturnType<typeof setTimeout> | undefined;
+
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
 
   refresh(): void {
@@ -86,8 +91,12 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
     const client = this.getClient();
     if (!client || node?.kind === 'message') return [];
     try {
-      if (!node)
-        return (await client.listEvolutions()).items.map((evolution) => ({ kind: 'evolution', evolution }));
+      if (!node) {
+        const items = (await client.listEvolutions()).items;
+        clearTimeout(this.poll);
+        if (items.some((e) => e.status === 'running')) this.poll = setTimeout(() => this.refresh(), 3000);
+        return items.map((evolution) => ({ kind: 'evolution', evolution }));
+      }
       const detail = node.kind === 'evolution' ? await client.getEvolution(node.evolution.id) : node.detail;
       const parent = node.kind === 'evolution' ? null : node.candidate.hash;
       return detail.candidates
@@ -106,14 +115,13 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
       return item;
     }
     if (node.kind === 'evolution') {
-      const e = node.evolution;
-      const item = new vscode.TreeItem(e.name, C.Collapsed);
-      item.id = e.id;
-      const r = e.result;
-      item.description = `${e.status}${r ? ` · held-out ${f(r.held_out.root)} → ${f(r.held_out.best)}` : ''}`;
-      item.tooltip = `${e.id}\n${e.harness_dir}${e.error ? `\n${e.error}` : ''}`;
-      item.iconPath = new vscode.ThemeIcon(e.status === 'running' ? 'loading~spin' : 'git-branch');
-      item.contextValue = 'evolution';
+      const row = evolutionRow(node.evolution);
+      const item = new vscode.TreeItem(row.label, C.Collapsed);
+      item.id = node.evolution.id;
+      item.description = row.description;
+      item.tooltip = row.tooltip;
+      item.iconPath = new vscode.ThemeIcon(row.icon);
+      item.contextValue = row.contextValue;
       return item;
     }
     const c = node.candidate;
@@ -140,6 +148,7 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
   }
 
   dispose(): void {
+    clearTimeout(this.poll);
     this.redraw.dispose();
     this.emitter.dispose();
   }
@@ -150,6 +159,10 @@ export const CANDIDATE_SCHEME = 'harness-rl-candidate';
 /** harness-rl-candidate:/<evolution>/<hash>/<path>: a candidate's file, read from the daemon. */
 export class CandidateFilesProvider implements vscode.TextDocumentContentProvider {
   private readonly cache = new Map<string, Promise<Record<string, string>>>();
+  /** While an evolution runs, the list is read again every few seconds: the daemon sends no event when
+   * an evolution's own status changes (finished, stopped, interrupted), only its evaluations' runs. */
+  private poll: ReturnType<typeof setTimeout> | undefined;
+
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
 
   files(evolutionId: string, hash: string): Promise<Record<string, string>> {

@@ -2,6 +2,7 @@
 // (webview/src/protocol.ts), state restored after a reload through registerWebviewPanelSerializer.
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
+import type { z } from 'zod';
 import {
   DashboardState,
   FromWebview,
@@ -66,6 +67,47 @@ export function webviewHtml(
 }
 
 export const DAEMON_STOPPED = 'The Harness RL daemon is not running.';
+
+/** The panel already open for this target, revealed; otherwise a new webview panel handed to `make`. */
+export function showPanel<P extends Panel>(
+  ctx: Ctx,
+  existing: P | undefined,
+  viewType: string,
+  title: string,
+  make: (panel: vscode.WebviewPanel) => P,
+): P {
+  if (existing) {
+    existing.panel.reveal();
+    return existing;
+  }
+  const panel = vscode.window.createWebviewPanel(
+    viewType,
+    title,
+    vscode.ViewColumn.Active,
+    webviewOptions(ctx.extensionUri),
+  );
+  return make(panel);
+}
+
+/** Restores a panel after a reload from its webview state (checked by `schema`; a panel whose state
+ * does not parse is closed, not shown blank). */
+export function panelSerializer<S>(
+  ctx: Ctx,
+  schema: z.ZodType<S>,
+  restore: (panel: vscode.WebviewPanel, state: S) => void,
+): vscode.WebviewPanelSerializer {
+  return {
+    async deserializeWebviewPanel(panel, state) {
+      const parsed = schema.safeParse(state);
+      if (!parsed.success) {
+        panel.dispose();
+        return;
+      }
+      panel.webview.options = webviewOptions(ctx.extensionUri);
+      restore(panel, parsed.data);
+    },
+  };
+}
 
 export abstract class Panel implements vscode.Disposable {
   protected readonly disposables: vscode.Disposable[] = [];
@@ -161,33 +203,24 @@ export class TrajectoryPanel extends Panel {
     focusCallId: string | null = null,
   ): Promise<TrajectoryPanel> {
     const existing = TrajectoryPanel.open.get(rolloutId);
-    if (existing) {
-      existing.focusCallId = focusCallId;
-      existing.panel.reveal();
-      await existing.load();
-      return existing;
-    }
-    const panel = vscode.window.createWebviewPanel(
+    if (existing) existing.focusCallId = focusCallId;
+    const shown = showPanel(
+      ctx,
+      existing,
       TRAJECTORY_VIEW,
       `Rollout ${rolloutId.slice(-8)}`,
-      vscode.ViewColumn.Active,
-      webviewOptions(ctx.extensionUri),
+      (panel) => new TrajectoryPanel(ctx, panel, rolloutId, focusCallId),
     );
-    return new TrajectoryPanel(ctx, panel, rolloutId, focusCallId);
+    if (existing) await existing.load();
+    return shown;
   }
 
   static serializer(ctx: Ctx): vscode.WebviewPanelSerializer {
-    return {
-      async deserializeWebviewPanel(panel, state) {
-        const parsed = TrajectoryState.safeParse(state);
-        if (!parsed.success) {
-          panel.dispose();
-          return;
-        }
-        panel.webview.options = webviewOptions(ctx.extensionUri);
-        new TrajectoryPanel(ctx, panel, parsed.data.rollout_id, parsed.data.focus_call_id ?? null);
-      },
-    };
+    return panelSerializer(
+      ctx,
+      TrajectoryState,
+      (panel, state) => new TrajectoryPanel(ctx, panel, state.rollout_id, state.focus_call_id ?? null),
+    );
   }
 
   private constructor(
@@ -254,32 +287,21 @@ export class DashboardPanel extends Panel {
   private readonly progress: StepProgressTracker;
 
   static show(ctx: Ctx, runId: string, runName = runId): DashboardPanel {
-    const existing = DashboardPanel.open.get(runId);
-    if (existing) {
-      existing.panel.reveal();
-      return existing;
-    }
-    const panel = vscode.window.createWebviewPanel(
+    return showPanel(
+      ctx,
+      DashboardPanel.open.get(runId),
       DASHBOARD_VIEW,
       `Run ${runName}`,
-      vscode.ViewColumn.Active,
-      webviewOptions(ctx.extensionUri),
+      (panel) => new DashboardPanel(ctx, panel, runId),
     );
-    return new DashboardPanel(ctx, panel, runId);
   }
 
   static serializer(ctx: Ctx): vscode.WebviewPanelSerializer {
-    return {
-      async deserializeWebviewPanel(panel, state) {
-        const parsed = DashboardState.safeParse(state);
-        if (!parsed.success) {
-          panel.dispose();
-          return;
-        }
-        panel.webview.options = webviewOptions(ctx.extensionUri);
-        new DashboardPanel(ctx, panel, parsed.data.run_id);
-      },
-    };
+    return panelSerializer(
+      ctx,
+      DashboardState,
+      (panel, state) => new DashboardPanel(ctx, panel, state.run_id),
+    );
   }
 
   private constructor(
@@ -395,18 +417,15 @@ export class SnippetsPanel extends Panel {
 
   static show(ctx: Ctx): SnippetsPanel {
     const existing = SnippetsPanel.current;
-    if (existing) {
-      existing.panel.reveal();
-      void existing.load();
-      return existing;
-    }
-    const panel = vscode.window.createWebviewPanel(
+    const shown = showPanel(
+      ctx,
+      existing,
       SNIPPETS_VIEW,
       'Recording Snippets',
-      vscode.ViewColumn.Active,
-      webviewOptions(ctx.extensionUri),
+      (panel) => new SnippetsPanel(ctx, panel),
     );
-    return new SnippetsPanel(ctx, panel);
+    if (existing) void existing.load();
+    return shown;
   }
 
   private constructor(ctx: Ctx, panel: vscode.WebviewPanel) {

@@ -1461,6 +1461,105 @@ async function checks() {
     },
   );
 
+  await step(
+    'an evolution shows Stop Evolution while it runs; after Restart Daemon it shows interrupted with Resume Evolution, which runs it to the end',
+    async () => {
+      // examples/evolve with a proposer that hangs the first time it is asked (until the daemon stops)
+      const dir = join(ctx.ws, 'evolve-resume');
+      cpSync(join(root, 'examples', 'evolve'), dir, { recursive: true });
+      copyFileSync(join(root, 'examples/math-agent/tasks.jsonl'), join(dir, 'tasks.jsonl'));
+      const marker = join(dir, 'asked');
+      writeFileSync(
+        join(dir, 'propose-once.mjs'),
+        `import { existsSync, writeFileSync } from 'node:fs';
+if (!existsSync(${JSON.stringify(marker)})) {
+  writeFileSync(${JSON.stringify(marker)}, '');
+  await new Promise(() => setInterval(() => {}, 1000));
+}
+await import(${JSON.stringify(`file://${join(dir, 'propose-rules.mjs')}`)});
+`,
+      );
+      const config = {
+        name: 'vscode-resume',
+        tasks: { file: 'tasks.jsonl', limit: 8, test_fraction: 0.25 },
+        harness: {
+          command: ['node', 'agent.mjs'],
+          dir: 'harness',
+          concurrency: 4,
+          timeout_s: 60,
+          max_attempts: 1,
+          reward: 'verifier',
+          verifier: ['node', 'verify.mjs'],
+        },
+        algorithm: { max_response_tokens: 4 },
+        evolve: {
+          proposer: ['node', 'propose-once.mjs'],
+          generations: 1,
+          children: 1,
+          finalists: 1,
+          attempts: 1,
+          critic: false,
+          pruner: false,
+        },
+      };
+      const started = await api('POST', '/api/evolutions', { config, base_dir: dir });
+      await waitFor('the proposer to be asked', () => existsSync(marker), 120_000);
+      const pane = page
+        .locator('.pane', { has: page.locator('.pane-header', { hasText: 'Evolution' }) })
+        .first();
+      const header = pane.locator('.pane-header');
+      if (!(await header.isVisible()))
+        await page.locator('.activitybar [aria-label*="Harness RL"]').first().click();
+      await header.waitFor({ timeout: 20_000 });
+      if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
+      const row = treeRow(pane, 'evolve vscode-resume');
+      await row.waitFor({ timeout: 30_000 });
+      await row.hover();
+      await row.locator('.action-label[aria-label="Stop Evolution"]').waitFor({ timeout: 10_000 });
+      if (await row.locator('.action-label[aria-label="Resume Evolution"]').count())
+        throw new Error('a running evolution offers Resume Evolution');
+
+      await palette('Harness RL: Restart Daemon');
+      // the old daemon answers until it stops; the new one shows the evolution interrupted
+      await waitFor(
+        'the restarted daemon to show the evolution interrupted',
+        async () =>
+          (await api('GET', `/api/evolutions/${started.id}`).catch(() => null))?.status === 'interrupted',
+        90_000,
+      );
+      await waitFor(
+        'the row to say interrupted',
+        async () => /interrupted/.test((await row.textContent()) ?? ''),
+        30_000,
+      );
+      await row.hover();
+      const resume = row.locator('.action-label[aria-label="Resume Evolution"]');
+      await resume.waitFor({ timeout: 10_000 });
+      if (await row.locator('.action-label[aria-label="Stop Evolution"]').count())
+        throw new Error('an interrupted evolution offers Stop Evolution');
+      await shot('08e-evolution-interrupted');
+      await resume.click();
+      const evo = await waitFor(
+        'the resumed evolution to finish',
+        async () => {
+          const e = await api('GET', `/api/evolutions/${started.id}`);
+          return e.status === 'interrupted' || e.status === 'running' ? null : e;
+        },
+        180_000,
+      );
+      if (evo.status !== 'finished') throw new Error(`the resumed evolution ${evo.status}: ${evo.error}`);
+      if (!evo.candidates.some((c) => c.parent !== null))
+        throw new Error('the resumed evolution has no child: its proposal was not asked for again');
+      await waitFor(
+        'the row to say finished',
+        async () => /finished/.test((await row.textContent()) ?? ''),
+        30_000,
+      );
+      await shot('08f-evolution-resumed');
+      figures.resumed_evolution_candidates = evo.candidates.length;
+    },
+  );
+
   await step('an open dashboard comes back after a window reload (webview panel serializer)', async () => {
     await palette('View: Close All Editors');
     await palette('Harness RL: Open Run Dashboard');
