@@ -17,7 +17,7 @@ import type { Output } from './output';
 import type { PromptIdsMemo } from './prompt-ids';
 import { answerFields, fieldsOf } from './record-fields';
 import { AS_REQUESTED, callSampling, type SamplingPlan } from './sampling';
-import { finishStream } from './stream';
+import { type AnswerRecord, finishStream } from './stream';
 import { completionToChat } from './tito';
 
 export interface RunOptions {
@@ -86,15 +86,22 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
     ...o.extra,
     sampling: callSampling(d.body, plan),
   };
-  const remember = (json: Json) => {
-    if (memory && scope && json) memory.remember(scope.rolloutId, scope.attemptId, d.chatBody, json);
+  const source = d.bridged ? 'bridge' : 'backend';
+  const asked = o.target?.extras ?? true;
+  // Both answer paths, whole and streamed, end here: the record's fields are built in this one place.
+  const recordOf: AnswerRecord = (json, respond, times, done) => {
+    // Before `respond`: the output strips the extras in place.
+    const answered = answerFields(json, o.kind, source, asked);
+    call.choices = answered.choices;
+    if (done && memory && scope && json) memory.remember(scope.rolloutId, scope.attemptId, d.chatBody, json);
+    return fieldsOf(base, answered.fields, { response: respond(json) }, times());
   };
   call.snapshot = () => base;
   try {
     const ctype = String(d.res.headers['content-type'] ?? '');
     if (!o.stream || d.res.statusCode !== 200 || !ctype.includes('text/event-stream'))
-      await finishWhole(call, d, o, base, remember);
-    else await finishStream(call, d, { ...o, asked: o.target?.extras ?? true }, base, remember);
+      await finishWhole(call, d, o, base, recordOf);
+    else await finishStream(call, d, o, recordOf);
   } finally {
     d.release();
     call.setAbort(null);
@@ -106,7 +113,7 @@ async function finishWhole(
   d: Dispatched,
   o: RunOptions,
   base: Partial<NewLlmCall>,
-  remember: (json: Json) => void,
+  recordOf: AnswerRecord,
 ): Promise<void> {
   let text: string;
   try {
@@ -177,13 +184,22 @@ async function finishWhole(
       prompt_ids: d.bridged.prompt_ids,
       thinking: d.bridged.thinking,
     });
-  // Before the output strips the extras in place.
-  const answered = answerFields(json, o.kind, d.bridged ? 'bridge' : 'backend', o.target?.extras ?? true);
-  call.choices = answered.choices;
-  remember(json);
-  let out: unknown;
+  let answer = '';
+  let fields: Partial<NewLlmCall>;
   try {
-    out = o.output.finish(json);
+    fields = recordOf(
+      json,
+      (j) => {
+        const out = o.output.finish(j);
+        answer = JSON.stringify(out);
+        return new JsonText(answer, out);
+      },
+      () => {
+        const total = call.elapsed();
+        return { http_status: 200, ttft_ms: total, total_ms: total };
+      },
+      true,
+    );
   } catch (e) {
     await call.fail(
       new ProxyError(502, `could not translate the backend response: ${String(e)}`),
@@ -192,18 +208,5 @@ async function finishWhole(
     );
     return;
   }
-  const total = call.elapsed();
-  const answer = JSON.stringify(out);
-  await call.answer(
-    200,
-    { 'content-type': 'application/json' },
-    answer,
-    fieldsOf(base, answered.fields, {
-      response: new JsonText(answer, out),
-      http_status: 200,
-      ttft_ms: total,
-      total_ms: total,
-    }),
-    o.output,
-  );
+  await call.answer(200, { 'content-type': 'application/json' }, answer, fields, o.output);
 }

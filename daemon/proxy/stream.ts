@@ -8,16 +8,26 @@ import type { Call } from './call';
 import type { Dispatched } from './dispatch';
 import type { Json } from './json';
 import type { Output } from './output';
-import { answerFields, fieldsOf } from './record-fields';
 import { StreamRelay } from './relay';
 import { CompletionToChatStream } from './tito';
+
+/**
+ * A (whole or streamed) answer's record: its token fields and status from `json`, the response the
+ * harness gets (`respond`, which may consume `json`), then `times`; `done`: the answer is complete
+ * (a bridged rollout remembers it), not a stream's record so far.
+ */
+export type AnswerRecord = (
+  json: Json,
+  respond: (json: Json) => unknown,
+  times: () => Partial<NewLlmCall>,
+  done: boolean,
+) => Partial<NewLlmCall>;
 
 export async function finishStream(
   call: Call,
   d: Dispatched,
-  o: { kind: BackendKind; output: Output; asked: boolean },
-  base: Partial<NewLlmCall>,
-  remember: (json: Json) => void,
+  o: { kind: BackendKind; output: Output },
+  recordOf: AnswerRecord,
 ): Promise<void> {
   const raw = call.res;
   call.openStream(200, {
@@ -43,18 +53,15 @@ export async function finishStream(
   const asm = relay.asm;
 
   /** The record so far; `json` (asm.result()) is consumed: the native output strips it in place. */
-  const partial = (json: Json = asm.result()): Partial<NewLlmCall> => {
-    const source = d.bridged ? 'bridge' : 'backend';
-    const answered = answerFields(json, o.kind, source, o.asked);
-    call.choices = answered.choices;
-    let response: unknown = null;
+  const respond = (json: Json): unknown => {
     try {
-      response = asm.chunks > 0 ? out.assembled(asm, json) : null;
+      return asm.chunks > 0 ? out.assembled(asm, json) : null;
     } catch {
-      response = json;
+      return json;
     }
-    return fieldsOf(base, answered.fields, { response, ttft_ms: relay.ttft, http_status: 200 });
   };
+  const partial = (): Partial<NewLlmCall> =>
+    recordOf(asm.result(), respond, () => ({ ttft_ms: relay.ttft, http_status: 200 }), false);
 
   call.snapshot = () => partial();
   let deadline: NodeJS.Timeout | undefined;
@@ -73,7 +80,13 @@ export async function finishStream(
     const failMid = (message: string, status: 'error' | 'cancelled' = 'error') =>
       finish(() =>
         call.complete(
-          () => fieldsOf(partial(), { status, error: message }),
+          () =>
+            recordOf(
+              asm.result(),
+              respond,
+              () => ({ ttft_ms: relay.ttft, http_status: 200, status, error: message }),
+              false,
+            ),
           (problem) => {
             if (problem !== null) call.ctx.log('proxy: recording a failed stream failed', { error: problem });
             return relay.take() + out.error(message);
@@ -87,11 +100,13 @@ export async function finishStream(
       finish(async () => {
         const closing = out.end();
         return call.complete(
-          () => {
-            const json = asm.result();
-            remember(json);
-            return fieldsOf(partial(json), { total_ms: call.elapsed() });
-          },
+          () =>
+            recordOf(
+              asm.result(),
+              respond,
+              () => ({ ttft_ms: relay.ttft, http_status: 200, total_ms: call.elapsed() }),
+              true,
+            ),
           (problem) =>
             relay.take() +
             (problem === null ? closing : out.error(`the call could not be recorded: ${problem}`)),
