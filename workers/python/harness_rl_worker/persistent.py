@@ -19,7 +19,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 
-from .sandbox import OpenSandbox, _die_with_parent, child_environ, open_sandbox
+from .sandbox import OpenSandbox, _die_with_parent, child_environ, kill_group, open_sandbox
 
 PERSISTENT_ENV = "HARNESS_RL_PERSISTENT"
 STDOUT_TAIL = 64 * 1024
@@ -183,21 +183,8 @@ class HarnessProcess:
     def kill(self) -> None:
         """SIGTERM to its process group, SIGKILL 2 s later (in the background)."""
 
-        def signal_group() -> None:
-            for sig, wait in ((signal.SIGTERM, 2), (signal.SIGKILL, 0)):
-                if self.child.poll() is not None:
-                    return
-                try:
-                    os.killpg(self.child.pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    return
-                try:
-                    self.child.wait(wait)
-                    return
-                except subprocess.TimeoutExpired:
-                    pass
-
-        threading.Thread(target=signal_group, daemon=True).start()
+        if self.child.poll() is None:
+            threading.Thread(target=kill_group, args=(self.child,), daemon=True).start()
 
     def close(self) -> None:
         """stdin closed (a harness that reads it ends), killed a second later if it has not."""

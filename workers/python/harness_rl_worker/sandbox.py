@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -162,6 +163,20 @@ def _wait_for(what: str, ok: Callable[[], bool], seconds: float = 3) -> None:
         if time.monotonic() > until:
             raise RuntimeError(f"sandbox: {what} did not come up within {seconds} s")
         time.sleep(0.02)
+
+
+def kill_group(child: subprocess.Popen) -> None:
+    """SIGTERM to the child's process group, SIGKILL 2 s later if it has not ended (blocks that long)."""
+    for sig, wait in ((signal.SIGTERM, 2), (signal.SIGKILL, 0)):
+        try:
+            os.killpg(child.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            child.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _die_with_parent() -> None:

@@ -20,7 +20,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 
-from .sandbox import child_environ
+from .sandbox import child_environ, kill_group
 
 EXIT_TEMPFAIL = 75
 STDERR_TAIL = 4000
@@ -124,20 +124,6 @@ def final_output(calls: list[dict], attempt_id: str | None = None) -> str | None
     return response_text(max(answered, key=lambda c: c.get("seq", 0)))
 
 
-def _kill_group(child: subprocess.Popen) -> None:
-    """SIGTERM to the verifier's process group, SIGKILL 2 s later."""
-    for sig, wait in ((signal.SIGTERM, 2), (signal.SIGKILL, 0)):
-        try:
-            os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            child.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-
-
 def run_verifier(
     argv: list[str],
     verify_input: dict,
@@ -180,7 +166,7 @@ def run_verifier(
         def watch() -> None:
             while not done.wait(0.2):
                 if stop.is_set():
-                    _kill_group(child)
+                    kill_group(child)
                     return
 
         threading.Thread(target=watch, daemon=True).start()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .persistent import AttemptFailed, PersistentHarness
 from .protocol import check, fields
-from .sandbox import _die_with_parent, child_environ, open_sandbox
+from .sandbox import _die_with_parent, child_environ, kill_group, open_sandbox
 from .verifier import VerifierFailed, final_output, no_reward_line, run_verifier
 
 FINISH_FIELDS = fields("FinishBody")
@@ -368,16 +368,7 @@ class Worker:
         def kill() -> None:
             over.wait()
             if child.poll() is None:
-                for sig, wait in ((signal.SIGTERM, 2), (signal.SIGKILL, 0)):
-                    try:
-                        os.killpg(child.pid, sig)
-                    except ProcessLookupError:
-                        return
-                    try:
-                        child.wait(wait)
-                        return
-                    except subprocess.TimeoutExpired:
-                        pass
+                kill_group(child)
 
         threading.Thread(target=kill, daemon=True).start()
         for line in iter(child.stdout.readline, b""):
