@@ -25,7 +25,7 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from .persistent import AttemptFailed, PersistentHarness
-from .protocol import check, fields
+from .protocol import ProtocolError, check, fields
 from .sandbox import _die_with_parent, child_environ, kill_group, open_sandbox
 from .verifier import VerifierFailed, final_output, no_reward_line, run_verifier
 
@@ -183,7 +183,32 @@ class Worker:
                 backoff = min(backoff * 2, 5)
                 continue
             if status == 200 and claim:
-                self._run_one(check("Claimed", claim))
+                try:
+                    checked = check("Claimed", claim)
+                except ProtocolError as e:
+                    self._refuse_claim(claim, e)
+                    return
+                self._run_one(checked)
+
+    def _refuse_claim(self, claim: dict, err: ProtocolError) -> None:
+        """A claim this worker cannot read (a daemon of another version): hand the attempt back as
+        infrastructure (retried, never a reward), say why, and stop, rather than end the slot silently."""
+        self.log(
+            f"run {self.run_id}: the daemon's claim does not match this worker's protocol ({err}); "
+            "install the harness-rl-worker package of the daemon's version. Stopping."
+        )
+        try:
+            self._finish(
+                claim,
+                "failed",
+                f"the worker could not read its claim: {err}",
+                None,
+                None,
+                {"kind": "infrastructure", "reason": "worker_stopped"},
+            )
+        except (KeyError, TypeError, ProtocolError):
+            pass
+        self.stop.set()
 
     def _heartbeat(self, claim: dict, over: threading.Event, end) -> None:
         """Beats every heartbeat_s until `over`; wakes twice a second to notice the worker stopping."""
