@@ -7,7 +7,7 @@ import type { BackendKind } from './assemble';
 import type { Call } from './call';
 import type { Dispatched } from './dispatch';
 import type { Json } from './json';
-import type { Output } from './output';
+import type { Output, StreamOut } from './output';
 import { StreamRelay } from './relay';
 import { CompletionToChatStream } from './tito';
 
@@ -29,7 +29,6 @@ export async function finishStream(
   o: { kind: BackendKind; output: Output },
   recordOf: AnswerRecord,
 ): Promise<void> {
-  const raw = call.res;
   call.openStream(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
@@ -51,7 +50,6 @@ export async function finishStream(
     elapsed: () => call.elapsed(),
   });
   const asm = relay.asm;
-
   /** The record so far; `json` (asm.result()) is consumed: the native output strips it in place. */
   const respond = (json: Json): unknown => {
     try {
@@ -60,121 +58,143 @@ export async function finishStream(
       return json;
     }
   };
-  const partial = (): Partial<NewLlmCall> =>
-    recordOf(asm.result(), respond, () => ({ ttft_ms: relay.ttft, http_status: 200 }), false);
+  const record: StreamRecord = (extra, done) =>
+    recordOf(asm.result(), respond, () => ({ ttft_ms: relay.ttft, http_status: 200, ...extra }), done);
+  call.snapshot = () => record({}, false);
+  await new Promise<void>((resolve) => new RelayedStream(call, d, relay, out, record, resolve).start());
+}
 
-  call.snapshot = () => partial();
-  let deadline: NodeJS.Timeout | undefined;
-  await new Promise<void>((resolve) => {
-    const finish = (end: () => Promise<unknown>) => {
-      clearTimeout(deadline);
-      if (call.settled) return resolve();
-      d.res.removeAllListeners('data');
-      end()
-        .catch((e) => {
-          call.ctx.log('proxy: finishing a stream failed', { error: String(e) });
-          if (!raw.destroyed) raw.destroy();
-        })
-        .finally(resolve);
-    };
-    const failMid = (message: string, status: 'error' | 'cancelled' = 'error') =>
-      finish(() =>
-        call.complete(
-          () =>
-            recordOf(
-              asm.result(),
-              respond,
-              () => ({ ttft_ms: relay.ttft, http_status: 200, status, error: message }),
-              false,
-            ),
-          (problem) => {
-            if (problem !== null) call.ctx.log('proxy: recording a failed stream failed', { error: problem });
-            return relay.take() + out.error(message);
-          },
-          true,
-        ),
-      );
-    // The closing frames first: a translator's end() completes its open output item, so what is
-    // recorded is the final response the client gets (Responses: `response.completed`).
-    const complete = () =>
-      finish(async () => {
-        const closing = out.end();
-        return call.complete(
-          () =>
-            recordOf(
-              asm.result(),
-              respond,
-              () => ({ ttft_ms: relay.ttft, http_status: 200, total_ms: call.elapsed() }),
-              true,
-            ),
-          (problem) =>
-            relay.take() +
-            (problem === null ? closing : out.error(`the call could not be recorded: ${problem}`)),
-        );
-      });
-    call.onClientClose(() => {
-      clearTimeout(deadline);
-      resolve();
+/** The stream's record with these fields over its times; `done`: the answer is complete. */
+type StreamRecord = (extra: Partial<NewLlmCall>, done: boolean) => Partial<NewLlmCall>;
+
+/** The backend's stream relayed until it ends, fails, passes its deadline or the harness goes away. */
+class RelayedStream {
+  private deadline: NodeJS.Timeout | undefined;
+  private scheduled = false;
+
+  constructor(
+    private readonly call: Call,
+    private readonly d: Dispatched,
+    private readonly relay: StreamRelay,
+    private readonly out: StreamOut,
+    private readonly record: StreamRecord,
+    private readonly resolve: () => void,
+  ) {}
+
+  start(): void {
+    this.call.onClientClose(() => {
+      clearTimeout(this.deadline);
+      this.resolve();
     });
     // The idle limit (backend_timeout_ms) never fires while a backend sends keep-alive comments: the
     // whole stream has a deadline too.
-    const limit = call.ctx.config.call_deadline_ms;
-    deadline = setTimeout(
-      () => failMid(`the call passed its deadline of ${limit} ms (daemon.call_deadline_ms) mid-stream`),
-      Math.max(0, limit - call.elapsed()),
+    const limit = this.call.ctx.config.call_deadline_ms;
+    this.deadline = setTimeout(
+      () => this.failMid(`the call passed its deadline of ${limit} ms (daemon.call_deadline_ms) mid-stream`),
+      Math.max(0, limit - this.call.elapsed()),
     );
+    this.d.res.on('data', (buf: Buffer) => this.onData(buf));
+    this.d.res.on('end', () => this.onEnd());
+    this.d.res.on('close', () => this.onClose());
+  }
 
-    // Frames that arrived in one event-loop turn (libuv reads a socket many times per poll phase, a
-    // few hundred bytes each) go out in one write right after it: one syscall instead of dozens,
-    // no added latency beyond the end of the current poll phase.
-    let scheduled = false;
-    const flushNow = () => {
-      scheduled = false;
-      if (!relay.pending || call.settled || raw.destroyed) return;
-      const ok = call.write(relay.take());
-      if (!ok) {
-        d.res.pause();
-        raw.once('drain', () => d.res.resume());
-      }
-    };
-    const flush = () => {
-      if (!relay.pending || scheduled) return;
-      scheduled = true;
-      setImmediate(flushNow);
-    };
+  private finish(end: () => Promise<unknown>): void {
+    clearTimeout(this.deadline);
+    if (this.call.settled) return this.resolve();
+    this.d.res.removeAllListeners('data');
+    end()
+      .catch((e) => {
+        this.call.ctx.log('proxy: finishing a stream failed', { error: String(e) });
+        if (!this.call.res.destroyed) this.call.res.destroy();
+      })
+      .finally(this.resolve);
+  }
 
-    // Nothing thrown while relaying (a translator, a malformed chunk) may escape: it fails the call.
-    const relayError = (e: unknown) => `proxy error while relaying the stream: ${errorText(e)}`;
-    d.res.on('data', (buf: Buffer) => {
-      if (call.settled) return;
-      try {
-        const failure = relay.read(buf);
-        if (failure !== null) failMid(failure);
-        else flush();
-      } catch (e) {
-        failMid(relayError(e));
-      }
-    });
-    d.res.on('end', () => {
-      if (call.settled) return;
-      try {
-        const failure = relay.finish();
-        if (failure !== null) return failMid(failure);
-        // The content goes out now; only the closing frame waits for the record's commit.
-        flushNow();
-        if (relay.sawDone) complete();
-        else failMid(`backend ${d.backendName} ended the stream before [DONE]`);
-      } catch (e) {
-        failMid(relayError(e));
-      }
-    });
-    d.res.on('close', () => {
-      if (call.settled || d.res.complete) return;
-      failMid(
-        timedOut.has(d.res)
-          ? `backend ${d.backendName} went silent mid-stream (timeout ${call.ctx.config.backend_timeout_ms} ms)`
-          : `backend ${d.backendName} closed the connection mid-stream`,
+  private failMid(message: string, status: 'error' | 'cancelled' = 'error'): void {
+    this.finish(() =>
+      this.call.complete(
+        () => this.record({ status, error: message }, false),
+        (problem) => {
+          if (problem !== null)
+            this.call.ctx.log('proxy: recording a failed stream failed', { error: problem });
+          return this.relay.take() + this.out.error(message);
+        },
+        true,
+      ),
+    );
+  }
+
+  /**
+   * The closing frames first: a translator's end() completes its open output item, so what is
+   * recorded is the final response the client gets (Responses: `response.completed`).
+   */
+  private complete(): void {
+    this.finish(async () => {
+      const closing = this.out.end();
+      return this.call.complete(
+        () => this.record({ total_ms: this.call.elapsed() }, true),
+        (problem) =>
+          this.relay.take() +
+          (problem === null ? closing : this.out.error(`the call could not be recorded: ${problem}`)),
       );
     });
-  });
+  }
+
+  /**
+   * Frames that arrived in one event-loop turn (libuv reads a socket many times per poll phase, a few
+   * hundred bytes each) go out in one write right after it: one syscall instead of dozens, no added
+   * latency beyond the end of the current poll phase.
+   */
+  private flush(): void {
+    if (!this.relay.pending || this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flushNow());
+  }
+
+  private flushNow(): void {
+    this.scheduled = false;
+    if (!this.relay.pending || this.call.settled || this.call.res.destroyed) return;
+    const ok = this.call.write(this.relay.take());
+    if (!ok) {
+      this.d.res.pause();
+      this.call.res.once('drain', () => this.d.res.resume());
+    }
+  }
+
+  // Nothing thrown while relaying (a translator, a malformed chunk) may escape: it fails the call.
+  private onData(buf: Buffer): void {
+    if (this.call.settled) return;
+    try {
+      const failure = this.relay.read(buf);
+      if (failure !== null) this.failMid(failure);
+      else this.flush();
+    } catch (e) {
+      this.failMid(relayError(e));
+    }
+  }
+
+  private onEnd(): void {
+    if (this.call.settled) return;
+    try {
+      const failure = this.relay.finish();
+      if (failure !== null) return this.failMid(failure);
+      // The content goes out now; only the closing frame waits for the record's commit.
+      this.flushNow();
+      if (this.relay.sawDone) this.complete();
+      else this.failMid(`backend ${this.d.backendName} ended the stream before [DONE]`);
+    } catch (e) {
+      this.failMid(relayError(e));
+    }
+  }
+
+  private onClose(): void {
+    if (this.call.settled || this.d.res.complete) return;
+    this.failMid(
+      timedOut.has(this.d.res)
+        ? `backend ${this.d.backendName} went silent mid-stream (timeout ${this.call.ctx.config.backend_timeout_ms} ms)`
+        : `backend ${this.d.backendName} closed the connection mid-stream`,
+    );
+  }
 }
+
+const relayError = (e: unknown) => `proxy error while relaying the stream: ${errorText(e)}`;
