@@ -100,7 +100,10 @@ class RelayedStream {
 
   private finish(end: () => Promise<unknown>): void {
     clearTimeout(this.deadline);
-    if (this.call.settled) return this.resolve();
+    if (this.call.settled) {
+      this.resolve();
+      return;
+    }
     this.d.res.removeAllListeners('data');
     end()
       .catch((e) => {
@@ -177,7 +180,10 @@ class RelayedStream {
     if (this.call.settled) return;
     try {
       const failure = this.relay.finish();
-      if (failure !== null) return this.failMid(failure);
+      if (failure !== null) {
+        this.failMid(failure);
+        return;
+      }
       // The content goes out now; only the closing frame waits for the record's commit.
       this.flushNow();
       if (this.relay.sawDone) this.complete();
