@@ -153,6 +153,11 @@ def bubblewrap_runs() -> bool:
 class PersistentBubblewrap(unittest.TestCase):
     def test_the_process_runs_in_the_sandbox_for_all_its_rollouts(self):
         work = tempfile.mkdtemp(dir="/tmp")
+        # A file in the host's /tmp: the sandbox's private /tmp must not show it (it may hold the paths
+        # bound again into it, such as a checkout under /tmp, so its entries are not counted).
+        fd, marker = tempfile.mkstemp(dir="/tmp")
+        os.close(fd)
+        self.addCleanup(os.unlink, marker)
         code = (
             "import json, os, sys\n"
             "for line in sys.stdin:\n"
@@ -161,14 +166,15 @@ class PersistentBubblewrap(unittest.TestCase):
             "        open('written', 'w').close(); ok = 0\n"
             "    except OSError:\n"
             "        ok = 1\n"
-            "    print(json.dumps({'rollout_id': m['rollout_id'], 'reward': ok + len(os.listdir('/tmp'))}), flush=True)\n"
+            f"    seen = 10 if os.path.exists({marker!r}) else 0\n"
+            "    print(json.dumps({'rollout_id': m['rollout_id'], 'reward': ok + seen}), flush=True)\n"
         )
         harness = PersistentHarness([sys.executable, "-c", code], work, "http://127.0.0.1:1")
         self.addCleanup(harness.close)
         for n in (1, 2):
             c = {**claim(n, "x"), "sandbox": "bubblewrap"}
-            # Its folder read-only, and a /tmp of its own holding only that folder.
-            self.assertEqual(harness.rollout(c, {}, threading.Event()), (2, ""))
+            # Its folder read-only, and a /tmp of its own.
+            self.assertEqual(harness.rollout(c, {}, threading.Event()), (1, ""))
         self.assertEqual(harness.started, 1)
         self.assertFalse(os.path.exists(os.path.join(work, "written")))
 
