@@ -2,6 +2,7 @@
 // harness on it, run the verifier when the run rewards by verifier, post the reward and finish the
 // attempt. `harness-rl worker` and the demo use it.
 import { hostname } from 'node:os';
+import { WORKER_KEY_PREFIX } from '../api/auth';
 import { readReply, restFetch } from '../api/rest-call';
 import { errorText } from '../error-text';
 import { type RolloutDetail, RolloutDetail as RolloutDetailSchema } from '../protocol/api';
@@ -287,6 +288,12 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         }
         if (err instanceof DaemonHttpError && err.status === 401) {
           over = true;
+          // A run's own worker credential is revoked when the run ends: that is the end of the work,
+          // not a mistake. A wrong daemon token is the caller's mistake and is thrown.
+          if (options.token.startsWith(WORKER_KEY_PREFIX)) {
+            log(`run ${options.runId}: ${err.message}`);
+            break;
+          }
           throw err;
         }
         log(`claim failed: ${errorText(err)}`);

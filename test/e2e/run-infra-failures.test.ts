@@ -122,8 +122,15 @@ describe('infrastructure failures are not zero rewards', () => {
       status: 'timed_out',
       failure: { kind: 'infrastructure', reason: 'deadline' },
     });
+    // Under load the other task's attempt can reach the deadline too: the step counts what the store holds.
+    const attempts = (await Promise.all(rollouts.map((r) => daemon.ctx.store.listAttempts(r.id)))).flat();
+    const infrastructure = attempts.filter((a) => a.failure?.kind === 'infrastructure').length;
+    expect(infrastructure).toBeGreaterThanOrEqual(1);
     const [metrics] = await daemon.ctx.store.listRunMetrics(run.id);
-    expect(metrics!.metrics).toMatchObject({ lost_rollouts: 0, 'failed_attempts.infrastructure': 1 });
+    expect(metrics!.metrics).toMatchObject({
+      lost_rollouts: 0,
+      'failed_attempts.infrastructure': infrastructure,
+    });
   });
 
   it('a harness that turns a backend error into reward 0 is not trained on: the run fails naming the backend', async () => {
