@@ -1,6 +1,7 @@
 // Evolutions → their candidate tree (children under their parent): train score with its interval,
 // held-out score, policy tokens, novelty and each regulariser's verdict. A click opens the candidate's
 // diff against its parent in VS Code's diff editor (files served by the `harness-rl-candidate` scheme).
+// Live from the `evolution` and `candidate` events (no polling); a reconnect reads it again (ctx.ts).
 import * as vscode from 'vscode';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import type { Candidate, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
@@ -70,11 +71,8 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
   private readonly emitter = new vscode.EventEmitter<EvolutionNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
 
-  private readonly redraw = new Throttle(() => this.emitter.fire(undefined), 1000);
-
-  /** While an evolution runs, the list is read again every few seconds: the daemon sends no event when
-   * an evolution's own status changes (finished, stopped, interrupted), only its evaluations' runs. */
-  private poll: ReturnType<typeof setTimeout> | undefined;
+  /** Events come in bursts (a candidate is stored several times as it is scored): one read for each. */
+  private readonly redraw = new Throttle(() => this.emitter.fire(undefined), 200);
 
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
 
@@ -82,9 +80,9 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
     this.emitter.fire(undefined);
   }
 
-  /** An evolution moves on as its evaluations' runs change: redraw, at most once a second. */
+  /** An evolution's status or one of its candidates changed: read the tree again. */
   onEvent(e: DaemonEvent): void {
-    if (e.type === 'run') this.redraw.schedule();
+    if (e.type === 'evolution' || e.type === 'candidate') this.redraw.schedule();
   }
 
   async getChildren(node?: EvolutionNode): Promise<EvolutionNode[]> {
@@ -93,8 +91,6 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
     try {
       if (!node) {
         const items = (await client.listEvolutions()).items;
-        clearTimeout(this.poll);
-        if (items.some((e) => e.status === 'running')) this.poll = setTimeout(() => this.refresh(), 3000);
         return items.map((evolution) => ({ kind: 'evolution', evolution }));
       }
       const detail = node.kind === 'evolution' ? await client.getEvolution(node.evolution.id) : node.detail;
@@ -148,7 +144,6 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
   }
 
   dispose(): void {
-    clearTimeout(this.poll);
     this.redraw.dispose();
     this.emitter.dispose();
   }
@@ -159,9 +154,6 @@ export const CANDIDATE_SCHEME = 'harness-rl-candidate';
 /** harness-rl-candidate:/<evolution>/<hash>/<path>: a candidate's file, read from the daemon. */
 export class CandidateFilesProvider implements vscode.TextDocumentContentProvider {
   private readonly cache = new Map<string, Promise<Record<string, string>>>();
-  /** While an evolution runs, the list is read again every few seconds: the daemon sends no event when
-   * an evolution's own status changes (finished, stopped, interrupted), only its evaluations' runs. */
-  private poll: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
 
