@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import type { runCommand } from '../../daemon/cli/commands/run';
+import { loadConfigFile } from '../../daemon/config/load';
 import type { DaemonOptions } from '../../daemon/daemon';
 import type { Run } from '../../daemon/protocol/entities';
 import type { EvolutionDetail } from '../../daemon/protocol/evolution';
@@ -25,18 +26,25 @@ export interface EvolveBed {
   readonly daemon: TestDaemon;
   /** The scratch folder: the scripts are in it, a test may keep its own files there. */
   readonly state: string;
-  /** `command` (a CLI command) with the daemon's URL and token; throws unless it exits 0. */
+  /** `command` (a CLI command) with the daemon's URL and token: its exit code and output lines. */
   cli(command: typeof runCommand, argv: string[]): Promise<{ code: number; out: string[]; err: string[] }>;
+  /** The same, throwing unless it exits 0; its output lines. */
+  ok(command: typeof runCommand, argv: string[]): Promise<string[]>;
 }
 
 /**
- * Before the file's tests: a daemon (`daemon: false`: none, the test starts its own) and a scratch
- * folder `harness-rl-NAME-…` holding `scripts` (file name → text); after them, both gone.
+ * Before the file's tests: `before`, a daemon (`daemon: false`: none, the test starts its own) and a
+ * scratch folder `harness-rl-NAME-…` holding `scripts` (file name → text); after them, both gone, then
+ * `after`.
  */
 export function evolveBed(
   name: string,
   scripts: Record<string, string>,
-  options: { daemon?: Partial<DaemonOptions> | false; before?: () => Promise<void> | void } = {},
+  options: {
+    daemon?: Partial<DaemonOptions> | false;
+    before?: () => Promise<void> | void;
+    after?: () => Promise<void> | void;
+  } = {},
 ): EvolveBed {
   let daemon: TestDaemon | undefined;
   let state = '';
@@ -49,6 +57,7 @@ export function evolveBed(
   afterAll(async () => {
     await daemon?.close();
     if (state) rmSync(state, { recursive: true, force: true });
+    await options.after?.();
   });
   return {
     get daemon() {
@@ -66,13 +75,17 @@ export function evolveBed(
         out: (t) => out.push(t),
         err: (t) => err.push(t),
       });
-      if (code !== 0) throw new Error(`${argv.join(' ')} exited ${code}: ${err.join('\n')}`);
       return { code, out, err };
+    },
+    async ok(command, argv) {
+      const r = await this.cli(command, argv);
+      if (r.code !== 0) throw new Error(`${argv.join(' ')} exited ${r.code}: ${r.err.join('\n')}`);
+      return r.out;
     },
   };
 }
 
-/** The smallest evolution: one generation, one child, one finalist, one attempt, no critic or pruner. */
+/** The smallest evolution: one generation, one child, one kept, one finalist, one attempt, no critic or pruner. */
 export function tinyEvolve(proposer: string[], more: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     proposer,
@@ -108,6 +121,23 @@ export function mathRun(name: string, evolve: Record<string, unknown>, limit = 8
     },
     algorithm: { n: 2, max_response_tokens: 4 },
     schedule: { groups_per_step: 2, steps: 2, seed: 0 },
+    evolve,
+  };
+}
+
+/**
+ * examples/evolve/eval.yaml's run (relative paths: POST it with base_dir EXAMPLE) with `limit` of the
+ * math tasks, `test_fraction` of them held out, and `evolve`.
+ */
+export async function exampleRun(
+  limit: number,
+  test_fraction: number,
+  evolve: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const run = (await loadConfigFile(join(EXAMPLE, 'eval.yaml'))).config.run!;
+  return {
+    ...run,
+    tasks: { file: '../math-agent/tasks.jsonl', shuffle_seed: 0, limit, test_fraction },
     evolve,
   };
 }
