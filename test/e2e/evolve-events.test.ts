@@ -4,10 +4,9 @@
 // attempts counted live until it finishes.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import type { Evaluation, EvaluationProgress } from '../../daemon/protocol/evaluation';
-import { DaemonEvent } from '../../daemon/protocol/events';
 import type { Candidate, CandidateChange } from '../../daemon/protocol/evolution';
+import { listenEvents } from '../helpers/events';
 import { evolutionEnd, evolveBed, mathRun, tinyEvolve } from '../helpers/evolve';
 import { EDITS, EXAMPLE } from '../helpers/math-harness';
 
@@ -24,26 +23,12 @@ const PLAN = [EDITS.retry, [[EXTRACTION, "  return 'x';"]], []]; // good, harmfu
 
 const bed = evolveBed('evolve-events', { 'propose.mjs': PROPOSER });
 
-async function listen(): Promise<{ events: DaemonEvent[]; close(): void }> {
-  const { daemon } = bed;
-  const ws = new WebSocket(`${daemon.url.replace('http', 'ws')}/api/events`, {
-    headers: { authorization: `Bearer ${daemon.token}` },
-  });
-  const events: DaemonEvent[] = [];
-  ws.on('message', (data) => events.push(DaemonEvent.parse(JSON.parse(String(data)))));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  return { events, close: () => ws.close() };
-}
-
 type Step = [role: string, change: CandidateChange, status: Candidate['status']];
 
 describe('an evolution on the event stream', () => {
   it('announces its status, each candidate added/scored/accepted/pruned/rejected/kept, and evaluation progress, in order', async () => {
     const { daemon } = bed;
-    const socket = await listen();
+    const socket = await listenEvents(daemon);
     const proposer = [process.execPath, join(bed.state, 'propose.mjs'), JSON.stringify(PLAN)];
     const config = mathRun('math-events', tinyEvolve(proposer, { children: 3, pruner: { margin: 0 } }), 12);
     const started = await daemon.api('POST', '/api/evolutions', { config, base_dir: EXAMPLE });
