@@ -124,7 +124,9 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
     const row = candidateRow(c);
     const hasChildren = node.detail.candidates.some((x) => x.parent === c.hash);
     const item = new vscode.TreeItem(row.label, hasChildren ? C.Expanded : C.None);
-    item.id = `${node.detail.id}/${c.hash}`;
+    // A candidate that gains its first child (live) gets a new id: VS Code keeps the collapsed state it
+    // knew for an id, so under the old one the child would stay hidden until a click.
+    item.id = `${node.detail.id}/${c.hash}${hasChildren ? '/parent' : ''}`;
     item.description = row.description;
     const parent = node.detail.candidates.find((x) => x.hash === c.parent);
     const tooltip = new vscode.MarkdownString(
