@@ -67,7 +67,7 @@ function reject(socket: Duplex, err: ApiError): void {
   );
 }
 
-/** The run an event belongs to (null: not a run's event); rollout → run ids are cached per connection. */
+/** The run an event belongs to (null: not a run's event, such as an evolution's); rollout → run ids are cached per connection. */
 function runOf(
   ctx: DaemonContext,
   event: DaemonEvent,
@@ -103,6 +103,10 @@ function runOf(
       return event.workers.run_id;
     case 'tool_runs':
       return byRollout(event.rollout_id);
+    case 'evaluation':
+      return event.evaluation.run_id;
+    case 'evaluation_progress':
+      return event.progress.run_id;
     default:
       return null;
   }

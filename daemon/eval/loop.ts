@@ -9,12 +9,13 @@ import type { NodeRegistry } from '../cluster/nodes/registry';
 import type { DaemonContext } from '../context';
 import { errorText } from '../error-text';
 import type { RunConfig } from '../protocol/config';
-import { FINISHED_ROLLOUT, type Task } from '../protocol/entities';
+import { FINISHED_ROLLOUT, type RolloutStatus, type Task } from '../protocol/entities';
 import type { RolloutContext } from '../protocol/worker';
 import type { ProxyHandle } from '../proxy';
 import { nextEvent, rolloutOf } from '../store/events';
 import type { StoredEvaluation } from '../store/store';
 import { failureOf } from './failures';
+import { attemptProgress } from './progress';
 import { type Slot, summarize, taskResults } from './summary';
 
 /** The seed of attempt `attempt` of task `index` in an evaluation seeded `seed` (same for its retries). */
@@ -24,6 +25,8 @@ export function attemptSeed(seed: number, index: number, attempt: number): numbe
 
 export class EvalLoop extends BackendLoop {
   private readonly seeds = new Map<string, number>();
+  /** The attempts as last announced (an `evaluation_progress` event goes out when they change). */
+  private announced = '';
 
   constructor(
     ctx: DaemonContext,
@@ -143,6 +146,19 @@ export class EvalLoop extends BackendLoop {
     });
   }
 
+  /** An `evaluation_progress` event when the attempts' counts changed (a slot's earlier rollouts failed: it was retried). */
+  private announceProgress(slots: Slot[], last: Map<Slot, RolloutStatus>): void {
+    const statuses: RolloutStatus[] = [];
+    for (const [slot, status] of last)
+      statuses.push(status, ...slot.rollouts.slice(1).map(() => 'failed' as const));
+    const ids = { evaluation_id: this.evaluation.id, run_id: this.runId };
+    const progress = attemptProgress(ids, slots.length, statuses);
+    const key = JSON.stringify(progress);
+    if (key === this.announced) return;
+    this.announced = key;
+    this.store.announce({ type: 'evaluation_progress', progress });
+  }
+
   /** Wait until every slot's last rollout is over; retry infrastructure failures while retries remain. */
   private async settle(slots: Slot[], retries: number): Promise<void> {
     const { harness } = this.config;
@@ -151,9 +167,11 @@ export class EvalLoop extends BackendLoop {
       this.check();
       const open = [];
       const retry: Slot[] = [];
+      const last = new Map<Slot, RolloutStatus>();
       for (const slot of slots) {
         const rollout = await this.store.getRollout(slot.rollouts.at(-1)!);
         if (!rollout) continue;
+        last.set(slot, rollout.status);
         if (!FINISHED_ROLLOUT.has(rollout.status)) open.push(rollout);
         else if (rollout.status !== 'succeeded' && slot.rollouts.length <= retries) {
           const attempt = (await this.store.listAttempts(rollout.id)).at(-1);
@@ -161,6 +179,8 @@ export class EvalLoop extends BackendLoop {
         }
       }
       if (retry.length) await this.launch(retry);
+      for (const slot of retry) last.set(slot, 'queued');
+      this.announceProgress(slots, last);
       if (open.length === 0 && retry.length === 0) return;
       await timeOut(this.store, open, timeoutMs);
       await nextEvent(

@@ -69,6 +69,24 @@ export const Evaluation = z.object({
   tasks: z.array(EvalTaskResult).nullable(),
 });
 
+/**
+ * A running evaluation's attempts (task × attempt slots), live as `evaluation_progress` events: each
+ * counted by its latest rollout; a rollout retried after an infrastructure failure counts in `retried`,
+ * not as a failed attempt.
+ */
+export const EvaluationProgress = z.object({
+  evaluation_id: Id,
+  run_id: Id,
+  total: z.number().int().nonnegative(),
+  queued: z.number().int().nonnegative(),
+  running: z.number().int().nonnegative(),
+  /** succeeded + failed */
+  finished: z.number().int().nonnegative(),
+  succeeded: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative().describe('failed or cancelled, not retried'),
+  retried: z.number().int().nonnegative().describe('rollouts run again after an infrastructure failure'),
+});
+
 export const CreateEvaluationBody = z
   .object({
     config: RunConfig,
@@ -149,6 +167,7 @@ export type EvalFailureKind = z.infer<typeof EvalFailureKind>;
 export type EvalTaskResult = z.infer<typeof EvalTaskResult>;
 export type EvaluationSummary = z.infer<typeof EvaluationSummary>;
 export type Evaluation = z.infer<typeof Evaluation>;
+export type EvaluationProgress = z.infer<typeof EvaluationProgress>;
 export type CreateEvaluationBody = z.infer<typeof CreateEvaluationBody>;
 export type Comparison = z.infer<typeof Comparison>;
 export type CreateEvolutionBody = z.infer<typeof CreateEvolutionBody>;

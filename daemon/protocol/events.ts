@@ -13,6 +13,8 @@ import {
   RunWorkers,
   ToolRun,
 } from './entities';
+import { Evaluation, EvaluationProgress } from './evaluation';
+import { Candidate, CandidateChange, Evolution } from './evolution';
 
 /** An llm call as announced live: everything but the bulky request/response bodies and token arrays. */
 export const LlmCallSummary = LlmCall.omit({
@@ -36,6 +38,13 @@ export const DaemonEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('model_version'), run_id: Id.nullable(), version: z.number().int() }),
   z.object({ type: z.literal('workers'), workers: RunWorkers }),
   z.object({ type: z.literal('tool_runs'), rollout_id: Id, tool_runs: z.array(ToolRun) }),
+  /** Created, or its status, model version or figures changed (`tasks`, the per-task rows: GET it). */
+  z.object({ type: z.literal('evaluation'), evaluation: Evaluation.omit({ tasks: true }) }),
+  z.object({ type: z.literal('evaluation_progress'), progress: EvaluationProgress }),
+  /** Created, or its status or result changed. */
+  z.object({ type: z.literal('evolution'), evolution: Evolution }),
+  /** A candidate stored or changed (its patch: GET the evolution). */
+  z.object({ type: z.literal('candidate'), change: CandidateChange, candidate: Candidate }),
 ]);
 
 export type LlmCallSummary = z.infer<typeof LlmCallSummary>;

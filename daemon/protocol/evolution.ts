@@ -118,6 +118,13 @@ export const Candidate = z.object({
   created_at: Timestamp,
 });
 
+/**
+ * What a `candidate` event says happened: added (first stored), status (its status changed: evaluating,
+ * accepted, rejected, pruned, failed), scored (a train or held-out score arrived), selected (kept for
+ * the next generation), updated (anything else).
+ */
+export const CandidateChange = z.enum(['added', 'status', 'scored', 'selected', 'updated']);
+
 export const FilePatch = z.object({
   path: z.string(),
   /** Unified hunks: lines starting ' ', '-', '+'. */
@@ -174,6 +181,7 @@ export type EvolveConfig = z.infer<typeof EvolveConfig>;
 export type Verdict = z.infer<typeof Verdict>;
 export type Candidate = z.infer<typeof Candidate>;
 export type CandidateStatus = z.infer<typeof CandidateStatus>;
+export type CandidateChange = z.infer<typeof CandidateChange>;
 export type FilePatch = z.infer<typeof FilePatch>;
 export type Evolution = z.infer<typeof Evolution>;
 export type EvolutionResult = z.infer<typeof EvolutionResult>;

@@ -30,6 +30,9 @@ export class Ctx implements vscode.Disposable {
   readonly diagnostics = vscode.languages.createDiagnosticCollection('harness-rl');
   private readonly eventEmitter = new vscode.EventEmitter<DaemonEvent>();
   readonly onEvent = this.eventEmitter.event;
+  private readonly reconnectEmitter = new vscode.EventEmitter<void>();
+  /** The event socket is open again after a drop: what was shown from events may have missed some. */
+  readonly onEventsReconnected = this.reconnectEmitter.event;
   private events: EventStream | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   /** The recording this window started (its key lives only here and in the terminals' env). */
@@ -66,6 +69,7 @@ export class Ctx implements vscode.Disposable {
       this.nodesTree,
       this.diagnostics,
       this.eventEmitter,
+      this.reconnectEmitter,
       vscode.window.createTreeView('harnessRl.runs', {
         treeDataProvider: this.runsTree,
         showCollapseAll: true,
@@ -186,6 +190,7 @@ export class Ctx implements vscode.Disposable {
           if (connected && dropped) {
             this.refreshViews();
             this.reloadTraining();
+            this.reconnectEmitter.fire();
           }
           dropped = !connected;
         },

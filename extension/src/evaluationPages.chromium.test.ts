@@ -218,14 +218,26 @@ describe('the evaluation page in Chromium', () => {
     const p = await open(running);
     await expect.poll(() => p.locator('#pending').innerText()).toMatch(/^Evaluating…/);
     expect(await p.locator('#status').innerText()).toBe('running');
-    const progress = { run_id: A.run_id, step: 0, total: 12, queued: 4, running: 3, finished: 5, failed: 1 };
+    const progress = {
+      evaluation_id: A.id,
+      run_id: A.run_id,
+      total: 12,
+      queued: 4,
+      running: 3,
+      finished: 5,
+      succeeded: 4,
+      failed: 1,
+      retried: 2,
+    };
     await p.evaluate((m) => window.postMessage(m, '*'), { type: 'progress', progress });
     const line = p.locator('#eval-progress');
     await expect
       .poll(() => line.innerText())
-      .toBe('5 of 12 attempts finished · 1 failed · 3 running · 4 queued');
+      .toBe(
+        '5 of 12 attempts finished · 1 failed · 3 running · 4 queued · 2 retries after infrastructure failures',
+      );
     expect(await line.locator('progress').getAttribute('value')).toBe('5');
-    // the host reloads the page every 2 s while it runs: the count stays
+    // the host reads the page again on the evaluation's events: the count stays
     await p.evaluate((m) => window.postMessage(m, '*'), running);
     await expect.poll(() => line.innerText()).toMatch(/^5 of 12 attempts finished/);
     await p.evaluate(() => window.postMessage({ type: 'evaluation', evaluation: { id: 3 } }, '*'));

@@ -1,24 +1,25 @@
-// The evaluation webview panel: one evaluation's page (its attempts counted live from the events while
-// it runs, the page reloaded every 2 s until it finishes), or the comparison of two
-// (GET /api/evaluations/compare); restored after a reload by its serializer.
+// The evaluation webview panel: one evaluation's page, or the comparison of two
+// (GET /api/evaluations/compare); restored after a reload by its serializer. Live from the events: an
+// `evaluation` event of what it shows reads the page again, `evaluation_progress` updates its attempts;
+// no polling (a reconnect of the event socket reads it again once).
 import type * as vscode from 'vscode';
+import { attemptProgress } from '../../daemon/eval/progress';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
+import type { DaemonEvent } from '../../daemon/protocol/events';
 import { EvaluationState, type ToEvaluation } from '../../webview/src/protocol';
-import { errorText } from './client';
+import { type DaemonClient, errorText } from './client';
 import type { Ctx } from './ctx';
 import { DAEMON_STOPPED, Panel, panelSerializer, showPanel, webviewHtml } from './panels';
-import { StepProgressTracker } from './stepProgress';
+import { Throttle } from './throttle';
 
 export const EVALUATION_VIEW = 'harnessRl.evaluation';
-const POLL_MS = 2000;
 
 const keyOf = (t: EvaluationState) => ('evaluation_id' in t ? t.evaluation_id : `${t.a}..${t.b}`);
+const idsOf = (t: EvaluationState) => ('evaluation_id' in t ? [t.evaluation_id] : [t.a, t.b]);
 
 export class EvaluationPanel extends Panel {
   private static readonly open = new Map<string, EvaluationPanel>();
-  private poll: NodeJS.Timeout | undefined;
-  /** A running evaluation's attempts (its run's rollouts) by status. */
-  private progress: StepProgressTracker | undefined;
+  private readonly reread = new Throttle(() => void this.load(), 150);
 
   static show(ctx: Ctx, target: EvaluationState): EvaluationPanel {
     const existing = EvaluationPanel.open.get(keyOf(target));
@@ -45,7 +46,21 @@ export class EvaluationPanel extends Panel {
     super(ctx, panel);
     EvaluationPanel.open.set(keyOf(target), this);
     panel.webview.html = webviewHtml(panel.webview, ctx.extensionUri, 'evaluation', panel.title);
-    this.disposables.push(ctx.onEvent((e) => this.progress?.onEvent(e)));
+    this.disposables.push(
+      ctx.onEvent((e) => this.onEvent(e)),
+      ctx.onEventsReconnected(() => this.reread.schedule()),
+    );
+  }
+
+  private onEvent(e: DaemonEvent) {
+    const ids = idsOf(this.target);
+    if (e.type === 'evaluation' && ids.includes(e.evaluation.id)) this.reread.schedule();
+    if (
+      e.type === 'evaluation_progress' &&
+      'evaluation_id' in this.target &&
+      ids.includes(e.progress.evaluation_id)
+    )
+      this.post({ type: 'progress', progress: e.progress });
   }
 
   private post(m: ToEvaluation) {
@@ -64,14 +79,15 @@ export class EvaluationPanel extends Panel {
         const e = await client.getEvaluation(t.evaluation_id);
         this.panel.title = `Evaluation ${e.name}`;
         this.post({ type: 'evaluation', evaluation: e, previous: await previousOf(this.ctx, e) });
-        this.pollWhile(e.status === 'running');
-        this.followProgress(e.status === 'running' ? e.run_id : null);
+        if (e.status === 'running') {
+          const progress = await progressOf(client, e).catch(() => null);
+          if (progress) this.post({ type: 'progress', progress });
+        }
         return;
       }
       const [a, b] = await Promise.all([client.getEvaluation(t.a), client.getEvaluation(t.b)]);
       this.panel.title = `Compare ${a.name} ↔ ${b.name}`;
       const running = a.status === 'running' || b.status === 'running';
-      this.pollWhile(running);
       if (a.status !== 'finished' || b.status !== 'finished') {
         const not = [a, b].find((e) => e.status !== 'finished')!;
         this.post({
@@ -82,40 +98,14 @@ export class EvaluationPanel extends Panel {
       }
       this.post({ type: 'comparison', comparison: await client.compareEvaluations(a.id, b.id), a, b });
     } catch (err) {
-      this.pollWhile(false);
       const what =
         'evaluation_id' in t ? `evaluation ${t.evaluation_id}` : `the comparison of ${t.a} and ${t.b}`;
       this.post({ type: 'error', message: `Could not load ${what}: ${errorText(err)}` });
     }
   }
 
-  private followProgress(runId: string | null) {
-    if (runId && !this.progress) {
-      this.progress = new StepProgressTracker(
-        () => this.ctx.client,
-        runId,
-        (progress) => this.post({ type: 'progress', progress }),
-      );
-    }
-    if (runId) void this.progress?.load();
-    else {
-      this.progress?.dispose();
-      this.progress = undefined;
-    }
-  }
-
-  /** A running evaluation has no figures until it finishes: look again every 2 s until then. */
-  private pollWhile(running: boolean) {
-    if (this.poll) clearTimeout(this.poll);
-    if (EvaluationPanel.open.get(keyOf(this.target)) !== this) running = false; // closed meanwhile
-    this.poll = running ? setTimeout(() => void this.load(), POLL_MS) : undefined;
-  }
-
   override dispose(): void {
-    this.progress?.dispose();
-    this.progress = undefined;
-    if (this.poll) clearTimeout(this.poll);
-    this.poll = undefined;
+    this.reread.dispose();
     const key = keyOf(this.target);
     if (EvaluationPanel.open.get(key) === this) EvaluationPanel.open.delete(key);
     super.dispose();
@@ -129,4 +119,18 @@ async function previousOf(ctx: Ctx, e: Evaluation) {
     (x) => x.id !== e.id && x.name === e.name && x.status === 'finished' && x.created_at < e.created_at,
   );
   return prev ? { id: prev.id, name: prev.name, status: prev.status, created_at: prev.created_at } : null;
+}
+
+/**
+ * A running evaluation's attempts as the page opens (later ones come as events): its run's groups (one
+ * per task, `attempts` in size) and rollouts, counted as the daemon counts them.
+ */
+async function progressOf(client: DaemonClient, e: Evaluation) {
+  const [groups, rollouts] = await Promise.all([
+    client.runGroups(e.run_id, { limit: 1000 }),
+    client.listRollouts({ run_id: e.run_id, limit: 1000 }),
+  ]);
+  const slots = groups.items.reduce((n, g) => n + g.size, 0);
+  const statuses = rollouts.items.map((r) => r.status);
+  return attemptProgress({ evaluation_id: e.id, run_id: e.run_id }, slots, statuses);
 }

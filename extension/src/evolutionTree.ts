@@ -1,6 +1,7 @@
 // Evolutions → their candidate tree (children under their parent): train score with its interval,
 // held-out score, policy tokens, novelty and each regulariser's verdict. A click opens the candidate's
 // diff against its parent in VS Code's diff editor (files served by the `harness-rl-candidate` scheme).
+// Live from the `evolution` and `candidate` events (no polling); a reconnect reads it again (ctx.ts).
 import * as vscode from 'vscode';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import type { Candidate, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
@@ -70,11 +71,8 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
   private readonly emitter = new vscode.EventEmitter<EvolutionNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
 
-  private readonly redraw = new Throttle(() => this.emitter.fire(undefined), 1000);
-
-  /** While an evolution runs, the list is read again every few seconds: the daemon sends no event when
-   * an evolution's own status changes (finished, stopped, interrupted), only its evaluations' runs. */
-  private poll: ReturnType<typeof setTimeout> | undefined;
+  /** Events come in bursts (a candidate is stored several times as it is scored): one read for each. */
+  private readonly redraw = new Throttle(() => this.emitter.fire(undefined), 200);
 
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
 
@@ -82,9 +80,9 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
     this.emitter.fire(undefined);
   }
 
-  /** An evolution moves on as its evaluations' runs change: redraw, at most once a second. */
+  /** An evolution's status or one of its candidates changed: read the tree again. */
   onEvent(e: DaemonEvent): void {
-    if (e.type === 'run') this.redraw.schedule();
+    if (e.type === 'evolution' || e.type === 'candidate') this.redraw.schedule();
   }
 
   async getChildren(node?: EvolutionNode): Promise<EvolutionNode[]> {
@@ -93,8 +91,6 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
     try {
       if (!node) {
         const items = (await client.listEvolutions()).items;
-        clearTimeout(this.poll);
-        if (items.some((e) => e.status === 'running')) this.poll = setTimeout(() => this.refresh(), 3000);
         return items.map((evolution) => ({ kind: 'evolution', evolution }));
       }
       const detail = node.kind === 'evolution' ? await client.getEvolution(node.evolution.id) : node.detail;
@@ -128,7 +124,9 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
     const row = candidateRow(c);
     const hasChildren = node.detail.candidates.some((x) => x.parent === c.hash);
     const item = new vscode.TreeItem(row.label, hasChildren ? C.Expanded : C.None);
-    item.id = `${node.detail.id}/${c.hash}`;
+    // A candidate that gains its first child (live) gets a new id: VS Code keeps the collapsed state it
+    // knew for an id, so under the old one the child would stay hidden until a click.
+    item.id = `${node.detail.id}/${c.hash}${hasChildren ? '/parent' : ''}`;
     item.description = row.description;
     const parent = node.detail.candidates.find((x) => x.hash === c.parent);
     const tooltip = new vscode.MarkdownString(
@@ -148,7 +146,6 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
   }
 
   dispose(): void {
-    clearTimeout(this.poll);
     this.redraw.dispose();
     this.emitter.dispose();
   }
@@ -159,9 +156,6 @@ export const CANDIDATE_SCHEME = 'harness-rl-candidate';
 /** harness-rl-candidate:/<evolution>/<hash>/<path>: a candidate's file, read from the daemon. */
 export class CandidateFilesProvider implements vscode.TextDocumentContentProvider {
   private readonly cache = new Map<string, Promise<Record<string, string>>>();
-  /** While an evolution runs, the list is read again every few seconds: the daemon sends no event when
-   * an evolution's own status changes (finished, stopped, interrupted), only its evaluations' runs. */
-  private poll: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly getClient: () => DaemonClient | undefined) {}
 

@@ -3,17 +3,13 @@
 // vLLM with a script that has it run `sed` on agent.mjs, then finish); its calls are recorded, its
 // edit becomes a candidate that beats the root on train, and the default LLM critic (through the proxy,
 // to the same fake model) abstains for want of a verdict.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfigFile } from '../../daemon/config/load';
-import type { EvolutionDetail } from '../../daemon/protocol/evolution';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
 import { AGENTS_BIN, TASK_MARKER } from '../agents-cli/agents';
 import { type FakeVllm, type ScriptedReply, startFakeVllm } from '../fixtures/fake-vllm';
-import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { evolutionEnd, evolveBed, exampleRun, tinyEvolve } from '../helpers/evolve';
 import { EXAMPLE } from '../helpers/math-harness';
-import { waitFor } from '../helpers/wait';
 
 const installed = existsSync(AGENTS_BIN);
 const SED = "sed -i 's/const MAX_TRIES = 1;/const MAX_TRIES = 4;/' agent.mjs";
@@ -32,51 +28,40 @@ function script(request: { prompt?: unknown; tools?: unknown[] }, prompt: { text
 }
 
 let fake: FakeVllm;
-let daemon: TestDaemon;
-let state: string;
-beforeAll(async () => {
-  if (!installed) return;
-  fake = await startFakeVllm({ model: 'toy', script, maxModelLen: 1_000_000 });
-  daemon = await startTestDaemon();
-  state = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-cli-'));
-});
-afterAll(async () => {
-  await daemon?.close();
-  await fake?.close();
-  if (state) rmSync(state, { recursive: true, force: true });
-});
+const bed = evolveBed(
+  'evolve-cli',
+  {},
+  {
+    daemon: installed ? {} : false,
+    before: async () => {
+      if (installed) fake = await startFakeVllm({ model: 'toy', script, maxModelLen: 1_000_000 });
+    },
+    after: () => fake?.close(),
+  },
+);
 
 describe.skipIf(!installed)('a coding-agent CLI as the proposer', () => {
   it('Codex edits the working copy through a recording; the edit is a candidate that beats the root', async () => {
-    const run = (await loadConfigFile(join(EXAMPLE, 'eval.yaml'))).config.run!;
-    const config = {
-      ...run,
-      tasks: { file: '../math-agent/tasks.jsonl', shuffle_seed: 0, limit: 30, test_fraction: 0.3 },
-      evolve: {
-        proposer: [
-          resolve(__dirname, '../../node_modules/.bin/tsx'),
-          resolve(__dirname, '../agents-cli/propose.ts'),
-          'codex',
-          'toy',
-        ],
+    const { daemon } = bed;
+    // the default critic (an LLM call through the proxy) and pruner
+    const proposer = [
+      resolve(__dirname, '../../node_modules/.bin/tsx'),
+      resolve(__dirname, '../agents-cli/propose.ts'),
+      'codex',
+      'toy',
+    ];
+    const config = await exampleRun(
+      30,
+      0.3,
+      tinyEvolve(proposer, {
         proposer_upstream: { kind: 'vllm', base_url: fake.url },
-        generations: 1,
-        children: 1,
-        keep: 1,
-        finalists: 1,
-        attempts: 1,
-      },
-    };
+        critic: {},
+        pruner: { margin: 0 },
+      }),
+    );
     const started = await daemon.api('POST', '/api/evolutions', { config, base_dir: EXAMPLE });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
-    const evo = await waitFor(
-      'the evolution to end',
-      async () => {
-        const e = (await daemon.api<EvolutionDetail>('GET', `/api/evolutions/${started.body.id}`)).body;
-        return e.status === 'running' ? null : e;
-      },
-      300_000,
-    );
+    const evo = await evolutionEnd(daemon, started.body.id);
     expect(evo.status, evo.error ?? '').toBe('finished');
     const child = evo.candidates.find((c) => c.parent !== null)!;
     expect(child.proposer!.exit_code, child.proposer!.log).toBe(0);

@@ -5,99 +5,33 @@
 // harness at N; `harness-rl evolve CONFIG --candidate …` evolves on from the candidate (the new root is
 // that candidate, its child carries both edits, and Adopt Candidate writes into the config's harness
 // folder); a candidate with another harness folder at once is refused.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { evalCommand } from '../../daemon/cli/commands/eval';
 import { evolveCommand } from '../../daemon/cli/commands/evolve';
 import { runCommand } from '../../daemon/cli/commands/run';
 import type { LlmCall, Page, Run } from '../../daemon/protocol/entities';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
 import type { EvolutionDetail } from '../../daemon/protocol/evolution';
-import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { configFile, EDIT_PROPOSER, evolveBed, mathRun, runFinished, tinyEvolve } from '../helpers/evolve';
 import { EDITS, EXAMPLE } from '../helpers/math-harness';
-import { waitFor } from '../helpers/wait';
 
-// The proposer makes the edits given as its first argument.
-const PROPOSER = `
-import { readFileSync, writeFileSync } from 'node:fs';
-let text = readFileSync('agent.mjs', 'utf8');
-for (const [from, to] of JSON.parse(process.argv[2])) text = text.replace(from, to);
-writeFileSync('agent.mjs', text);
-`;
 const INSTRUCTIONS = 'You are a careful calculator.';
 
-let daemon: TestDaemon;
-let state: string;
-beforeAll(async () => {
-  daemon = await startTestDaemon();
-  state = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-candidate-'));
-  writeFileSync(join(state, 'propose.mjs'), PROPOSER);
-});
-afterAll(async () => {
-  await daemon?.close();
-  if (state) rmSync(state, { recursive: true, force: true });
-});
+const bed = evolveBed('evolve-candidate', { 'propose.mjs': EDIT_PROPOSER });
 
 /** A run config file whose proposer makes `edits`. */
-function configFile(name: string, edits: [string, string][]): string {
-  const run = {
-    name,
-    tasks: {
-      file: join(EXAMPLE, '../math-agent/tasks.jsonl'),
-      shuffle_seed: 0,
-      limit: 8,
-      test_fraction: 0.25,
-    },
-    harness: {
-      command: ['node', 'agent.mjs'],
-      dir: join(EXAMPLE, 'harness'),
-      concurrency: 4,
-      timeout_s: 60,
-      max_attempts: 1,
-      reward: 'verifier',
-      verifier: ['node', join(EXAMPLE, 'verify.mjs')],
-    },
-    algorithm: { n: 2, max_response_tokens: 4 },
-    schedule: { groups_per_step: 2, steps: 2, seed: 0 },
-    evolve: {
-      proposer: [process.execPath, join(state, 'propose.mjs'), JSON.stringify(edits)],
-      generations: 1,
-      children: 1,
-      keep: 1,
-      finalists: 1,
-      attempts: 1,
-      critic: false,
-      pruner: false,
-    },
-  };
-  const file = join(state, `${name}.json`);
-  writeFileSync(file, JSON.stringify({ run }));
-  return file;
-}
-
-async function cli(
-  command: typeof runCommand,
-  argv: string[],
-): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await command([...argv, '--url', daemon.url, '--token', daemon.token], {
-    out: (t) => out.push(t),
-    err: (t) => err.push(t),
-  });
-  return { code, out, err };
-}
-
-async function ok(command: typeof runCommand, argv: string[]): Promise<string> {
-  const r = await cli(command, argv);
-  if (r.code !== 0) throw new Error(`${argv.join(' ')} exited ${r.code}: ${r.err.join('\n')}`);
-  return r.out.at(-1)!;
-}
+const evolveFile = (name: string, edits: [string, string][]) =>
+  configFile(
+    bed.state,
+    mathRun(name, tinyEvolve([process.execPath, join(bed.state, 'propose.mjs'), JSON.stringify(edits)])),
+  );
+/** The last output line of a CLI command that must exit 0. */
+const ok = async (command: typeof runCommand, argv: string[]) => (await bed.ok(command, argv)).at(-1)!;
 
 /** Every llm call of an evaluation's attempts. */
 async function callsOf(e: Evaluation): Promise<LlmCall[]> {
+  const { daemon } = bed;
   const page = (await daemon.api<Page<{ id: string }>>('GET', `/api/rollouts?run_id=${e.run_id}&limit=100`))
     .body;
   const calls: LlmCall[] = [];
@@ -112,17 +46,10 @@ const prompt = (c: LlmCall) => JSON.stringify((c.request as { messages: unknown 
 
 describe('an evolved candidate and a checkpoint as starting points of eval and evolve', () => {
   it('eval --candidate --from-run --version runs the candidate at that version; evolve --candidate goes on from it', async () => {
-    const file = configFile('math-candidate', EDITS.short);
+    const { daemon, state } = bed;
+    const file = evolveFile('math-candidate', EDITS.short);
     const started = JSON.parse(await ok(runCommand, ['start', file, '--json'])) as Run;
-    const trained = await waitFor(
-      'the run to finish',
-      async () => {
-        const run = (await daemon.api<Run>('GET', `/api/runs/${started.id}`)).body;
-        if (run.status === 'failed') throw new Error(`run failed: ${run.error}`);
-        return run.status === 'finished' ? run : null;
-      },
-      300_000,
-    );
+    const trained = await runFinished(daemon, started.id);
     expect(trained.model_version).toBe(2);
 
     const evo = JSON.parse(await ok(evolveCommand, [file, '--json'])) as EvolutionDetail;
@@ -160,7 +87,7 @@ describe('an evolved candidate and a checkpoint as starting points of eval and e
 
     // A candidate and another harness folder at once: refused, naming the field, not one of them ignored.
     for (const command of [evalCommand, evolveCommand]) {
-      const both = await cli(command, [file, '--candidate', ref, '--harness', state, '--json']);
+      const both = await bed.cli(command, [file, '--candidate', ref, '--harness', state, '--json']);
       expect(both.code).toBe(1);
       expect(both.err.join('\n')).toMatch(/harness_dir and config\.harness\.candidate.*\(harness_dir\)/);
     }
@@ -183,7 +110,7 @@ describe('an evolved candidate and a checkpoint as starting points of eval and e
     // Evolve on from the candidate: the new root is the candidate (content-addressed: the same hash),
     // its evaluations send the shorter prompt, and the child carries the retry edit on top.
     const on = JSON.parse(
-      await ok(evolveCommand, [configFile('math-candidate-on', EDITS.retry), '--candidate', ref, '--json']),
+      await ok(evolveCommand, [evolveFile('math-candidate-on', EDITS.retry), '--candidate', ref, '--json']),
     ) as EvolutionDetail;
     expect(on.status, on.error ?? '').toBe('finished');
     // Its folder (where Adopt Candidate writes) is the config's harness folder, not the daemon's copy.

@@ -2,27 +2,17 @@
 // on the reference engine at a fixed model version it finishes in under 5 minutes with a candidate
 // that beats its parent, the starting harness, on the held-out tasks.
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { evolveCommand } from '../../daemon/cli/commands/evolve';
 import type { EvolutionDetail } from '../../daemon/protocol/evolution';
-import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { evolveBed } from '../helpers/evolve';
 import { EXAMPLE } from '../helpers/math-harness';
 
-let daemon: TestDaemon;
-beforeAll(async () => {
-  daemon = await startTestDaemon();
-});
-afterAll(async () => {
-  await daemon?.close();
-});
+const bed = evolveBed('evolve-example', {});
 
 it('the example evolution beats its starting harness on held-out tasks in under 5 minutes', async () => {
-  const out: string[] = [];
   const started = Date.now();
-  const code = await evolveCommand(
-    [join(EXAMPLE, 'evolve.yaml'), '--url', daemon.url, '--token', daemon.token, '--json'],
-    { out: (t) => out.push(t), err: () => {} },
-  );
+  const { code, out } = await bed.cli(evolveCommand, [join(EXAMPLE, 'evolve.yaml'), '--json']);
   const seconds = (Date.now() - started) / 1000;
   const e = JSON.parse(out.at(-1)!) as EvolutionDetail;
   expect(code, e.error ?? '').toBe(0);

@@ -1,15 +1,12 @@
 // A person's recording (VS Code's, through the unscoped /v1) keeps recording while an evolution's
 // proposer runs and after it: the proposer's own recording is scoped (its key only), so starting it
 // stops nothing, and the daemon token still means the person's recording while the proposer records.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfigFile } from '../../daemon/config/load';
+import { describe, expect, it } from 'vitest';
 import type { RecordingDetail } from '../../daemon/protocol/api';
-import type { EvolutionDetail } from '../../daemon/protocol/evolution';
 import { type FakeVllm, startFakeVllm } from '../fixtures/fake-vllm';
-import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { evolutionEnd, evolveBed, exampleRun, tinyEvolve } from '../helpers/evolve';
 import { EDITS, EXAMPLE } from '../helpers/math-harness';
 import { waitFor } from '../helpers/wait';
 
@@ -37,22 +34,19 @@ writeFileSync('agent.mjs', text);
 `;
 
 let fake: FakeVllm;
-let daemon: TestDaemon;
-let state: string;
-beforeAll(async () => {
-  fake = await startFakeVllm({ model: 'toy' });
-  daemon = await startTestDaemon();
-  state = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-rec-'));
-  writeFileSync(join(state, 'propose.mjs'), PROPOSER);
-});
-afterAll(async () => {
-  await daemon?.close();
-  await fake?.close();
-  if (state) rmSync(state, { recursive: true, force: true });
-});
+const bed = evolveBed(
+  'evolve-rec',
+  { 'propose.mjs': PROPOSER },
+  {
+    before: async () => {
+      fake = await startFakeVllm({ model: 'toy' });
+    },
+    after: () => fake?.close(),
+  },
+);
 
 async function chat(key: string, content: string): Promise<number> {
-  const res = await fetch(`${daemon.url}/v1/chat/completions`, {
+  const res = await fetch(`${bed.daemon.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'toy', messages: [{ role: 'user', content }], max_tokens: 8 }),
@@ -63,6 +57,7 @@ async function chat(key: string, content: string): Promise<number> {
 
 describe("an evolution beside a person's recording", () => {
   it('a recording started before an evolution keeps recording calls while and after the proposer runs', async () => {
+    const { daemon, state } = bed;
     const started = await daemon.api('POST', '/api/recordings', {
       name: 'my session',
       upstream: { kind: 'vllm', base_url: fake.url },
@@ -71,21 +66,14 @@ describe("an evolution beside a person's recording", () => {
     const mine = started.body as { id: string; key: string };
     expect(await chat(mine.key, 'mine before')).toBe(200);
 
-    const run = (await loadConfigFile(join(EXAMPLE, 'eval.yaml'))).config.run!;
-    const config = {
-      ...run,
-      tasks: { file: '../math-agent/tasks.jsonl', shuffle_seed: 0, limit: 10, test_fraction: 0.3 },
-      evolve: {
-        proposer: [process.execPath, join(state, 'propose.mjs'), state, JSON.stringify(EDITS.retry)],
+    const config = await exampleRun(
+      10,
+      0.3,
+      tinyEvolve([process.execPath, join(state, 'propose.mjs'), state, JSON.stringify(EDITS.retry)], {
         proposer_upstream: { kind: 'vllm', base_url: fake.url },
-        generations: 1,
-        children: 1,
-        keep: 1,
-        finalists: 1,
-        attempts: 1,
-        critic: false,
-      },
-    };
+        pruner: { margin: 0 },
+      }),
+    );
     const evolution = await daemon.api('POST', '/api/evolutions', { config, base_dir: EXAMPLE });
     expect(evolution.status, JSON.stringify(evolution.body)).toBe(201);
     await waitFor('the proposer to call', async () => existsSync(join(state, 'started')) || null, 300_000);
@@ -93,14 +81,7 @@ describe("an evolution beside a person's recording", () => {
     expect(await chat(mine.key, 'mine while')).toBe(200);
     expect(await chat(daemon.token, 'token while')).toBe(200);
     writeFileSync(join(state, 'go'), '');
-    const evo = await waitFor(
-      'the evolution to end',
-      async () => {
-        const e = (await daemon.api<EvolutionDetail>('GET', `/api/evolutions/${evolution.body.id}`)).body;
-        return e.status === 'running' ? null : e;
-      },
-      300_000,
-    );
+    const evo = await evolutionEnd(daemon, evolution.body.id);
     expect(evo.status, evo.error ?? '').toBe('finished');
     expect(await chat(mine.key, 'mine after')).toBe(200);
 

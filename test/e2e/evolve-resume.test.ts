@@ -6,13 +6,13 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { evolveCommand } from '../../daemon/cli/commands/evolve';
-import { loadConfigFile } from '../../daemon/config/load';
 import type { Page } from '../../daemon/protocol/entities';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
 import type { EvolutionDetail } from '../../daemon/protocol/evolution';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { evolveBed, exampleRun, tinyEvolve } from '../helpers/evolve';
 import { EDITS, EXAMPLE } from '../helpers/math-harness';
 import { waitFor } from '../helpers/wait';
 
@@ -33,17 +33,11 @@ for (const [from, to] of plan[proposal]) text = text.replace(from, to);
 writeFileSync('agent.mjs', text);
 `;
 
-let dataDir: string;
-let state: string;
+// The daemons (two a test, sharing a data folder) are the tests' own.
+const bed = evolveBed('evolve-resume', { 'propose.mjs': PROPOSER }, { daemon: false });
 const daemons: TestDaemon[] = [];
-beforeAll(() => {
-  dataDir = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-resume-data-'));
-  state = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-resume-'));
-  writeFileSync(join(state, 'propose.mjs'), PROPOSER);
-});
 afterAll(async () => {
   for (const d of daemons) await d.close().catch(() => {});
-  for (const d of [dataDir, state]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
 async function evaluationsByName(d: TestDaemon, evolution: string): Promise<Map<string, string[]>> {
@@ -56,28 +50,17 @@ async function evaluationsByName(d: TestDaemon, evolution: string): Promise<Map<
 
 describe('resuming an evolution after a daemon restart', () => {
   it('shows it interrupted, then goes on from the stored generation without evaluating anything twice', async () => {
+    const { state } = bed;
+    const dataDir = join(state, 'data');
     const first = await startTestDaemon({ dataDir });
     daemons.push(first);
-    const run = (await loadConfigFile(join(EXAMPLE, 'eval.yaml'))).config.run!;
-    const config = {
-      ...run,
-      tasks: { file: '../math-agent/tasks.jsonl', shuffle_seed: 0, limit: 12, test_fraction: 0.25 },
-      evolve: {
-        proposer: [
-          process.execPath,
-          join(state, 'propose.mjs'),
-          state,
-          JSON.stringify([EDITS.retry, EDITS.short]),
-        ],
-        generations: 1,
-        children: 2,
-        keep: 1,
-        finalists: 1,
-        attempts: 1,
-        critic: false,
-        pruner: false,
-      },
-    };
+    const proposer = [
+      process.execPath,
+      join(state, 'propose.mjs'),
+      state,
+      JSON.stringify([EDITS.retry, EDITS.short]),
+    ];
+    const config = await exampleRun(12, 0.25, tinyEvolve(proposer, { children: 2 }));
     const started = await first.api('POST', '/api/evolutions', { config, base_dir: EXAMPLE });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
     const id = started.body.id as string;
@@ -131,26 +114,16 @@ describe('resuming an evolution after a daemon restart', () => {
     writeFileSync(join(dir, 'blocked'), ''); // no proposal hangs here
     const first = await startTestDaemon({ dataDir: data });
     daemons.push(first);
-    const run = (await loadConfigFile(join(EXAMPLE, 'eval.yaml'))).config.run!;
     // The child's harness takes a second a task, so its evaluation is under way when the daemon stops.
     const slow: [string, string][] = [
       ...EDITS.retry,
       ['const MAX_TOKENS = 4;', 'const MAX_TOKENS = 4;\nawait new Promise((r) => setTimeout(r, 1000));'],
     ];
-    const config = {
-      ...run,
-      tasks: { file: '../math-agent/tasks.jsonl', shuffle_seed: 0, limit: 12, test_fraction: 0.25 },
-      evolve: {
-        proposer: [process.execPath, join(dir, 'propose.mjs'), dir, JSON.stringify([slow])],
-        generations: 1,
-        children: 1,
-        keep: 1,
-        finalists: 1,
-        attempts: 1,
-        critic: false,
-        pruner: false,
-      },
-    };
+    const config = await exampleRun(
+      12,
+      0.25,
+      tinyEvolve([process.execPath, join(dir, 'propose.mjs'), dir, JSON.stringify([slow])]),
+    );
     const id = (await first.api('POST', '/api/evolutions', { config, base_dir: EXAMPLE })).body.id as string;
     const child = await waitFor(
       "the child's evaluation to start",

@@ -2,97 +2,35 @@
 // steps; `harness-rl evolve --from-run` evolves the math harness with every evaluation at that run's
 // model version (its checkpoint's weights); `harness-rl run start --candidate … --from-run …` trains on
 // from there with the evolved harness, and the run says which candidate it ran.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { evolveCommand } from '../../daemon/cli/commands/evolve';
 import { runCommand } from '../../daemon/cli/commands/run';
 import type { Page, Run } from '../../daemon/protocol/entities';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
 import type { EvolutionDetail } from '../../daemon/protocol/evolution';
-import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
-import { EDITS, EXAMPLE } from '../helpers/math-harness';
-import { waitFor } from '../helpers/wait';
+import { configFile, EDIT_PROPOSER, evolveBed, mathRun, runFinished, tinyEvolve } from '../helpers/evolve';
+import { EDITS } from '../helpers/math-harness';
 
-// The proposer: the retry edit (ask again while the reply holds no digit).
-const PROPOSER = `
-import { readFileSync, writeFileSync } from 'node:fs';
-let text = readFileSync('agent.mjs', 'utf8');
-for (const [from, to] of JSON.parse(process.argv[2])) text = text.replace(from, to);
-writeFileSync('agent.mjs', text);
-`;
-
-let daemon: TestDaemon;
-let state: string;
-let file: string;
-beforeAll(async () => {
-  daemon = await startTestDaemon();
-  state = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-turns-'));
-  writeFileSync(join(state, 'propose.mjs'), PROPOSER);
-  file = join(state, 'turns.json');
-  const run = {
-    name: 'math-turns',
-    tasks: {
-      file: join(EXAMPLE, '../math-agent/tasks.jsonl'),
-      shuffle_seed: 0,
-      limit: 12,
-      test_fraction: 0.25,
-    },
-    harness: {
-      command: ['node', 'agent.mjs'],
-      dir: join(EXAMPLE, 'harness'),
-      concurrency: 4,
-      timeout_s: 60,
-      max_attempts: 1,
-      reward: 'verifier',
-      verifier: ['node', join(EXAMPLE, 'verify.mjs')],
-    },
-    algorithm: { n: 2, max_response_tokens: 4 },
-    schedule: { groups_per_step: 2, steps: 2, seed: 0 },
-    evolve: {
-      proposer: [process.execPath, join(state, 'propose.mjs'), JSON.stringify(EDITS.retry)],
-      generations: 1,
-      children: 1,
-      keep: 1,
-      finalists: 1,
-      attempts: 1,
-      critic: false,
-      pruner: false,
-    },
-  };
-  writeFileSync(file, JSON.stringify({ run }));
-});
-afterAll(async () => {
-  await daemon?.close();
-  if (state) rmSync(state, { recursive: true, force: true });
-});
-
-async function cli(command: typeof runCommand, argv: string[]): Promise<{ code: number; out: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await command([...argv, '--url', daemon.url, '--token', daemon.token], {
-    out: (t) => out.push(t),
-    err: (t) => err.push(t),
-  });
-  if (code !== 0) throw new Error(`${argv.join(' ')} exited ${code}: ${err.join('\n')}`);
-  return { code, out };
-}
-
-async function finished(id: string): Promise<Run> {
-  return waitFor(
-    `run ${id} to finish`,
-    async () => {
-      const run = (await daemon.api<Run>('GET', `/api/runs/${id}`)).body;
-      if (run.status === 'failed') throw new Error(`run ${id} failed: ${run.error}`);
-      return run.status === 'finished' ? run : null;
-    },
-    300_000,
+const bed = evolveBed('evolve-turns', { 'propose.mjs': EDIT_PROPOSER });
+// The proposer makes the retry edit (ask again while the reply holds no digit).
+const turnsFile = () =>
+  configFile(
+    bed.state,
+    mathRun(
+      'math-turns',
+      tinyEvolve([process.execPath, join(bed.state, 'propose.mjs'), JSON.stringify(EDITS.retry)]),
+      12,
+    ),
   );
-}
+const cli = async (command: typeof runCommand, argv: string[]) => ({ out: await bed.ok(command, argv) });
 
 describe('harness and weights in turns', () => {
   it('run → evolve at its checkpoint → run from the evolved candidate at that checkpoint', async () => {
+    const { daemon } = bed;
+    const file = turnsFile();
+    const finished = (id: string) => runFinished(daemon, id);
     const first = JSON.parse((await cli(runCommand, ['start', file, '--json'])).out[0]!) as Run;
     const trained = await finished(first.id);
     expect(trained.model_version).toBe(2);

@@ -4,17 +4,13 @@
 // unchanged); then, on the kept candidate, more retries. Each ends as it should, the
 // lineage is stored (a candidate's files come back from its patches), the held-out split is evaluated
 // once per finalist and the root, and no brief ever names a held-out task.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { splitTasks } from '../../daemon/api/tasks';
-import { loadConfigFile } from '../../daemon/config/load';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
-import type { EvolutionDetail } from '../../daemon/protocol/evolution';
-import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { evolutionEnd, evolveBed, exampleRun } from '../helpers/evolve';
 import { EDITS, EXAMPLE } from '../helpers/math-harness';
-import { waitFor } from '../helpers/wait';
 
 const EXTRACTION = "  return (text.match(/\\d/) ?? [''])[0];";
 const edit = (text: string, edits: readonly (readonly [string, string])[]) =>
@@ -64,50 +60,30 @@ const PLAN = [
   { kind: 'edits', edits: more }, // generation 2, on the good one
 ];
 
-let daemon: TestDaemon;
-let state: string;
-
-beforeAll(async () => {
-  daemon = await startTestDaemon();
-  state = mkdtempSync(join(tmpdir(), 'harness-rl-evolve-'));
-  writeFileSync(join(state, 'plan.json'), JSON.stringify(PLAN));
-  writeFileSync(join(state, 'propose.mjs'), PROPOSER);
-  writeFileSync(join(state, 'critic.mjs'), CRITIC);
-});
-afterAll(async () => {
-  await daemon?.close();
-  rmSync(state, { recursive: true, force: true });
+const bed = evolveBed('evolve', {
+  'plan.json': JSON.stringify(PLAN),
+  'propose.mjs': PROPOSER,
+  'critic.mjs': CRITIC,
 });
 
 describe('evolving the math harness with a scripted proposer', () => {
   it('keeps the good edits, rejects or prunes the others with reasons, and evaluates held-out once', async () => {
-    const run = (await loadConfigFile(join(EXAMPLE, 'eval.yaml'))).config.run!;
+    const { daemon, state } = bed;
     const tasks = { file: '../math-agent/tasks.jsonl', shuffle_seed: 0, limit: 40, test_fraction: 0.3 };
-    const config = {
-      ...run,
-      tasks,
-      evolve: {
-        proposer: [process.execPath, join(state, 'propose.mjs'), state],
-        generations: 2,
-        children: 7,
-        keep: 1,
-        finalists: 1,
-        attempts: 1,
-        seed: 3,
-        budget: { files: 1, hunks: 3, lines: 12 },
-        critic: { command: [process.execPath, join(state, 'critic.mjs')] },
-      },
-    };
+    const config = await exampleRun(tasks.limit, tasks.test_fraction, {
+      proposer: [process.execPath, join(state, 'propose.mjs'), state],
+      generations: 2,
+      children: 7,
+      keep: 1,
+      finalists: 1,
+      attempts: 1,
+      seed: 3,
+      budget: { files: 1, hunks: 3, lines: 12 },
+      critic: { command: [process.execPath, join(state, 'critic.mjs')] },
+    });
     const started = await daemon.api('POST', '/api/evolutions', { config, base_dir: EXAMPLE });
     expect(started.status, JSON.stringify(started.body)).toBe(201);
-    const evo = await waitFor(
-      'the evolution to end',
-      async () => {
-        const e = (await daemon.api<EvolutionDetail>('GET', `/api/evolutions/${started.body.id}`)).body;
-        return e.status === 'running' ? null : e;
-      },
-      600_000,
-    );
+    const evo = await evolutionEnd(daemon, started.body.id, 600_000);
     expect(evo.status, evo.error ?? '').toBe('finished');
     const byOrder = evo.candidates.filter((c) => c.parent !== null);
     const root = evo.candidates.find((c) => c.parent === null)!;

@@ -6,14 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { runCommand } from '../../daemon/cli/commands/run';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Run, RunMetrics } from '../../daemon/protocol/entities';
-import { DaemonEvent } from '../../daemon/protocol/events';
 import type { StepValidation } from '../../daemon/protocol/training';
 import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { listenEvents } from '../helpers/events';
 import { waitFor } from '../helpers/wait';
 
 let dir: string;
@@ -75,18 +74,7 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
 }
 
 /** The run's events over GET /api/events?run_id=, collected as they come. */
-async function listen(runId: string) {
-  const ws = new WebSocket(`${daemon.url.replace('http', 'ws')}/api/events?run_id=${runId}`, {
-    headers: { authorization: `Bearer ${daemon.token}` },
-  });
-  const events: DaemonEvent[] = [];
-  ws.on('message', (data) => events.push(DaemonEvent.parse(JSON.parse(String(data)))));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  return { events, close: () => ws.close() };
-}
+const listen = (runId: string) => listenEvents(daemon, `?run_id=${runId}`);
 
 const getRun = async (id: string) => (await daemon.api<Run>('GET', `/api/runs/${id}`)).body;
 

@@ -240,6 +240,65 @@ async function api(method, path, body) {
   return json;
 }
 
+/**
+ * A copy of examples/evolve in the workspace folder `dirName` (its tasks beside it) and the smallest
+ * evolution of it: one generation, one proposal by `proposer`, one finalist, one attempt, no critic or
+ * pruner; `tasks`: the tasks block's limit and held-out fraction.
+ */
+function tinyEvolveConfig(name, dirName, proposer, tasks) {
+  const dir = join(ctx.ws, dirName);
+  cpSync(join(root, 'examples', 'evolve'), dir, { recursive: true });
+  copyFileSync(join(root, 'examples/math-agent/tasks.jsonl'), join(dir, 'tasks.jsonl'));
+  const config = {
+    name,
+    tasks: { file: 'tasks.jsonl', ...tasks },
+    harness: {
+      command: ['node', 'agent.mjs'],
+      dir: 'harness',
+      concurrency: 4,
+      timeout_s: 60,
+      max_attempts: 1,
+      reward: 'verifier',
+      verifier: ['node', 'verify.mjs'],
+    },
+    algorithm: { max_response_tokens: 4 },
+    evolve: {
+      proposer,
+      generations: 1,
+      children: 1,
+      finalists: 1,
+      attempts: 1,
+      critic: false,
+      pruner: false,
+    },
+  };
+  return { dir, config };
+}
+
+/** The sidebar's Evolution view, shown and expanded. */
+async function evolutionPane() {
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Evolution' }) }).first();
+  const header = pane.locator('.pane-header');
+  // the Harness RL sidebar (a click on its icon when it is open would close it)
+  if (!(await header.isVisible()))
+    await page.locator('.activitybar [aria-label*="Harness RL"]').first().click();
+  await header.waitFor({ timeout: 20_000 });
+  if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
+  return pane;
+}
+
+/** An evolution once it is neither running nor interrupted. */
+function evolutionEnd(id, timeoutMs = 180_000) {
+  return waitFor(
+    `evolution ${id} to end`,
+    async () => {
+      const e = await api('GET', `/api/evolutions/${id}`);
+      return e.status === 'interrupted' || e.status === 'running' ? null : e;
+    },
+    timeoutMs,
+  );
+}
+
 function findFiles(dir, pred, out = []) {
   if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir)) {
@@ -1283,53 +1342,16 @@ async function checks() {
     'the Evolution view shows the candidate tree; a click opens the diff; Adopt Candidate changes the file',
     async () => {
       // a small evolution of a copy of examples/evolve in the workspace: one proposal, one generation
-      const dir = join(ctx.ws, 'evolve');
-      cpSync(join(root, 'examples', 'evolve'), dir, { recursive: true });
-      copyFileSync(join(root, 'examples/math-agent/tasks.jsonl'), join(dir, 'tasks.jsonl'));
-      const config = {
-        name: 'vscode-evolve',
-        tasks: { file: 'tasks.jsonl', limit: 12, test_fraction: 0.34 },
-        harness: {
-          command: ['node', 'agent.mjs'],
-          dir: 'harness',
-          concurrency: 4,
-          timeout_s: 60,
-          max_attempts: 1,
-          reward: 'verifier',
-          verifier: ['node', 'verify.mjs'],
-        },
-        algorithm: { max_response_tokens: 4 },
-        evolve: {
-          proposer: ['node', 'propose-rules.mjs'],
-          generations: 1,
-          children: 1,
-          finalists: 1,
-          attempts: 1,
-          critic: false,
-          pruner: false,
-        },
-      };
+      const { dir, config } = tinyEvolveConfig('vscode-evolve', 'evolve', ['node', 'propose-rules.mjs'], {
+        limit: 12,
+        test_fraction: 0.34,
+      });
       const started = await api('POST', '/api/evolutions', { config, base_dir: dir });
-      const evo = await waitFor(
-        'the evolution to finish',
-        async () => {
-          const e = await api('GET', `/api/evolutions/${started.id}`);
-          return e.status === 'running' ? null : e;
-        },
-        180_000,
-      );
+      const evo = await evolutionEnd(started.id);
       if (evo.status !== 'finished') throw new Error(`the evolution ${evo.status}: ${evo.error}`);
       const child = evo.candidates.find((c) => c.parent !== null);
       const root_ = evo.candidates.find((c) => c.parent === null);
-      const pane = page
-        .locator('.pane', { has: page.locator('.pane-header', { hasText: 'Evolution' }) })
-        .first();
-      const header = pane.locator('.pane-header');
-      // the Harness RL sidebar (a click on its icon when it is open would close it)
-      if (!(await header.isVisible()))
-        await page.locator('.activitybar [aria-label*="Harness RL"]').first().click();
-      await header.waitFor({ timeout: 20_000 });
-      if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
+      const pane = await evolutionPane();
       await expand(treeRow(pane, 'evolve vscode-evolve'));
       await treeRow(pane, `${root_.hash.slice(0, 10)} (root)`).waitFor({ timeout: 30_000 });
       const row = treeRow(pane, child.hash.slice(0, 10));
@@ -1391,11 +1413,19 @@ async function checks() {
       const view = webview();
       // named after the config and the split ("eval vscode-tiny-eval test")
       await view.locator('h1', { hasText: /^Evaluation .*vscode-tiny-eval/ }).waitFor({ timeout: 30_000 });
-      // it fills in by itself when the evaluation finishes: the figures are the stored ones
-      await view.locator('#summary').waitFor({ timeout: 120_000 });
-      const stored = (await api('GET', '/api/evaluations')).items.find((e) =>
-        e.name.includes('vscode-tiny-eval'),
+      // it fills in by itself within a second of the daemon's finish (its `evaluation` event; it polled
+      // every 2 s before): the figures are the stored ones
+      const tiny = async () =>
+        (await api('GET', '/api/evaluations')).items.find((e) => e.name.includes('vscode-tiny-eval'));
+      const finishedAt = await waitFor(
+        'the daemon to finish the evaluation',
+        async () => (await tiny())?.status !== 'running' && Date.now(),
+        120_000,
+        25,
       );
+      await view.locator('#summary').waitFor({ timeout: 1000 });
+      figures.evaluation_page_finished_ms = Date.now() - finishedAt;
+      const stored = await tiny();
       if (stored?.status !== 'finished') throw new Error(`the evaluation is ${stored?.status}`);
       const rows = await view.locator('#tasks tbody tr').count();
       if (rows !== stored.tasks.length) throw new Error(`${rows} task rows for ${stored.tasks.length} tasks`);
@@ -1434,9 +1464,7 @@ async function checks() {
 
       // the Evolution view: Compare with Parent on the child opens the same comparison
       await palette('View: Close All Editors');
-      const pane = page
-        .locator('.pane', { has: page.locator('.pane-header', { hasText: 'Evolution' }) })
-        .first();
+      const pane = await evolutionPane();
       const row = treeRow(pane, child.hash.slice(0, 10));
       await row.waitFor({ timeout: 30_000 });
       await row.hover();
@@ -1471,9 +1499,15 @@ async function checks() {
     'an evolution shows Stop Evolution while it runs; after Restart Daemon it shows interrupted with Resume Evolution, which runs it to the end',
     async () => {
       // examples/evolve with a proposer that hangs the first time it is asked (until the daemon stops)
-      const dir = join(ctx.ws, 'evolve-resume');
-      cpSync(join(root, 'examples', 'evolve'), dir, { recursive: true });
-      copyFileSync(join(root, 'examples/math-agent/tasks.jsonl'), join(dir, 'tasks.jsonl'));
+      const { dir, config } = tinyEvolveConfig(
+        'vscode-resume',
+        'evolve-resume',
+        ['node', 'propose-once.mjs'],
+        {
+          limit: 8,
+          test_fraction: 0.25,
+        },
+      );
       const marker = join(dir, 'asked');
       writeFileSync(
         join(dir, 'propose-once.mjs'),
@@ -1485,39 +1519,9 @@ if (!existsSync(${JSON.stringify(marker)})) {
 await import(${JSON.stringify(`file://${join(dir, 'propose-rules.mjs')}`)});
 `,
       );
-      const config = {
-        name: 'vscode-resume',
-        tasks: { file: 'tasks.jsonl', limit: 8, test_fraction: 0.25 },
-        harness: {
-          command: ['node', 'agent.mjs'],
-          dir: 'harness',
-          concurrency: 4,
-          timeout_s: 60,
-          max_attempts: 1,
-          reward: 'verifier',
-          verifier: ['node', 'verify.mjs'],
-        },
-        algorithm: { max_response_tokens: 4 },
-        evolve: {
-          proposer: ['node', 'propose-once.mjs'],
-          generations: 1,
-          children: 1,
-          finalists: 1,
-          attempts: 1,
-          critic: false,
-          pruner: false,
-        },
-      };
       const started = await api('POST', '/api/evolutions', { config, base_dir: dir });
       await waitFor('the proposer to be asked', () => existsSync(marker), 120_000);
-      const pane = page
-        .locator('.pane', { has: page.locator('.pane-header', { hasText: 'Evolution' }) })
-        .first();
-      const header = pane.locator('.pane-header');
-      if (!(await header.isVisible()))
-        await page.locator('.activitybar [aria-label*="Harness RL"]').first().click();
-      await header.waitFor({ timeout: 20_000 });
-      if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
+      const pane = await evolutionPane();
       const row = treeRow(pane, 'evolve vscode-resume');
       await row.waitFor({ timeout: 30_000 });
       await row.hover();
@@ -1545,14 +1549,7 @@ await import(${JSON.stringify(`file://${join(dir, 'propose-rules.mjs')}`)});
         throw new Error('an interrupted evolution offers Stop Evolution');
       await shot('08e-evolution-interrupted');
       await resume.click();
-      const evo = await waitFor(
-        'the resumed evolution to finish',
-        async () => {
-          const e = await api('GET', `/api/evolutions/${started.id}`);
-          return e.status === 'interrupted' || e.status === 'running' ? null : e;
-        },
-        180_000,
-      );
+      const evo = await evolutionEnd(started.id);
       if (evo.status !== 'finished') throw new Error(`the resumed evolution ${evo.status}: ${evo.error}`);
       if (!evo.candidates.some((c) => c.parent !== null))
         throw new Error('the resumed evolution has no child: its proposal was not asked for again');
@@ -1563,6 +1560,57 @@ await import(${JSON.stringify(`file://${join(dir, 'propose-rules.mjs')}`)});
       );
       await shot('08f-evolution-resumed');
       figures.resumed_evolution_candidates = evo.candidates.length;
+    },
+  );
+
+  await step(
+    'the Evolution view follows an evolution from its events: stopped, resumed from elsewhere, its child and finished show within 1.5 s (it polled every 3 s while one ran, and not at all after)',
+    async () => {
+      // a proposer that says it was asked, then waits for `go`
+      const { dir, config } = tinyEvolveConfig('vscode-live', 'evolve-live', ['node', 'propose-gate.mjs'], {
+        limit: 8,
+        test_fraction: 0.25,
+      });
+      const [asked, go] = [join(dir, 'asked'), join(dir, 'go')];
+      writeFileSync(
+        join(dir, 'propose-gate.mjs'),
+        `import { existsSync, writeFileSync } from 'node:fs';
+writeFileSync(${JSON.stringify(asked)}, '');
+while (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 100));
+await import(${JSON.stringify(`file://${join(dir, 'propose-rules.mjs')}`)});
+`,
+      );
+      const pane = await evolutionPane();
+      const started = await api('POST', '/api/evolutions', { config, base_dir: dir });
+      const row = treeRow(pane, 'evolve vscode-live');
+      await expand(row);
+      await waitFor('the proposer to be asked', () => existsSync(asked), 120_000);
+      /** How long after the daemon's change `row` said `status` (at most 1.5 s). */
+      const says = async (status) => {
+        const t0 = Date.now();
+        await waitFor(
+          `the row to say ${status} within 1.5 s`,
+          async () => new RegExp(status).test((await row.textContent()) ?? ''),
+          1500,
+          25,
+        );
+        return Date.now() - t0;
+      };
+      // as `harness-rl evolve stop|resume` would: nothing in VS Code asks the view to read again
+      await api('POST', `/api/evolutions/${started.id}/stop`, {});
+      figures.evolution_view_stopped_ms = await says('stopped');
+      rmSync(asked);
+      await api('POST', `/api/evolutions/${started.id}/resume`, {});
+      figures.evolution_view_resumed_ms = await says('running');
+      await waitFor('the proposer to be asked again', () => existsSync(asked), 60_000);
+      writeFileSync(go, '');
+      const evo = await evolutionEnd(started.id);
+      if (evo.status !== 'finished') throw new Error(`the evolution ${evo.status}: ${evo.error}`);
+      figures.evolution_view_finished_ms = await says('finished');
+      // the root, shown before it had a child, opens by itself to show it
+      const child = evo.candidates.find((c) => c.parent !== null);
+      await treeRow(pane, child.hash.slice(0, 10)).waitFor({ timeout: 1500 });
+      await shot('08g-evolution-live');
     },
   );
 

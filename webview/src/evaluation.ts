@@ -3,19 +3,13 @@
 // failures), or the comparison of two (comparison.ts). Every number comes from the daemon's record.
 import './evaluation.css';
 import { bootstrapMean } from '../../daemon/eval/stats';
-import type { EvalTaskResult, Evaluation } from '../../daemon/protocol/evaluation';
+import type { EvalTaskResult, Evaluation, EvaluationProgress } from '../../daemon/protocol/evaluation';
 import { renderComparison } from './comparison';
 import { clear, h } from './dom';
 import { errorPage } from './errorPage';
 import { type EvaluationRef, evaluationLabel, interval, seconds, tokens } from './evalFormat';
 import { count, formatNumber } from './format';
-import {
-  type EvaluationState,
-  type FromWebview,
-  type StepProgress,
-  ToEvaluation,
-  type VsCodeApi,
-} from './protocol';
+import { type EvaluationState, type FromWebview, ToEvaluation, type VsCodeApi } from './protocol';
 import { startedAt } from './runLabels';
 
 declare function acquireVsCodeApi(): VsCodeApi<EvaluationState>;
@@ -25,7 +19,7 @@ const root = h('div', { id: 'root' });
 document.body.append(root);
 
 /** The last progress of the running evaluation shown (a reload of the page shows it again). */
-let progress: StepProgress | null = null;
+let progress: EvaluationProgress | null = null;
 
 window.addEventListener('message', (ev: MessageEvent) => {
   const parsed = ToEvaluation.safeParse(ev.data);
@@ -52,14 +46,14 @@ window.addEventListener('message', (ev: MessageEvent) => {
   }
   vscode.setState({ evaluation_id: m.evaluation.id });
   root.append(...renderEvaluation(m.evaluation, m.previous, post));
-  if (progress?.run_id === m.evaluation.run_id) showProgress(progress);
+  if (progress?.evaluation_id === m.evaluation.id) showProgress(progress);
 });
 post({ type: 'ready' });
 
 const n = (x: number | null | undefined) => formatNumber(x);
 
-/** While it runs: its attempts finished of all, with failed, running and queued ones. */
-function showProgress(p: StepProgress) {
+/** While it runs: its attempts finished of all, with failed, running, queued and retried ones. */
+function showProgress(p: EvaluationProgress) {
   const line = document.getElementById('eval-progress');
   if (!line) return;
   clear(line);
@@ -67,6 +61,7 @@ function showProgress(p: StepProgress) {
   if (p.failed) parts.push(`${n(p.failed)} failed`);
   if (p.running) parts.push(`${n(p.running)} running`);
   if (p.queued) parts.push(`${n(p.queued)} queued`);
+  if (p.retried) parts.push(`${count(p.retried, 'retry', 'retries')} after infrastructure failures`);
   line.append(h('progress', { max: p.total, value: p.finished }), h('span', {}, parts.join(' · ')));
 }
 

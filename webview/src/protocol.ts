@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { RolloutDetail } from '../../daemon/protocol/api';
 import { Run, RunMetrics, RunWorkers } from '../../daemon/protocol/entities';
-import { Comparison, Evaluation } from '../../daemon/protocol/evaluation';
+import { Comparison, Evaluation, EvaluationProgress } from '../../daemon/protocol/evaluation';
 import { SampleJson } from '../../daemon/protocol/samples';
 import { StepValidation } from '../../daemon/protocol/training';
 
@@ -99,8 +99,8 @@ export const ToEvaluation = z.discriminatedUnion('type', [
     previous: EvaluationRef.nullable().default(null),
   }),
   z.object({ type: z.literal('comparison'), comparison: Comparison, a: Evaluation, b: Evaluation }),
-  /** A running evaluation's attempts by status (its run's rollouts), live. */
-  z.object({ type: z.literal('progress'), progress: StepProgress }),
+  /** A running evaluation's attempts by status, live (its `evaluation_progress` events). */
+  z.object({ type: z.literal('progress'), progress: EvaluationProgress }),
   ErrorMessage,
 ]);
 

@@ -1,4 +1,5 @@
 // Evaluations: one row each; the per-task results and the summary are JSON, written when it finishes.
+// Every write publishes an `evaluation` event (without the per-task rows).
 import type { Page } from '../../protocol/entities';
 import type { EvalTaskResult, Evaluation, EvaluationSummary } from '../../protocol/evaluation';
 import type { Row } from '../driver';
@@ -39,6 +40,8 @@ const EVALUATIONS: Table<StoredEvaluation> = {
 };
 const COLS = EVALUATIONS.cols;
 
+const shown = ({ spec: _s, tasks: _t, ...e }: StoredEvaluation): Omit<Evaluation, 'tasks'> => e;
+
 export async function createEvaluation(c: SqlContext, e: NewEvaluation): Promise<StoredEvaluation> {
   oneOf('split', e.split, ['train', 'validation', 'test']);
   const row: StoredEvaluation = {
@@ -58,7 +61,7 @@ export async function createEvaluation(c: SqlContext, e: NewEvaluation): Promise
     created_at: now(),
     finished_at: null,
   };
-  return c.tx(async (q) => {
+  return c.tx(async (q, emit) => {
     await c.mustExist(q, 'runs', e.run_id, 'run_id', 'run');
     await q.run(insertSql(EVALUATIONS), [
       row.id,
@@ -77,6 +80,7 @@ export async function createEvaluation(c: SqlContext, e: NewEvaluation): Promise
       row.created_at,
       null,
     ]);
+    emit({ type: 'evaluation', evaluation: shown(row) });
     return row;
   });
 }
@@ -104,14 +108,16 @@ export async function updateEvaluation(
   patch: EvaluationPatch,
 ): Promise<StoredEvaluation> {
   if (patch.status !== undefined) oneOf('status', patch.status, STATUSES);
-  return c.tx((q) =>
-    patchRow(c, q, EVALUATIONS, id, (e) => ({ ...e, ...patch }), {
+  return c.tx(async (q, emit) => {
+    const next = await patchRow(c, q, EVALUATIONS, id, (e) => ({ ...e, ...patch }), {
       status: (e) => e.status,
       error: (e) => e.error,
       model_version: (e) => e.model_version,
       summary: (e) => json(e.summary),
       tasks: (e) => json(e.tasks),
       finished_at: (e) => e.finished_at,
-    }),
-  );
+    });
+    emit({ type: 'evaluation', evaluation: shown(next) });
+    return next;
+  });
 }

@@ -1,7 +1,8 @@
 // Evolutions and their candidates: a candidate row keeps its patch against its parent and its other
-// fields (verdicts, scores, evaluations) as JSON; (evolution, content hash) is its key.
+// fields (verdicts, scores, evaluations) as JSON; (evolution, content hash) is its key. Every write
+// publishes an `evolution` or `candidate` event (what a candidate's write changed: changeOf).
 import type { Page } from '../../protocol/entities';
-import type { Candidate, Evolution, FilePatch } from '../../protocol/evolution';
+import type { Candidate, CandidateChange, Evolution, FilePatch } from '../../protocol/evolution';
 import type { Row } from '../driver';
 import { newId } from '../ids';
 import type { StoredCandidate, StoredEvolution } from '../store';
@@ -13,6 +14,19 @@ const EVOLUTION_COLS =
   'id, name, status, error, harness_dir, config, base_dir, result, created_at, finished_at';
 const CANDIDATE_COLS = 'evolution_id, hash, parent, generation, status, patch, fields, created_at';
 const STATUSES = ['running', 'finished', 'failed', 'stopped', 'interrupted'];
+
+/** An evolution as its event carries it: without the run config and folder it was stored with. */
+const shown = ({ config: _c, base_dir: _b, ...e }: StoredEvolution): Evolution => e;
+
+/** A candidate's write, said in one word (the first that applies). */
+function changeOf(before: StoredCandidate | null, after: StoredCandidate): CandidateChange {
+  if (!before) return 'added';
+  if (before.status !== after.status) return 'status';
+  if (before.train_reward !== after.train_reward || before.held_out_reward !== after.held_out_reward)
+    return 'scored';
+  if (before.selected !== after.selected) return 'selected';
+  return 'updated';
+}
 
 function toEvolution(r: Row): StoredEvolution {
   return {
@@ -70,7 +84,7 @@ export async function createEvolution(
     created_at: now(),
     finished_at: null,
   };
-  return c.tx(async (q) => {
+  return c.tx(async (q, emit) => {
     await q.run(insertSql(EVOLUTIONS), [
       row.id,
       row.name,
@@ -83,6 +97,7 @@ export async function createEvolution(
       row.created_at,
       null,
     ]);
+    emit({ type: 'evolution', evolution: shown(row) });
     return row;
   });
 }
@@ -104,21 +119,27 @@ export async function updateEvolution(
   patch: Partial<Pick<Evolution, 'status' | 'error' | 'result' | 'finished_at'>>,
 ): Promise<StoredEvolution> {
   if (patch.status !== undefined) oneOf('status', patch.status, STATUSES);
-  return c.tx((q) =>
-    patchRow(c, q, EVOLUTIONS, id, (e) => ({ ...e, ...patch }), {
+  return c.tx(async (q, emit) => {
+    const next = await patchRow(c, q, EVOLUTIONS, id, (e) => ({ ...e, ...patch }), {
       status: (e) => e.status,
       error: (e) => e.error,
       result: (e) => json(e.result),
       finished_at: (e) => e.finished_at,
-    }),
-  );
+    });
+    emit({ type: 'evolution', evolution: shown(next) });
+    return next;
+  });
 }
 
 /** Insert or replace a candidate (its evolution must exist). */
 export async function putCandidate(c: SqlContext, cand: StoredCandidate): Promise<StoredCandidate> {
   const { evolution_id, hash, parent, generation, status, created_at, patch, ...fields } = cand;
-  return c.tx(async (q) => {
+  return c.tx(async (q, emit) => {
     await c.mustExist(q, 'evolutions', evolution_id, 'evolution_id', 'evolution');
+    const before = await q.get(
+      `SELECT ${CANDIDATE_COLS} FROM candidates WHERE evolution_id = ? AND hash = ?`,
+      [evolution_id, hash],
+    );
     await q.run('DELETE FROM candidates WHERE evolution_id = ? AND hash = ?', [evolution_id, hash]);
     await q.run(`INSERT INTO candidates (${CANDIDATE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, [
       evolution_id,
@@ -130,6 +151,8 @@ export async function putCandidate(c: SqlContext, cand: StoredCandidate): Promis
       json(fields),
       created_at,
     ]);
+    const { patch: _p, ...candidate } = cand;
+    emit({ type: 'candidate', change: changeOf(before ? toCandidate(before) : null, cand), candidate });
     return cand;
   });
 }
