@@ -47,9 +47,10 @@ export function planLocal(
   const closing = sampled[sampled.length - 1] === marker.id ? [] : [marker.id];
   return {
     ok: true,
-    prompt_ids: [...previous.prompt_ids, ...sampled, ...closing, ...tailIds],
+    // concat, not spread: spreading an agent's 12k ids through the iterator took ~150 µs, concat ~15
+    prompt_ids: previous.prompt_ids.concat(sampled, closing, tailIds),
     reused_tokens: previous.prompt_ids.length + sampled.length,
     thinking: /<think>\s*$/.test(suffix),
-    tail: [marker.id, ...tailIds],
+    tail: [marker.id].concat(tailIds),
   };
 }
