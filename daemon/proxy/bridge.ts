@@ -166,8 +166,10 @@ function rememberedBytes(r: Remembered, promptText: number): number {
 }
 
 /**
- * The daemon's own tokenizers: of the folders the config names, and of the files inference nodes serve
- * (kept under <data>/model-files). Null: neither, every bridged call asks the backend.
+ * The daemon's own tokenizers: of the folders the config names (loading from the next turn of the
+ * event loop on, ahead of any call), and of the files inference nodes serve (kept under
+ * <data>/model-files; loaded when a node says it serves the model: BridgeMemory.served). Null:
+ * neither, every bridged call asks the backend.
  */
 export function localTokenizers(
   config: Pick<DaemonConfig, 'model_files' | 'tokenizer_check_every' | 'data'>,
@@ -175,7 +177,14 @@ export function localTokenizers(
 ): LocalTokenizers | null {
   const cacheDir = config.data ? join(config.data, 'model-files') : null;
   if (!Object.keys(config.model_files ?? {}).length && !cacheDir) return null;
-  return new LocalTokenizers(config.model_files ?? {}, config.tokenizer_check_every ?? 64, log, cacheDir);
+  const locals = new LocalTokenizers(
+    config.model_files ?? {},
+    config.tokenizer_check_every ?? 64,
+    log,
+    cacheDir,
+  );
+  void locals.warmFolders();
+  return locals;
 }
 
 export class BridgeMemory {
@@ -191,6 +200,14 @@ export class BridgeMemory {
     private readonly locals: LocalTokenizers | null = null,
   ) {
     this.last = new BoundedMap(budgetBytes, (_, v) => this.forgetTexts(v.kept));
+  }
+
+  /**
+   * A backend at `root` serves `models` (the pool has just asked it): their tokenizers are loaded now,
+   * not on their first bridged call (Qwen3's load holds the event loop ~1 s).
+   */
+  served(root: string, models: readonly string[]): void {
+    for (const m of models) void this.locals?.warm(m, root);
   }
 
   /** The bytes remembered now, and for how many rollouts. */
