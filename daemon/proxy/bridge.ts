@@ -166,10 +166,9 @@ function rememberedBytes(r: Remembered, promptText: number): number {
 }
 
 /**
- * The daemon's own tokenizers: of the folders the config names (loading from the next turn of the
- * event loop on, ahead of any call), and of the files inference nodes serve (kept under
- * <data>/model-files; loaded when a node says it serves the model: BridgeMemory.served). Null:
- * neither, every bridged call asks the backend.
+ * The daemon's own tokenizers: of the folders the config names, and of the files inference nodes serve
+ * (kept under <data>/model-files); each loaded when a backend says it serves the model
+ * (BridgeMemory.served), ahead of its calls. Null: neither, every bridged call asks the backend.
  */
 export function localTokenizers(
   config: Pick<DaemonConfig, 'model_files' | 'tokenizer_check_every' | 'data'>,
@@ -177,14 +176,7 @@ export function localTokenizers(
 ): LocalTokenizers | null {
   const cacheDir = config.data ? join(config.data, 'model-files') : null;
   if (!Object.keys(config.model_files ?? {}).length && !cacheDir) return null;
-  const locals = new LocalTokenizers(
-    config.model_files ?? {},
-    config.tokenizer_check_every ?? 64,
-    log,
-    cacheDir,
-  );
-  void locals.warmFolders();
-  return locals;
+  return new LocalTokenizers(config.model_files ?? {}, config.tokenizer_check_every ?? 64, log, cacheDir);
 }
 
 export class BridgeMemory {

@@ -1,7 +1,7 @@
 // The daemon's own tokenizers, one per served model (config `model_files`: served name → a local model
 // folder; else, on an inference node, the files the node serves: ./remote), loaded ahead of their first
-// bridged call (`warm`: at the daemon's start, when a node says it serves the model; ~1 s of CPU for
-// Qwen3, in pieces), and whether each backend agrees with them: checked
+// bridged call (`warm`: when a backend says it serves the model; ~1 s of CPU for Qwen3, in pieces),
+// and whether each backend agrees with them: checked
 // against the backend's /tokenize on first use and every `tokenizer_check_every`-th call after; a
 // disagreement sends that backend's calls of that model back to the backend's tokenizer.
 import { errorText } from '../error-text';
@@ -75,7 +75,7 @@ export class LocalTokenizers {
     });
   }
 
-  /** Every model of `model_files`, warmed (the daemon's start). */
+  /** Every model of `model_files`, warmed. */
   warmFolders(): Promise<void> {
     return Promise.all(Object.keys(this.folders).map((m) => this.warm(m, ''))).then(() => {});
   }
