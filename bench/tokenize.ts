@@ -2,12 +2,14 @@
 // agent's conversation (the chat template rendered twice, the new messages' text encoded: planLocal),
 // as proxy.conversation's rollouts send them (12 turns, each resending the history with the last answer
 // and a 1 KB tool result), on the toy model fake-vllm serves, Qwen3 and Llama 3.1; and encoding a 1 KB
-// turn alone. Fast paths on / off (HARNESS_RL_FAST_PATHS: the word memo and the faster split) in one
-// process, alternating rounds; CPU time of this process, median round.
+// turn alone. Fast paths on / off (HARNESS_RL_FAST_PATHS: the word memo, the faster split, the
+// renderings from the previous answer on) in one process, alternating rounds; CPU time of this
+// process, median round.
 //   tokenize.plan    plan_us_per_call, plain_plan_us_per_call (fast paths off); encode_us_per_kb, plain_…
 //   tokenize.first_call  the longest the event loop is held on a model's first bridged call (Qwen3):
-//                    its tokenizer warmed at the start (the daemon now) / loaded on the call (before);
-//                    and the longest piece of the warm-up itself, which no call waits behind
+//                    its tokenizer loaded ahead (as the daemon does once a backend serves the model) /
+//                    loaded on the call; and the longest piece of loading ahead, which no call waits
+//                    behind
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
@@ -76,7 +78,7 @@ async function longestStall(f: () => Promise<unknown>): Promise<number> {
   return h.max / 1e6;
 }
 
-/** A model's first bridged call, its tokenizer warmed ahead (as the daemon does) and loaded on the call. */
+/** A model's first bridged call, its tokenizer loaded ahead (as the daemon does) and loaded on the call. */
 async function firstCall(model: string, dir: string, marker: string): Promise<void> {
   const firstPlan = async (locals: LocalTokenizers) => {
     const { tok } = await locals.get(model, '');
