@@ -30,6 +30,7 @@ const STAGES: [string, RegExp][] = [
   ['redact', /daemon\/(store\/)?redact/],
   ['store_record', /daemon\/store\/|better-sqlite3|\/pg\/|pg-protocol/],
   ['recorder', /daemon\/proxy\/recorder/],
+  ['tokenize', /daemon\/tokenize\/|@huggingface\/(jinja|tokenizers)/],
   ['tito_bridge', /daemon\/proxy\/(tito\/|bridge)/],
   ['json_parse_checked', /daemon\/api\/body/],
   ['assemble_strip', /daemon\/proxy\/(assemble|sse)/],

@@ -11,8 +11,8 @@
 //   proxy.conversation 16 agent conversations at once, each resending its growing history (12 turns,
 //                    then anew), on rollouts with the token bridge on and off: calls/s, the proxy's
 //                    CPU per call and the share of calls bridged (no pass-through can bridge)
-//   proxy.profile    with BENCH_PROFILE=dir: the proxy's CPU per call by stage in the throughput and
-//                    stream phases, from a V8 CPU profile (the profiler itself adds to every stage)
+//   proxy.profile    with BENCH_PROFILE=dir: the proxy's CPU per call by stage in the throughput,
+//                    stream and conversation (bridged, native) phases, from a V8 CPU profile (the profiler itself adds to every stage)
 //   BENCH_ROUNDS=k   measures each target k times per phase in a rotating order (median rate)
 //   BENCH_BASELINE=<git rev> adds that commit's proxy (on each store) to every figure, measured
 //                    alternately with this checkout's: a change judged against its parent in one run
@@ -429,14 +429,20 @@ export default async function main(): Promise<void> {
     // median round, CPU per call over all rounds.
     const roundsOf = Number(process.env.BENCH_ROUNDS ?? 1);
     const inRounds = async (
-      runs: { proc: Proxied['proc']; fn: () => Promise<Rate>; window?: Proxied['windows'] }[],
+      runs: {
+        proc: Proxied['proc'];
+        fn: () => Promise<Rate>;
+        window?: Proxied['windows'];
+        /** The window's phase name when not the phase's (proxy.profile). */
+        phase?: string;
+      }[],
       phase: string,
     ): Promise<Measured[]> => {
       const all: Measured[][] = runs.map(() => []);
       for (let r = 0; r < roundsOf; r++)
         for (let k = 0; k < runs.length; k++) {
           const i = (k + r) % runs.length;
-          all[i].push(await measured(runs[i].proc, runs[i].fn, runs[i].window, phase));
+          all[i].push(await measured(runs[i].proc, runs[i].fn, runs[i].window, runs[i].phase ?? phase));
         }
       return all.map((list) => ({
         rate: quantile(
@@ -527,8 +533,18 @@ export default async function main(): Promise<void> {
         withConversations.flatMap((p) => {
           const c = p.conversations as Conversations;
           return [
-            { proc: p.proc, fn: () => converseAll(c.bridged) },
-            { proc: p.proc, fn: () => converseAll(c.native) },
+            {
+              proc: p.proc,
+              fn: () => converseAll(c.bridged),
+              window: p.windows,
+              phase: 'conversation_bridged',
+            },
+            {
+              proc: p.proc,
+              fn: () => converseAll(c.native),
+              window: p.windows,
+              phase: 'conversation_native',
+            },
           ];
         }),
         'conversation',

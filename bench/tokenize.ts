@@ -2,19 +2,26 @@
 // agent's conversation (the chat template rendered twice, the new messages' text encoded: planLocal),
 // as proxy.conversation's rollouts send them (12 turns, each resending the history with the last answer
 // and a 1 KB tool result), on the toy model fake-vllm serves, Qwen3 and Llama 3.1; and encoding a 1 KB
-// turn alone. Fast paths on / off (HARNESS_RL_FAST_PATHS: the word memo and the faster split) in one
-// process, alternating rounds; CPU time of this process, median round.
+// turn alone. Fast paths on / off (HARNESS_RL_FAST_PATHS: the word memo, the faster split, the
+// renderings from the previous answer on) in one process, alternating rounds; CPU time of this
+// process, median round.
 //   tokenize.plan    plan_us_per_call, plain_plan_us_per_call (fast paths off); encode_us_per_kb, plain_…
+//   tokenize.first_call  the longest the event loop is held on a model's first bridged call (Qwen3):
+//                    its tokenizer loaded ahead (as the daemon does once a backend serves the model) /
+//                    loaded on the call; and the longest piece of loading ahead, which no call waits
+//                    behind
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { PreviousCall } from '../daemon/proxy/tito/bridge';
 import type { ChatMessageLike } from '../daemon/proxy/tito/tokenizer';
 import { readModelFolder } from '../daemon/tokenize/files';
 import { LocalChatTokenizer } from '../daemon/tokenize/local';
 import { planLocal } from '../daemon/tokenize/plan';
 import { qwen3ModelFolder } from '../daemon/tokenize/qwen3';
+import { LocalTokenizers } from '../daemon/tokenize/registry';
 import { emit, quantile, root, round } from './emit';
 
 const TURNS = 12;
@@ -61,7 +68,40 @@ function conversation(tok: LocalChatTokenizer, marker: string) {
   return calls;
 }
 
+/** The longest the event loop was held (ms) while `f` ran. */
+async function longestStall(f: () => Promise<unknown>): Promise<number> {
+  const h = monitorEventLoopDelay({ resolution: 2 });
+  h.enable();
+  await f();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  h.disable();
+  return h.max / 1e6;
+}
+
+/** A model's first bridged call, its tokenizer loaded ahead (as the daemon does) and loaded on the call. */
+async function firstCall(model: string, dir: string, marker: string): Promise<void> {
+  const firstPlan = async (locals: LocalTokenizers) => {
+    const { tok } = await locals.get(model, '');
+    if (!tok) throw new Error(`${model}: no tokenizer`);
+    const c = conversation(tok, marker)[0];
+    if (!planLocal(c.previous, c.request, tok).ok) throw new Error(`${model}: not bridged`);
+  };
+  // warmed first: the module code and the files' pages are then cold for the fix, not the baseline
+  const warmed = new LocalTokenizers({ [model]: dir }, 64);
+  const warmPiece = await longestStall(() => warmed.warmFolders());
+  const afterWarm = await longestStall(() => firstPlan(warmed));
+  const onCall = await longestStall(() => firstPlan(new LocalTokenizers({ [model]: dir }, 64)));
+  emit('tokenize.first_call', {
+    model,
+    stall_ms_warmed: round(afterWarm, 1),
+    stall_ms_loaded_on_call: round(onCall, 1),
+    warm_longest_piece_ms: round(warmPiece, 1),
+    loadavg_1m: round(loadavg()[0], 2),
+  });
+}
+
 export default async function main(): Promise<void> {
+  await firstCall('qwen3', qwen3ModelFolder, '<|im_end|>');
   const require = createRequire(import.meta.url);
   // test/ is outside bench's project: the fixture is loaded as the proxy bench's children load it
   const { writeToyModelFolder } = (await import(`${root}test/fixtures/toy-model.ts`)) as {

@@ -128,6 +128,8 @@ export class BackendPool implements Backends {
   private readonly minVersions = new Map<string | null, number>();
   private rr = 0;
   private ordered: Backend[] = [];
+  /** Told what a backend serves each time it is asked (the bridge loads those models' tokenizers). */
+  onServed: ((root: string, models: string[]) => void) | null = null;
   /** The backends of each run id (null: shared ones), in insertion order. */
   private byRun = new Map<string | null, Backend[]>();
 
@@ -399,5 +401,6 @@ export class BackendPool implements Backends {
     if (!served) return;
     b.models = served.names;
     if (served.maxModelLen !== undefined) b.maxModelLen = served.maxModelLen;
+    this.onServed?.(b.root, served.names);
   }
 }

@@ -167,7 +167,8 @@ function rememberedBytes(r: Remembered, promptText: number): number {
 
 /**
  * The daemon's own tokenizers: of the folders the config names, and of the files inference nodes serve
- * (kept under <data>/model-files). Null: neither, every bridged call asks the backend.
+ * (kept under <data>/model-files); each loaded when a backend says it serves the model
+ * (BridgeMemory.served), ahead of its calls. Null: neither, every bridged call asks the backend.
  */
 export function localTokenizers(
   config: Pick<DaemonConfig, 'model_files' | 'tokenizer_check_every' | 'data'>,
@@ -191,6 +192,14 @@ export class BridgeMemory {
     private readonly locals: LocalTokenizers | null = null,
   ) {
     this.last = new BoundedMap(budgetBytes, (_, v) => this.forgetTexts(v.kept));
+  }
+
+  /**
+   * A backend at `root` serves `models` (the pool has just asked it): their tokenizers are loaded now,
+   * not on their first bridged call (Qwen3's load holds the event loop ~1 s).
+   */
+  served(root: string, models: readonly string[]): void {
+    for (const m of models) void this.locals?.warm(m, root);
   }
 
   /** The bytes remembered now, and for how many rollouts. */

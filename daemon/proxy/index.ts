@@ -51,6 +51,7 @@ export async function registerProxy(
   for (const url of ctx.config.backends) pool.add(url);
   const scopes = new Scopes(ctx);
   const memory = new BridgeMemory(options.bridgeBudgetBytes, localTokenizers(ctx.config, ctx.log));
+  pool.onServed = (root, models) => memory.served(root, models);
   const promptIds = new PromptIdsMemo();
   // What the bridge and the pool keep for a rollout goes when its attempt is over (a recording's, when it stops).
   const forgetEnded = ctx.store.subscribe(

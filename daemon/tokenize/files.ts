@@ -1,6 +1,7 @@
 // A served model's own tokenizer files (tokenizer.json, tokenizer_config.json, chat_template.jinja), read
 // from a local model folder: what the daemon needs to render chat templates and tokenize as vLLM does.
 import { existsSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorText } from '../error-text';
 
@@ -30,6 +31,38 @@ export function readModelFolder(dir: string): ModelFiles {
     config: json('tokenizer_config.json'),
     chatTemplate: existsSync(jinja) ? readFileSync(jinja, 'utf8') : null,
   };
+}
+
+/** Waits for the event loop's next turn (what is queued runs between the pieces of a load). */
+export const nextTurn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * readModelFolder without holding the event loop for its whole ~0.5 s (Qwen3's 11 MB tokenizer.json):
+ * the files read without blocking, the event loop's queue served before each JSON.parse.
+ */
+export async function readModelFolderAsync(dir: string): Promise<ModelFiles> {
+  const text = async (name: string): Promise<string | null> => {
+    try {
+      return await readFile(join(dir, name), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw e;
+    }
+  };
+  const json = async (name: string): Promise<Record<string, unknown>> => {
+    const path = join(dir, name);
+    const t = await text(name);
+    if (t === null) throw new Error(`${path}: not found (the model folder needs ${name})`);
+    await nextTurn();
+    try {
+      return JSON.parse(t);
+    } catch (e) {
+      throw new Error(`${path}: not JSON (${errorText(e)})`);
+    }
+  };
+  const tokenizer = await json('tokenizer.json');
+  const config = await json('tokenizer_config.json');
+  return { tokenizer, config, chatTemplate: await text('chat_template.jinja') };
 }
 
 /**

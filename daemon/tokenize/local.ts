@@ -13,6 +13,7 @@ import {
 import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from '../proxy/tito/tokenizer';
 import { templateConversation } from './conversation';
 import { chatTemplateOf, type ModelFiles } from './files';
+import { fromMessageTemplate, renderFrom } from './skip';
 import { wordIdsEncoder } from './word-ids';
 
 /** A special token of the config as text (a string, or an AddedToken object's content). */
@@ -155,6 +156,10 @@ const SPECIAL_KEYS = [
 export class LocalChatTokenizer implements ChatTokenizer {
   private readonly tok: Tokenizer;
   private readonly templates = new Map<string, Template>();
+  /** Per template source: it compiled to render from a message on (./skip), or null where it cannot. */
+  private readonly fromTemplates = new Map<string, Template | null>();
+  /** The proxy's fast paths on (HARNESS_RL_FAST_PATHS): renderings from a message on are allowed. */
+  private readonly fast: boolean;
   /** What transformers passes every template: the special tokens map (bos_token, eos_token, …). */
   private readonly specials: Record<string, unknown> = {};
   /** Added special tokens with neither lstrip nor rstrip: where encode splits before any BPE. */
@@ -170,6 +175,7 @@ export class LocalChatTokenizer implements ChatTokenizer {
     this.tok = shared ? shared.tok : new Tokenizer(modelFiles.tokenizer, modelFiles.config);
     // HARNESS_RL_FAST_PATHS=off (the proxy's switch, fast-paths.ts): the library's encode and split
     const fast = process.env.HARNESS_RL_FAST_PATHS !== 'off';
+    this.fast = fast;
     if (!shared) speedUpPreTokenizer(this.tok.pre_tokenizer, fast);
     this.fastEncode = shared ? shared.fastEncode : fast ? wordIdsEncoder(this.tok) : null;
     const files = modelFiles;
@@ -215,14 +221,52 @@ export class LocalChatTokenizer implements ChatTokenizer {
     templateKwargs?: Record<string, unknown>,
   ): string {
     const { source, compiled } = this.template(Boolean(tools?.length));
-    return compiled.render({
+    return compiled.render(
+      this.items(templateConversation(messages, source), tools, addGenerationPrompt, templateKwargs),
+    );
+  }
+
+  /** What a template is rendered with (transformers' apply_chat_template's variables). */
+  private items(
+    conversation: ChatMessageLike[],
+    tools: ChatToolLike[] | undefined,
+    addGenerationPrompt: boolean,
+    templateKwargs?: Record<string, unknown>,
+  ): Record<string, unknown> {
+    return {
       ...this.specials,
       ...templateKwargs,
-      messages: templateConversation(messages, source),
+      messages: conversation,
       tools: tools ?? null,
       documents: null,
       add_generation_prompt: addGenerationPrompt,
-    });
+    };
+  }
+
+  /**
+   * renderText's text from message `from`'s part on, rendering only the messages from there (./skip),
+   * or null when the template cannot be proven to give the same text that way (or the fast paths are
+   * off): then only renderText is exact.
+   */
+  renderTextFrom(
+    messages: ChatMessageLike[],
+    tools: ChatToolLike[] | undefined,
+    addGenerationPrompt: boolean,
+    templateKwargs: Record<string, unknown> | undefined,
+    from: number,
+  ): string | null {
+    if (!this.fast) return null;
+    const { source } = this.template(Boolean(tools?.length));
+    let compiled = this.fromTemplates.get(source);
+    if (compiled === undefined) {
+      compiled = fromMessageTemplate(source);
+      this.fromTemplates.set(source, compiled);
+    }
+    if (!compiled) return null;
+    const conversation = templateConversation(messages, source);
+    // system messages merged: the template's message indices are not the request's
+    if (conversation.length !== messages.length) return null;
+    return renderFrom(compiled, this.items(conversation, tools, addGenerationPrompt, templateKwargs), from);
   }
 
   /** Text → ids, special-token text mapped to its id, nothing added (add_special_tokens=False). */

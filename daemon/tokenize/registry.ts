@@ -1,6 +1,7 @@
 // The daemon's own tokenizers, one per served model (config `model_files`: served name → a local model
-// folder; else, on an inference node, the files the node serves: ./remote), loaded on their first
-// bridged call, and whether each backend agrees with them: checked
+// folder; else, on an inference node, the files the node serves: ./remote), loaded ahead of their first
+// bridged call (`warm`: when a backend says it serves the model; ~1 s of CPU for Qwen3, in pieces),
+// and whether each backend agrees with them: checked
 // against the backend's /tokenize on first use and every `tokenizer_check_every`-th call after; a
 // disagreement sends that backend's calls of that model back to the backend's tokenizer.
 import { errorText } from '../error-text';
@@ -36,11 +37,13 @@ const isNode = (root: string) => root.startsWith('ws://') || root.startsWith('ws
 
 /**
  * Loaded tokenizers, kept for the daemon's life: one per served model named in `model_files` (a
- * handful; Qwen3's holds ~120 MB once loaded, nothing before its first bridged call), and at most
+ * handful; Qwen3's holds ~120 MB once loaded, nothing before it is warmed or called), and at most
  * REMOTE_TOKENIZERS of models whose files came from nodes (nodes serving the same files share one).
  */
 export class LocalTokenizers {
   private readonly loaded = new Map<string, Promise<Loaded>>();
+  /** The folder models whose load has settled. */
+  private readonly done = new Set<string>();
   /** Per node root and model: its files' tokenizer, or why there is none (and since when). */
   private readonly remote = new Map<string, RemoteEntry>();
   /** Per hash of a node's files: the tokenizer built from them (REMOTE_TOKENIZERS, oldest use goes). */
@@ -61,7 +64,30 @@ export class LocalTokenizers {
     return Object.hasOwn(this.folders, model) || (this.cacheDir !== null && isNode(root));
   }
 
-  /** The model's tokenizer (loading it on first use), or why there is none. */
+  /**
+   * Loads `model`'s tokenizer (of its folder, or of the files the node at `root` serves) ahead of its
+   * first bridged call, on the event loop's next turn: the load's ~1 s of CPU then holds no call.
+   */
+  warm(model: string, root: string): Promise<void> {
+    if (!this.has(model, root)) return Promise.resolve();
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      await this.get(model, root);
+    });
+  }
+
+  /** Every model of `model_files`, warmed. */
+  warmFolders(): Promise<void> {
+    return Promise.all(Object.keys(this.folders).map((m) => this.warm(m, ''))).then(() => {});
+  }
+
+  /** Whether `model`'s tokenizer for `root` is loaded (or failed to): a call would not wait for it. */
+  settled(model: string, root: string): boolean {
+    if (Object.hasOwn(this.folders, model)) return this.done.has(model);
+    const entry = this.remote.get(`${root} ${model}`);
+    return entry !== undefined && (entry.tok !== null || entry.failed);
+  }
+
+  /** The model's tokenizer (loading it on first use, when not warmed), or why there is none. */
   async get(model: string, root: string): Promise<Loaded> {
     if (!Object.hasOwn(this.folders, model))
       return this.cacheDir !== null && isNode(root)
@@ -72,16 +98,20 @@ export class LocalTokenizers {
       const dir = this.folders[model];
       p = (async () => {
         try {
-          // Loaded only here: the tokenizer library and the files cost nothing until a call needs them.
-          const [{ readModelFolder }, { LocalChatTokenizer }] = await Promise.all([
+          // Loaded only here: the tokenizer library and the files cost nothing until warmed or called.
+          const [{ readModelFolderAsync, nextTurn }, { LocalChatTokenizer }] = await Promise.all([
             import('./files'),
             import('./local'),
           ]);
-          return { tok: new LocalChatTokenizer(readModelFolder(dir)), problem: null };
+          const files = await readModelFolderAsync(dir);
+          await nextTurn();
+          return { tok: new LocalChatTokenizer(files), problem: null };
         } catch (e) {
           const problem = `the model's tokenizer files could not be used: ${errorText(e)}`;
           this.log('bridge: local tokenizer unavailable', { model, dir, problem });
           return { tok: null, problem };
+        } finally {
+          this.done.add(model);
         }
       })();
       this.loaded.set(model, p);
@@ -110,7 +140,11 @@ export class LocalTokenizers {
       ]);
       const fetched = await fetchModelFiles(root, model, this.cacheDir as string);
       if (!fetched) return { tok: null, problem: `the node has no tokenizer files for ${model}` };
-      const tok = this.byFiles.get(fetched.hash) ?? new LocalChatTokenizer(fetched.files);
+      let tok = this.byFiles.get(fetched.hash);
+      if (!tok) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        tok = new LocalChatTokenizer(fetched.files);
+      }
       this.byFiles.delete(fetched.hash);
       this.byFiles.set(fetched.hash, tok);
       if (this.byFiles.size > REMOTE_TOKENIZERS) {

@@ -2,7 +2,15 @@
 // and tokenizes bridged calls on a remote deployment from them, with no local copy (no model_files),
 // fetching them once, checked by SHA-256 and kept under <data>/model-files.
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type OpenAI from 'openai';
@@ -82,6 +90,15 @@ describe('tokenizer files from the inference node', () => {
     expect(kept).toEqual(
       [sha256(join(toyFolder, 'tokenizer.json')), sha256(join(toyFolder, 'tokenizer_config.json'))].sort(),
     );
+  });
+
+  it('the files are fetched and loaded when the daemon learns what the node serves, before any call', async () => {
+    const { proxy } = await deployment('toy', toyFolder);
+    const kept = join(proxy.dataDir, 'model-files');
+    const end = Date.now() + 10_000;
+    const has = () => existsSync(kept) && readdirSync(kept).filter((f) => !f.endsWith('.part')).length === 2;
+    while (!has() && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(has()).toBe(true);
   });
 
   it('without --model-files the node finds the files of the hub id its vLLM serves in the Hugging Face cache', async () => {

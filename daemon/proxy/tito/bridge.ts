@@ -291,7 +291,7 @@ export async function planBridge(args: {
 
   const sampled = previous.response_ids;
   const closing = sampled[sampled.length - 1] === marker ? [] : [marker];
-  const prompt_ids = [...previous.prompt_ids, ...sampled, ...closing, ...tailIds];
+  const prompt_ids = previous.prompt_ids.concat(sampled, closing, tailIds);
   const thinking = /<think>\s*$/.test(await tok.decode(tailIds));
   return { ok: true, prompt_ids, reused_tokens: previous.prompt_ids.length + sampled.length, thinking };
 }
