@@ -36,7 +36,7 @@ describe('sqlite checkpoint worker', () => {
     await again.close();
   });
 
-  it("a small call's commit writes under 40 KB of WAL (whole pages: with 32 KiB ones it wrote ~98 KB)", async () => {
+  it("a small call's commit writes under 60 KB of WAL (whole pages: with 32 KiB ones it wrote ~98 KB)", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hrl-sqlite-wal-'));
     dirs.push(dir);
     const store = await openStore('sqlite', dir);
@@ -46,7 +46,7 @@ describe('sqlite checkpoint worker', () => {
     // Fewer commits than start the checkpoint worker: the WAL only grows, by what each commit wrote.
     const before = statSync(wal).size;
     for (let i = 0; i < 8; i++) await store.recordLlmCall(newCall({ rollout_id: ro.id }));
-    expect((statSync(wal).size - before) / 8).toBeLessThan(40_000);
+    expect((statSync(wal).size - before) / 8).toBeLessThan(60_000);
     await store.close();
   });
 
