@@ -13,6 +13,8 @@
 //                    CPU per call and the share of calls bridged (no pass-through can bridge)
 //   proxy.profile    with BENCH_PROFILE=dir: the proxy's CPU per call by stage in the throughput,
 //                    stream and conversation (bridged, native) phases, from a V8 CPU profile (the profiler itself adds to every stage)
+//   proxy.goals      last, per proxy: the three figures issue #38 sets against the token pass-through,
+//                    each with its goal and whether it was met in this run (the lines above hold them)
 //   BENCH_ROUNDS=k   measures each target k times per phase in a rotating order (median rate)
 //   BENCH_BASELINE=<git rev> adds that commit's proxy (on each store) to every figure, measured
 //                    alternately with this checkout's: a change judged against its parent in one run
@@ -281,6 +283,34 @@ async function converse(t: Target, end: number): Promise<number> {
   return calls;
 }
 
+/** The figures issue #38 sets against the token pass-through, as this run measured them. */
+interface Goals {
+  /** Non-streamed small calls at 64 clients, proxy / token pass-through. */
+  calls?: number;
+  /** Streamed tokens/s, proxy / token pass-through. */
+  stream?: number;
+  /** p50 latency of a non-streamed call added over the token pass-through, ms. */
+  p50?: number;
+}
+
+/** One line with each goal's figure, its bound and whether it was met (null: its phase did not run). */
+function emitGoals(store: string, g: Goals): void {
+  const met = (v: number | undefined, ok: (v: number) => boolean) => (v === undefined ? null : ok(v));
+  emit('proxy.goals', {
+    store,
+    calls_ratio_to_token_passthrough: g.calls ?? null,
+    calls_goal: '>= 0.9',
+    calls_met: met(g.calls, (v) => v >= 0.9),
+    stream_ratio_to_token_passthrough: g.stream ?? null,
+    stream_goal: '>= 0.95',
+    stream_met: met(g.stream, (v) => v >= 0.95),
+    p50_added_over_token_passthrough_ms: g.p50 ?? null,
+    p50_goal: '< 0.3 ms',
+    p50_met: met(g.p50, (v) => v < 0.3),
+    loadavg_1m: round(loadavg()[0], 2),
+  });
+}
+
 export default async function main(): Promise<void> {
   const fake = await child(FAKE);
   // BENCH_PROFILE=dir writes a CPU profile of each proxy process under dir/<store>, and of the
@@ -357,6 +387,7 @@ export default async function main(): Promise<void> {
   const floor: Target = { base: pass.info.url, key: 'none' };
   const tokenFloor: Target = { base: tokenPass.info.url, key: 'none' };
   const load = () => ({ loadavg_1m: round(loadavg()[0], 2), cores: cpus().length });
+  const goals = new Map<string, Goals>(proxies.map((p) => [p.store, {}]));
   try {
     const all = [direct, floor, tokenFloor, ...proxies.map((p) => p.target)];
     // Warm up every path (JIT, keep-alive sockets, the proxy's caches).
@@ -374,6 +405,7 @@ export default async function main(): Promise<void> {
       const [t50, t99] = [quantile(tf, 0.5), quantile(tf, 0.99)];
       for (const [i, p] of proxies.entries()) {
         const [p50, p99] = [quantile(ps[i], 0.5), quantile(ps[i], 0.99)];
+        if (mode === 'nonstream') (goals.get(p.store) as Goals).p50 = round(p50 - t50);
         emit('proxy.overhead', {
           mode,
           store: p.store,
@@ -473,6 +505,7 @@ export default async function main(): Promise<void> {
       const [d, f, tf, ...xs] = await eachTarget(phase, (t) => throughput(t, conc, seconds, body));
       for (const [i, p] of proxies.entries()) {
         const x = xs[i];
+        if (bench === 'proxy.throughput') (goals.get(p.store) as Goals).calls = round(x.rate / tf.rate);
         emit(bench, {
           store: p.store,
           concurrency: conc,
@@ -503,6 +536,7 @@ export default async function main(): Promise<void> {
       const [d, f, tf, ...xs] = await eachTarget('stream', (t) => streamRate(t, 8, seconds));
       for (const [i, p] of proxies.entries()) {
         const x = xs[i];
+        (goals.get(p.store) as Goals).stream = round(x.rate / tf.rate);
         emit('proxy.stream', {
           store: p.store,
           direct_tokens_per_s: round(d.rate, 0),
@@ -590,6 +624,7 @@ export default async function main(): Promise<void> {
     if (baselineTree) execFileSync('git', ['worktree', 'remove', '--force', baselineTree], { cwd: root });
     agent.destroy();
   }
+  for (const [store, g] of goals) emitGoals(store, g);
   if (passProfile)
     for (const w of passWindows)
       emit('proxy.profile', {

@@ -9,7 +9,10 @@
 //                   growing alike (2 → 80 messages) and the backend's the same with the proxy's extras
 //                   (`native`) or the bridge's token prompt (`bridged`);
 //                   calls/s, CPU and prompt and body bytes stored per call, loading a rollout's calls
-//                   and its last call alone.
+//                   and its last call alone;
+//   store.small   — small calls as the proxy records them (a one-line chat, 20 prompt and 16 response
+//                   ids with logprobs, its bodies as JsonText), alone (one transaction each: the proxy at
+//                   one client) and 20 to a transaction (its group commit at 64 clients): µs per call.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -330,6 +333,76 @@ async function agentRolloutsOf(store: Store, backend: string, callsOf: 'native' 
   });
 }
 
+/** A small chat call as the proxy records it (bodies as their JSON text), the k-th of its rollout. */
+function smallCall(rolloutId: string, k: number): NewLlmCall {
+  const text = (v: unknown) => new JsonText(JSON.stringify(v), v);
+  const request = { model: 'toy', messages: [{ role: 'user', content: `throughput ${k % 7}` }] };
+  const ids = Array.from({ length: 16 }, (_, i) => 100 + ((i * 7 + k) % 200));
+  const answer = {
+    id: `chatcmpl-${k}`,
+    object: 'chat.completion',
+    model: 'toy',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'a'.repeat(16) }, finish_reason: 'length' }],
+    usage: { prompt_tokens: 20, completion_tokens: 16, total_tokens: 36 },
+  };
+  return {
+    rollout_id: rolloutId,
+    attempt_id: null,
+    recording_id: null,
+    wire_api: 'chat',
+    stream: false,
+    request: text(request),
+    backend_request: text({ ...request, max_tokens: 16, return_token_ids: true, logprobs: true }),
+    response: text(answer),
+    prompt_ids: Array.from({ length: 20 }, (_, i) => i + 1),
+    response_ids: ids,
+    response_logprobs: ids.map((x) => -x / 1000),
+    token_source: 'backend',
+    bridge: null,
+    finish_reason: 'length',
+    usage: { prompt_tokens: 20, completion_tokens: 16 },
+    model: 'toy',
+    model_version: 0,
+    backend: 'http://127.0.0.1:8000/v1',
+    status: 'ok',
+    error: null,
+    http_status: 200,
+    tags: [],
+    queue_ms: 0,
+    ttft_ms: null,
+    total_ms: 1.2,
+  };
+}
+
+async function smallCalls(store: Store, backend: string): Promise<void> {
+  const rollout = await store.createRollout({ kind: 'standalone' });
+  let k = 0;
+  for (const group of [1, 20]) {
+    // The first pass warms up (JIT, the store's statements); the figure is the median of the rest.
+    const cpu: number[] = [];
+    const wall: number[] = [];
+    for (let pass = 0; pass < 6; pass++) {
+      const batches = Array.from({ length: 2000 / group }, () =>
+        Array.from({ length: group }, () => smallCall(rollout.id, k++)),
+      );
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      for (const b of batches) await store.recordLlmCalls(b);
+      const used = process.cpuUsage(c0);
+      if (pass === 0) continue;
+      wall.push(((performance.now() - t0) * 1000) / 2000);
+      cpu.push((used.user + used.system) / 2000);
+    }
+    emit('store.small', {
+      backend,
+      calls_per_transaction: group,
+      cpu_us_per_call: round(quantile(cpu, 0.5), 1),
+      wall_us_per_call: round(quantile(wall, 0.5), 1),
+      load1: round(loadavg()[0], 1),
+    });
+  }
+}
+
 export default async function bench(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'hrl-bench-store-'));
   try {
@@ -348,7 +421,7 @@ export default async function bench(): Promise<void> {
         spec = pgSchemaUrl(schema);
       }
       // A fresh database per figure, so one figure's data does not skew the next.
-      for (const [i, fn] of [ingest, paging, loadRollout, agentRollouts].entries()) {
+      for (const [i, fn] of [ingest, paging, loadRollout, agentRollouts, smallCalls].entries()) {
         if (ONLY && ONLY !== `${backend}:${fn.name}`) continue;
         const dataDir = join(dir, `${backend}-${i}`);
         const figureSpec = schema ? spec.replace(schema, `${schema}_${i}`) : spec;
