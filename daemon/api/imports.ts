@@ -7,7 +7,6 @@ import {
   findSessions,
   importKey,
   importSessionFile,
-  importTokenizer,
   sessionsRoot,
   UnknownTemplateError,
 } from '../import';
@@ -70,15 +69,17 @@ export const importRoutes: AnyRoute[] = [
           'path',
         );
       const model = body.model ?? DEFAULT_IMPORT_MODEL;
-      let tokenizer: ReturnType<typeof importTokenizer>;
       try {
-        tokenizer = importTokenizer(model, ctx.config.model_files);
+        return await importSessionFile(ctx.store, path, {
+          source: body.source,
+          model,
+          modelFiles: ctx.config.model_files,
+        });
       } catch (err) {
         if (err instanceof UnknownTemplateError)
           throw new ApiError(400, 'invalid_request', err.message, 'model');
         throw err;
       }
-      return importSessionFile(ctx.store, path, { source: body.source, model, tokenizer });
     },
   }),
 ];
