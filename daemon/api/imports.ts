@@ -61,11 +61,12 @@ export const importRoutes: AnyRoute[] = [
       const root = resolve(body.root ?? sessionsRoot(body.source));
       const path = resolve(root, body.path);
       const inside = relative(root, path);
-      if (!inside || inside.startsWith('..') || !path.endsWith('.jsonl'))
+      // .jsonl.zst: Codex's compressed rollouts, which the scan lists too
+      if (!inside || inside.startsWith('..') || !/\.jsonl(\.zst)?$/.test(path))
         throw new ApiError(
           400,
           'invalid_request',
-          `path must be a .jsonl session file under ${root}`,
+          `path must be a .jsonl or .jsonl.zst session file under ${root}`,
           'path',
         );
       const model = body.model ?? DEFAULT_IMPORT_MODEL;
