@@ -7,7 +7,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
 import { trajectoryFromCalls } from '../samples';
@@ -17,8 +17,16 @@ import type { Store } from '../store/store';
 import { readModelFolder } from '../tokenize/files';
 import { LocalChatTokenizer } from '../tokenize/local';
 import { localQwen3Tokenizer } from '../tokenize/qwen3';
-import { findSessions, importSessionFile, importTokenizer, readSession, UnknownTemplateError } from '.';
+import {
+  findSessions,
+  importSessionFile,
+  importTokenizer,
+  readSession,
+  stopImportThread,
+  UnknownTemplateError,
+} from '.';
 import { claudeProjectFolder, readSessionText } from './files';
+import { longClaudeSession } from './test-sessions';
 
 const FIXTURES = resolve(__dirname, '../../test/fixtures/imports');
 const text = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
@@ -266,6 +274,28 @@ describe('importing a session into the store', () => {
     expect(r.bad_lines).toEqual([
       expect.stringMatching(/odd\.jsonl:4: cannot render it with the template: /),
     ]);
+  });
+
+  it('an import whose thread ends under it fails saying so, leaving its recording failed, and the next import starts a new thread', async () => {
+    const file = join(dir, 'long.jsonl');
+    writeFileSync(file, longClaudeSession(60).replaceAll('"sessionId":"bench"', '"sessionId":"long"'));
+    const cut = importSessionFile(store, file, { source: 'claude-code', model });
+    // the thread ends once the import is storing its calls
+    await vi.waitFor(
+      async () => {
+        const r = (await store.listRecordings()).find((x) => x.name.includes('Make the cart totals'));
+        expect(r && (await store.listRecordingCalls(r.id)).length).toBeGreaterThan(0);
+      },
+      { timeout: 30_000, interval: 10 },
+    );
+    await stopImportThread();
+    const r = await cut;
+    expect(r.status).toBe('failed');
+    expect(r.error).toMatch(/^import stopped at call \d+: the import thread stopped: it exited/);
+    const recording = (await store.getRecording(r.recording_id!))!;
+    expect((await store.getRollout(recording.rollout_id))!.status).toBe('failed');
+    const again = await importSessionFile(store, file, { source: 'claude-code', model });
+    expect(again).toMatchObject({ status: 'imported', calls: 61 });
   });
 
   it('leaves imported calls out of RL samples (counted as imported) unless they are asked for', async () => {

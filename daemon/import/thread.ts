@@ -77,64 +77,72 @@ export class ImportThreadJob {
   }
 }
 
-let worker: Worker | null = null;
-let lastId = 0;
-let idleTimer: NodeJS.Timeout | null = null;
-const jobs = new Map<number, ImportThreadJob>();
+/** One started thread and the jobs it holds; it unrefs itself when idle and ends IDLE_MS later. */
+class ImportThread {
+  readonly jobs = new Map<number, ImportThreadJob>();
+  dead = false;
+  private idleTimer: NodeJS.Timeout | null = null;
 
-function thread(): Worker {
-  if (worker) return worker;
-  const w = startWorker();
-  w.on('message', (m: FromThread) => {
-    jobs.get(m.id)?.deliver(m);
-    if (m.type === 'done' || m.type === 'failed' || m.type === 'bad_model' || m.type === 'unreadable')
-      end(m.id);
-  });
-  const died = (why: string) => {
-    if (worker === w) worker = null;
-    for (const [id, job] of jobs) {
+  constructor(readonly worker: Worker) {
+    worker.on('message', (m: FromThread) => {
+      this.jobs.get(m.id)?.deliver(m);
+      if (m.type === 'done' || m.type === 'failed' || m.type === 'bad_model' || m.type === 'unreadable')
+        this.end(m.id);
+    });
+    worker.on('error', (err) => this.died(err.message));
+    worker.on('exit', (code) => this.died(`it exited (code ${code})`));
+  }
+
+  start(job: Omit<ImportJob, 'id'>): ImportThreadJob {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    this.worker.ref();
+    const id = ++lastId;
+    const handle = new ImportThreadJob(
+      id,
+      (m) => this.worker.postMessage(m),
+      () => this.end(id),
+    );
+    this.jobs.set(id, handle);
+    this.worker.postMessage({ type: 'job', job: { ...job, id } } satisfies ToThread);
+    return handle;
+  }
+
+  private end(id: number): void {
+    if (!this.jobs.delete(id) || this.jobs.size || this.dead) return;
+    this.worker.unref();
+    this.idleTimer = setTimeout(() => {
+      this.dead = true;
+      void this.worker.terminate();
+    }, IDLE_MS);
+    this.idleTimer.unref();
+  }
+
+  private died(why: string): void {
+    this.dead = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    for (const [id, job] of this.jobs) {
+      this.jobs.delete(id);
       job.deliver({ id, type: 'failed', error: `the import thread stopped: ${why}` });
-      end(id);
     }
-  };
-  w.on('error', (err) => died(err.message));
-  w.on('exit', (code) => died(`it exited (code ${code})`));
-  worker = w;
-  return w;
+  }
 }
 
-function end(id: number): void {
-  if (!jobs.delete(id) || jobs.size || !worker) return;
-  worker.unref();
-  const w = worker;
-  idleTimer = setTimeout(() => {
-    if (worker === w && !jobs.size) {
-      worker = null;
-      void w.terminate();
-    }
-  }, IDLE_MS);
-  idleTimer.unref();
-}
+let current: ImportThread | null = null;
+let lastId = 0;
 
 /** Starts an import in the thread: it answers with the session first (ImportThreadJob.next). */
 export function startImportJob(job: Omit<ImportJob, 'id'>): ImportThreadJob {
-  if (idleTimer) clearTimeout(idleTimer);
-  idleTimer = null;
-  const w = thread();
-  w.ref();
-  const id = ++lastId;
-  const handle = new ImportThreadJob(
-    id,
-    (m) => w.postMessage(m),
-    () => end(id),
-  );
-  jobs.set(id, handle);
-  w.postMessage({ type: 'job', job: { ...job, id } } satisfies ToThread);
-  return handle;
+  if (!current || current.dead) current = new ImportThread(startWorker());
+  return current.start(job);
 }
 
-/** Ends the thread now (the daemon's close; tests). Jobs under way fail. */
+/** Ends the thread now (tests). Jobs under way fail. */
 export async function stopImportThread(): Promise<void> {
-  const w = worker;
-  if (w) await w.terminate();
+  const thread = current;
+  current = null;
+  if (thread) {
+    thread.dead = true;
+    await thread.worker.terminate();
+  }
 }
