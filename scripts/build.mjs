@@ -12,7 +12,8 @@ const only = process.argv
 const targets = [
   {
     name: 'cli',
-    entryPoints: { cli: 'daemon/cli/main.ts' },
+    // import-worker: the thread that reads and tokenizes imported sessions (daemon/import/thread.ts)
+    entryPoints: { cli: 'daemon/cli/main.ts', 'import-worker': 'daemon/import/worker.ts' },
     platform: 'node',
     format: 'esm',
     packages: 'external',

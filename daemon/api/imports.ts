@@ -7,7 +7,6 @@ import {
   findSessions,
   importKey,
   importSessionFile,
-  importTokenizer,
   sessionsRoot,
   UnknownTemplateError,
 } from '../import';
@@ -62,23 +61,26 @@ export const importRoutes: AnyRoute[] = [
       const root = resolve(body.root ?? sessionsRoot(body.source));
       const path = resolve(root, body.path);
       const inside = relative(root, path);
-      if (!inside || inside.startsWith('..') || !path.endsWith('.jsonl'))
+      // .jsonl.zst: Codex's compressed rollouts, which the scan lists too
+      if (!inside || inside.startsWith('..') || !/\.jsonl(\.zst)?$/.test(path))
         throw new ApiError(
           400,
           'invalid_request',
-          `path must be a .jsonl session file under ${root}`,
+          `path must be a .jsonl or .jsonl.zst session file under ${root}`,
           'path',
         );
       const model = body.model ?? DEFAULT_IMPORT_MODEL;
-      let tokenizer: ReturnType<typeof importTokenizer>;
       try {
-        tokenizer = importTokenizer(model, ctx.config.model_files);
+        return await importSessionFile(ctx.store, path, {
+          source: body.source,
+          model,
+          modelFiles: ctx.config.model_files,
+        });
       } catch (err) {
         if (err instanceof UnknownTemplateError)
           throw new ApiError(400, 'invalid_request', err.message, 'model');
         throw err;
       }
-      return importSessionFile(ctx.store, path, { source: body.source, model, tokenizer });
     },
   }),
 ];

@@ -7,7 +7,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CountTokensRequest, messagesToChat } from '../proxy/translate/messages';
 import { ResponsesRequest, responsesToChat } from '../proxy/translate/responses';
 import { trajectoryFromCalls } from '../samples';
@@ -17,8 +17,16 @@ import type { Store } from '../store/store';
 import { readModelFolder } from '../tokenize/files';
 import { LocalChatTokenizer } from '../tokenize/local';
 import { localQwen3Tokenizer } from '../tokenize/qwen3';
-import { findSessions, importSessionFile, importTokenizer, readSession, UnknownTemplateError } from '.';
+import {
+  findSessions,
+  importSessionFile,
+  importTokenizer,
+  readSession,
+  stopImportThread,
+  UnknownTemplateError,
+} from '.';
 import { claudeProjectFolder, readSessionText } from './files';
+import { longClaudeSession } from './test-sessions';
 
 const FIXTURES = resolve(__dirname, '../../test/fixtures/imports');
 const text = (name: string) => readFileSync(join(FIXTURES, name), 'utf8');
@@ -39,7 +47,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const claudeSession = await readSession('claude-code', text('claude-code-session.jsonl'), 'x.jsonl');
+const claudeSession = readSession('claude-code', text('claude-code-session.jsonl'), 'x.jsonl');
 describe('a Claude Code session log', () => {
   const session = claudeSession;
 
@@ -81,7 +89,7 @@ describe('a Claude Code session log', () => {
   });
 });
 
-const codexSession = await readSession('codex', text('codex-rollout.jsonl'), 'x.jsonl');
+const codexSession = readSession('codex', text('codex-rollout.jsonl'), 'x.jsonl');
 describe('a Codex rollout', () => {
   const session = codexSession;
 
@@ -115,7 +123,7 @@ describe('a Codex rollout', () => {
   });
 
   it('reads a rollout written before the RolloutLine envelope (2025): meta first, then the items themselves', async () => {
-    const old = await readSession('codex', text('codex-legacy.jsonl'), 'x.jsonl');
+    const old = readSession('codex', text('codex-legacy.jsonl'), 'x.jsonl');
     expect(old.session_id).toBe('0a1b2c3d-0000-4000-8000-000000000001');
     expect(old.calls.map((c) => [c.request.instructions, c.response.output])).toEqual([
       [
@@ -165,7 +173,7 @@ describe('importing a session into the store', () => {
 
   it('stores a recording of Qwen3 token ids marked token_source import, at the session’s own times, the key redacted before tokenizing', async () => {
     const [file] = await findSessions('claude-code', join(home, '.claude/projects'));
-    const r = await importSessionFile(store, file.path, { source: 'claude-code', model, tokenizer: tok });
+    const r = await importSessionFile(store, file.path, { source: 'claude-code', model });
     expect(r).toMatchObject({ status: 'imported', calls: 3, error: null });
     expect(r.bad_lines).toEqual([`${file.path}:7: not JSON: ${session7Error()}`]);
     const recording = (await store.getRecording(r.recording_id!))!;
@@ -210,7 +218,7 @@ describe('importing a session into the store', () => {
   it('imports a session once: again, it answers already_imported with the same recording', async () => {
     const [file] = await findSessions('claude-code', join(home, '.claude/projects'));
     const before = (await store.listRecordings()).length;
-    const again = await importSessionFile(store, file.path, { source: 'claude-code', model, tokenizer: tok });
+    const again = await importSessionFile(store, file.path, { source: 'claude-code', model });
     expect(again.status).toBe('already_imported');
     expect(again.calls).toBe(3);
     expect((await store.listRecordings()).length).toBe(before);
@@ -220,7 +228,7 @@ describe('importing a session into the store', () => {
     const [file] = await findSessions('codex', join(home, '.codex/sessions'));
     const key = 'codex:0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
     const broken = await store.createImportedRecording({ name: 'broken', upstream: null, import_key: key });
-    const r = await importSessionFile(store, file.path, { source: 'codex', model, tokenizer: tok });
+    const r = await importSessionFile(store, file.path, { source: 'codex', model });
     expect(r).toMatchObject({ status: 'imported', calls: 3 });
     expect(r.recording_id).not.toBe(broken.recording.id);
     expect((await store.getRollout(broken.recording.rollout_id))!).toMatchObject({ status: 'failed' });
@@ -261,11 +269,33 @@ describe('importing a session into the store', () => {
         }),
       ].join('\n'),
     );
-    const r = await importSessionFile(store, file, { source: 'claude-code', model, tokenizer: tok });
+    const r = await importSessionFile(store, file, { source: 'claude-code', model });
     expect(r).toMatchObject({ status: 'imported', calls: 1 });
     expect(r.bad_lines).toEqual([
       expect.stringMatching(/odd\.jsonl:4: cannot render it with the template: /),
     ]);
+  });
+
+  it('an import whose thread ends under it fails saying so, leaving its recording failed, and the next import starts a new thread', async () => {
+    const file = join(dir, 'long.jsonl');
+    writeFileSync(file, longClaudeSession(60).replaceAll('"sessionId":"bench"', '"sessionId":"long"'));
+    const cut = importSessionFile(store, file, { source: 'claude-code', model });
+    // the thread ends once the import is storing its calls
+    await vi.waitFor(
+      async () => {
+        const r = (await store.listRecordings()).find((x) => x.name.includes('Make the cart totals'));
+        expect(r && (await store.listRecordingCalls(r.id)).length).toBeGreaterThan(0);
+      },
+      { timeout: 30_000, interval: 10 },
+    );
+    await stopImportThread();
+    const r = await cut;
+    expect(r.status).toBe('failed');
+    expect(r.error).toMatch(/^import stopped at call \d+: the import thread stopped: it exited/);
+    const recording = (await store.getRecording(r.recording_id!))!;
+    expect((await store.getRollout(recording.rollout_id))!.status).toBe('failed');
+    const again = await importSessionFile(store, file, { source: 'claude-code', model });
+    expect(again).toMatchObject({ status: 'imported', calls: 61 });
   });
 
   it('leaves imported calls out of RL samples (counted as imported) unless they are asked for', async () => {
@@ -312,7 +342,7 @@ describe('a Codex rollout compressed with zstd (.jsonl.zst)', () => {
     expect(skipped).toEqual([]);
     const own = await openStore('sqlite', join(dir, 'zstd-store'));
     try {
-      const r = await importSessionFile(own, files[0].path, { source: 'codex', model, tokenizer: tok });
+      const r = await importSessionFile(own, files[0].path, { source: 'codex', model });
       expect(r).toMatchObject({ status: 'imported', calls: 3, error: null });
       const calls = await own.listRecordingCalls(r.recording_id!);
       expect(calls.map((c) => c.request)).toEqual(codexSession.calls.map((c) => c.request));
@@ -337,10 +367,10 @@ describe.each(backends)('on a %s store', (backend) => {
       copyFileSync(join(FIXTURES, 'codex-rollout.jsonl'), file);
       const key = 'codex:0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
       const broken = await s.createImportedRecording({ name: 'cut short', upstream: null, import_key: key });
-      const first = await importSessionFile(s, file, { source: 'codex', model, tokenizer: tok });
+      const first = await importSessionFile(s, file, { source: 'codex', model });
       expect(first).toMatchObject({ status: 'imported', calls: 3 });
       expect((await s.getRollout(broken.recording.rollout_id))!.status).toBe('failed');
-      const again = await importSessionFile(s, file, { source: 'codex', model, tokenizer: tok });
+      const again = await importSessionFile(s, file, { source: 'codex', model });
       expect(again).toMatchObject({ status: 'already_imported', recording_id: first.recording_id, calls: 3 });
       const calls = await s.listRecordingCalls(first.recording_id!);
       expect(calls.map((c) => [c.token_source, c.created_at])).toEqual([
@@ -370,11 +400,10 @@ describe('the chosen model’s own template', () => {
   it('tokenizes with the files model_files names for the model (here Llama 3.1’s), rendered whole alike', async () => {
     const own = await openStore('sqlite', join(dir, 'store-llama'));
     try {
-      const llama = importTokenizer('llama-3.1', { 'llama-3.1': llamaFolder });
       const r = await importSessionFile(own, join(FIXTURES, 'claude-code-session.jsonl'), {
         source: 'claude-code',
         model: 'llama-3.1',
-        tokenizer: llama,
+        modelFiles: { 'llama-3.1': llamaFolder },
       });
       expect(r).toMatchObject({ status: 'imported', calls: 3 });
       const reference = new LocalChatTokenizer(readModelFolder(llamaFolder));
@@ -394,5 +423,17 @@ describe('the chosen model’s own template', () => {
   it('refuses a model it has no files for, naming model_files', () => {
     expect(() => importTokenizer('mistral-7b')).toThrow(UnknownTemplateError);
     expect(() => importTokenizer('mistral-7b')).toThrow(/model_files/);
+  });
+
+  it('refuses an import with a model whose files the import thread cannot load, naming the folder', async () => {
+    const file = join(FIXTURES, 'claude-code-session.jsonl');
+    const options = { source: 'claude-code' as const, model: 'broken', modelFiles: { broken: dir } };
+    await expect(importSessionFile(store, file, options)).rejects.toThrow(UnknownTemplateError);
+    await expect(importSessionFile(store, file, options)).rejects.toThrow(
+      `files in ${dir} could not be used`,
+    );
+    await expect(
+      importSessionFile(store, file, { source: 'claude-code', model: 'mistral-7b' }),
+    ).rejects.toThrow(/model_files/);
   });
 });

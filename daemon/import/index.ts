@@ -1,38 +1,28 @@
 // Past agent sessions into recordings: a session file read (claude-code.ts, codex.ts), its calls
 // tokenized with a chosen model's template (tokenize.ts) and stored as one stopped recording whose calls
 // are marked token_source "import". A session is imported once (the store keys it by source and id).
+// The reading and tokenizing run in the import thread (worker.ts); the daemon's event loop only stores.
 import type { NewLlmCall } from '../protocol/entities';
 import type { SessionImport } from '../protocol/imports';
+import { JsonText } from '../store/json-text';
 import type { Store } from '../store/store';
-import { readClaudeCodeSession } from './claude-code';
-import { readCodexSession } from './codex';
-import { readSessionText } from './files';
-import { type BadLine, type ImportSource, jsonLines, type ParsedSession, slicer } from './session';
-import { endOfTurnIds, type ImportTokenizer, sessionRenderer, tokenizeCall } from './tokenize';
+import type { FromThread, TokenizedMessage } from './messages';
+import type { ImportSource, ParsedSession } from './session';
+import { type ImportThreadJob, startImportJob } from './thread';
+import { importModelFolder, UnknownTemplateError } from './tokenize';
 
 export type { SessionImport } from '../protocol/imports';
 export { findSessions, type SessionFile, sessionsRoot } from './files';
+export { readSession } from './read';
 export type { ImportSource, ParsedSession } from './session';
+export { stopImportThread } from './thread';
 export {
   DEFAULT_IMPORT_MODEL,
   type ImportTokenizer,
+  importModelFolder,
   importTokenizer,
   UnknownTemplateError,
 } from './tokenize';
-
-/** A session file's text read as its calls; the event loop gets turns while it is parsed (`tick`). */
-export async function readSession(
-  source: ImportSource,
-  text: string,
-  file: string,
-  tick: () => Promise<void> = slicer(),
-): Promise<ParsedSession> {
-  const bad: BadLine[] = [];
-  const entries = await jsonLines(text, bad, tick);
-  return source === 'claude-code'
-    ? readClaudeCodeSession(entries, bad, file)
-    : readCodexSession(entries, bad, file);
-}
 
 /** Sessions being imported by this process (by key): a second import of one waits for nothing, it is refused. */
 const underWay = new Set<string>();
@@ -40,13 +30,15 @@ const underWay = new Set<string>();
 export const importKey = (source: ImportSource, sessionId: string) => `${source}:${sessionId}`;
 
 /**
- * Imports one session file into the store as a recording (or finds its earlier import). Bad lines are
- * reported and skipped; a failure after the recording exists leaves its rollout failed, with the error.
+ * Imports one session file into the store as a recording (or finds its earlier import), tokenized
+ * with `model`'s template (its files: importModelFolder; UnknownTemplateError when it has none or
+ * they cannot be loaded). Bad lines are reported and skipped; a failure after the recording exists
+ * leaves its rollout failed, with the error.
  */
 export async function importSessionFile(
   store: Store,
   path: string,
-  options: { source: ImportSource; model: string; tokenizer: ImportTokenizer },
+  options: { source: ImportSource; model: string; modelFiles?: Record<string, string> },
 ): Promise<SessionImport> {
   const result: SessionImport = {
     path,
@@ -58,75 +50,88 @@ export async function importSessionFile(
     notes: [],
     error: null,
   };
-  let text: string;
+  const folder = importModelFolder(options.model, options.modelFiles);
+  let job: ImportThreadJob;
   try {
-    text = await readSessionText(path);
+    job = startImportJob({ path, source: options.source, model: options.model, folder });
   } catch (err) {
-    return { ...result, error: `cannot read ${path}: ${(err as Error).message}` };
+    return { ...result, error: `the import thread did not start: ${(err as Error).message}` };
   }
-  const tick = slicer();
-  const session = await readSession(options.source, text, path, tick);
+  const first = await job.next();
+  if (first.type === 'bad_model') throw new UnknownTemplateError(first.error);
+  if (first.type !== 'session') return { ...result, error: errorOf(first) };
+  const session = first.session;
   result.session_id = session.session_id;
   result.bad_lines = session.bad_lines.map((b) => `${path}:${b.line}: ${b.error}`);
   result.notes = session.notes;
-  if (!session.calls.length) return { ...result, status: 'empty' };
   const key = importKey(options.source, session.session_id);
-  if (underWay.has(key)) return { ...result, error: `session ${session.session_id} is being imported now` };
+  if (!first.calls || underWay.has(key)) {
+    job.stop();
+    if (!first.calls) return { ...result, status: 'empty' };
+    return { ...result, error: `session ${session.session_id} is being imported now` };
+  }
   underWay.add(key);
   try {
-    return await store_(store, session, key, result, { ...options, tick });
+    return await store_(store, { ...session, models: first.models }, job, key, result, options);
   } finally {
     underWay.delete(key);
   }
 }
 
+const errorOf = (m: FromThread) =>
+  'error' in m ? m.error : `the import thread answered ${m.type} out of turn`;
+
 async function store_(
   store: Store,
-  session: ParsedSession,
+  session: Omit<ParsedSession, 'calls'> & { models: string[] },
+  job: ImportThreadJob,
   key: string,
   result: SessionImport,
-  options: { source: ImportSource; model: string; tokenizer: ImportTokenizer; tick: () => Promise<void> },
+  options: { source: ImportSource; model: string },
 ): Promise<SessionImport> {
-  const models = [...new Set(session.calls.map((c) => c.model).filter((m) => m !== null))];
-  const { recording, created } = await store.createImportedRecording({
-    name: `${options.source}: ${session.title ?? session.session_id}`,
-    upstream: {
-      kind: 'import',
-      source: options.source,
-      session_id: session.session_id,
-      file: result.path,
-      cwd: session.cwd,
-      cli_version: session.cli_version,
-      models,
-      tokenizer_model: options.model,
-    },
-    import_key: key,
-    created_at: session.started_at ?? undefined,
-    stopped_at: session.ended_at ?? undefined,
-  });
-  result.recording_id = recording.id;
-  if (!created) {
-    const calls = await store.listRecordingCalls(recording.id);
-    return { ...result, status: 'already_imported', calls: calls.length };
-  }
+  let recording: { id: string; rollout_id: string };
   try {
-    const endIds = await endOfTurnIds(options.tokenizer);
-    const render = sessionRenderer(options.tokenizer, options.tick);
+    const made = await store.createImportedRecording({
+      name: `${options.source}: ${session.title ?? session.session_id}`,
+      upstream: {
+        kind: 'import',
+        source: options.source,
+        session_id: session.session_id,
+        file: result.path,
+        cwd: session.cwd,
+        cli_version: session.cli_version,
+        models: session.models,
+        tokenizer_model: options.model,
+      },
+      import_key: key,
+      created_at: session.started_at ?? undefined,
+      stopped_at: session.ended_at ?? undefined,
+    });
+    recording = made.recording;
+    result.recording_id = recording.id;
+    if (!made.created) {
+      job.stop();
+      const calls = await store.listRecordingCalls(recording.id);
+      return { ...result, status: 'already_imported', calls: calls.length };
+    }
+  } catch (err) {
+    job.stop();
+    throw err;
+  }
+  job.go();
+  try {
     let diverged = 0;
-    for (const call of session.calls) {
-      let tokens: Awaited<ReturnType<typeof tokenizeCall>>;
-      try {
-        tokens = await tokenizeCall(render, call, endIds, options.tick);
-      } catch (err) {
+    for (let m = await job.next(); m.type !== 'done'; m = await job.next()) {
+      if (m.type === 'skipped') {
         // an answer the template cannot render is skipped like a bad line; the session goes on
-        result.bad_lines.push(
-          `${result.path}:${call.line}: cannot render it with the template: ${(err as Error).message}`,
-        );
+        result.bad_lines.push(`${result.path}:${m.line}: cannot render it with the template: ${m.error}`);
         continue;
       }
-      if (tokens.diverged) diverged++;
-      await store.recordLlmCall(newCall(call, tokens, recording, options.source));
+      if (m.type !== 'call') throw new Error(errorOf(m));
+      if (m.diverged) diverged++;
+      await store.recordLlmCall(newCall(m, recording, options.source));
       result.calls++;
+      job.stored();
     }
     if (diverged)
       result.notes.push(
@@ -135,6 +140,7 @@ async function store_(
     await store.completeRollout(recording.rollout_id);
     return { ...result, status: 'imported' };
   } catch (err) {
+    job.stop();
     const error = `import stopped at call ${result.calls + 1}: ${(err as Error).message}`;
     await store.failRollout(recording.rollout_id, error).catch(() => undefined);
     return { ...result, error };
@@ -142,22 +148,23 @@ async function store_(
 }
 
 function newCall(
-  call: ParsedSession['calls'][number],
-  tokens: { prompt_ids: number[]; response_ids: number[] },
+  m: TokenizedMessage,
   recording: { id: string; rollout_id: string },
   source: ImportSource,
 ): NewLlmCall {
+  const call = m.call;
   return {
     rollout_id: recording.rollout_id,
     attempt_id: null,
     recording_id: recording.id,
     wire_api: call.wire_api,
     stream: false,
-    request: call.request,
+    // the text the thread wrote is what the store writes (it does not serialise the request again)
+    request: new JsonText(m.request_text, JSON.parse(m.request_text)),
     backend_request: null,
     response: call.response,
-    prompt_ids: tokens.prompt_ids,
-    response_ids: tokens.response_ids,
+    prompt_ids: numbers(m.prompt_ids),
+    response_ids: numbers(m.response_ids),
     response_logprobs: null,
     token_source: 'import',
     bridge: null,
@@ -176,4 +183,11 @@ function newCall(
     total_ms: call.total_ms,
     created_at: call.started_at ?? undefined,
   };
+}
+
+/** A typed array's values as a plain array (a loop: Array.from's iterator takes ~10x as long). */
+function numbers(ids: Int32Array): number[] {
+  const out = new Array<number>(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = ids[i];
+  return out;
 }

@@ -62,37 +62,15 @@ export class Notes {
 /** A session line read as a JSON object (its line number in the file). */
 export type Entry = { line: number; value: Record<string, unknown> };
 
-/** CPU an import spends before it lets the event loop (the daemon's requests) have a turn. */
-const SLICE_MS = 8;
-
-/**
- * An import's way to share the event loop: `await tick()` between pieces of work gives the loop a turn
- * (setImmediate) once SLICE_MS have gone by since the last, so the daemon's requests never wait for a
- * whole session's parse or a whole call's tokenization.
- */
-export function slicer(sliceMs = SLICE_MS): () => Promise<void> {
-  let since = performance.now();
-  return async () => {
-    if (performance.now() - since < sliceMs) return;
-    await new Promise((resolve) => setImmediate(resolve));
-    since = performance.now();
-  };
-}
-
 /**
  * The session file's lines as objects, each redacted (daemon/redact.ts) before anything reads it, so no
  * secret reaches a request, a token id or a title. A line that is not a JSON object is reported by
- * number and skipped; blank lines are ignored. The event loop gets a turn between lines (`tick`).
+ * number and skipped; blank lines are ignored.
  */
-export async function jsonLines(
-  text: string,
-  bad: BadLine[],
-  tick: () => Promise<void> = slicer(),
-): Promise<Entry[]> {
+export function jsonLines(text: string, bad: BadLine[]): Entry[] {
   const out: Entry[] = [];
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    await tick();
     const raw = lines[i].trim();
     if (!raw) continue;
     let value: unknown;

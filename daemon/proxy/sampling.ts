@@ -11,7 +11,7 @@
 // sampled at T 0.6 with top-k 20 would be trained as if drawn from T 1: off-policy, silently.
 import { NEUTRAL_SAMPLING, type RunSampling, runSampling } from '../protocol/config';
 import type { CallSampling, WireApi } from '../protocol/entities';
-import { checkConstrained } from './constrained';
+import { checkConstrained, constrainedFields } from './constrained';
 import { ProxyError } from './errors';
 import type { Json } from './json';
 import type { Scope } from './scope';
@@ -123,6 +123,17 @@ export function callSampling(sent: Json, plan: SamplingPlan): CallSampling {
     max_tokens: int(b.max_completion_tokens ?? b.max_tokens ?? b.max_output_tokens),
     source: plan.source,
     overridden: plan.overridden,
-    ...(plan.constrained ? { constrained: plan.constrained } : {}),
+    ...constrainedOf(b, plan),
   };
+}
+
+/**
+ * The constrained fields of a training call as its backend got it: a chat body the bridge sent as a
+ * token prompt to /v1/completions keeps only what that endpoint samples with, and no tool parser adds
+ * a structural tag there (vLLM 0.34 renderers/online_renderer.py:863 parses chat and Responses only).
+ */
+function constrainedOf(sent: Json, plan: SamplingPlan): { constrained?: string[] } {
+  if (!plan.constrained) return {};
+  const fields = constrainedFields(sent);
+  return fields.length ? { constrained: fields } : {};
 }

@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { EXIT_TEMPFAIL, failureOfError } from '../protocol/failures';
 import type { RolloutContext } from '../protocol/worker';
-import { commandRollout, rewardFromStdout } from './command';
+import { commandRollout, noRewardText, rewardFromStdout } from './command';
 
 describe('the reward line of a harness command', () => {
   it('is the last non-empty stdout line when it is {"reward": number}', () => {
@@ -9,6 +10,20 @@ describe('the reward line of a harness command', () => {
     expect(rewardFromStdout('{"reward": 1}\nbye\n')).toBeUndefined();
     expect(rewardFromStdout('{"reward": "1"}')).toBeUndefined();
     expect(rewardFromStdout('')).toBeUndefined();
+  });
+});
+
+describe('a harness that finished with no reward', () => {
+  // test/fixtures/no-reward.json: the Python worker's tests read the same texts (test_verifier.py)
+  const cases: {
+    why: string;
+    mode: 'spawn' | 'persistent';
+    rollout_id: string;
+    stdout: string | null;
+    text: string;
+  }[] = JSON.parse(readFileSync(new URL('../../test/fixtures/no-reward.json', import.meta.url), 'utf8'));
+  it.each(cases)('is told what to print and where: $why', ({ mode, rollout_id, stdout, text }) => {
+    expect(noRewardText({ mode, rolloutId: rollout_id, stdout: stdout ?? undefined })).toBe(text);
   });
 });
 

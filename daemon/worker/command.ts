@@ -51,6 +51,26 @@ export function noRewardLine(stdout: string, form: string): string {
   return `its last stdout line must be ${form}, ${last ? `not ${JSON.stringify(last.slice(0, 200))}` : 'and it printed nothing'}`;
 }
 
+/** The form a reward takes where a harness prints it. */
+export const REWARD_FORM = '{"reward": x} with x a finite number';
+
+/**
+ * Why a harness that finished has no reward, saying what it must print and where: a spawned command's
+ * last stdout line (`stdout`), a persistent one's answer line to the rollout, an SDK rollout function's
+ * return value (no `stdout`). Either may post the reward instead (POST /api/rollouts/:id/reward).
+ */
+export function noRewardText(how: {
+  mode?: 'spawn' | 'persistent';
+  rolloutId: string;
+  stdout?: string;
+}): string {
+  if (how.stdout === undefined) return 'harness gave no reward: it returned none and posted none';
+  if (how.mode !== 'persistent')
+    return `harness printed no reward and posted none: ${noRewardLine(how.stdout, REWARD_FORM)}`;
+  const id = `"rollout_id": ${JSON.stringify(how.rolloutId)}`;
+  return `persistent harness answered {${id}} with no reward and posted none: the stdout line that ends the rollout must be {${id}, "reward": x} with x a finite number, or the harness posts the reward (POST /api/rollouts/${how.rolloutId}/reward) before that line`;
+}
+
 /** The reward in the last non-empty stdout line, when it is `{"reward": number}`. */
 export function rewardFromStdout(stdout: string): number | undefined {
   const last = lastLine(stdout);

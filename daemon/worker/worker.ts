@@ -20,7 +20,7 @@ import {
   type RolloutContext,
   type RolloutOutcome,
 } from '../protocol/worker';
-import { noRewardLine } from './command';
+import { noRewardText } from './command';
 import { commandVerifier, finalOutput, type Verdict, type Verifier, type VerifierInput } from './verifier';
 import { sleep } from './wait';
 
@@ -98,13 +98,6 @@ async function call(
     throw new DaemonHttpError(response.status, message);
   }
   return { status: response.status, json };
-}
-
-/** Why a harness that finished gave no reward. */
-function noRewardText(result: RolloutOutcome | undefined): string {
-  return result?.stdout === undefined
-    ? 'harness gave no reward: it returned none and posted none'
-    : `harness printed no reward and posted none: ${noRewardLine(result.stdout, '{"reward": x} with x a finite number')}`;
 }
 
 /** Why an attempt that threw failed: how it was aborted, else what the error says, else by phase. */
@@ -212,7 +205,10 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
       // A harness may post its reward itself; one that neither gave nor posted one fails its attempt
       // (a missing reward is never taken as 0).
       if (!verify && reward === undefined && (await readRollout(claim, controller.signal)).reward === null)
-        throw new AttemptFailedError(noRewardText(result ?? undefined), harnessFailure('no_reward'));
+        throw new AttemptFailedError(
+          noRewardText({ mode: claim.mode, rolloutId: claim.rollout.id, stdout: result?.stdout }),
+          harnessFailure('no_reward'),
+        );
       if (verify) {
         // The verifier gets a timeout of its own (harness.timeout_s), after the harness's.
         phase = 'verifier';

@@ -113,6 +113,40 @@ describe('a constrained training call is forwarded and recorded as constrained (
     expect(calls[1].token_source).toBe('bridge');
   });
 
+  it('Chat Completions: watermarking and vllm_xargs (custom logits processors) reach the backend, and the call names both', async () => {
+    const { id, client } = await env.proxy.runRollout('c-xargs', {});
+    await client.chat.completions.create({
+      model: 'toy',
+      messages: [{ role: 'user', content: 'hi' }],
+      watermarking: true,
+      vllm_xargs: { my_processor: 1 },
+    } as never);
+    expect(lastRequest()).toMatchObject({ watermarking: true, vllm_xargs: { my_processor: 1 } });
+    expect((await lastCall(id)).sampling?.constrained).toEqual(['watermarking', 'vllm_xargs']);
+  });
+
+  it("a Codex-like Responses call (parallel_tool_calls false) is marked on the chat endpoint, where vLLM's tool parser constrains it, and not once bridged", async () => {
+    const { id, client } = await env.proxy.runRollout('c-single-call', { tito: true });
+    const ask = (input: OpenAI.Responses.ResponseInput) =>
+      client.responses.create({
+        model: 'toy',
+        input,
+        tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object' }, strict: false }],
+        tool_choice: 'auto',
+        parallel_tool_calls: false,
+      });
+    const first: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'one' }];
+    const r1 = await ask(first);
+    expect(lastRequest()).toMatchObject({ parallel_tool_calls: false });
+    await ask([...first, ...(r1.output as OpenAI.Responses.ResponseInput), { role: 'user', content: 'two' }]);
+    expect(env.fake.produced.at(-1)?.path).toBe('/v1/completions');
+    const calls = await env.proxy.calls(id);
+    expect(calls.map((c) => [c.token_source, c.sampling?.constrained ?? null])).toEqual([
+      ['backend', ['parallel_tool_calls']],
+      ['bridge', null],
+    ]);
+  });
+
   it('a call that constrains nothing records no constrained field', async () => {
     const { id, client } = await env.proxy.runRollout('c-plain', {});
     await client.chat.completions.create({

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Attempt, Run } from '../../daemon/protocol/entities';
+import { noRewardText } from '../../daemon/worker/command';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { PERSISTENT_CHAT_HARNESS as HARNESS } from '../helpers/persistent-harness';
 import { alive } from '../helpers/process';
@@ -114,6 +115,17 @@ describe.skipIf(!existsSync(PYTHON))('a persistent harness on the Python worker'
     const hung = Number(readFileSync(join(dir, 'hung-pid'), 'utf8'));
     expect(pids).toContain(hung);
     expect(alive(hung)).toBe(false);
+  }, 150_000);
+
+  it('a rollout it answers without a reward fails, telling the user which line to print on stdout (as the daemon words it), and is retried', async () => {
+    const { run, attempts, out } = await train([{ q: 'a', silent: true }]);
+    expect(run.status, `${run.error}\n${out}`).toBe('finished');
+    const failed = attempts.filter((a) => a.failure);
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ status: 'failed', failure: { kind: 'harness', reason: 'no_reward' } });
+    expect(failed[0]!.error).toBe(
+      noRewardText({ mode: 'persistent', rolloutId: failed[0]!.rollout_id, stdout: '' }),
+    );
   }, 150_000);
 
   it('a run rewarded by its verifier has it run after each persistent rollout, and its reward counts', async () => {

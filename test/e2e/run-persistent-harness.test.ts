@@ -14,7 +14,8 @@ import { alive } from '../helpers/process';
 import { waitFor } from '../helpers/wait';
 
 // Serves rollouts from stdin: one chat call each, then {"rollout_id", "reward"}. Its pid in pids/; a
-// task with `crash` kills the process the first time it sees it (a marker file per task).
+// task with `crash` kills the process the first time it sees it (a marker file per task), one with
+// `silent` answers {"rollout_id"} without a reward the first time.
 const HARNESS = `
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -26,6 +27,8 @@ for await (const line of createInterface({ input: process.stdin })) {
   let first = false;
   try { if (task.crash) { writeFileSync('crashed-' + task.q, '', { flag: 'wx' }); first = true; } } catch {}
   if (first) { console.error('segfault, or so'); process.exit(139); }
+  let silent = false;
+  try { if (task.silent) { writeFileSync('silent-' + task.q, '', { flag: 'wx' }); silent = true; } } catch {}
   const res = await fetch(env.OPENAI_BASE_URL + '/chat/completions', {
     method: 'POST',
     headers: { authorization: 'Bearer ' + env.OPENAI_API_KEY, 'content-type': 'application/json' },
@@ -33,7 +36,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   });
   const text = (await res.json()).choices[0].message.content ?? '';
   console.log('a log line of ' + rollout_id);
-  console.log(JSON.stringify({ rollout_id, reward: text.length % 2 }));
+  console.log(JSON.stringify(silent ? { rollout_id } : { rollout_id, reward: text.length % 2 }));
 }
 `;
 
@@ -108,6 +111,20 @@ describe('a persistent harness', () => {
     });
     expect(crashed[0]!.error).toContain('segfault, or so');
     expect(readdirSync(join(dir, 'pids'))).toHaveLength(3);
+  });
+
+  it('a rollout it answers without a reward fails, telling the user which line to print on stdout, and is retried', async () => {
+    const { run } = await start([{ q: 'a', silent: true }, { q: 'b' }], 1);
+    expect(run.status, run.error ?? '').toBe('finished');
+    const failed = [];
+    for (const r of (await daemon.ctx.store.listRollouts({ run_id: run.id })).items)
+      failed.push(...(await daemon.ctx.store.listAttempts(r.id)).filter((a) => a.failure));
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ status: 'failed', failure: { kind: 'harness', reason: 'no_reward' } });
+    const id = failed[0]!.rollout_id;
+    expect(failed[0]!.error).toBe(
+      `persistent harness answered {"rollout_id": "${id}"} with no reward and posted none: the stdout line that ends the rollout must be {"rollout_id": "${id}", "reward": x} with x a finite number, or the harness posts the reward (POST /api/rollouts/${id}/reward) before that line`,
+    );
   });
 
   it('the math example trains from its run.yaml with its persistent harness (node --import tsx, once per slot)', async () => {

@@ -2,8 +2,8 @@
 // without Ray).
 
 // Serves rollouts from stdin: one chat call each, then {"rollout_id", "reward"}. Its pid in pids/; a
-// task with `crash` kills the process the first time it is seen, one with `hang` hangs it (a marker
-// file per task).
+// task with `crash` kills the process the first time it is seen, one with `hang` hangs it, one with
+// `silent` answers {"rollout_id"} without a reward (a marker file per task).
 export const PERSISTENT_CHAT_HARNESS = `
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -22,6 +22,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   });
   const text = (await res.json()).choices[0].message.content ?? '';
   console.log('a log line of ' + rollout_id);
-  console.log(JSON.stringify({ rollout_id, reward: text.length % 2 }));
+  const silent = task.silent && first('silent', task.q);
+  console.log(JSON.stringify(silent ? { rollout_id } : { rollout_id, reward: text.length % 2 }));
 }
 `;

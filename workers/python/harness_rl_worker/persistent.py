@@ -86,6 +86,8 @@ class HarnessProcess:
         self.lock = threading.Lock()
         self.pending: _Pending | None = None
         self.exited = threading.Event()
+        # Set once its sandbox is closed too (its container removed): close() waits for it.
+        self.box_closed = threading.Event()
         self.stderr = ""
         self.child = subprocess.Popen(
             argv,
@@ -130,7 +132,10 @@ class HarnessProcess:
                 "harness_crashed",
             )
         )
-        self.box.close()
+        try:
+            self.box.close()
+        finally:
+            self.box_closed.set()
 
     def _line(self, line: str) -> None:
         with self.lock:
@@ -187,7 +192,8 @@ class HarnessProcess:
             threading.Thread(target=kill_group, args=(self.child,), daemon=True).start()
 
     def close(self) -> None:
-        """stdin closed (a harness that reads it ends), killed a second later if it has not."""
+        """stdin closed (a harness that reads it ends), killed a second later if it has not; returns
+        once its sandbox is closed."""
         try:
             self.child.stdin.close()
         except OSError:
@@ -197,6 +203,9 @@ class HarnessProcess:
         except subprocess.TimeoutExpired:
             self.kill()
         self.exited.wait(5)
+        # Its container is removed by the thread that saw it end: a worker that exits right after
+        # close() would otherwise leave it (and Docker's network holder) behind.
+        self.box_closed.wait(30)
 
 
 class PersistentHarness:
@@ -289,4 +298,4 @@ class PersistentHarness:
         for t in threads:
             t.start()
         for t in threads:
-            t.join(10)
+            t.join(40)  # a process: 1 s to end, 5 to be killed, its sandbox up to 30 to go

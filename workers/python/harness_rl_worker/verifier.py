@@ -69,6 +69,24 @@ def no_reward_line(stdout: str, form: str) -> str:
     return f"its last stdout line must be {form}, {seen}"
 
 
+REWARD_FORM = '{"reward": x} with x a finite number'
+
+
+def no_reward_text(mode: str | None, rollout_id: str, stdout: str | None) -> str:
+    """As daemon/worker/command.ts noRewardText (test/fixtures/no-reward.json holds both's texts): why a
+    harness that finished has no reward, saying what it must print and where."""
+    if stdout is None:
+        return "harness gave no reward: it returned none and posted none"
+    if mode != "persistent":
+        return f"harness printed no reward and posted none: {no_reward_line(stdout, REWARD_FORM)}"
+    rid = f'"rollout_id": {json.dumps(rollout_id)}'
+    return (
+        f"persistent harness answered {{{rid}}} with no reward and posted none: the stdout line that ends "
+        f'the rollout must be {{{rid}, "reward": x}} with x a finite number, or the harness posts the '
+        f"reward (POST /api/rollouts/{rollout_id}/reward) before that line"
+    )
+
+
 def _parts_text(parts: object, types: tuple[str, ...]) -> str:
     if not isinstance(parts, list):
         return ""

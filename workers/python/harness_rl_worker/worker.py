@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from .persistent import AttemptFailed, PersistentHarness
 from .protocol import ProtocolError, check, fields
 from .sandbox import _die_with_parent, child_environ, kill_group, open_sandbox
-from .verifier import VerifierFailed, final_output, no_reward_line, run_verifier
+from .verifier import VerifierFailed, final_output, no_reward_text, run_verifier
 
 FINISH_FIELDS = fields("FinishBody")
 
@@ -258,8 +258,7 @@ class Worker:
             # attempt (a missing reward is never taken as 0).
             if not verify and reward is None and self._read_rollout(claim)["reward"] is None:
                 raise AttemptFailed(
-                    "harness printed no reward and posted none: "
-                    + no_reward_line(stdout, '{"reward": x} with x a finite number'),
+                    no_reward_text(claim.get("mode"), claim["rollout"]["id"], stdout),
                     "harness",
                     "no_reward",
                 )

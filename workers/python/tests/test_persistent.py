@@ -1,12 +1,17 @@
 """The Python worker's persistent harness against real harness processes, with daemon/worker/persistent.ts's
 semantics: rollouts one after another in one process, its other lines as output, a crash failing the
 held rollout as harness_crashed and a new process for the next, an aborted rollout killing its process,
-the harness's error answers, and the container argv of a process that takes rollouts on stdin.
+the harness's error answers, the container argv of a process that takes rollouts on stdin, and a real
+run of one in a Podman and a Docker container (scripts/setup-sandbox-image.sh's image), its proxy reached
+through the sandbox's forward.
 """
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -177,6 +182,114 @@ class PersistentBubblewrap(unittest.TestCase):
             self.assertEqual(harness.rollout(c, {}, threading.Event()), (1, ""))
         self.assertEqual(harness.started, 1)
         self.assertFalse(os.path.exists(os.path.join(work, "written")))
+
+
+IMAGE = "localhost/harness-rl-sandbox:1"
+# Hybrid cgroups on these machines: runc with cgroupfs runs where crun refuses (shared/notes/containers.md).
+ENGINE = (
+    {"runtime": "/usr/sbin/runc", "cgroup_manager": "cgroupfs"} if os.path.exists("/usr/sbin/runc") else {}
+)
+
+
+def engine_runs(engine: str) -> bool:
+    """Whether `engine` runs the sandbox image here (as root, with socat for the proxy forward)."""
+    if not shutil.which(engine) or os.geteuid() != 0 or not shutil.which("socat"):
+        return False
+    if engine == "docker" and not os.path.exists("/bin/busybox"):
+        return False  # Docker's network holder runs the host's static busybox
+    inspect = ["image", "exists", IMAGE] if engine == "podman" else ["image", "inspect", IMAGE]
+    try:
+        return subprocess.run([engine, *inspect], capture_output=True, timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+class _Backend(http.server.BaseHTTPRequestHandler):
+    """The daemon's proxy, as far as the harness sees it: answers a chat call with its key."""
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = json.dumps({"choices": [{"message": {"content": self.headers["authorization"]}}]}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+# Per rollout: one chat call through the proxy with the rollout's key, and what it sees of its box.
+BOXED = r"""
+import json, os, sys, urllib.request
+boot = os.urandom(4).hex()
+for line in sys.stdin:
+    m = json.loads(line)
+    try:
+        open("written", "w").close(); write = "wrote"
+    except OSError as e:
+        write = e.strerror
+    req = urllib.request.Request(m["env"]["OPENAI_BASE_URL"] + "/chat/completions", data=b"{}",
+                                 headers={"authorization": "Bearer " + m["env"]["OPENAI_API_KEY"]})
+    said = json.load(urllib.request.urlopen(req, timeout=10))["choices"][0]["message"]["content"]
+    print("SEEN " + json.dumps({"boot": boot, "write": write, "said": said, "uid": os.getuid()}), flush=True)
+    print(json.dumps({"rollout_id": m["rollout_id"], "reward": 1}), flush=True)
+"""
+
+
+class PersistentInAContainer(unittest.TestCase):
+    def run_boxed(self, box: dict) -> None:
+        backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Backend)
+        threading.Thread(target=backend.serve_forever, daemon=True).start()
+        self.addCleanup(backend.server_close)
+        self.addCleanup(backend.shutdown)
+        url = f"http://127.0.0.1:{backend.server_address[1]}"
+        work = tempfile.mkdtemp()
+        with open(os.path.join(work, "harness.py"), "w") as f:
+            f.write(BOXED)
+        harness = PersistentHarness(["/usr/bin/python3", "harness.py"], work, url)
+        self.addCleanup(harness.close)
+        sandbox = {"container": {"image": IMAGE, "memory_mb": 256, "mounts": ["/usr"], **box}}
+        seen = []
+        for n in (1, 2):
+            c = {**claim(n, "x"), "sandbox": sandbox}
+            env = {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": f"key{n}"}
+            reward, stdout = harness.rollout(c, env, threading.Event())
+            self.assertEqual(reward, 1, stdout)
+            seen.append(json.loads(stdout.split("SEEN ", 1)[1].splitlines()[0]))
+        # One process, one container, for both rollouts; each rollout's own key reached the proxy.
+        self.assertEqual(harness.started, 1)
+        self.assertEqual(seen[0]["boot"], seen[1]["boot"])
+        self.assertEqual([s["said"] for s in seen], ["Bearer key1", "Bearer key2"])
+        # The run's folder is read-only in the container.
+        self.assertEqual(seen[0]["write"], "Read-only file system")
+        self.assertFalse(os.path.exists(os.path.join(work, "written")))
+        engine = box.get("engine", "podman")
+        (name,) = [p.box.argv[p.box.argv.index("--name") + 1] for p in harness.all]
+
+        def containers(*flags: str) -> str:
+            ps = [engine, "ps", *flags, "-q", "--filter", f"name={name}"]
+            return subprocess.run(ps, capture_output=True, text=True, timeout=30).stdout.strip()
+
+        self.assertNotEqual(containers(), "")
+        harness.close()
+        self.assertEqual(containers("-a"), "")
+
+    @unittest.skipUnless(
+        engine_runs("podman"), "podman (as root, with socat) or the sandbox image is not here"
+    )
+    def test_podman_one_container_takes_its_process_rollouts_reaches_the_proxy_and_goes_with_it(self):
+        # Hybrid cgroups on these machines: runc with cgroupfs runs where crun refuses
+        # (shared/notes/containers.md); elsewhere Podman's defaults.
+        runc = os.path.exists("/usr/sbin/runc")
+        self.run_boxed({"runtime": "/usr/sbin/runc", "cgroup_manager": "cgroupfs"} if runc else {})
+
+    @unittest.skipUnless(
+        engine_runs("docker"), "docker (scripts/start-docker.sh) or the sandbox image is not here"
+    )
+    def test_docker_one_container_takes_its_process_rollouts_reaches_the_proxy_and_goes_with_it(self):
+        self.run_boxed({"engine": "docker"})
 
 
 class AnswerLine(unittest.TestCase):

@@ -5,14 +5,25 @@ killed with its process group. Run: `python -m unittest discover -s workers/pyth
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
 import threading
 import time
 import unittest
+from pathlib import Path
 
-from harness_rl_worker.verifier import VerifierFailed, final_output, parse_verdict, run_verifier
+from harness_rl_worker.verifier import (
+    VerifierFailed,
+    final_output,
+    no_reward_text,
+    parse_verdict,
+    run_verifier,
+)
+
+# The texts daemon/worker/command.test.ts checks noRewardText against: one wording for both workers.
+NO_REWARD = Path(__file__).resolve().parents[3] / "test" / "fixtures" / "no-reward.json"
 
 INPUT = {
     "run_id": "run_1",
@@ -27,6 +38,15 @@ INPUT = {
 
 def py(code: str) -> list[str]:
     return [sys.executable, "-c", code]
+
+
+class NoReward(unittest.TestCase):
+    def test_a_harness_without_a_reward_is_told_what_to_print_and_where_as_the_daemon_tells_it(self):
+        for case in json.loads(NO_REWARD.read_text()):
+            with self.subTest(case["why"]):
+                self.assertEqual(
+                    no_reward_text(case["mode"], case["rollout_id"], case["stdout"]), case["text"]
+                )
 
 
 class VerdictLine(unittest.TestCase):
