@@ -167,8 +167,6 @@ export async function dispatch(
   /** `body`'s JSON text, when known (backendText). */
   bodyText?: string | null,
 ): Promise<Dispatched> {
-  const textOf = (b: Json) => (b === body && bodyText ? bodyText : JSON.stringify(b));
-  const path = kind === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const timeoutMs = call.ctx.config.backend_timeout_ms;
   const tried = new Set<Backend>();
   const runModel = call.scope?.runConfig?.model?.name;
@@ -208,57 +206,80 @@ export async function dispatch(
       if (b.models === null)
         await route.refreshModels(b, Math.max(1, Math.round(timeoutMs - call.elapsed())));
     }
-    const sent = servedBody(body, b.models, runModel);
-    const decision = bridge ? await bridge(b, sent) : null;
-    if (call.settled) throw new ProxyError(499, 'the client closed the request');
-    const sendBody = decision?.ok ? decision.body : sent;
-    const payload = (decision?.ok ? decision.bodyText : null) ?? textOf(sendBody);
-    call.snapshot = () => ({
-      backend_request: sendBody,
-      backend: b.name,
-      model: typeof sent.model === 'string' ? sent.model : null,
-      model_version: b.modelVersion,
+    const served = servedBody(body, b.models, runModel);
+    const out = await sendTo(call, b, route, kind, {
+      sent: served,
+      textOf: (j) => (j === body && bodyText ? bodyText : JSON.stringify(j)),
+      bridge,
     });
-    b.outstanding++;
-    b.total++;
-    let released = false;
-    const release = () => {
-      if (!released) {
-        released = true;
-        b.outstanding--;
-      }
-    };
-    const queueMs = call.elapsed();
-    try {
-      const res = await send(b.root + (decision?.ok ? '/v1/completions' : path), {
+    if (!(out instanceof SendError)) return out;
+    tried.add(b);
+    unreachable.push({ name: b.name, error: out });
+  }
+}
+
+/**
+ * `o.sent` (or the bridge's token prompt) sent to `b`: the dispatched call, or why `b` could not be
+ * reached (it is marked unhealthy; the caller tries the next backend). Throws for any other failure.
+ */
+async function sendTo(
+  call: Call,
+  b: Backend,
+  route: Route,
+  kind: BackendKind,
+  o: { sent: Json; textOf: (body: Json) => string; bridge: BridgeFn | undefined },
+): Promise<Dispatched | SendError> {
+  const sent = o.sent;
+  const decision = o.bridge ? await o.bridge(b, sent) : null;
+  if (call.settled) throw new ProxyError(499, 'the client closed the request');
+  const sendBody = decision?.ok ? decision.body : sent;
+  const payload = (decision?.ok ? decision.bodyText : null) ?? o.textOf(sendBody);
+  call.snapshot = () => ({
+    backend_request: sendBody,
+    backend: b.name,
+    model: typeof sent.model === 'string' ? sent.model : null,
+    model_version: b.modelVersion,
+  });
+  b.outstanding++;
+  b.total++;
+  let released = false;
+  const release = () => {
+    if (!released) {
+      released = true;
+      b.outstanding--;
+    }
+  };
+  const queueMs = call.elapsed();
+  try {
+    const res = await send(
+      b.root + (decision?.ok || kind !== 'chat' ? '/v1/completions' : '/v1/chat/completions'),
+      {
         body: payload,
         headers: b.headers,
-        timeoutMs,
+        timeoutMs: call.ctx.config.backend_timeout_ms,
         onRequest: (abort) => call.setAbort(abort),
-      });
-      route.markHealthy(b);
-      return {
-        res,
-        bridged: bridgedOf(decision),
-        fallback: fallbackOf(decision),
-        chatBody: sent,
-        backendName: b.name,
-        modelVersion: b.modelVersion,
-        body: sendBody,
-        payload,
-        release,
-        queueMs,
-      };
-    } catch (e) {
-      release();
-      if (e instanceof SendError && e.kind === 'connect' && !call.settled) {
-        route.markUnhealthy(b, e.message);
-        tried.add(b);
-        unreachable.push({ name: b.name, error: e });
-        continue;
-      }
-      throw sendFailure(e, b.name);
+      },
+    );
+    route.markHealthy(b);
+    return {
+      res,
+      bridged: bridgedOf(decision),
+      fallback: fallbackOf(decision),
+      chatBody: sent,
+      backendName: b.name,
+      modelVersion: b.modelVersion,
+      body: sendBody,
+      payload,
+      release,
+      queueMs,
+    };
+  } catch (e) {
+    release();
+    if (e instanceof SendError && e.kind === 'connect' && !call.settled) {
+      route.markUnhealthy(b, e.message);
+      return e;
     }
+    throw sendFailure(e, b.name);
   }
 }
 

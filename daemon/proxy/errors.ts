@@ -3,7 +3,7 @@
 import type { z } from 'zod';
 import { fieldPath, issueField } from '../protocol/fields';
 import { redactText } from '../redact';
-import { parseBackendJson } from './json';
+import { type Json, parseBackendJson } from './json';
 
 export type ErrorWire = 'openai' | 'anthropic';
 
@@ -90,10 +90,13 @@ export function wireOfUrl(url: string): ErrorWire {
   return /\/v1\/messages(\/|\?|$)/.test(url) ? 'anthropic' : 'openai';
 }
 
-/** Message of a backend error body (vLLM `{message}`, OpenAI `{error:{message}}`, or raw text). */
-export function backendErrorMessage(text: string): string {
+/**
+ * Message of a backend error body (vLLM `{message}`, OpenAI `{error:{message}}`, or raw text); `json`:
+ * the body already parsed (null: not JSON).
+ */
+export function backendErrorMessage(text: string, json?: Json | null): string {
   try {
-    const j = parseBackendJson(text);
+    const j = json === undefined ? parseBackendJson(text) : json;
     const m = j?.error?.message ?? j?.message ?? j?.detail ?? j?.error;
     if (typeof m === 'string') return m;
     if (m != null) return JSON.stringify(m).slice(0, 1000);
@@ -101,4 +104,38 @@ export function backendErrorMessage(text: string): string {
     // not JSON
   }
   return text.slice(0, 1000) || '(empty body)';
+}
+
+/**
+ * Why a backend's whole answer (`json` parsed from `text`) is no answer for the harness; null when it
+ * is one. vLLM answers a stream request with an event stream, JSON only for errors (>= 400) and for
+ * requests without `stream` (vllm/entrypoints/openai/chat_completion/api_router.py:69-82): a 200 JSON
+ * answer means the backend ignored `stream`. The harness asked for events and its client cannot read
+ * JSON there, so it is a 502 rather than an answer in the wrong shape.
+ */
+export function wholeAnswerError(
+  backend: string,
+  res: { status: number; contentType: string | undefined; streamed: boolean },
+  text: string,
+  json: Json | null,
+): ProxyError | null {
+  if (res.status >= 400) {
+    const message = `backend ${backend} answered ${res.status}: ${backendErrorMessage(text, json)}`;
+    return new ProxyError(res.status >= 500 ? 502 : res.status, message, null, 'backend_error');
+  }
+  if (res.streamed)
+    return new ProxyError(
+      502,
+      `backend ${backend} answered ${res.contentType ?? 'no content type'} instead of an event stream to a streamed request: ${text.slice(0, 200)}`,
+      null,
+      'backend_not_streamed',
+    );
+  if (!json || typeof json !== 'object' || !Array.isArray(json.choices))
+    return new ProxyError(
+      502,
+      `backend ${backend} returned a response that is not a completion: ${text.slice(0, 200)}`,
+      null,
+      'backend_garbage',
+    );
+  return null;
 }

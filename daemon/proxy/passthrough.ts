@@ -193,12 +193,35 @@ async function relayJson(
   });
 }
 
-/** What a pass-through stream has sent so far, folded into the Message or Response it builds. */
+/**
+ * What a pass-through stream has sent so far, folded into the Message or Response it builds; when its
+ * first event came, and the terminal events held back until the record is committed.
+ */
 class StreamRecord {
   private readonly messages = new MessagesAssembler();
   private final: Json | null = null;
+  private readonly parser = new SseParser();
+  ttft: number | null = null;
+  readonly held: string[] = [];
   constructor(private readonly shape: NativeShape) {}
-  push(type: string, data: Json): void {
+
+  /** Relays the events in `buf` to the harness as they come (`res` paused while it is not reading). */
+  relay(buf: Buffer, call: Call, res: BackendResponse): void {
+    for (const ev of this.parser.push(buf)) {
+      const data = ev.data === '[DONE]' ? null : parseBackendJson(ev.data);
+      const type = ev.event ?? (typeof data?.type === 'string' ? data.type : null);
+      if (this.ttft === null) this.ttft = call.elapsed();
+      if (data && type) this.push(type, data);
+      const f = frame(ev.event, ev.data);
+      if ((type && TERMINAL.has(type)) || ev.data === '[DONE]') this.held.push(f);
+      else if (!call.write(f)) {
+        res.pause();
+        call.res.once('drain', () => res.resume());
+      }
+    }
+  }
+
+  private push(type: string, data: Json): void {
     if (this.shape === 'messages') this.messages.push(type, data);
     else if (this.shape === 'responses' && data.response) this.final = data.response;
   }
@@ -221,13 +244,10 @@ async function relayStream(
   const status = res.statusCode ?? 502;
   const raw = call.res;
   call.openStream(status, { 'content-type': ctype, 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const parser = new SseParser();
   const record = new StreamRecord(o.shape);
-  let ttft: number | null = null;
-  const held: string[] = [];
   const partial = (): Partial<NewLlmCall> => {
     const response = record.response;
-    return { ...base, ...summaryOf(o.shape, response), response, ttft_ms: ttft, http_status: status };
+    return { ...base, ...summaryOf(o.shape, response), response, ttft_ms: record.ttft, http_status: status };
   };
   call.snapshot = partial;
   let deadline: NodeJS.Timeout | undefined;
@@ -245,7 +265,7 @@ async function relayStream(
           (problem) => {
             if (problem !== null)
               call.ctx.log('proxy: recording a pass-through stream failed', { error: problem });
-            return held.join('');
+            return record.held.join('');
           },
           status === 'error',
         )
@@ -255,24 +275,9 @@ async function relayStream(
         })
         .finally(resolve);
     };
-    const relay = (buf: Buffer) => {
-      if (call.settled) return;
-      for (const ev of parser.push(buf)) {
-        const data = ev.data === '[DONE]' ? null : parseBackendJson(ev.data);
-        const type = ev.event ?? (typeof data?.type === 'string' ? data.type : null);
-        if (ttft === null) ttft = call.elapsed();
-        if (data && type) record.push(type, data);
-        const f = frame(ev.event, ev.data);
-        if ((type && TERMINAL.has(type)) || ev.data === '[DONE]') held.push(f);
-        else if (!call.write(f)) {
-          res.pause();
-          raw.once('drain', () => res.resume());
-        }
-      }
-    };
     res.on('data', (buf: Buffer) => {
       try {
-        relay(buf);
+        if (!call.settled) record.relay(buf, call, res);
       } catch (e) {
         finish('error', `proxy error while relaying the stream: ${errorText(e)}`);
       }

@@ -2,23 +2,21 @@
 // logprobs turned on, hand the answer back in the harness's wire format (streaming through), and
 // record it — always before the final byte reaches the harness, failures and cancellations included.
 
-import { readText } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import { JsonText } from '../store/json-text';
 import type { BackendKind } from './assemble';
 import type { BackendPool } from './backends';
 import type { BridgeMemory } from './bridge';
 import type { Call } from './call';
-import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, onePool, sendFailure } from './dispatch';
-import { backendErrorMessage, ProxyError } from './errors';
-import { parseAnswer } from './fast-paths';
+import { type BridgeFn, type Dispatched, dispatch, type FixedTarget, onePool } from './dispatch';
+import { ProxyError } from './errors';
 import type { Json } from './json';
 import type { Output } from './output';
 import type { PromptIdsMemo } from './prompt-ids';
 import { answerFields, fieldsOf } from './record-fields';
 import { AS_REQUESTED, callSampling, type SamplingPlan } from './sampling';
 import { type AnswerRecord, finishStream } from './stream';
-import { completionToChat } from './tito';
+import { finishWhole } from './whole';
 
 export interface RunOptions {
   kind: BackendKind;
@@ -106,107 +104,4 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
     d.release();
     call.setAbort(null);
   }
-}
-
-async function finishWhole(
-  call: Call,
-  d: Dispatched,
-  o: RunOptions,
-  base: Partial<NewLlmCall>,
-  recordOf: AnswerRecord,
-): Promise<void> {
-  let text: string;
-  try {
-    text = await readText(d.res);
-  } catch (e) {
-    if (call.settled) return;
-    await call.fail(sendFailure(e, d.backendName), base, o.output);
-    return;
-  }
-  if (call.settled) return;
-  const status = d.res.statusCode ?? 502;
-  // A bridged call's prompt ids are the bridge's own, and a harness that will not see vLLM's logprob
-  // entries needs only their logprobs: neither is made into objects (the bulk of an answer's bytes).
-  const scope = call.scope;
-  let json = parseAnswer(text, {
-    kind: o.kind,
-    bridged: d.bridged !== null,
-    entries: o.output.logprobEntries,
-    prompt:
-      o.promptIds && scope && status === 200 ? { memo: o.promptIds, rolloutId: scope.rolloutId } : undefined,
-  });
-  if (status >= 400) {
-    const message = `backend ${d.backendName} answered ${status}: ${backendErrorMessage(text)}`;
-    await call.fail(
-      new ProxyError(status >= 500 ? 502 : status, message, null, 'backend_error'),
-      {
-        ...base,
-        response: json ?? text.slice(0, 10_000),
-      },
-      o.output,
-    );
-    return;
-  }
-  // vLLM answers a stream request with an event stream, JSON only for errors (>= 400, above) and
-  // for requests without `stream` (vllm/entrypoints/openai/chat_completion/api_router.py:69-82): a
-  // 200 JSON answer means the backend ignored `stream`. The harness asked for events and its client
-  // cannot read JSON there, so it is a recorded 502 rather than an answer in the wrong shape.
-  if (o.stream) {
-    await call.fail(
-      new ProxyError(
-        502,
-        `backend ${d.backendName} answered ${d.res.headers['content-type'] ?? 'no content type'} instead of an event stream to a streamed request: ${text.slice(0, 200)}`,
-        null,
-        'backend_not_streamed',
-      ),
-      { ...base, response: json ?? text.slice(0, 10_000) },
-      o.output,
-    );
-    return;
-  }
-  if (!json || typeof json !== 'object' || !Array.isArray(json.choices)) {
-    const what = 'a response that is not a completion';
-    await call.fail(
-      new ProxyError(
-        502,
-        `backend ${d.backendName} returned ${what}: ${text.slice(0, 200)}`,
-        null,
-        'backend_garbage',
-      ),
-      { ...base, response: json ?? text.slice(0, 10_000) },
-      o.output,
-    );
-    return;
-  }
-  if (d.bridged)
-    json = completionToChat(json, {
-      model: String(d.chatBody.model),
-      prompt_ids: d.bridged.prompt_ids,
-      thinking: d.bridged.thinking,
-    });
-  let answer = '';
-  let fields: Partial<NewLlmCall>;
-  try {
-    fields = recordOf(
-      json,
-      (j) => {
-        const out = o.output.finish(j);
-        answer = JSON.stringify(out);
-        return new JsonText(answer, out);
-      },
-      () => {
-        const total = call.elapsed();
-        return { http_status: 200, ttft_ms: total, total_ms: total };
-      },
-      true,
-    );
-  } catch (e) {
-    await call.fail(
-      new ProxyError(502, `could not translate the backend response: ${String(e)}`),
-      base,
-      o.output,
-    );
-    return;
-  }
-  await call.answer(200, { 'content-type': 'application/json' }, answer, fields, o.output);
 }

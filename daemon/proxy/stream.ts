@@ -34,52 +34,60 @@ export async function finishStream(
     'cache-control': 'no-cache',
     connection: 'keep-alive',
   });
-  const out = o.output.open();
-  const relay = new StreamRelay({
-    kind: o.kind,
-    out,
-    conv: d.bridged
-      ? new CompletionToChatStream({
-          model: String(d.chatBody.model),
-          prompt_ids: d.bridged.prompt_ids,
-          thinking: d.bridged.thinking,
-        })
-      : null,
-    logprobEntries: o.output.logprobEntries,
-    backendName: d.backendName,
-    elapsed: () => call.elapsed(),
-  });
-  const asm = relay.asm;
-  /** The record so far; `json` (asm.result()) is consumed: the native output strips it in place. */
-  const respond = (json: Json): unknown => {
-    try {
-      return asm.chunks > 0 ? out.assembled(asm, json) : null;
-    } catch {
-      return json;
-    }
-  };
-  const record: StreamRecord = (extra, done) =>
-    recordOf(asm.result(), respond, () => ({ ttft_ms: relay.ttft, http_status: 200, ...extra }), done);
-  call.snapshot = () => record({}, false);
-  await new Promise<void>((resolve) => new RelayedStream(call, d, relay, out, record, resolve).start());
+  await new Promise<void>((resolve) => new RelayedStream(call, d, o, recordOf, resolve).start());
 }
-
-/** The stream's record with these fields over its times; `done`: the answer is complete. */
-type StreamRecord = (extra: Partial<NewLlmCall>, done: boolean) => Partial<NewLlmCall>;
 
 /** The backend's stream relayed until it ends, fails, passes its deadline or the harness goes away. */
 class RelayedStream {
+  private readonly out: StreamOut;
+  private readonly relay: StreamRelay;
   private deadline: NodeJS.Timeout | undefined;
   private scheduled = false;
 
   constructor(
     private readonly call: Call,
     private readonly d: Dispatched,
-    private readonly relay: StreamRelay,
-    private readonly out: StreamOut,
-    private readonly record: StreamRecord,
+    o: { kind: BackendKind; output: Output },
+    private readonly recordOf: AnswerRecord,
     private readonly resolve: () => void,
-  ) {}
+  ) {
+    this.out = o.output.open();
+    this.relay = new StreamRelay({
+      kind: o.kind,
+      out: this.out,
+      conv: d.bridged
+        ? new CompletionToChatStream({
+            model: String(d.chatBody.model),
+            prompt_ids: d.bridged.prompt_ids,
+            thinking: d.bridged.thinking,
+          })
+        : null,
+      logprobEntries: o.output.logprobEntries,
+      backendName: d.backendName,
+      elapsed: () => call.elapsed(),
+    });
+    call.snapshot = () => this.record({}, false);
+  }
+
+  /** The stream's record with these fields over its times; `done`: the answer is complete. */
+  private record(extra: Partial<NewLlmCall>, done: boolean): Partial<NewLlmCall> {
+    const relay = this.relay;
+    return this.recordOf(
+      relay.asm.result(),
+      this.respond,
+      () => ({ ttft_ms: relay.ttft, http_status: 200, ...extra }),
+      done,
+    );
+  }
+
+  /** The response so far; `json` (asm.result()) is consumed: the native output strips it in place. */
+  private readonly respond = (json: Json): unknown => {
+    try {
+      return this.relay.asm.chunks > 0 ? this.out.assembled(this.relay.asm, json) : null;
+    } catch {
+      return json;
+    }
+  };
 
   start(): void {
     this.call.onClientClose(() => {

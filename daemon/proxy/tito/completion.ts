@@ -28,6 +28,15 @@ function parseCall(body: string): { name: string; arguments: string } | null {
   }
 }
 
+function addReasoning(out: ParsedAssistant, s: string): void {
+  if (s) out.reasoning = (out.reasoning ?? '') + s;
+}
+
+// like vLLM's qwen3 parser: reasoning and content are the raw text between/after the tags
+function addContent(out: ParsedAssistant, s: string): void {
+  if (s) out.content += s;
+}
+
 /**
  * Incremental parser of the assistant text. `push` returns what became certain; text that could still
  * be the start of a tag is held back until the next push or `finish`.
@@ -42,85 +51,73 @@ export class AssistantTextParser {
   push(text: string, final = false): ParsedAssistant {
     this.buf += text;
     const out: ParsedAssistant = { reasoning: null, content: '', toolCalls: [] };
-    const addReasoning = (s: string) => {
-      if (s) out.reasoning = (out.reasoning ?? '') + s;
-    };
-    // like vLLM's qwen3 parser: reasoning and content are the raw text between/after the tags
-    const addContent = (s: string) => {
-      if (s) out.content += s;
-    };
-    /** Longest suffix of buf that is a proper prefix of tag: must wait for more text. */
-    const hold = (tag: string) => {
-      if (final) return 0;
-      for (let k = Math.min(tag.length - 1, this.buf.length); k > 0; k--)
-        if (tag.startsWith(this.buf.slice(this.buf.length - k))) return k;
-      return 0;
-    };
-    for (;;) {
-      if (this.mode === 'start') {
-        const lead = this.buf.replace(/^\s+/, '');
-        if (this.opts.thinking || lead.startsWith(THINK_OPEN)) {
-          if (!this.opts.thinking) this.buf = lead.slice(THINK_OPEN.length);
-          this.mode = 'reasoning';
-          out.reasoning = out.reasoning ?? '';
-          continue;
-        }
-        if (!final && THINK_OPEN.startsWith(lead)) break; // maybe '<thi'
-        this.mode = 'content';
-        continue;
-      }
-      if (this.mode === 'reasoning') {
-        const i = this.buf.indexOf(THINK_CLOSE);
-        if (i >= 0) {
-          addReasoning(this.buf.slice(0, i));
-          this.buf = this.buf.slice(i + THINK_CLOSE.length);
-          this.mode = 'content';
-          continue;
-        }
-        const k = hold(THINK_CLOSE);
-        addReasoning(this.buf.slice(0, this.buf.length - k));
-        this.buf = this.buf.slice(this.buf.length - k);
-        break;
-      }
-      if (this.mode === 'content') {
-        const i = this.buf.indexOf(CALL_OPEN);
-        if (i >= 0) {
-          addContent(this.buf.slice(0, i));
-          this.buf = this.buf.slice(i + CALL_OPEN.length);
-          this.mode = 'call';
-          continue;
-        }
-        const k = hold(CALL_OPEN);
-        addContent(this.buf.slice(0, this.buf.length - k));
-        this.buf = this.buf.slice(this.buf.length - k);
-        break;
-      }
-      // call
-      const i = this.buf.indexOf(CALL_CLOSE);
-      if (i >= 0) {
-        const body = this.buf.slice(0, i);
-        this.buf = this.buf.slice(i + CALL_CLOSE.length).replace(/^\s+/, '');
-        const call = parseCall(body);
-        if (call) out.toolCalls.push(call);
-        else addContent(CALL_OPEN + body + CALL_CLOSE);
-        this.mode = 'content';
-        continue;
-      }
-      if (final) {
-        // an unclosed call at the end (stopped on </tool_call> or truncated)
-        const call = parseCall(this.buf);
-        if (call) out.toolCalls.push(call);
-        else addContent(CALL_OPEN + this.buf);
-        this.buf = '';
-      }
-      break;
-    }
+    while (this.step(out, final));
     if (final && this.buf) {
-      if (this.mode === 'reasoning') addReasoning(this.buf);
-      else addContent(this.buf);
+      if (this.mode === 'reasoning') addReasoning(out, this.buf);
+      else addContent(out, this.buf);
       this.buf = '';
     }
     return out;
+  }
+
+  /** One step in the current mode, its text added to `out`; false when it must wait for more text. */
+  private step(out: ParsedAssistant, final: boolean): boolean {
+    if (this.mode === 'start') {
+      const lead = this.buf.replace(/^\s+/, '');
+      if (this.opts.thinking || lead.startsWith(THINK_OPEN)) {
+        if (!this.opts.thinking) this.buf = lead.slice(THINK_OPEN.length);
+        this.mode = 'reasoning';
+        out.reasoning = out.reasoning ?? '';
+        return true;
+      }
+      if (!final && THINK_OPEN.startsWith(lead)) return false; // maybe '<thi'
+      this.mode = 'content';
+      return true;
+    }
+    if (this.mode === 'reasoning' || this.mode === 'content') {
+      const [tag, add, next] =
+        this.mode === 'reasoning'
+          ? ([THINK_CLOSE, addReasoning, 'content'] as const)
+          : ([CALL_OPEN, addContent, 'call'] as const);
+      const i = this.buf.indexOf(tag);
+      if (i >= 0) {
+        add(out, this.buf.slice(0, i));
+        this.buf = this.buf.slice(i + tag.length);
+        this.mode = next;
+        return true;
+      }
+      const k = this.hold(tag, final);
+      add(out, this.buf.slice(0, this.buf.length - k));
+      this.buf = this.buf.slice(this.buf.length - k);
+      return false;
+    }
+    // call
+    const i = this.buf.indexOf(CALL_CLOSE);
+    if (i >= 0) {
+      const body = this.buf.slice(0, i);
+      this.buf = this.buf.slice(i + CALL_CLOSE.length).replace(/^\s+/, '');
+      const call = parseCall(body);
+      if (call) out.toolCalls.push(call);
+      else addContent(out, CALL_OPEN + body + CALL_CLOSE);
+      this.mode = 'content';
+      return true;
+    }
+    if (final) {
+      // an unclosed call at the end (stopped on </tool_call> or truncated)
+      const call = parseCall(this.buf);
+      if (call) out.toolCalls.push(call);
+      else addContent(out, CALL_OPEN + this.buf);
+      this.buf = '';
+    }
+    return false;
+  }
+
+  /** Longest suffix of buf that is a proper prefix of tag: must wait for more text. */
+  private hold(tag: string, final: boolean): number {
+    if (final) return 0;
+    for (let k = Math.min(tag.length - 1, this.buf.length); k > 0; k--)
+      if (tag.startsWith(this.buf.slice(this.buf.length - k))) return k;
+    return 0;
   }
 
   finish(): ParsedAssistant {
