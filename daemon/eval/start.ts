@@ -23,7 +23,12 @@ export async function startEvaluation(
   const config = { ...from, harness: { ...from.harness, ...(harnessDir ? { dir: harnessDir } : {}) } };
   const name = body.name ?? `eval ${body.config.name} ${body.split}`;
   const { value: stored, held } = splitSecrets(config);
-  const run = await ctx.store.createRun({ name, config: stored, ...(baseDir ? { base_dir: baseDir } : {}) });
+  const run = await ctx.store.createRun({
+    name,
+    kind: 'evaluation',
+    config: stored,
+    ...(baseDir ? { base_dir: baseDir } : {}),
+  });
   holdSecrets(ctx.dataDir, `run:${run.id}`, held);
   await ctx.store.createTasks(run.id, tasks);
   const evaluation = await ctx.store.createEvaluation({

@@ -15,6 +15,7 @@ import {
   Rollout,
   RolloutStatus,
   Run,
+  RunKind,
   ToolRun,
 } from './entities';
 
@@ -103,6 +104,7 @@ export const RunQuery = z
   .object({
     cursor: cursorOf('run').optional(),
     limit: z.coerce.number().int().min(1).max(1000).default(100),
+    kind: RunKind.optional().describe('only runs of this kind'),
   })
   .strict();
 

@@ -12,6 +12,8 @@ export const TokenIds = z.array(z.number().int().nonnegative());
 export const Logprobs = z.array(z.number());
 
 export const RunStatus = z.enum(['created', 'running', 'paused', 'stopped', 'finished', 'failed']);
+/** What a run is for: training (it updates the model) or an evaluation's (it only scores a harness). */
+export const RunKind = z.enum(['training', 'evaluation']);
 export const RolloutStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']);
 /** A rollout in one of these is over: it takes no more calls. */
 export const FINISHED_ROLLOUT: ReadonlySet<string> = new Set(['succeeded', 'failed', 'cancelled']);
@@ -169,6 +171,9 @@ export const Run = z.object({
   id: Id,
   name: z.string(),
   status: RunStatus,
+  kind: RunKind.describe(
+    "training, or an evaluation's run (harness-rl eval, an evolution's candidates): never trains",
+  ),
   config: Json.describe('the run config as validated (RunConfig)'),
   step: z.number().int().nonnegative(),
   model_version: z.number().int().nonnegative(),
@@ -429,6 +434,7 @@ export type AttemptOutput = z.infer<typeof AttemptOutput>;
 
 export type Run = z.infer<typeof Run>;
 export type RunStatus = z.infer<typeof RunStatus>;
+export type RunKind = z.infer<typeof RunKind>;
 export type Task = z.infer<typeof Task>;
 export type Group = z.infer<typeof Group>;
 export type GroupStatus = z.infer<typeof GroupStatus>;

@@ -395,6 +395,14 @@ CREATE TABLE candidates (
 ALTER TABLE runs ADD COLUMN worker_key_sha256 TEXT;
 CREATE INDEX runs_worker_key ON runs (worker_key_sha256)`,
   },
+  {
+    // An evaluation's run never trains; the Runs view lists training runs and keeps these apart.
+    version: 20,
+    name: 'run kinds (training, evaluation)',
+    up: `
+ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'training';
+UPDATE runs SET kind = 'evaluation' WHERE id IN (SELECT run_id FROM evaluations)`,
+  },
 ];
 
 export function migrations(

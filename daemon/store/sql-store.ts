@@ -18,6 +18,7 @@ import type {
   Rollout,
   RolloutStats,
   Run,
+  RunKind,
   RunMetrics,
   Task,
   ToolRun,
@@ -92,7 +93,7 @@ export class SqlStore implements Store {
   }
 
   // ---- runs
-  createRun(input: { name: string; config: unknown; base_dir?: string }): Promise<Run> {
+  createRun(input: { name: string; config: unknown; base_dir?: string; kind?: RunKind }): Promise<Run> {
     return runs.createRun(this.c, {
       ...input,
       name: redactText(input.name),
@@ -102,7 +103,7 @@ export class SqlStore implements Store {
   getRun(id: string): Promise<Run | null> {
     return runs.getRun(this.c, id);
   }
-  listRuns(p?: { cursor?: string; limit?: number }): Promise<Page<Run>> {
+  listRuns(p?: { cursor?: string; limit?: number; kind?: RunKind }): Promise<Page<Run>> {
     return runs.listRuns(this.c, p);
   }
   updateRun(

@@ -128,6 +128,47 @@ describe.each(active)('$name store', (backend) => {
     });
   });
 
+  it('keeps training and evaluation runs apart: each kind listed and paged by itself', async () => {
+    const { store, events } = await fresh();
+    const kinds = ['training', 'evaluation', 'evaluation', 'training', 'evaluation'] as const;
+    for (const [i, kind] of kinds.entries()) await store.createRun({ name: `r${i}`, config: {}, kind });
+    const plain = await store.createRun({ name: 'r5', config: {}, base_dir: '/w' });
+    expect(plain.kind).toBe('training');
+    const names = async (kind?: 'training' | 'evaluation') =>
+      (await store.listRuns({ kind })).items.map((r) => `${r.name} ${r.kind}`);
+    expect(await names('training')).toEqual(['r5 training', 'r3 training', 'r0 training']);
+    expect(await names('evaluation')).toEqual(['r4 evaluation', 'r2 evaluation', 'r1 evaluation']);
+    expect(await names()).toHaveLength(6);
+    const first = await store.listRuns({ kind: 'evaluation', limit: 2 });
+    const rest = await store.listRuns({ kind: 'evaluation', limit: 2, cursor: first.next_cursor! });
+    expect(rest).toMatchObject({ items: [{ name: 'r1' }], next_cursor: null });
+    // what is stored is what was said, in the events too
+    const r4 = first.items[0]!;
+    expect(await store.getRun(r4.id)).toEqual(r4);
+    expect(events.find((e) => e.type === 'run' && e.run.id === r4.id)).toMatchObject({
+      run: { kind: 'evaluation' },
+    });
+    expect(
+      await storeError(store.createRun({ name: 'x', config: {}, kind: 'bogus' as never })),
+    ).toMatchObject({ code: 'invalid', field: 'kind' });
+    expect(await storeError(store.listRuns({ kind: 'bogus' as never }))).toMatchObject({ field: 'kind' });
+  });
+
+  it('marks the runs of evaluations stored before run kinds as evaluation runs on upgrade', async () => {
+    const db = await backend.fresh();
+    cleanups.push(() => db.drop());
+    const old = await openStore(db.spec, db.dataDir, { schemaVersion: 19 });
+    const trained = await old.createRun({ name: 'trained', config: {} });
+    const scored = await old.createRun({ name: 'scored', config: {} });
+    const spec = { pass_threshold: 1 };
+    await old.createEvaluation({ name: 'e', run_id: scored.id, split: 'test', attempts: 1, seed: 0, spec });
+    await old.close();
+    const upgraded = await openStore(db.spec, db.dataDir);
+    cleanups.push(() => upgraded.close());
+    expect(await upgraded.getRun(trained.id)).toMatchObject({ kind: 'training' });
+    expect(await upgraded.getRun(scored.id)).toMatchObject({ kind: 'evaluation' });
+  });
+
   it('merges run metrics of a step and lists them in step order', async () => {
     const { store, events } = await fresh();
     const run = await store.createRun({ name: 'r', config: {} });

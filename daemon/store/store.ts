@@ -20,6 +20,7 @@ import type {
   RolloutStats,
   RolloutStatus,
   Run,
+  RunKind,
   RunMetrics,
   Task,
   ToolRun,
@@ -116,9 +117,9 @@ export interface Store {
   announce(event: DaemonEvent): void;
 
   // runs
-  createRun(input: { name: string; config: unknown; base_dir?: string }): Promise<Run>;
+  createRun(input: { name: string; config: unknown; base_dir?: string; kind?: RunKind }): Promise<Run>;
   getRun(id: string): Promise<Run | null>;
-  listRuns(page?: { cursor?: string; limit?: number }): Promise<Page<Run>>;
+  listRuns(page?: { cursor?: string; limit?: number; kind?: RunKind }): Promise<Page<Run>>;
   updateRun(
     id: string,
     patch: Partial<Pick<Run, 'status' | 'step' | 'model_version' | 'error'>>,

@@ -22,6 +22,7 @@ import {
   Recording,
   Rollout,
   Run,
+  type RunKind,
   RunMetrics,
   RunWorkers,
 } from '../../daemon/protocol/entities';
@@ -123,8 +124,8 @@ export class DaemonClient {
   health() {
     return this.request('GET', '/api/health', Health);
   }
-  listRuns(cursor?: string, limit = 100): Promise<PageResult<Run>> {
-    return this.request('GET', `/api/runs${qs({ cursor, limit })}`, pageOf(Run));
+  listRuns(cursor?: string, limit = 100, kind?: RunKind): Promise<PageResult<Run>> {
+    return this.request('GET', `/api/runs${qs({ cursor, limit, kind })}`, pageOf(Run));
   }
   getRun(id: string): Promise<Run> {
     return this.request('GET', `/api/runs/${enc(id)}`, Run);

@@ -215,7 +215,7 @@ export class Ctx implements vscode.Disposable {
   /** The running runs and their workers, from the daemon. */
   private async loadTraining(client: DaemonClient): Promise<void> {
     try {
-      const runs = await client.listRuns(undefined, 20);
+      const runs = await client.listRuns(undefined, 20, 'training');
       if (client !== this.client) return;
       for (const run of runs.items.filter((r) => r.status === 'running').reverse()) {
         if (this.training.has(run.id)) continue; // a run event came first: it is newer
@@ -252,7 +252,8 @@ export class Ctx implements vscode.Disposable {
     this.runsTree.onEvent(e);
     this.recordingsTree.onEvent(e);
     this.nodesTree.onEvent(e);
-    if (e.type === 'run') {
+    // an evaluation's run scores a harness: the status bar follows the runs that train
+    if (e.type === 'run' && e.run.kind === 'training') {
       const steps = (e.run.config as { schedule?: { steps?: number } } | null)?.schedule?.steps;
       const before = this.training.get(e.run.id);
       this.training.delete(e.run.id);

@@ -362,7 +362,7 @@ export class DashboardPanel extends Panel {
       // Who runs the rollouts (an older daemon has no such route: no note then).
       const workers = await client.runWorkers(this.runId).catch(() => null);
       if (workers) this.post({ type: 'workers', workers });
-      const others = await client.listRuns().catch(() => null);
+      const others = await client.listRuns(undefined, 100, 'training').catch(() => null);
       if (others)
         this.post({
           type: 'runs',

@@ -1,6 +1,8 @@
 // Runs → steps → groups → rollouts → attempts → llm calls, paged with the daemon's cursors and kept
 // live from /api/events (group, rollout, run events; redraws throttled). Nodes are cached by id, so
-// an event redraws only what changed and VS Code keeps what was expanded.
+// an event redraws only what changed and VS Code keeps what was expanded. Training runs are the top
+// rows; evaluations' runs (harness-rl eval, an evolution's candidates: many, and they never train)
+// sit under one "Evaluation runs" row below them.
 import * as vscode from 'vscode';
 import type { RolloutDetail } from '../../daemon/protocol/api';
 import type { Attempt, Group, LlmCall, Rollout, Run } from '../../daemon/protocol/entities';
@@ -38,6 +40,7 @@ export type RunsNode =
   | { kind: 'rollout'; rollout: Rollout; detail?: RolloutDetail; position?: number }
   | { kind: 'attempt'; attempt: Attempt; rollout: Rollout; calls: LlmCall[] }
   | { kind: 'call'; call: LlmCall; rollout: Rollout | undefined }
+  | { kind: 'evaluations' }
   | { kind: 'more'; list: PagedList<{ id: string }>; parent: RunsNode | undefined }
   | { kind: 'filter' }
   | { kind: 'message'; text: string; icon?: string };
@@ -46,6 +49,8 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
   private readonly emitter = new vscode.EventEmitter<RunsNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
   private runs: PagedList<Run> | undefined;
+  private evaluationRuns: PagedList<Run> | undefined;
+  private readonly evaluationsNode: RunsNode = { kind: 'evaluations' };
   /** Run rows' labels: the name, with when it started where names clash. */
   private labels = new Map<string, string>();
   private readonly nodes = new Map<string, RunsNode>();
@@ -80,6 +85,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
 
   refresh(): void {
     this.runs = undefined;
+    this.evaluationRuns = undefined;
     this.nodes.clear();
     this.emitter.fire(undefined);
   }
@@ -185,16 +191,27 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
 
   private async children(node?: RunsNode): Promise<RunsNode[]> {
     if (!node) {
-      this.runs ??= new PagedList((cursor) => this.client().listRuns(cursor, this.pageSize()));
-      const runs = await this.runs.ensure();
-      this.labels = runLabels(runs);
+      this.runs ??= new PagedList((cursor) => this.client().listRuns(cursor, this.pageSize(), 'training'));
+      this.evaluationRuns ??= new PagedList((cursor) =>
+        this.client().listRuns(cursor, this.pageSize(), 'evaluation'),
+      );
+      const [runs, evaluationRuns] = await Promise.all([this.runs.ensure(), this.evaluationRuns.ensure()]);
+      this.relabel();
       const out: RunsNode[] = filterText(this.filter) ? [this.filterNode] : [];
       out.push(...runs.map((r) => this.runNode(r)));
       if (this.runs.hasMore) out.push({ kind: 'more', list: this.runs, parent: undefined });
+      if (evaluationRuns.length > 0) out.push(this.evaluationsNode);
       // no rows: the view's welcome content says so, with its Start Run… button
       return out;
     }
     switch (node.kind) {
+      case 'evaluations': {
+        const list = this.evaluationRuns;
+        if (!list) return [];
+        const out: RunsNode[] = (await list.ensure()).map((r) => this.runNode(r));
+        if (list.hasMore) out.push({ kind: 'more', list, parent: node });
+        return out;
+      }
       case 'run': {
         const groups = await node.groups.ensure();
         const out: RunsNode[] = groupsByStep(groups).map((s) => this.stepNode(node.run, s.step, s.groups));
@@ -237,6 +254,14 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
       default:
         return [];
     }
+  }
+
+  /** Run rows' labels, from the runs loaded now. */
+  private relabel() {
+    this.labels = new Map([
+      ...runLabels(this.runs?.items ?? []),
+      ...runLabels(this.evaluationRuns?.items ?? []),
+    ]);
   }
 
   /** "Load more" on a paged list. */
@@ -338,6 +363,17 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
         }
         return item;
       }
+      case 'evaluations': {
+        const list = this.evaluationRuns;
+        const item = new vscode.TreeItem('Evaluation runs', C.Collapsed);
+        item.id = 'evaluations';
+        item.description = list ? `${list.items.length}${list.hasMore ? '+' : ''}` : '';
+        item.tooltip =
+          "The runs of evaluations (Evaluate Harness…, an evolution's candidates): they score a harness and never train. Their figures are on the evaluation pages.";
+        item.iconPath = new vscode.ThemeIcon('beaker');
+        item.contextValue = 'evaluations';
+        return item;
+      }
       case 'more': {
         const item = new vscode.TreeItem('Load more…', C.None);
         item.iconPath = new vscode.ThemeIcon('ellipsis');
@@ -357,11 +393,20 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
   onEvent(e: DaemonEvent): void {
     switch (e.type) {
       case 'run': {
-        if (!this.runs) return;
+        const evaluation = e.run.kind === 'evaluation';
+        const list = evaluation ? this.evaluationRuns : this.runs;
+        if (!list) return;
         const existed = this.nodes.has(`run:${e.run.id}`);
+        const first = list.loaded && list.items.length === 0;
         const node = this.runNode(e.run);
-        // a new run may make names clash: relabel every row
-        if (this.runs.upsert(e.run)) this.fireLater(existed ? node : undefined);
+        if (!list.upsert(e.run)) return;
+        if (existed) {
+          this.fireLater(node);
+          return;
+        }
+        // a new run may make names clash: relabel its rows (the first evaluation run adds their row)
+        this.relabel();
+        this.fireLater(evaluation && !first ? this.evaluationsNode : undefined);
         return;
       }
       case 'group': {

@@ -452,6 +452,7 @@ describe('run dashboard in Chromium', () => {
     id: 'run_fixture',
     name: 'math-agent',
     status: 'running' as const,
+    kind: 'training' as const,
     config: { name: 'math-agent', schedule: { steps: 10 } },
     step: 4,
     model_version: 4,

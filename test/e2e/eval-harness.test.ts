@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evalCommand } from '../../daemon/cli/commands/eval';
 import { loadConfigFile } from '../../daemon/config/load';
+import type { ErrorBody } from '../../daemon/protocol/api';
+import type { Run } from '../../daemon/protocol/entities';
 import type { Comparison, Evaluation } from '../../daemon/protocol/evaluation';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { EXAMPLE, type Variant, writeVariant } from '../helpers/math-harness';
@@ -82,6 +84,14 @@ describe('evaluating harness variants at a fixed model version', () => {
     expect(s.ci_high!).toBeGreaterThanOrEqual(s.mean_reward!);
     expect(s.policy_tokens_per_task!).toBeGreaterThan(100);
     expect(s.wall_s).toBeGreaterThan(0);
+    // its run never trains: listed with the evaluation runs, not with the training ones
+    const listed = async (kind: string) =>
+      (await daemon.api<{ items: Run[] }>('GET', `/api/runs?kind=${kind}`)).body.items.map((r) => r.id);
+    expect(await listed('evaluation')).toContain(e.run_id);
+    expect(await listed('training')).not.toContain(e.run_id);
+    const bad = await daemon.api<ErrorBody>('GET', '/api/runs?kind=eval');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.field).toBe('kind');
     console.log('extract', JSON.stringify(s));
   }, 240_000);
 

@@ -104,5 +104,10 @@ describe('harness and weights in turns', () => {
     const listed = (await cli(runCommand, ['list'])).out.join('\n');
     expect(listed).toMatch(/CANDIDATE/);
     expect(listed).toContain(ref);
+    // the candidates' evaluations ran as evaluation runs; --kind keeps the runs that trained
+    expect(listed).toMatch(/ evaluation /);
+    const trainingOnly = (await cli(runCommand, ['list', '--kind', 'training'])).out.join('\n');
+    expect(trainingOnly).toContain(ref);
+    expect(trainingOnly).not.toMatch(/ evaluation /);
   }, 600_000);
 });

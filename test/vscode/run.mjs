@@ -212,10 +212,22 @@ function treeRow(pane, label) {
     .first();
 }
 
-/** Expands a tree row with its twistie (a click on the row runs its command); no-op when open. */
+/**
+ * Expands a tree row with its twistie (a click on the row runs its command); no-op when open. A row
+ * in the lower half of its list then scrolls to the top, as a person would to see its children: a
+ * tree renders only the rows in view, so children below a long list are not there to find otherwise.
+ */
 async function expand(row) {
   await row.waitFor({ timeout: 30_000 });
   if ((await row.getAttribute('aria-expanded')) !== 'true') await row.locator('.monaco-tl-twistie').click();
+  const { below, height } = await row.evaluate((el) => {
+    const list = el.closest('.monaco-list').getBoundingClientRect();
+    return { below: el.getBoundingClientRect().top - list.top, height: list.height };
+  });
+  if (below > height / 2) {
+    await row.hover();
+    await page.mouse.wheel(0, below);
+  }
 }
 
 /** Collapses an open tree row with its twistie. */
@@ -421,6 +433,8 @@ async function setup() {
           'security.workspace.trust.enabled': false,
           'workbench.startupEditor': 'none',
           'workbench.tips.enabled': false,
+          // rows pinned at the top of a scrolled tree would take the clicks meant for the rows under them
+          'workbench.tree.enableStickyScroll': false,
           'telemetry.telemetryLevel': 'off',
           'extensions.autoCheckUpdates': false,
           'extensions.autoUpdate': false,
@@ -1436,6 +1450,20 @@ async function checks() {
         throw new Error('the first task does not show its 2 attempts');
       figures.evaluation_tasks = rows;
       await shot('08c-evaluation');
+      // its run never trains: the Runs view keeps it (and the evolution's) under one row, apart
+      // from the training runs
+      const runs = runsPane();
+      const evalRuns = treeRow(runs, 'Evaluation runs');
+      await evalRuns.waitFor({ timeout: 10_000 });
+      const counted = (await api('GET', '/api/runs?kind=evaluation&limit=1000')).items;
+      const said = await evalRuns.locator('.label-description').textContent();
+      if (said !== String(counted.length))
+        throw new Error(`Evaluation runs says ${said}, not ${counted.length}`);
+      if ((await treeRow(runs, stored.name).count()) > 0) throw new Error('the evaluation run is a top row');
+      await expand(evalRuns);
+      await treeRow(runs, stored.name).waitFor({ timeout: 10_000 });
+      await shot('08c-evaluation-runs');
+      await collapse(evalRuns);
 
       // Compare Evaluations…: the evolution's root (A) against its child (B), both picked by id
       const evo = (await api('GET', '/api/evolutions')).items.find((e) => e.name.includes('vscode-evolve'));
@@ -1447,9 +1475,18 @@ async function checks() {
         `/api/evaluations/compare?a=${parent.train_evaluation}&b=${child.train_evaluation}`,
       );
       await palette('Harness RL: Compare Evaluations…');
-      for (const id of [parent.train_evaluation, child.train_evaluation]) {
-        await waitFor('the next pick', async () => (await input.inputValue()) === '', 10_000);
-        await page.keyboard.type(id, { delay: 5 });
+      for (const [id, title] of [
+        [parent.train_evaluation, 'the baseline (A)'],
+        [child.train_evaluation, 'the other (B)'],
+      ]) {
+        // the pick itself, not the palette closing before it: keys typed then go to whatever had focus
+        await waitFor(
+          `the pick of ${title}`,
+          async () =>
+            (await input.isVisible()) && ((await input.getAttribute('aria-label')) ?? '').includes(title),
+          10_000,
+        );
+        await input.fill(id);
         await quickPick(id);
       }
       const cmp = webview().locator('#verdict');

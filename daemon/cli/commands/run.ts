@@ -13,7 +13,7 @@ export const START_USAGE = `  --candidate EVOLUTION/HASH: an evolved harness (ha
   --from-run RUN [--version N]: RUN's weights at model version N (default its latest; built-in engine)`;
 
 const USAGE = `usage: harness-rl run start FILE [--candidate EVOLUTION/HASH] [--from-run RUN [--version N]]
-       harness-rl run list | show ID | stop ID | resume ID
+       harness-rl run list [--kind training|evaluation] | show ID | stop ID | resume ID
   [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]
 ${START_USAGE}`;
 
@@ -48,10 +48,11 @@ export function runCandidate(run: Run): string | null {
 function table(runs: Run[]): string {
   const candidates = runs.some((r) => runCandidate(r) !== null);
   const rows = [
-    ['ID', 'NAME', 'STATUS', 'STEP', 'CREATED', ...(candidates ? ['CANDIDATE'] : [])],
+    ['ID', 'NAME', 'KIND', 'STATUS', 'STEP', 'CREATED', ...(candidates ? ['CANDIDATE'] : [])],
     ...runs.map((r) => [
       r.id,
       r.name,
+      r.kind,
       r.status,
       String(r.step),
       r.created_at,
@@ -175,7 +176,7 @@ export function run(argv: string[]): Promise<number> {
 export async function runCommand(argv: string[], io: Output): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { ...DAEMON_OPTIONS, ...START_OPTIONS },
+    options: { ...DAEMON_OPTIONS, ...START_OPTIONS, kind: { type: 'string' } },
     allowPositionals: true,
     strict: true,
   });
@@ -211,7 +212,7 @@ export async function runCommand(argv: string[], io: Output): Promise<number> {
         do {
           const page: Page<Run> = await call<Page<Run>>(
             'GET',
-            `/api/runs?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            `/api/runs?${new URLSearchParams({ limit: '1000', ...(cursor ? { cursor } : {}), ...(values.kind ? { kind: values.kind } : {}) })}`,
           );
           runs.push(...page.items);
           cursor = page.next_cursor;

@@ -1,5 +1,5 @@
 // Runs and their per-step metrics.
-import { type Page, type Run, type RunMetrics, RunStatus } from '../../protocol/entities';
+import { type Page, type Run, RunKind, type RunMetrics, RunStatus } from '../../protocol/entities';
 import { StepValidation } from '../../protocol/training';
 import type { Row } from '../driver';
 import { keyHash, newId, newWorkerKey } from '../ids';
@@ -8,14 +8,16 @@ import { getById, newestFirst, patchRow, type Table } from './table';
 import { invalid, iso, nonNegativeInt, notFound, now, num, oneOf, parse, str } from './values';
 
 const RUN_STATUSES = RunStatus.options;
+const RUN_KINDS = RunKind.options;
 
 const RUN_COLS_V1 = 'id, name, status, config, step, model_version, error, created_at, updated_at';
-const RUN_COLS = `${RUN_COLS_V1}, base_dir`;
+const RUN_COLS = `${RUN_COLS_V1}, base_dir, kind`;
 function toRun(r: Row): Run {
   return {
     id: String(r.id),
     name: String(r.name),
     status: r.status as Run['status'],
+    kind: (r.kind ?? 'training') as Run['kind'],
     config: parse(r.config),
     step: num(r.step),
     model_version: num(r.model_version),
@@ -28,9 +30,10 @@ function toRun(r: Row): Run {
 
 export async function createRun(
   c: SqlContext,
-  input: { name: string; config: unknown; base_dir?: string },
+  input: { name: string; config: unknown; base_dir?: string; kind?: RunKind },
 ): Promise<Run> {
   if (typeof input.name !== 'string') invalid('name', 'name must be a string');
+  if (input.kind !== undefined) oneOf('kind', input.kind, RUN_KINDS);
   if (input.base_dir !== undefined && typeof input.base_dir !== 'string')
     invalid('base_dir', 'base_dir must be a string');
   const t = now();
@@ -38,6 +41,7 @@ export async function createRun(
     id: newId('run'),
     name: input.name,
     status: 'created',
+    kind: input.kind ?? 'training',
     config: input.config ?? null,
     step: 0,
     model_version: 0,
@@ -58,15 +62,16 @@ export async function createRun(
       run.created_at,
       run.updated_at,
     ];
-    // base_dir only when given (a store opened at an older schema version has no such column).
-    if (run.base_dir === undefined) {
-      await q.run(`INSERT INTO runs (${RUN_COLS_V1}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, values);
-    } else {
-      await q.run(`INSERT INTO runs (${RUN_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
-        ...values,
-        run.base_dir,
-      ]);
-    }
+    // base_dir and kind only when they differ from the columns' defaults (a store opened at an older
+    // schema version has no such columns).
+    const extra: [string, string][] = [];
+    if (input.base_dir !== undefined) extra.push(['base_dir', input.base_dir]);
+    if (run.kind !== 'training') extra.push(['kind', run.kind]);
+    const cols = [RUN_COLS_V1, ...extra.map(([col]) => col)].join(', ');
+    await q.run(`INSERT INTO runs (${cols}) VALUES (${[...values, ...extra].map(() => '?').join(', ')})`, [
+      ...values,
+      ...extra.map(([, v]) => v),
+    ]);
     emit({ type: 'run', run });
     return run;
   });
@@ -79,8 +84,12 @@ export function getRun(c: SqlContext, id: string): Promise<Run | null> {
 }
 
 /** Newest first. */
-export function listRuns(c: SqlContext, p: { cursor?: string; limit?: number } = {}): Promise<Page<Run>> {
-  return newestFirst(c, RUNS, p);
+export async function listRuns(
+  c: SqlContext,
+  p: { cursor?: string; limit?: number; kind?: RunKind } = {},
+): Promise<Page<Run>> {
+  if (p.kind !== undefined) oneOf('kind', p.kind, RUN_KINDS);
+  return newestFirst(c, RUNS, p, p.kind === undefined ? undefined : { kind: p.kind });
 }
 
 export async function updateRun(

@@ -33,16 +33,13 @@ export async function newestFirst<T extends { id: string }>(
   c: SqlContext,
   t: Table<T>,
   p: { cursor?: string; limit?: number } = {},
+  equal: Record<string, Param> = {},
 ): Promise<Page<T>> {
   const limit = pageLimit(p.limit);
-  const rows = await c.read(() =>
-    p.cursor
-      ? c.db.all(`SELECT ${t.cols} FROM ${t.name} WHERE id < ? ORDER BY id DESC LIMIT ?`, [
-          p.cursor!,
-          limit + 1,
-        ])
-      : c.db.all(`SELECT ${t.cols} FROM ${t.name} ORDER BY id DESC LIMIT ?`, [limit + 1]),
-  );
+  const where: [string, Param][] = Object.entries(equal).map(([col, v]) => [`${col} = ?`, v]);
+  if (p.cursor) where.push(['id < ?', p.cursor]);
+  const sql = `SELECT ${t.cols} FROM ${t.name}${where.length ? ` WHERE ${where.map(([w]) => w).join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+  const rows = await c.read(() => c.db.all(sql, [...where.map(([, v]) => v), limit + 1]));
   return page(rows.map(t.to), limit);
 }
 
