@@ -6,7 +6,9 @@
 //               rollouts with the token bridge (12 turns each, resending the history), all finished;
 //               what bounds the difference: the toy tokenizer (loaded on the first bridged call),
 //               the bridge's memory (256 MB budget, emptied as rollouts finish), the V8 heap's growth
-//               under --max-semi-space-size=128 (BENCH_DAEMON_FLAGS="": Node's defaults)
+//               under --max-semi-space-size=128 (BENCH_DAEMON_FLAGS="": Node's defaults);
+//               bound_mb: idle + the per-rollout caches' budgets (CACHE_BUDGETS_MIB) + the young
+//               generation's two semi-spaces at their largest, and whether after_calls_mb stays within
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -26,6 +28,23 @@ const f = await startFakeVllm({ model: 'toy', maxProduced: 16 });
 const modelDir = writeToyModelFolder(join(mkdtempSync(join(tmpdir(), 'harness-rl-bench-toy-')), 'toy'));
 process.stdout.write(JSON.stringify({ url: f.url, modelDir }) + '\\n');
 `;
+
+/** The budgets (MiB) of the caches that hold per-rollout entries, as their files declare them. */
+const CACHE_BUDGETS_MIB = {
+  bridge: 256, // proxy/bridge.ts BRIDGE_BUDGET_BYTES
+  chain_bases: 96, // store/sql/call-chain.ts BUDGET_BYTES
+  prompt_ids: 64, // proxy/prompt-ids.ts PROMPT_IDS_BUDGET_BYTES
+  scopes: 32 + 16 + 1, // proxy/scope.ts SCOPES_, RUNS_, KEYED_BUDGET_BYTES
+  affinity: 8, // proxy/backends.ts AFFINITY_BUDGET_BYTES
+  event_runs: 4, // api/events.ts RUN_OF_ROLLOUT_BUDGET_BYTES
+  claims: 2, // api/workers.ts CLAIMS_BUDGET_BYTES
+};
+
+/** The young generation's two semi-spaces at their largest under `flags` (Node 20's default: 16 MiB each). */
+function youngMb(flags: string[]): number {
+  const set = flags.map((f) => /^--max-semi-space-size=(\d+)$/.exec(f)).find(Boolean);
+  return 2 * (set ? Number(set[1]) : 16);
+}
 
 const rssMb = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
@@ -101,10 +120,16 @@ export default async function daemonRss(): Promise<void> {
     };
     await Promise.all(Array.from({ length: 16 }, conversation));
     await sleep(3000);
+    const after = rssMb(daemon.pid as number);
+    const bound = idle + Object.values(CACHE_BUDGETS_MIB).reduce((a, b) => a + b, 0) + youngMb(flags);
     emit('daemon.rss', {
       idle_mb: round(idle, 1),
-      after_calls_mb: round(rssMb(daemon.pid as number), 1),
+      idle_goal: '<= 100 MB',
+      idle_met: idle <= 100,
+      after_calls_mb: round(after, 1),
       calls,
+      bound_mb: round(bound, 0),
+      within_bound: after <= bound,
       node_flags: flags.join(' '),
     });
   } finally {

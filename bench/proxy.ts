@@ -14,7 +14,9 @@
 //   proxy.profile    with BENCH_PROFILE=dir: the proxy's CPU per call by stage in the throughput,
 //                    stream and conversation (bridged, native) phases, from a V8 CPU profile (the profiler itself adds to every stage)
 //   proxy.goals      last, per proxy: the three figures issue #38 sets against the token pass-through,
-//                    each with its goal and whether it was met in this run (the lines above hold them)
+//                    each with its goal and whether it was met in this run (the lines above hold them),
+//                    and the proxy's CPU per bridged call of proxy.conversation (its process's user +
+//                    system time over the bridged phase / the calls; goal <= 1 ms) beside the native one
 //   BENCH_ROUNDS=k   measures each target k times per phase in a rotating order (median rate)
 //   BENCH_BASELINE=<git rev> adds that commit's proxy (on each store) to every figure, measured
 //                    alternately with this checkout's: a change judged against its parent in one run
@@ -291,6 +293,10 @@ interface Goals {
   stream?: number;
   /** p50 latency of a non-streamed call added over the token pass-through, ms. */
   p50?: number;
+  /** The proxy's CPU per bridged call of proxy.conversation (its process, over the bridged phase), µs. */
+  bridged?: number;
+  /** The same for the native calls of those conversations, measured in the same rounds, µs. */
+  native?: number;
 }
 
 /** One line with each goal's figure, its bound and whether it was met (null: its phase did not run). */
@@ -307,6 +313,10 @@ function emitGoals(store: string, g: Goals): void {
     p50_added_over_token_passthrough_ms: g.p50 ?? null,
     p50_goal: '< 0.3 ms',
     p50_met: met(g.p50, (v) => v < 0.3),
+    bridged_cpu_us_per_call: g.bridged ?? null,
+    bridged_cpu_goal: '<= 1000 us',
+    bridged_cpu_met: met(g.bridged, (v) => v <= 1000),
+    native_cpu_us_per_call: g.native ?? null,
     loadavg_1m: round(loadavg()[0], 2),
   });
 }
@@ -591,6 +601,9 @@ export default async function main(): Promise<void> {
           await fetch(`${c.origin}/bench/token-sources?rollouts=${ids}`)
         ).json()) as Record<string, number>;
         const all = Object.values(sources).reduce((a, b) => a + b, 0);
+        const goal = goals.get(p.store) as Goals;
+        goal.bridged = round(bridged.cpuUs / bridged.calls, 0);
+        goal.native = round(native.cpuUs / native.calls, 0);
         emit('proxy.conversation', {
           store: p.store,
           conversations: CONVERSATIONS,

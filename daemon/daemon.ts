@@ -72,6 +72,15 @@ function registerUpstreamKeys(dataDir: string): void {
   }
 }
 
+/**
+ * Fastify's schema compilers: none. Routes validate with the zod schemas of daemon/protocol/ and
+ * declare no Fastify schema; without these Fastify requires ajv and fast-json-stringify at start
+ * (~300 modules) for nothing.
+ */
+function zodOnly(): never {
+  throw new Error('daemon routes validate with zod (daemon/protocol/), not Fastify schemas');
+}
+
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -117,6 +126,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     bodyLimit: config.body_limit_bytes,
     forceCloseConnections: true,
     return503OnClosing: true,
+    schemaController: { compilersFactory: { buildValidator: zodOnly, buildSerializer: zodOnly } },
   });
   app.addHook('onRoute', (route) => {
     patterns.add(route.url);

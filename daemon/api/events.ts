@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type WebSocket, WebSocketServer } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { BoundedMap } from '../bounded-map';
 import type { DaemonContext } from '../context';
 import { EventsQuery, type EventsTicket } from '../protocol/api';
@@ -162,7 +162,13 @@ function stream(ctx: DaemonContext, ws: WebSocket, runId: string | undefined): v
 }
 
 export function attachEvents(server: Server, ctx: DaemonContext): { close(): Promise<void> } {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+  // ws loads with the first socket: a daemon nobody watches never holds it
+  let wss: WebSocketServer | null = null;
+  const sockets = async () => {
+    const { WebSocketServer } = await import('ws');
+    wss ??= new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+    return wss;
+  };
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     let url: URL;
     try {
@@ -202,15 +208,17 @@ export function attachEvents(server: Server, ctx: DaemonContext): { close(): Pro
       if (runId && !(await ctx.store.getRun(runId))) {
         throw new ApiError(404, 'not_found', `no run with id ${JSON.stringify(runId)}`, 'run_id');
       }
-      wss.handleUpgrade(req, socket, head, (ws) => stream(ctx, ws, runId));
+      (await sockets()).handleUpgrade(req, socket, head, (ws) => stream(ctx, ws, runId));
     })().catch((err) => reject(socket, toApiError(err, 0)));
   };
   server.on('upgrade', onUpgrade);
   return {
     close: async () => {
       server.off('upgrade', onUpgrade);
-      for (const client of wss.clients) client.terminate();
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      if (!wss) return;
+      const open = wss;
+      for (const client of open.clients) client.terminate();
+      await new Promise<void>((resolve) => open.close(() => resolve()));
     },
   };
 }

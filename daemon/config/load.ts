@@ -1,8 +1,9 @@
 // Reading harness.yaml / .yml / .json: parse, validate with the protocol schemas, and report every
 // problem with its field path and (where the text has one) its line and column, so editors can mark it.
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
-import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import type { Node } from 'yaml';
 import type { z } from 'zod';
 import { ConfigFile } from '../protocol/config';
 import { fieldPath } from '../protocol/fields';
@@ -18,10 +19,17 @@ export interface ConfigIssue {
 
 export type ConfigResult = { ok: true; config: ConfigFile } | { ok: false; errors: ConfigIssue[] };
 
+/**
+ * The YAML parser (229 modules), required for YAML text and for placing a JSON file's problems: a
+ * valid JSON config (the daemon's, usually) is read without it.
+ */
+const yaml = () => createRequire(import.meta.url)('yaml') as typeof import('yaml');
+
 export const CONFIG_FILE_NAMES = ['harness.yaml', 'harness.yml', 'harness.json'];
 
 /** The text's line and column of the node at `path` (or of the nearest enclosing key that exists). */
 function locate(contents: unknown, path: readonly PropertyKey[], atKey: boolean): { offset: number } | null {
+  const { isMap, isScalar, isSeq } = yaml();
   let node = contents as Node | null | undefined;
   let offset: number | null = (node as Node | null)?.range?.[0] ?? null;
   for (const [i, segment] of path.entries()) {
@@ -57,6 +65,9 @@ function isBareRun(value: unknown): boolean {
  * (a file without either key is read as the run itself; paths then start at the run's fields).
  */
 export function validateConfigText(text: string, fileName: string): ConfigResult {
+  const json = fileName.toLowerCase().endsWith('.json') ? validJson(text) : null;
+  if (json) return json;
+  const { LineCounter, parseDocument } = yaml();
   const lineCounter = new LineCounter();
   const place = (offset: number | null) => {
     if (offset === null) return { line: null, column: null };
@@ -91,6 +102,19 @@ export function validateConfigText(text: string, fileName: string): ConfigResult
   const parsed = ConfigFile.safeParse(bare ? { run: value } : value);
   if (parsed.success) return { ok: true, config: parsed.data };
   return { ok: false, errors: issuesOf(parsed.error, doc.contents, bare, place) };
+}
+
+/** A JSON file's config when it parses and validates; null: read it as YAML, which places the problems. */
+function validJson(text: string): ConfigResult | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text) ?? {};
+  } catch {
+    return null;
+  }
+  const bare = isBareRun(value);
+  const parsed = ConfigFile.safeParse(bare ? { run: value } : value);
+  return parsed.success ? { ok: true, config: parsed.data } : null;
 }
 
 function issuesOf(

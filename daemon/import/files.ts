@@ -8,7 +8,6 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Decompress } from 'fzstd';
 import type { ImportSource } from './session';
 
 export interface SessionFile {
@@ -57,6 +56,8 @@ const ZSTD = /\.zst$/;
  */
 export async function readSessionText(path: string): Promise<string> {
   if (!ZSTD.test(path)) return readFile(path, 'utf8');
+  // fzstd loads with the first compressed session: a daemon that imports none never holds it
+  const { Decompress } = await import('fzstd');
   const decoder = new TextDecoder('utf-8', { fatal: false });
   let text = '';
   const zstd = new Decompress((data) => {

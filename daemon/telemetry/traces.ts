@@ -3,15 +3,7 @@
 // bounded queue: export never waits on the proxy's path, and spans that find the queue full are
 // dropped and counted.
 import { createRequire } from 'node:module';
-import {
-  type Attributes,
-  type Context,
-  context,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from '@opentelemetry/api';
+import type { Attributes, Context, Span } from '@opentelemetry/api';
 import type {
   BasicTracerProvider,
   BatchSpanProcessor,
@@ -25,12 +17,12 @@ import { redactText } from '../redact';
 import { plainValue } from '../store/json-text';
 import { prefixBreakOf } from './metrics';
 
+const load = createRequire(import.meta.url);
 /**
- * The SDK and its exporters, loaded when export is turned on (~15 MB a daemon without it never holds):
- * required, not imported, so that no bundle loads them at start.
+ * The SDK, its exporters and the API, loaded when export is turned on (~15 MB a daemon without it
+ * never holds): required, not imported, so that no bundle loads them at start.
  */
 const sdk = () => {
-  const load = createRequire(import.meta.url);
   return {
     base: load('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base'),
     resources: load('@opentelemetry/resources') as typeof import('@opentelemetry/resources'),
@@ -43,6 +35,13 @@ const sdk = () => {
         '@opentelemetry/exporter-trace-otlp-proto',
       ) as typeof import('@opentelemetry/exporter-trace-otlp-proto'),
   };
+};
+
+let otelApi: typeof import('@opentelemetry/api') | null = null;
+/** @opentelemetry/api (77 modules), required by the first SpanExport. */
+const otel = () => {
+  otelApi ??= load('@opentelemetry/api') as typeof import('@opentelemetry/api');
+  return otelApi;
 };
 
 export interface OtlpOptions {
@@ -175,10 +174,11 @@ export class SpanExport {
     if (t.agent) attrs['harness_rl.tool_run.agent'] = t.agent;
     const span = this.tracer.startSpan(
       `execute_tool ${t.tool}`,
-      { kind: SpanKind.INTERNAL, startTime: start, attributes: attrs },
+      { kind: otel().SpanKind.INTERNAL, startTime: start, attributes: attrs },
       parent.attempt?.ctx ?? parent.ctx,
     );
-    if (t.success === false) span.setStatus({ code: SpanStatusCode.ERROR, message: t.error ?? 'failed' });
+    if (t.success === false)
+      span.setStatus({ code: otel().SpanStatusCode.ERROR, message: t.error ?? 'failed' });
     span.end(start + (t.duration_ms ?? 0));
   }
 
@@ -248,11 +248,11 @@ export class SpanExport {
     if (c.status !== 'ok') attrs['error.type'] = c.http_status != null ? String(c.http_status) : c.status;
     const span = this.tracer.startSpan(
       `${op} ${model}`,
-      { kind: SpanKind.CLIENT, startTime: start, attributes: attrs },
-      parent ? (parent.attempt?.ctx ?? parent.ctx) : context.active(),
+      { kind: otel().SpanKind.CLIENT, startTime: start, attributes: attrs },
+      parent ? (parent.attempt?.ctx ?? parent.ctx) : otel().context.active(),
     );
     if (c.status !== 'ok')
-      span.setStatus({ code: SpanStatusCode.ERROR, message: redactText(c.error ?? c.status) });
+      span.setStatus({ code: otel().SpanStatusCode.ERROR, message: redactText(c.error ?? c.status) });
     span.end(end);
   }
 
@@ -285,7 +285,11 @@ export class SpanExport {
       startTime: r ? Date.parse(r.created_at) : start,
       attributes: { 'harness_rl.rollout.id': id },
     });
-    const entry: OpenRollout = { span, ctx: trace.setSpan(context.active(), span), attempt: null };
+    const entry: OpenRollout = {
+      span,
+      ctx: otel().trace.setSpan(otel().context.active(), span),
+      attempt: null,
+    };
     this.rollouts.set(id, entry);
     return entry;
   }
@@ -297,7 +301,7 @@ export class SpanExport {
     open.span.setAttributes(rolloutAttributes(r));
     if (open.attempt && (terminal || r.attempt_count > open.attempt.index)) {
       open.attempt.span.setAttribute('harness_rl.attempt.status', terminal ? r.status : 'retried');
-      if (r.status === 'failed') open.attempt.span.setStatus({ code: SpanStatusCode.ERROR });
+      if (r.status === 'failed') open.attempt.span.setStatus({ code: otel().SpanStatusCode.ERROR });
       open.attempt.span.end();
       open.attempt = null;
     }
@@ -307,11 +311,11 @@ export class SpanExport {
         { attributes: { 'harness_rl.rollout.id': r.id, 'harness_rl.attempt.index': r.attempt_count } },
         open.ctx,
       );
-      open.attempt = { span, ctx: trace.setSpan(open.ctx, span), index: r.attempt_count };
+      open.attempt = { span, ctx: otel().trace.setSpan(open.ctx, span), index: r.attempt_count };
     }
     if (terminal) {
       if (r.status === 'failed')
-        open.span.setStatus({ code: SpanStatusCode.ERROR, message: redactText(r.error ?? 'failed') });
+        open.span.setStatus({ code: otel().SpanStatusCode.ERROR, message: redactText(r.error ?? 'failed') });
       open.span.end(r.finished_at ? Date.parse(r.finished_at) : undefined);
       this.rollouts.delete(r.id);
     }

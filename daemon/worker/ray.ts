@@ -7,7 +7,6 @@
 // gets the run's worker credential (api/auth.ts), never the daemon token: Ray's dashboard shows a job's
 // runtime_env to whoever reaches it. While the job runs, the nodes Ray reports DEAD (its State API)
 // are told to the caller, whose attempts there end as `node_lost`.
-import { request } from 'undici';
 import { z } from 'zod';
 import { errorText } from '../error-text';
 import type { RayWorkersConfig } from '../protocol/placement';
@@ -25,7 +24,9 @@ export interface RayJobInfo {
 }
 
 // undici's request, not fetch: fetch sends Sec-Fetch-* headers, and Ray's dashboard refuses a POST
-// that looks like a browser's (ray/dashboard/optional_utils.py is_browser_request).
+// that looks like a browser's (ray/dashboard/optional_utils.py is_browser_request). Imported with the
+// first call: the package's index (110 modules) stays out of a daemon without Ray (http.ts loads only
+// undici's agent).
 async function rayCall(
   address: string,
   method: 'GET' | 'POST',
@@ -35,6 +36,7 @@ async function rayCall(
   const url = `${address.replace(/\/$/, '')}${path}`;
   let status: number;
   let text: string;
+  const { request } = await import('undici');
   try {
     const response = await request(url, {
       method,

@@ -2,9 +2,13 @@
 // a bearer header), says hello with the protocol version, reconnects with backoff when the socket
 // drops, and multiplexes requests by id. Replies, streamed frames and the node's health arrive here.
 import { randomBytes } from 'node:crypto';
-import WebSocket from 'ws';
+import { createRequire } from 'node:module';
+import type WebSocket from 'ws';
 import { decodeFrame, encodeFrame, type Frame } from '../../protocol/frames';
 import { NODE_PROTOCOL_VERSION, type NodeHealth, type NodeMessage, type NodeRole } from '../../protocol/node';
+
+/** ws, required with a run's first node connection: a daemon without nodes never holds it. */
+const webSocket = () => createRequire(import.meta.url)('ws') as typeof WebSocket;
 
 /** The node refused us for good (token, protocol version, role): retrying will not help. */
 export class NodeRefused extends Error {}
@@ -57,7 +61,7 @@ export class NodeConnection {
   }
 
   get open(): boolean {
-    return this.welcomed && this.ws?.readyState === WebSocket.OPEN;
+    return this.welcomed && this.ws?.readyState === webSocket().OPEN;
   }
 
   /** A fresh request id. */
@@ -116,7 +120,7 @@ export class NodeConnection {
     if (!ws || !this.open) throw new NodeDisconnected(`node ${this.url} is not connected`);
     while (ws.bufferedAmount > HIGH_WATER) {
       await new Promise((r) => setTimeout(r, 5));
-      if (ws.readyState !== WebSocket.OPEN) throw new NodeDisconnected(`node ${this.url} disconnected`);
+      if (ws.readyState !== ws.OPEN) throw new NodeDisconnected(`node ${this.url} disconnected`);
     }
     ws.send(encodeFrame(header, payload));
   }
@@ -196,7 +200,7 @@ export class NodeConnection {
     if (this.closed) return;
     const headers: Record<string, string> = {};
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
-    const ws = new WebSocket(this.url, {
+    const ws = new (webSocket())(this.url, {
       headers,
       handshakeTimeout: 10_000,
       maxPayload: 1 << 30,
