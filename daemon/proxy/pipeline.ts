@@ -2,6 +2,7 @@
 // logprobs turned on, hand the answer back in the harness's wire format (streaming through), and
 // record it — always before the final byte reaches the harness, failures and cancellations included.
 
+import { WholeResponse } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import { JsonText } from '../store/json-text';
 import type { BackendKind } from './assemble';
@@ -96,10 +97,16 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
   };
   call.snapshot = () => base;
   try {
-    const ctype = String(d.res.headers['content-type'] ?? '');
-    if (!o.stream || d.res.statusCode !== 200 || !ctype.includes('text/event-stream'))
+    const res = d.res;
+    const ctype = String(res.headers['content-type'] ?? '');
+    if (
+      !o.stream ||
+      res instanceof WholeResponse ||
+      res.statusCode !== 200 ||
+      !ctype.includes('text/event-stream')
+    )
       await finishWhole(call, d, o, base, recordOf);
-    else await finishStream(call, d, o, recordOf);
+    else await finishStream(call, { ...d, res }, o, recordOf);
   } finally {
     d.release();
     call.setAbort(null);
