@@ -42,7 +42,9 @@ export interface RunOptions {
 export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): Promise<void> {
   const plan = opts.sampling ?? AS_REQUESTED;
   // Until the backend is known, the record's sampling is the body's; then the body it got (bridged or not).
-  const o: RunOptions = { ...opts, extra: { sampling: callSampling(opts.body, plan), ...opts.extra } };
+  // Copied and set, not `{...opts, extra}`: see fieldsOf on a property after a spread.
+  const o: RunOptions = Object.assign({}, opts);
+  o.extra = fieldsOf({ sampling: callSampling(opts.body, plan) }, opts.extra ?? {});
   call.stream = o.stream;
   call.onClientClose(() => {
     call.cancel({
@@ -69,22 +71,24 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
     );
     return;
   }
-  const base: Partial<NewLlmCall> = {
-    backend_request: new JsonText(d.payload, d.body),
-    model: typeof d.body.model === 'string' ? d.body.model : null,
-    model_version: d.modelVersion,
-    backend: d.backendName,
-    queue_ms: d.queueMs,
-    bridge: d.bridged
-      ? {
-          reused_tokens: d.bridged.reused_tokens,
-          prompt_tokens: d.bridged.prompt_ids.length,
-          ...d.bridged.note,
-        }
-      : d.fallback,
-    ...o.extra,
-    sampling: callSampling(d.body, plan),
-  };
+  const base = fieldsOf(
+    {
+      backend_request: new JsonText(d.payload, d.body),
+      model: typeof d.body.model === 'string' ? d.body.model : null,
+      model_version: d.modelVersion,
+      backend: d.backendName,
+      queue_ms: d.queueMs,
+      bridge: d.bridged
+        ? {
+            reused_tokens: d.bridged.reused_tokens,
+            prompt_tokens: d.bridged.prompt_ids.length,
+            ...d.bridged.note,
+          }
+        : d.fallback,
+    },
+    o.extra ?? {},
+    { sampling: callSampling(d.body, plan) },
+  );
   const source = d.bridged ? 'bridge' : 'backend';
   const asked = o.target?.extras ?? true;
   // Both answer paths, whole and streamed, end here: the record's fields are built in this one place.
