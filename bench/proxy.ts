@@ -20,6 +20,8 @@
 //   BENCH_ROUNDS=k   measures each target k times per phase in a rotating order (median rate)
 //   BENCH_BASELINE=<git rev> adds that commit's proxy (on each store) to every figure, measured
 //                    alternately with this checkout's: a change judged against its parent in one run
+//   BENCH_UNRECORDED=1 adds this checkout's proxy on SQLite with no call stored (store
+//                    `sqlite-unrecorded`): the floor of the proxy's own path, without its record
 // The pass-through (node:http in and out, nothing parsed or recorded) is the floor for any Node
 // proxy on this machine; it is measured in the same run, alternating with the others. The token
 // pass-through beside it asks the backend for the proxy's token ids and logprobs (ratio_to_token_
@@ -335,15 +337,16 @@ export default async function main(): Promise<void> {
   );
   const passWindows: Proxied['windows'] = [];
   const tokenPass = await child(PASSTHROUGH, { BACKEND: fake.info.url, TOKENS: '1' });
-  const stores: ('sqlite' | 'postgres')[] = ['sqlite'];
+  const stores: ('sqlite' | 'postgres' | 'sqlite-unrecorded')[] = ['sqlite'];
   const pgProblem = await postgresProblem();
   if (pgProblem === null) stores.push('postgres');
   else process.stderr.write(`proxy bench: no PostgreSQL figures (${pgProblem})\n`);
+  if (process.env.BENCH_UNRECORDED === '1') stores.push('sqlite-unrecorded');
   const proxies: Proxied[] = [];
   for (const store of stores) {
     const profileDir = profile ? join(profile, store) : null;
     if (profileDir) mkdirSync(profileDir, { recursive: true });
-    const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_SCHEMA);
+    const spec = store === 'postgres' ? pgSchemaUrl(PG_SCHEMA) : 'sqlite';
     const p = await bundledChild(
       'servers/proxy.ts',
       {
@@ -351,6 +354,7 @@ export default async function main(): Promise<void> {
         STORE: spec,
         CONVERSATIONS: String(CONVERSATIONS),
         MODEL_FILES: fake.info.modelDir,
+        RECORD: store === 'sqlite-unrecorded' ? 'off' : 'on',
       },
       [...DAEMON_NODE_FLAGS, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
     );
@@ -370,7 +374,7 @@ export default async function main(): Promise<void> {
   // The baseline runs with its own flags, so that a change of DAEMON_NODE_FLAGS is measured too.
   const baselineFlags = baselineTree ? await daemonNodeFlagsAt(baselineTree) : [];
   if (baseline && baselineTree)
-    for (const store of stores) {
+    for (const store of stores.filter((s) => s !== 'sqlite-unrecorded')) {
       const spec = store === 'sqlite' ? 'sqlite' : pgSchemaUrl(PG_BASELINE_SCHEMA);
       const p = await bundledChild(
         'servers/proxy.ts',

@@ -16,6 +16,10 @@ Object.assign(
   (load('undici/lib/dispatcher/dispatcher.js') as typeof import('undici').Dispatcher).prototype,
   load('undici/lib/api/index.js'),
 );
+const { parseHeaders } = load('undici/lib/core/util.js') as Pick<
+  typeof import('undici').util,
+  'parseHeaders'
+>;
 
 // undici rather than node:http: at 64 concurrent keep-alive calls it cost about half the CPU per
 // request, which is most of what the proxy adds to a call (`npm run bench -- proxy`).
@@ -114,19 +118,44 @@ function transportOf(url: string): { transport: Transport; path: string } | null
   return transport ? { transport, path: slash < 0 ? '/' : url.slice(slash) } : null;
 }
 
-/** One HTTP request over a keep-alive pool (or a node's tunnel); resolves once the response headers arrive. */
-export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
-  const tunnel = transportOf(url);
-  if (tunnel) return tunnel.transport.send(tunnel.path, opts);
-  if (url.charCodeAt(0) === 119)
-    return Promise.reject(
-      new SendError('connect', `no connection to node ${url.split('/').slice(0, 3).join('/')}`),
-    );
-  const t = targetOf(url);
+/** The request headers of `opts` to target `t`. */
+function headersOf(t: RequestTarget, opts: SendOptions): Record<string, string> {
   const headers: Record<string, string> = { accept: '*/*' };
   if (t.authorization) headers.authorization = t.authorization;
   Object.assign(headers, opts.headers);
   if (opts.body !== undefined) headers['content-type'] ??= 'application/json';
+  return headers;
+}
+
+const noNode = (url: string) =>
+  Promise.reject(new SendError('connect', `no connection to node ${url.split('/').slice(0, 3).join('/')}`));
+
+/**
+ * Why an attempt failed before any answer: null when it is to be sent again (a kept-alive socket
+ * closed before any answer, and the request may be repeated), else the SendError to reject with.
+ */
+function attemptFailure(
+  err: Error & { code?: string },
+  o: { mayRetry: boolean; retryable: boolean; aborted: boolean; timeoutMs: number },
+): SendError | null {
+  // A kept-alive socket closed before any answer: the request may never have arrived, or the
+  // backend may have run it and died; only a request that is safe to repeat is sent again.
+  if (o.mayRetry && !o.aborted && reusedSocketClosed(err)) return null;
+  if (!o.aborted && !o.retryable && reusedSocketClosed(err))
+    return new SendError(
+      'other',
+      `backend closed the connection before answering (${err.code ?? err.message}); not retried: the backend may have run the request already`,
+    );
+  return sendError(err, o.aborted, o.timeoutMs);
+}
+
+/** One HTTP request over a keep-alive pool (or a node's tunnel); resolves once the response headers arrive. */
+export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
+  const tunnel = transportOf(url);
+  if (tunnel) return tunnel.transport.send(tunnel.path, opts);
+  if (url.charCodeAt(0) === 119) return noNode(url);
+  const t = targetOf(url);
+  const headers = headersOf(t, opts);
   // An emitter is what undici listens to for 'abort'; an AbortController per call costs more.
   let signal: EventEmitter | undefined;
   let aborted = false;
@@ -163,17 +192,9 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
         },
         (err, data) => {
           if (err) {
-            // A kept-alive socket closed before any answer: the request may never have arrived, or the
-            // backend may have run it and died; only a request that is safe to repeat is sent again.
-            if (mayRetry && !aborted && reusedSocketClosed(err)) attempt(false);
-            else if (!aborted && !retryable && reusedSocketClosed(err))
-              reject(
-                new SendError(
-                  'other',
-                  `backend closed the connection before answering (${(err as { code?: string }).code ?? err.message}); not retried: the backend may have run the request already`,
-                ),
-              );
-            else reject(sendError(err, aborted, opts.timeoutMs));
+            const failure = attemptFailure(err, { mayRetry, retryable, aborted, timeoutMs: opts.timeoutMs });
+            if (failure) reject(failure);
+            else attempt(false);
             return;
           }
           const res = data.body as unknown as BackendResponse;
@@ -190,6 +211,121 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
         },
       );
     }
+  });
+}
+
+/**
+ * A response whose body its request handler gathers whole (sendWhole): no stream between the socket
+ * and the text, where a streamed body costs a Readable, its listeners and a tick per event (~10 µs
+ * of a small proxied call's CPU). Its status and headers are known when sendWhole resolves.
+ */
+export class WholeResponse {
+  complete = false;
+  private readonly parts: Buffer[] = [];
+  private failure: SendError | null = null;
+  private waiting: { resolve(text: string): void; reject(e: SendError): void } | null = null;
+
+  constructor(
+    readonly statusCode: number,
+    readonly headers: IncomingHttpHeaders,
+  ) {}
+
+  /** The whole body as text; rejects as readText does when the body was cut off. */
+  text(): Promise<string> {
+    if (this.complete) return Promise.resolve(this.body());
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+    });
+  }
+
+  push(chunk: Buffer): void {
+    this.parts.push(chunk);
+  }
+
+  end(): void {
+    this.complete = true;
+    this.waiting?.resolve(this.body());
+  }
+
+  /** The body was cut off: silent past the timeout, or the connection closed (or was aborted). */
+  fail(err: Error & { code?: string }): void {
+    if (this.complete || this.failure) return;
+    this.failure =
+      err.code === 'UND_ERR_BODY_TIMEOUT'
+        ? new SendError('timeout', 'backend went silent mid-response (timeout)')
+        : new SendError('other', 'backend closed the connection mid-response');
+    this.waiting?.reject(this.failure);
+  }
+
+  private body(): string {
+    const p = this.parts;
+    return (p.length === 1 ? p[0] : Buffer.concat(p)).toString('utf8');
+  }
+}
+
+/**
+ * `send` for a body read whole (a non-streamed call): over plain HTTP, a WholeResponse its handler
+ * fills as the bytes arrive; through a node's tunnel, the tunnel's response. Retries, timeouts,
+ * aborts and failures are send's.
+ */
+export function sendWhole(url: string, opts: SendOptions): Promise<BackendResponse | WholeResponse> {
+  if (url.charCodeAt(0) === 119 /* w */) return send(url, opts);
+  const t = targetOf(url);
+  const headers = headersOf(t, opts);
+  let aborted = false;
+  let abortRequest: ((err: Error) => void) | null = null;
+  const abortError = () => Object.assign(new Error('request aborted'), { code: 'UND_ERR_ABORTED' });
+  opts.onRequest?.(() => {
+    if (aborted) return;
+    aborted = true;
+    abortRequest?.(abortError());
+  });
+  const method = opts.method ?? 'POST';
+  const retryable = opts.idempotent === true || method === 'GET' || method === 'HEAD';
+  return new Promise((resolve, reject) => {
+    const attempt = (mayRetry: boolean): void => {
+      if (aborted) {
+        reject(new SendError('aborted', 'request aborted'));
+        return;
+      }
+      let res: WholeResponse | null = null;
+      const request = {
+        origin: t.origin,
+        path: t.path,
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body: opts.body,
+        headersTimeout: opts.timeoutMs,
+        bodyTimeout: opts.timeoutMs,
+      };
+      agent.dispatch(request, {
+        onConnect(abort: (err: Error) => void) {
+          abortRequest = abort;
+          if (aborted) abort(abortError());
+        },
+        onHeaders(status: number, raw: Buffer[]) {
+          if (status < 200) return true; // informational: the answer follows
+          res = new WholeResponse(status, parseHeaders(raw) as IncomingHttpHeaders);
+          resolve(res);
+          return true;
+        },
+        onData(chunk: Buffer) {
+          res?.push(chunk);
+          return true;
+        },
+        onComplete() {
+          res?.end();
+        },
+        onError(err: Error & { code?: string }) {
+          if (res) return res.fail(err);
+          const failure = attemptFailure(err, { mayRetry, retryable, aborted, timeoutMs: opts.timeoutMs });
+          if (failure) reject(failure);
+          else attempt(false);
+        },
+      } as Dispatcher.DispatchHandler);
+    };
+    attempt(retryable);
   });
 }
 
@@ -220,7 +356,8 @@ function sendError(err: Error & { code?: string }, aborted: boolean, timeoutMs: 
 export const timedOut = new WeakSet<object>();
 
 /** The whole response body as text (the socket idle timeout of `send` still applies). */
-export function readText(res: BackendResponse): Promise<string> {
+export function readText(res: BackendResponse | WholeResponse): Promise<string> {
+  if (res instanceof WholeResponse) return res.text();
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     res.on('data', (c: Buffer) => parts.push(c));

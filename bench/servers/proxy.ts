@@ -1,7 +1,7 @@
 // The proxy as the daemon serves it, for bench/proxy.ts: registerProxy on fastify over a real store
 // (STORE: sqlite or a PostgreSQL URL), one standalone rollout, BACKEND its only backend. Bundled
 // like the daemon (no tsx) so the figures are the shipped code's; prints {url, key} on its first line.
-// MODEL_FILES=dir gives the bridge the toy model's own files (config model_files). CONVERSATIONS=n adds n rollouts with the token bridge on and n with it off (`conversations`:
+// RECORD=off stores no call. MODEL_FILES=dir gives the bridge the toy model's own files (config model_files). CONVERSATIONS=n adds n rollouts with the token bridge on and n with it off (`conversations`:
 // {bridged, native}, each a list of {url, key}), and GET /bench/token-sources?rollouts=a,b counts
 // their calls by token source.
 import { mkdtempSync } from 'node:fs';
@@ -15,6 +15,12 @@ import { openStore } from '../../daemon/store/open';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'harness-rl-bench-'));
 const store = await openStore(process.env.STORE ?? 'sqlite', dataDir);
+// RECORD=off: calls are not stored (the store's two record methods resolve at once): what the proxy's
+// own path costs without its record, for bench/proxy.ts's BENCH_UNRECORDED.
+if (process.env.RECORD === 'off') {
+  store.recordLlmCall = async () => ({}) as Awaited<ReturnType<typeof store.recordLlmCall>>;
+  store.recordLlmCalls = async () => [];
+}
 // MODEL_FILES: the toy model's folder, so bridged calls tokenize in the proxy (config model_files)
 const modelFiles = process.env.MODEL_FILES ? { model_files: { toy: process.env.MODEL_FILES } } : {};
 const config = DaemonConfig.parse({ port: 0, backends: [process.env.BACKEND], ...modelFiles });

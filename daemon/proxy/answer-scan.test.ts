@@ -130,8 +130,8 @@ describe('parseChatAnswer', () => {
     expect(parseChatAnswer('not json', 0)).toBeNull();
   });
 
-  it('parses an answer of few tokens whole and scans a long one', () => {
-    const answerOf = (tokens: number) =>
+  it('parses an answer of few tokens whole and scans a long one, or a short one its entries fill', () => {
+    const answerOf = (tokens: number, prompt = 9) =>
       JSON.stringify({
         choices: [
           {
@@ -150,10 +150,18 @@ describe('parseChatAnswer', () => {
           },
         ],
         usage: { prompt_tokens: 9, total_tokens: 9 + tokens, completion_tokens: tokens },
-        prompt_token_ids: Array.from({ length: 9 }, (_, i) => i),
+        prompt_token_ids: Array.from({ length: prompt }, (_, i) => i),
       });
     const short = answerOf(4);
     expect(parseChatAnswer(short)).toEqual(JSON.parse(short));
+    // 17 entries are most of a small call's text; beside 2,000 echoed prompt ids they are not
+    const small = answerOf(17);
+    expect((parseChatAnswer(small) as Json).choices[0].logprobs.content).toEqual(
+      Array.from({ length: 17 }, (_, i) => ({ logprob: -(i + 1) / 8 })),
+    );
+    expect(logprobsOnly(parseChatAnswer(small) as Json)).toEqual(logprobsOnly(JSON.parse(small)));
+    const echoed = answerOf(17, 2000);
+    expect(parseChatAnswer(echoed)).toEqual(JSON.parse(echoed));
     const long = answerOf(200);
     const got = parseChatAnswer(long) as Json;
     expect(got.choices[0].logprobs.content).toEqual(

@@ -7,8 +7,9 @@
 //   shape (top logprobs, whitespace, another key order) or a content array anywhere but in a
 //   choice's logprobs makes it parse the whole text. In a long answer the entries are most of the
 //   bytes. An answer of fewer tokens (by its usage, which vLLM writes after the choices) is parsed
-//   whole: there the scan, and the copy of the text it makes, cost more than they save (an agent's
-//   short answer with 12k prompt ids was slower scanned).
+//   whole unless its entries are most of its text: beside 12k echoed prompt ids the scan, and the
+//   copy of the text it makes, cost more than they save; once prompt-ids.ts has cut them, a small
+//   call's 17 entries scan in ~6 us against ~10 parsed.
 // - parseWithoutPromptIds: a bridged call's answer or chunk, without the prompt ids vLLM echoes.
 // Both are fast paths (fast-paths.ts switches them off); `npm run bench -- answer-parse` measures
 // them against JSON.parse of the whole text (figures: README, Benchmarks).
@@ -24,8 +25,12 @@ const ENTRY = new RegExp(
 );
 const CLOSE = 93; // ]
 const COMMA = 44;
-/** Fewer answer tokens than this: the whole text is parsed. */
+/** Fewer answer tokens than this: the whole text is parsed, unless its entries fill most of it. */
 const SCAN_FROM_TOKENS = 128;
+/** Fewer than this: parsed whole, entries or not (at 4 tokens neither way is faster). */
+const SCAN_SHORT_FROM_TOKENS = 8;
+/** An entry's share of the text, in characters an entry: 48 at the least, so `tokens × 96` is half of it or more. */
+const SHORT_CHARS_PER_TOKEN = 96;
 const COMPLETION_TOKENS = '"completion_tokens":';
 
 /**
@@ -33,13 +38,16 @@ const COMPLETION_TOKENS = '"completion_tokens":';
  * `{logprob}`; null when the text is not JSON (or nests too deep), as parseBackendJson.
  */
 export function parseChatAnswer(text: string, scanFrom = SCAN_FROM_TOKENS): Json | null {
-  // An entry takes 48 characters at the least: a shorter text holds fewer than `scanFrom`.
-  if (text.length < scanFrom * 48) return parseBackendJson(text);
+  // An entry takes 48 characters at the least: a shorter text holds fewer than the least scanned.
+  if (text.length < Math.min(scanFrom, SCAN_SHORT_FROM_TOKENS) * 48) return parseBackendJson(text);
   let at = text.indexOf(CONTENT);
   if (at < 0) return parseBackendJson(text);
   const usage = text.indexOf(COMPLETION_TOKENS, at);
-  if (usage >= 0 && Number.parseInt(text.slice(usage + COMPLETION_TOKENS.length, usage + 40), 10) < scanFrom)
-    return parseBackendJson(text);
+  if (usage >= 0) {
+    const tokens = Number.parseInt(text.slice(usage + COMPLETION_TOKENS.length, usage + 40), 10);
+    const mostlyEntries = tokens >= SCAN_SHORT_FROM_TOKENS && tokens * SHORT_CHARS_PER_TOKEN >= text.length;
+    if (tokens < scanFrom && !mostlyEntries) return parseBackendJson(text);
+  }
   // Inside a JSON string every quote is escaped: CONTENT, which ends in `":{"content":[`, only ever
   // matches a key.
   const lists: number[][] = [];

@@ -1,7 +1,7 @@
 // Sending a call to an inference backend: the pool (affinity, least outstanding, fail-over, waiting
 // while weights load) or a fixed target as a pool of one, with the token bridge's decision applied.
 import { errorText } from '../error-text';
-import { type BackendResponse, SendError, send } from '../http';
+import { type BackendResponse, SendError, send, sendWhole, type WholeResponse } from '../http';
 import type { BridgeRecord } from '../protocol/entities';
 import type { BackendKind } from './assemble';
 import type { Backend, BackendPool } from './backends';
@@ -92,8 +92,9 @@ export function backendBody(body: Json, kind: BackendKind, extras: boolean): Jso
 /** Decides, once the backend is known, whether to send a bridged token prompt instead of `sent`. */
 export type BridgeFn = (b: Pick<Backend, 'root' | 'maxModelLen'>, sent: Json) => Promise<BridgeDecision>;
 
-export interface Dispatched {
-  res: BackendResponse;
+/** A dispatched call; its response read whole (a non-streamed call's), or streamed. */
+export interface Dispatched<R extends BackendResponse | WholeResponse = BackendResponse | WholeResponse> {
+  res: R;
   /** Set when the token-in-token-out bridge sent a token prompt to /v1/completions. */
   bridged: Pick<
     Extract<BridgeDecision, { ok: true }>,
@@ -251,7 +252,8 @@ async function sendTo(
   };
   const queueMs = call.elapsed();
   try {
-    const res = await send(
+    // A call that did not ask to stream is read whole, whatever the backend sends.
+    const res = await (call.stream ? send : sendWhole)(
       b.root + (decision?.ok || kind !== 'chat' ? '/v1/completions' : '/v1/chat/completions'),
       {
         body: payload,

@@ -2,6 +2,7 @@
 // logprobs turned on, hand the answer back in the harness's wire format (streaming through), and
 // record it — always before the final byte reaches the harness, failures and cancellations included.
 
+import { WholeResponse } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import { JsonText } from '../store/json-text';
 import type { BackendKind } from './assemble';
@@ -41,7 +42,9 @@ export interface RunOptions {
 export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): Promise<void> {
   const plan = opts.sampling ?? AS_REQUESTED;
   // Until the backend is known, the record's sampling is the body's; then the body it got (bridged or not).
-  const o: RunOptions = { ...opts, extra: { sampling: callSampling(opts.body, plan), ...opts.extra } };
+  // Copied and set, not `{...opts, extra}`: see fieldsOf on a property after a spread.
+  const o: RunOptions = Object.assign({}, opts);
+  o.extra = fieldsOf({ sampling: callSampling(opts.body, plan) }, opts.extra ?? {});
   call.stream = o.stream;
   call.onClientClose(() => {
     call.cancel({
@@ -68,22 +71,24 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
     );
     return;
   }
-  const base: Partial<NewLlmCall> = {
-    backend_request: new JsonText(d.payload, d.body),
-    model: typeof d.body.model === 'string' ? d.body.model : null,
-    model_version: d.modelVersion,
-    backend: d.backendName,
-    queue_ms: d.queueMs,
-    bridge: d.bridged
-      ? {
-          reused_tokens: d.bridged.reused_tokens,
-          prompt_tokens: d.bridged.prompt_ids.length,
-          ...d.bridged.note,
-        }
-      : d.fallback,
-    ...o.extra,
-    sampling: callSampling(d.body, plan),
-  };
+  const base = fieldsOf(
+    {
+      backend_request: new JsonText(d.payload, d.body),
+      model: typeof d.body.model === 'string' ? d.body.model : null,
+      model_version: d.modelVersion,
+      backend: d.backendName,
+      queue_ms: d.queueMs,
+      bridge: d.bridged
+        ? {
+            reused_tokens: d.bridged.reused_tokens,
+            prompt_tokens: d.bridged.prompt_ids.length,
+            ...d.bridged.note,
+          }
+        : d.fallback,
+    },
+    o.extra ?? {},
+    { sampling: callSampling(d.body, plan) },
+  );
   const source = d.bridged ? 'bridge' : 'backend';
   const asked = o.target?.extras ?? true;
   // Both answer paths, whole and streamed, end here: the record's fields are built in this one place.
@@ -96,10 +101,16 @@ export async function runCall(call: Call, pool: BackendPool, opts: RunOptions): 
   };
   call.snapshot = () => base;
   try {
-    const ctype = String(d.res.headers['content-type'] ?? '');
-    if (!o.stream || d.res.statusCode !== 200 || !ctype.includes('text/event-stream'))
+    const res = d.res;
+    const ctype = String(res.headers['content-type'] ?? '');
+    if (
+      !o.stream ||
+      res instanceof WholeResponse ||
+      res.statusCode !== 200 ||
+      !ctype.includes('text/event-stream')
+    )
       await finishWhole(call, d, o, base, recordOf);
-    else await finishStream(call, d, o, recordOf);
+    else await finishStream(call, { ...d, res }, o, recordOf);
   } finally {
     d.release();
     call.setAbort(null);

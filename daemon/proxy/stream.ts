@@ -1,7 +1,7 @@
 // A streamed answer relayed to the harness frame by frame while it is assembled for the record; the
 // closing frame waits for the record's commit.
 import { errorText } from '../error-text';
-import { timedOut } from '../http';
+import { type BackendResponse, timedOut } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import type { BackendKind } from './assemble';
 import type { Call } from './call';
@@ -25,7 +25,7 @@ export type AnswerRecord = (
 
 export async function finishStream(
   call: Call,
-  d: Dispatched,
+  d: Dispatched<BackendResponse>,
   o: { kind: BackendKind; output: Output },
   recordOf: AnswerRecord,
 ): Promise<void> {
@@ -46,7 +46,7 @@ class RelayedStream {
 
   constructor(
     private readonly call: Call,
-    private readonly d: Dispatched,
+    private readonly d: Dispatched<BackendResponse>,
     o: { kind: BackendKind; output: Output },
     private readonly recordOf: AnswerRecord,
     private readonly resolve: () => void,

@@ -1,5 +1,6 @@
 // Bad input, wrong keys and bad backends: each gets a clear error in the client's wire format, the
 // daemon keeps serving, and every failed call of a known rollout is recorded.
+import { createServer, type Server } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
@@ -282,4 +283,61 @@ describe('bad backends', () => {
       await lonely.close();
     }
   });
+});
+
+/**
+ * A backend that serves "toy" and answers every chat call with a 200 whose JSON body stops halfway:
+ * `cut` then closes the connection, `stall` sends nothing more.
+ */
+async function halfAnswering(how: 'cut' | 'stall'): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'list', data: [{ id: 'toy', object: 'model' }] }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"id":"chatcmpl-half","object":"chat.completion","choices":[');
+      if (how === 'cut') setTimeout(() => res.socket?.destroy(), 20);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('a whole answer cut off', () => {
+  for (const [how, status, error] of [
+    ['cut', 502, /failed: backend closed the connection mid-response$/],
+    ['stall', 504, /timed out: backend went silent mid-response \(timeout\)$/],
+  ] as const)
+    it(`a backend whose non-streamed answer stops halfway (${how}) gives a ${status} and a recorded error`, async () => {
+      const backend = await halfAnswering(how);
+      const proxy = await startTestProxy({ backends: [backend.url], backendTimeoutMs: 300 });
+      try {
+        const r = await proxy.rollout();
+        const res = await fetch(`${r.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${r.key}` },
+          body: JSON.stringify(chatBody),
+        });
+        expect(res.status).toBe(status);
+        expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(error);
+        const [call] = await proxy.calls(r.id);
+        expect([call.status, call.http_status]).toEqual(['error', status]);
+        expect(call.error).toMatch(error);
+      } finally {
+        await proxy.close();
+        await backend.close();
+      }
+    });
 });
