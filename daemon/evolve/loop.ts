@@ -15,7 +15,7 @@ import { compareEvaluations } from '../eval/compare';
 import { evaluationDone, startEvaluation } from '../eval/start';
 import type { RunConfig } from '../protocol/config';
 import type { EvalSplit } from '../protocol/evaluation';
-import type { EvolutionResult, EvolveConfig } from '../protocol/evolution';
+import { candidateEvaluationName, type EvolutionResult, type EvolveConfig } from '../protocol/evolution';
 import type { StoredCandidate, StoredEvaluation, StoredEvolution } from '../store/store';
 import { sameTrajectories, type Trajectories, trajectoriesOf } from './behaviour';
 import { candidateFiles } from './candidate-harness';
@@ -24,7 +24,7 @@ import { diffTrees, patchStats, type Tree, unifiedDiff } from './diff';
 import { buildBrief, resolveArgv, runProposer } from './proposer';
 import { editBudget, leakCheck, novelty, prune } from './regularisers';
 import { readTree, treeHash, writeTree } from './snapshot';
-import { evaluationName, type StoredProgress, storedProgress } from './stored';
+import { type StoredProgress, storedProgress } from './stored';
 
 export const INTERRUPTED =
   'the daemon stopped while it ran: `harness-rl evolve resume <id>` goes on from there';
@@ -345,7 +345,7 @@ export class EvolveLoop {
     const dir = join(this.work, 'candidates', c.hash);
     writeTree(dir, this.trees.get(c.hash)!);
     const t0 = Date.now();
-    const name = evaluationName(this.evolution.id, c.hash, split);
+    const name = candidateEvaluationName(this.evolution.id, c.hash, split);
     // Resumed: an evaluation an earlier daemon started is waited for (a restarted daemon runs it over).
     const started =
       this.earlier?.started.get(name) ??

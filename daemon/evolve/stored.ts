@@ -2,14 +2,11 @@
 // with their files (patches applied), their finished train and held-out evaluations (and the
 // trajectories the pruner and novelty compare), and the evaluations it had started but not yet linked
 // to a candidate (by name: a restarted daemon runs them over), so nothing evaluated is evaluated again.
-import type { EvalSplit } from '../protocol/evaluation';
+import { parseCandidateEvaluationName } from '../protocol/evolution';
 import type { Store, StoredCandidate, StoredEvaluation, StoredEvolution } from '../store/store';
 import { type Trajectories, trajectoriesOf } from './behaviour';
 import { candidateTree } from './candidate-harness';
 import type { Tree } from './diff';
-
-/** The name of the evaluation of candidate `hash` on `split` in evolution `id` (one per pair). */
-export const evaluationName = (id: string, hash: string, split: EvalSplit) => `evolve ${id} ${hash} ${split}`;
 
 export interface StoredProgress {
   candidates: StoredCandidate[];
@@ -23,12 +20,14 @@ export interface StoredProgress {
 
 async function startedEvaluations(store: Store, e: StoredEvolution): Promise<Map<string, StoredEvaluation>> {
   const byName = new Map<string, StoredEvaluation>();
-  const prefix = `evolve ${e.id} `;
   let cursor: string | undefined;
   for (;;) {
     const page = await store.listEvaluations({ limit: 200, ...(cursor ? { cursor } : {}) });
     for (const x of page.items)
-      if (x.name.startsWith(prefix) && (x.status === 'running' || x.status === 'finished'))
+      if (
+        parseCandidateEvaluationName(x.name)?.evolution === e.id &&
+        (x.status === 'running' || x.status === 'finished')
+      )
         byName.set(x.name, byName.get(x.name)?.status === 'finished' ? byName.get(x.name)! : x);
     const older = page.items.some((x) => x.created_at < e.created_at);
     if (!page.next_cursor || older) return byName;

@@ -177,6 +177,22 @@ export const EvolutionDetail = Evolution.extend({
 
 export const CandidateFiles = z.object({ hash: z.string(), files: z.record(z.string(), z.string()) });
 
+/**
+ * The name of candidate `hash`'s evaluation (and its run) on `split` in evolution `id`: one per pair, and
+ * how a resumed evolution finds the evaluations it had started.
+ */
+export const candidateEvaluationName = (id: string, hash: string, split: z.infer<typeof TaskSplit>) =>
+  `evolve ${id} ${hash} ${split}`;
+
+/** The parts of a candidate evaluation's name (candidateEvaluationName); null for any other name. */
+export function parseCandidateEvaluationName(
+  name: string,
+): { evolution: string; hash: string; split: z.infer<typeof TaskSplit> } | null {
+  const m = /^evolve (evo_\w+) ([0-9a-f]+) (\w+)$/.exec(name);
+  const split = TaskSplit.safeParse(m?.[3]);
+  return m && split.success ? { evolution: m[1]!, hash: m[2]!, split: split.data } : null;
+}
+
 export type EvolveConfig = z.infer<typeof EvolveConfig>;
 export type Verdict = z.infer<typeof Verdict>;
 export type Candidate = z.infer<typeof Candidate>;

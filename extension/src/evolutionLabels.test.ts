@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { Evolution } from '../../daemon/protocol/evolution';
+import {
+  candidateEvaluationName,
+  type Evolution,
+  parseCandidateEvaluationName,
+} from '../../daemon/protocol/evolution';
 import { evolutionRow } from './evolutionLabels';
+import { evaluationRunName } from './labels';
 
 const evolution = (status: Evolution['status'], error: string | null = null): Evolution => ({
   id: 'evo_1',
@@ -68,5 +73,20 @@ describe("the Evolution view's evolution actions (package.json menus)", () => {
   it('Stop Evolution is shown, inline and in the context menu, on running ones only', () => {
     for (const inline of [true, false])
       expect(offered('harnessRl.stopEvolution', inline)).toEqual(['running']);
+  });
+});
+
+describe("a candidate's evaluation run in the Runs view", () => {
+  it('reads as the candidate and split its stored name holds; other names stay as they are', () => {
+    const stored = candidateEvaluationName('evo_01m98ax818130m94k2', 'd43886f0b2c4e1a9', 'test');
+    expect(parseCandidateEvaluationName(stored)).toEqual({
+      evolution: 'evo_01m98ax818130m94k2',
+      hash: 'd43886f0b2c4e1a9',
+      split: 'test',
+    });
+    expect(evaluationRunName(stored)).toBe('candidate d43886f0b2 test');
+    for (const name of ['eval math test', 'evolve evo_1 d43886f0 g1 proposer', 'evolve evo_1 nothex train'])
+      expect(evaluationRunName(name)).toBe(name);
+    expect(parseCandidateEvaluationName('evolve evo_1 d43886f0 holdout')).toBeNull();
   });
 });

@@ -1,5 +1,6 @@
 // Small pure formatting helpers for tree items (unit tested).
 import type { Group, LlmCall, Rollout, Run } from '../../daemon/protocol/entities';
+import { parseCandidateEvaluationName } from '../../daemon/protocol/evolution';
 import { count, formatNumber, statusClass } from '../../webview/src/format';
 import type { WorkersNote } from '../../webview/src/workers';
 
@@ -124,6 +125,15 @@ export function oneLine(text: string, max: number): string {
 
 // Run names told apart live beside the dashboard, which shows them too.
 export { runLabels, startedAt } from '../../webview/src/runLabels';
+
+/**
+ * An evolution candidate's evaluation run as "candidate d43886f0b2 train" (its stored name leads
+ * with the evolution's long id, which a row cuts off before the candidate); other names as they are.
+ */
+export function evaluationRunName(name: string): string {
+  const c = parseCandidateEvaluationName(name);
+  return c ? `candidate ${c.hash.slice(0, 10)} ${c.split}` : name;
+}
 
 /** A run row's description: where it is first ("step 3/30"), then its status and model version. */
 export function runDescription(r: Pick<Run, 'status' | 'step' | 'model_version' | 'config'>): string {

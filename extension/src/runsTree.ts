@@ -12,6 +12,7 @@ import type { DaemonClient } from './client';
 import { errorText } from './client';
 import {
   callLabel,
+  evaluationRunName,
   formatReward,
   groupDescription,
   rewardColor,
@@ -258,10 +259,11 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
 
   /** Run rows' labels, from the runs loaded now. */
   private relabel() {
-    this.labels = new Map([
-      ...runLabels(this.runs?.items ?? []),
-      ...runLabels(this.evaluationRuns?.items ?? []),
-    ]);
+    const evaluationRuns = (this.evaluationRuns?.items ?? []).map((r) => ({
+      ...r,
+      name: evaluationRunName(r.name),
+    }));
+    this.labels = new Map([...runLabels(this.runs?.items ?? []), ...runLabels(evaluationRuns)]);
   }
 
   /** "Load more" on a paged list. */
@@ -280,7 +282,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
         item.id = `run:${r.id}`;
         item.description = runDescription(r);
         item.tooltip = new vscode.MarkdownString(
-          `**${label}** \`${r.id}\`\n\n${r.status}, step ${r.step}, model version ${r.model_version}, started ${new Date(r.created_at).toLocaleString()}${r.error ? `\n\nerror: ${r.error}` : ''}`,
+          `**${label}** \`${r.id}\`${label.startsWith(r.name) ? '' : ` (${r.name})`}\n\n${r.status}, step ${r.step}, model version ${r.model_version}, started ${new Date(r.created_at).toLocaleString()}${r.error ? `\n\nerror: ${r.error}` : ''}`,
         );
         item.iconPath = new vscode.ThemeIcon(statusIcon(r.status));
         item.contextValue = `run.${r.status}`;
