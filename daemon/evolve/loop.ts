@@ -15,7 +15,12 @@ import { compareEvaluations } from '../eval/compare';
 import { evaluationDone, startEvaluation } from '../eval/start';
 import type { RunConfig } from '../protocol/config';
 import type { EvalSplit } from '../protocol/evaluation';
-import { candidateEvaluationName, type EvolutionResult, type EvolveConfig } from '../protocol/evolution';
+import {
+  candidateEvaluationName,
+  type EvolutionResult,
+  type EvolveConfig,
+  evolutionRecordingName,
+} from '../protocol/evolution';
 import type { StoredCandidate, StoredEvaluation, StoredEvolution } from '../store/store';
 import { sameTrajectories, type Trajectories, trajectoriesOf } from './behaviour';
 import { candidateFiles } from './candidate-harness';
@@ -218,7 +223,7 @@ export class EvolveLoop {
         briefDir: join(scratch, 'brief'),
         brief,
         upstream: ev.proposer_upstream,
-        name: `evolve ${this.evolution.id} g${generation} proposer`,
+        name: evolutionRecordingName(this.evolution.id, generation, 'proposer'),
         timeoutMs: ev.proposer_timeout_s * 1000,
         signal: this.abort.signal,
       });
@@ -325,7 +330,7 @@ export class EvolveLoop {
         timeoutMs: 120_000,
       });
     const recording = await this.ctx.store.createRecording({
-      name: `evolve ${this.evolution.id} g${generation} critic`,
+      name: evolutionRecordingName(this.evolution.id, generation, 'critic'),
       upstream: ev.proposer_upstream,
       scoped: true,
     });

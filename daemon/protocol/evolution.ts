@@ -193,6 +193,18 @@ export function parseCandidateEvaluationName(
   return m && split.success ? { evolution: m[1]!, hash: m[2]!, split: split.data } : null;
 }
 
+/** The name of the recording of generation `generation`'s proposer or critic in evolution `id`. */
+export const evolutionRecordingName = (id: string, generation: number, role: 'proposer' | 'critic') =>
+  `evolve ${id} g${generation} ${role}`;
+
+/** The parts of a proposer's or critic's recording name (evolutionRecordingName); null for any other. */
+export function parseEvolutionRecordingName(
+  name: string,
+): { evolution: string; generation: number; role: 'proposer' | 'critic' } | null {
+  const m = /^evolve (evo_\w+) g(\d+) (proposer|critic)$/.exec(name);
+  return m ? { evolution: m[1]!, generation: Number(m[2]), role: m[3] as 'proposer' | 'critic' } : null;
+}
+
 export type EvolveConfig = z.infer<typeof EvolveConfig>;
 export type Verdict = z.infer<typeof Verdict>;
 export type Candidate = z.infer<typeof Candidate>;

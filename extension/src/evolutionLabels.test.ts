@@ -3,10 +3,12 @@ import { describe, expect, it } from 'vitest';
 import {
   candidateEvaluationName,
   type Evolution,
+  evolutionRecordingName,
   parseCandidateEvaluationName,
+  parseEvolutionRecordingName,
 } from '../../daemon/protocol/evolution';
 import { evolutionRow } from './evolutionLabels';
-import { evaluationRunName } from './labels';
+import { evaluationRunName, recordingName } from './labels';
 
 const evolution = (status: Evolution['status'], error: string | null = null): Evolution => ({
   id: 'evo_1',
@@ -88,5 +90,19 @@ describe("a candidate's evaluation run in the Runs view", () => {
     for (const name of ['eval math test', 'evolve evo_1 d43886f0 g1 proposer', 'evolve evo_1 nothex train'])
       expect(evaluationRunName(name)).toBe(name);
     expect(parseCandidateEvaluationName('evolve evo_1 d43886f0 holdout')).toBeNull();
+  });
+
+  it("a proposer's or critic's recording reads as its role and generation", () => {
+    for (const role of ['proposer', 'critic'] as const) {
+      const stored = evolutionRecordingName('evo_01m98cbped79603h', 3, role);
+      expect(parseEvolutionRecordingName(stored)).toEqual({
+        evolution: 'evo_01m98cbped79603h',
+        generation: 3,
+        role,
+      });
+      expect(recordingName(stored)).toBe(`${role} · generation 3`);
+    }
+    for (const name of ['vscode test session', 'evolve evo_1 g1 judge', 'claude-code: Fix the cart'])
+      expect(recordingName(name)).toBe(name);
   });
 });

@@ -1,6 +1,6 @@
 // Small pure formatting helpers for tree items (unit tested).
 import type { Group, LlmCall, Rollout, Run } from '../../daemon/protocol/entities';
-import { parseCandidateEvaluationName } from '../../daemon/protocol/evolution';
+import { parseCandidateEvaluationName, parseEvolutionRecordingName } from '../../daemon/protocol/evolution';
 import { count, formatNumber, statusClass } from '../../webview/src/format';
 import type { WorkersNote } from '../../webview/src/workers';
 
@@ -133,6 +133,12 @@ export { runLabels, startedAt } from '../../webview/src/runLabels';
 export function evaluationRunName(name: string): string {
   const c = parseCandidateEvaluationName(name);
   return c ? `candidate ${c.hash.slice(0, 10)} ${c.split}` : name;
+}
+
+/** An evolution's proposer or critic recording as "proposer · generation 1"; other names as they are. */
+export function recordingName(name: string): string {
+  const r = parseEvolutionRecordingName(name);
+  return r ? `${r.role} · generation ${r.generation}` : name;
 }
 
 /** A run row's description: where it is first ("step 3/30"), then its status and model version. */

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { LlmCall, Recording } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { type DaemonClient, errorText } from './client';
-import { callLabel, statusIcon } from './labels';
+import { callLabel, recordingName, statusIcon } from './labels';
 import { Throttle } from './throttle';
 
 export type RecordingsNode =
@@ -60,7 +60,9 @@ export class RecordingsTree implements vscode.TreeDataProvider<RecordingsNode>, 
       return item;
     }
     const r = node.recording;
-    const item = new vscode.TreeItem(r.name, vscode.TreeItemCollapsibleState.Collapsed);
+    const label = recordingName(r.name);
+    const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.Collapsed);
+    if (label !== r.name) item.tooltip = r.name;
     item.id = `recording:${r.id}`;
     const upstream = r.upstream as { kind?: string } | null;
     item.description = `${r.status}${upstream?.kind ? ` · ${upstream.kind}` : ''} · ${new Date(r.created_at).toLocaleString()}`;
