@@ -118,13 +118,28 @@ function transportOf(url: string): { transport: Transport; path: string } | null
   return transport ? { transport, path: slash < 0 ? '/' : url.slice(slash) } : null;
 }
 
-/** The request headers of `opts` to target `t`. */
-function headersOf(t: RequestTarget, opts: SendOptions): Record<string, string> {
+/** The request of `opts` to target `t`, and whether it is safe to send again. */
+function requestOf(
+  t: RequestTarget,
+  opts: SendOptions,
+): { request: Dispatcher.DispatchOptions; retryable: boolean } {
   const headers: Record<string, string> = { accept: '*/*' };
   if (t.authorization) headers.authorization = t.authorization;
   Object.assign(headers, opts.headers);
   if (opts.body !== undefined) headers['content-type'] ??= 'application/json';
-  return headers;
+  const method = (opts.method ?? 'POST') as Dispatcher.HttpMethod;
+  return {
+    request: {
+      origin: t.origin,
+      path: t.path,
+      method,
+      headers,
+      body: opts.body,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    },
+    retryable: opts.idempotent === true || method === 'GET' || method === 'HEAD',
+  };
 }
 
 const noNode = (url: string) =>
@@ -154,8 +169,7 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
   const tunnel = transportOf(url);
   if (tunnel) return tunnel.transport.send(tunnel.path, opts);
   if (url.charCodeAt(0) === 119) return noNode(url);
-  const t = targetOf(url);
-  const headers = headersOf(t, opts);
+  const { request, retryable } = requestOf(targetOf(url), opts);
   // An emitter is what undici listens to for 'abort'; an AbortController per call costs more.
   let signal: EventEmitter | undefined;
   let aborted = false;
@@ -170,8 +184,7 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
       response?.destroy();
     });
   }
-  const method = opts.method ?? 'POST';
-  const retryable = opts.idempotent === true || method === 'GET' || method === 'HEAD';
+  const options: Dispatcher.RequestOptions = { ...request, signal };
   return new Promise((resolve, reject) => {
     attempt(retryable);
     function attempt(mayRetry: boolean): void {
@@ -179,37 +192,25 @@ export function send(url: string, opts: SendOptions): Promise<BackendResponse> {
         reject(new SendError('aborted', 'request aborted'));
         return;
       }
-      agent.request(
-        {
-          origin: t.origin,
-          path: t.path,
-          method: method as Dispatcher.HttpMethod,
-          headers,
-          body: opts.body,
-          headersTimeout: opts.timeoutMs,
-          bodyTimeout: opts.timeoutMs,
-          signal,
-        },
-        (err, data) => {
-          if (err) {
-            const failure = attemptFailure(err, { mayRetry, retryable, aborted, timeoutMs: opts.timeoutMs });
-            if (failure) reject(failure);
-            else attempt(false);
-            return;
-          }
-          const res = data.body as unknown as BackendResponse;
-          res.statusCode = data.statusCode;
-          res.headers = data.headers as IncomingHttpHeaders;
-          res.complete = false;
-          res.once('end', () => (res.complete = true));
-          // Registered first, so a cut-off body reads as a timeout to every later 'close' listener.
-          res.on('error', (e: NodeJS.ErrnoException) => {
-            if (e.code === 'UND_ERR_BODY_TIMEOUT') timedOut.add(res);
-          });
-          response = res;
-          resolve(res);
-        },
-      );
+      agent.request(options, (err, data) => {
+        if (err) {
+          const failure = attemptFailure(err, { mayRetry, retryable, aborted, timeoutMs: opts.timeoutMs });
+          if (failure) reject(failure);
+          else attempt(false);
+          return;
+        }
+        const res = data.body as unknown as BackendResponse;
+        res.statusCode = data.statusCode;
+        res.headers = data.headers as IncomingHttpHeaders;
+        res.complete = false;
+        res.once('end', () => (res.complete = true));
+        // Registered first, so a cut-off body reads as a timeout to every later 'close' listener.
+        res.on('error', (e: NodeJS.ErrnoException) => {
+          if (e.code === 'UND_ERR_BODY_TIMEOUT') timedOut.add(res);
+        });
+        response = res;
+        resolve(res);
+      });
     }
   });
 }
@@ -271,8 +272,7 @@ export class WholeResponse {
  */
 export function sendWhole(url: string, opts: SendOptions): Promise<BackendResponse | WholeResponse> {
   if (url.charCodeAt(0) === 119 /* w */) return send(url, opts);
-  const t = targetOf(url);
-  const headers = headersOf(t, opts);
+  const { request, retryable } = requestOf(targetOf(url), opts);
   let aborted = false;
   let abortRequest: ((err: Error) => void) | null = null;
   const abortError = () => Object.assign(new Error('request aborted'), { code: 'UND_ERR_ABORTED' });
@@ -281,8 +281,6 @@ export function sendWhole(url: string, opts: SendOptions): Promise<BackendRespon
     aborted = true;
     abortRequest?.(abortError());
   });
-  const method = opts.method ?? 'POST';
-  const retryable = opts.idempotent === true || method === 'GET' || method === 'HEAD';
   return new Promise((resolve, reject) => {
     const attempt = (mayRetry: boolean): void => {
       if (aborted) {
@@ -290,15 +288,6 @@ export function sendWhole(url: string, opts: SendOptions): Promise<BackendRespon
         return;
       }
       let res: WholeResponse | null = null;
-      const request = {
-        origin: t.origin,
-        path: t.path,
-        method: method as Dispatcher.HttpMethod,
-        headers,
-        body: opts.body,
-        headersTimeout: opts.timeoutMs,
-        bodyTimeout: opts.timeoutMs,
-      };
       agent.dispatch(request, {
         onConnect(abort: (err: Error) => void) {
           abortRequest = abort;
