@@ -14,7 +14,7 @@ import {
 import { createServer as createHttpsServer } from 'node:https';
 import { discardBody } from '../api/body';
 import { errorText } from '../error-text';
-import { Id } from '../protocol/entities';
+import { Id, isId } from '../protocol/bounds';
 import { ProxyError } from './errors';
 
 /** Takes a request (true) or leaves it to fastify (false). */
@@ -120,11 +120,6 @@ export function decodeSegment(text: string, field: string): string {
   }
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it refuses
-const CONTROL = /[\u0000-\u001f\u007f]/;
-/** What Id accepts, checked without zod on every call; zod words the refusal of anything else. */
-const plainId = (s: string): boolean => s.length >= 1 && s.length <= 200 && !CONTROL.test(s);
-
 /** The proxy request of `url`, or null when the URL is not the proxy's. */
 export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
   const url = req.url ?? '/';
@@ -137,7 +132,7 @@ export function proxyRequest(req: IncomingMessage): ProxyRequest | null {
     if (end <= 3) return null;
     try {
       rid = decodeSegment(path.slice(3, end), 'rollout_id');
-      const checked = plainId(rid) ? null : Id.safeParse(rid);
+      const checked = isId(rid) ? null : Id.safeParse(rid);
       if (checked && !checked.success)
         throw new ProxyError(
           400,
