@@ -61,7 +61,7 @@ export class NodeConnection {
   }
 
   get open(): boolean {
-    return this.welcomed && this.ws?.readyState === webSocket().OPEN;
+    return this.welcomed && this.ws !== null && this.ws.readyState === this.ws.OPEN;
   }
 
   /** A fresh request id. */
