@@ -3,7 +3,8 @@
 // each proxy run in their own child process (the proxy bundled as the daemon is:
 // servers/proxy.ts); this process is the client.
 //   proxy.overhead   nonstream / stream_ttft: added p50/p99 latency, over direct and over the pass-through
-//                    (goal over the pass-through: p50 < 0.5 ms, p99 < 2 ms)
+//                    (goal over the pass-through: p50 < 0.5 ms, p99 < 2 ms), and the CPU a lone call
+//                    costs the proxy and the token pass-through (whole process, wake-ups included)
 //   proxy.throughput concurrency 64: proxy_rps / direct_rps and / passthrough_rps (goal >= 0.8 of it)
 //   proxy.agent      concurrency 16, an agent's mid-task call (~12 KB: tools, tool calls, results):
 //                    what the proxy costs where per-byte work (parsing, checking, the record) counts
@@ -414,7 +415,11 @@ export default async function main(): Promise<void> {
     for (const mode of only.includes('overhead') ? (['nonstream', 'stream_ttft'] as const) : []) {
       const body =
         mode === 'nonstream' ? chat('how much does the proxy add?') : chat('ttft please', { stream: true });
+      const procs = [tokenPass.proc, ...proxies.map((p) => p.proc)];
+      const cpu0 = procs.map(cpuOf);
       const [d, f, tf, ...ps] = await latencies(all, n, body, mode === 'nonstream' ? 'total' : 'first');
+      // CPU per lone call: each process serves only its own target's calls in this phase
+      const [tokenCpu, ...proxyCpu] = procs.map((proc, i) => round((cpuOf(proc) - cpu0[i]) / n, 1));
       const [d50, d99, f50, f99] = [quantile(d, 0.5), quantile(d, 0.99), quantile(f, 0.5), quantile(f, 0.99)];
       const [t50, t99] = [quantile(tf, 0.5), quantile(tf, 0.99)];
       for (const [i, p] of proxies.entries()) {
@@ -437,6 +442,8 @@ export default async function main(): Promise<void> {
           token_passthrough_added_p99_ms: round(t99 - d99),
           added_over_token_passthrough_p50_ms: round(p50 - t50),
           added_over_token_passthrough_p99_ms: round(p99 - t99),
+          proxy_cpu_us_per_call: proxyCpu[i],
+          token_passthrough_cpu_us_per_call: tokenCpu,
           ...load(),
         });
       }
