@@ -9,7 +9,7 @@
 // An importance ratio against the trainer's plain softmax would be wrong on those tokens. Every field
 // of vLLM's Chat Completions, Completions and Responses request models is classified in
 // constrained.test.ts.
-import type { ConstrainedMode } from '../protocol/config';
+import type { ConstrainedMode } from '../protocol/algorithm';
 import type { WireApi } from '../protocol/entities';
 import { ProxyError } from './errors';
 import type { Json } from './json';

@@ -1,6 +1,6 @@
 // The run's sampling replaces the harness's own on training calls; the record reads what was sent.
 import { describe, expect, it } from 'vitest';
-import { AlgorithmConfig, NEUTRAL_SAMPLING, runSampling } from '../protocol/config';
+import { AlgorithmConfig, NEUTRAL_SAMPLING, runSampling } from '../protocol/algorithm';
 import { callSampling, withRunSampling } from './sampling';
 
 describe('sampling of a training call', () => {

@@ -9,7 +9,7 @@
 // OpenAI default"), and returns the logprobs of the raw distribution, before temperature and top-k/p
 // (logprobs_mode "raw_logprobs", config/model.py:305; v1/worker/gpu/sample/sampler.py:170). A rollout
 // sampled at T 0.6 with top-k 20 would be trained as if drawn from T 1: off-policy, silently.
-import { NEUTRAL_SAMPLING, type RunSampling, runSampling } from '../protocol/config';
+import { NEUTRAL_SAMPLING, type RunSampling, runSampling } from '../protocol/algorithm';
 import type { CallSampling, WireApi } from '../protocol/entities';
 import { checkConstrained, constrainedFields } from './constrained';
 import { ProxyError } from './errors';

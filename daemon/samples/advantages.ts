@@ -1,7 +1,7 @@
 // Advantage estimators (shared/spec/samples.md, "Advantage"): one scalar per rollout, computed from the
 // rewards of its group (rollouts with a null reward are left out before these run). Each estimator is a
 // small pure function over the group's rewards, registered by its config name.
-import type { AdvantageEstimator } from '../protocol/config';
+import type { AdvantageEstimator } from '../protocol/algorithm';
 
 /** Added to the standard deviation so a near-constant group does not blow up. */
 export const ADV_EPS = 1e-6;

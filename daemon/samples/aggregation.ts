@@ -2,7 +2,7 @@
 // L = Σ_t w_t · ℓ_t over every token of the batch, w_t = 0 where the mask is 0. Every mask-1 token of a
 // sample gets the same weight, so each aggregation maps the samples' mask-1 counts m_s to one weight per
 // sample. T = Σ m_s, B = number of samples.
-import type { LossAggregation } from '../protocol/config';
+import type { LossAggregation } from '../protocol/algorithm';
 
 export type LossAggFn = (maskCounts: Int32Array, maxLen?: number) => Float64Array;
 

@@ -3,7 +3,7 @@
 // touching tokens beyond the prefix checks; the second allocates each sample's typed arrays at their exact
 // size (zeroed by the allocator) and fills the non-zero parts with TypedArray.set / fill. No per-token
 // objects, no concatenation.
-import type { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/config';
+import type { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/algorithm';
 import type { BridgeRecord, CallExclusion, PrefixBreak, RolloutStats } from '../protocol/entities';
 import type { SamplesSummary } from '../protocol/samples';
 import type { Sample } from '../protocol/training';

@@ -4,7 +4,7 @@
 // in the sample as context, out of the loss, and are counted as excluded "constrained".
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { NEUTRAL_SAMPLING } from '../protocol/config';
+import { NEUTRAL_SAMPLING } from '../protocol/algorithm';
 import type { LlmCall } from '../protocol/entities';
 import { storedCall } from '../store/test-calls';
 import { buildSamples, type TrajectoryArrays, type TrajectoryCallArrays } from './build';

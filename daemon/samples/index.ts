@@ -1,6 +1,6 @@
 // The samples stage: the one entry point the scheduler, the CLI (`samples`, `export`) and the trajectory
 // view use to turn rollouts into training samples (shared/spec/samples.md).
-import { AlgorithmConfig } from '../protocol/config';
+import { AlgorithmConfig } from '../protocol/algorithm';
 import {
   BridgeRecord,
   type CallExclusion,

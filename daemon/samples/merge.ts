@@ -1,7 +1,7 @@
 // Token-exact prefix merging (shared/spec/samples.md, "Merge"). The running sequence after a call k that
 // was merged is always S = P_k + R_k (P_k started with everything before it), so "P_{k+1} starts with S"
 // is checked against the previous call's arrays directly, without building S.
-import type { MergeMode } from '../protocol/config';
+import type { MergeMode } from '../protocol/algorithm';
 
 export type Ids = ArrayLike<number>;
 

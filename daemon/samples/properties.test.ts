@@ -1,7 +1,7 @@
 // Property-based checks of the merge, the masks, the weights and the advantages (fast-check).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/config';
+import { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/algorithm';
 import { buildSamples, type TrajectoryArrays, type TrajectoryCallArrays } from './build';
 
 const tokens = (max = 8) => fc.array(fc.integer({ min: 0, max: 6 }), { maxLength: max });

@@ -1,7 +1,7 @@
 // A sample carries the temperature its calls sampled at (the trainer divides its logits by it), and a
 // merge never joins calls sampled at different temperatures (spec/samples.md, the per-token loss).
 import { describe, expect, it } from 'vitest';
-import { NEUTRAL_SAMPLING } from '../protocol/config';
+import { NEUTRAL_SAMPLING } from '../protocol/algorithm';
 import type { LlmCall } from '../protocol/entities';
 import { storedCall } from '../store/test-calls';
 import { buildSamples, type TrajectoryArrays } from './build';

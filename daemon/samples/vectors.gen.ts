@@ -3,7 +3,7 @@
 // only when the spec changes (then `npx biome format --write daemon/samples/vectors.json`); the test checks
 // the file against an independent reading of the spec.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/config';
+import { AdvantageEstimator, LossAggregation, MergeMode } from '../protocol/algorithm';
 import type { Trajectory } from '../protocol/samples';
 import { ADV_EPS } from './advantages';
 import { type BuildOptions, type BuildSummary, buildSamples } from './build';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { NEUTRAL_SAMPLING } from '../protocol/config';
+import { NEUTRAL_SAMPLING } from '../protocol/algorithm';
 import {
   Attempt,
   Group,

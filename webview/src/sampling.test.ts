@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NEUTRAL_SAMPLING } from '../../daemon/protocol/config';
+import { NEUTRAL_SAMPLING } from '../../daemon/protocol/algorithm';
 import type { CallSampling } from '../../daemon/protocol/entities';
 import { samplingLine, samplingTitle } from './sampling';
 

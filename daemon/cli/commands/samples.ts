@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { errorText } from '../../error-text';
-import { AdvantageEstimator, LossAggregation, MergeMode } from '../../protocol/config';
+import { AdvantageEstimator, LossAggregation, MergeMode } from '../../protocol/algorithm';
 import type { BuildResult } from '../../samples';
 import {
   buildSamples,
