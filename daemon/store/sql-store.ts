@@ -29,6 +29,7 @@ import type { StepValidation } from '../protocol/training';
 import { redactText, redactValue } from '../redact';
 import type { Driver } from './driver';
 import { keyHash } from './ids';
+import * as attempts from './sql/attempts';
 import * as calls from './sql/calls';
 import { SqlContext } from './sql/context';
 import * as evaluations from './sql/evaluations';
@@ -174,16 +175,16 @@ export class SqlStore implements Store {
     return runs.revokeWorkerKey(this.c, runId);
   }
   claimRollout(filter?: { run_id?: string; worker?: string }) {
-    return rollouts.claimRollout(
+    return attempts.claimRollout(
       this.c,
       filter?.worker ? { ...filter, worker: redactText(filter.worker) } : filter,
     );
   }
   startAttempt(rolloutId: string, worker?: string): Promise<Attempt> {
-    return rollouts.startAttempt(this.c, rolloutId, worker && redactText(worker));
+    return attempts.startAttempt(this.c, rolloutId, worker && redactText(worker));
   }
   heartbeat(attemptId: string): Promise<void> {
-    return rollouts.heartbeat(this.c, attemptId);
+    return attempts.heartbeat(this.c, attemptId);
   }
   finishAttempt(
     attemptId: string,
@@ -191,7 +192,7 @@ export class SqlStore implements Store {
     error?: string,
     failure?: AttemptFailure | null,
   ): Promise<Rollout> {
-    return rollouts.finishAttempt(this.c, attemptId, status, error && redactText(error), failure);
+    return attempts.finishAttempt(this.c, attemptId, status, error && redactText(error), failure);
   }
   completeRollout(id: string): Promise<Rollout> {
     return rollouts.completeRollout(this.c, id);
@@ -203,10 +204,10 @@ export class SqlStore implements Store {
     return rollouts.cancelRollout(this.c, id);
   }
   listStaleAttempts(olderThanMs: number): Promise<Attempt[]> {
-    return rollouts.listStaleAttempts(this.c, olderThanMs);
+    return attempts.listStaleAttempts(this.c, olderThanMs);
   }
   listAttempts(rolloutId: string): Promise<Attempt[]> {
-    return rollouts.listAttempts(this.c, rolloutId);
+    return attempts.listAttempts(this.c, rolloutId);
   }
   setRolloutStats(id: string, stats: RolloutStats, prefixBreaks: PrefixBreak[]): Promise<void> {
     return rollouts.setRolloutStats(this.c, id, stats, redactValue(prefixBreaks));

@@ -4,8 +4,9 @@ import type { Recording, Rollout } from '../../protocol/entities';
 import type { Queryable, Row } from '../driver';
 import { keyHash, newId, newKey } from '../ids';
 import { type NewImportedRecording, type NewRecording, StoreError } from '../store';
+import { endRunningAttempts } from './attempts';
 import type { Emit, SqlContext } from './context';
-import { endRunningAttempts, lockRollout, saveRollout } from './rollouts';
+import { lockRollout, saveRollout } from './rollout-rows';
 import { invalid, iso, isoOrNull, json, notFound, now, parse } from './values';
 
 const RECORDING_COLS = 'id, name, status, upstream, rollout_id, scoped, created_at, stopped_at';

@@ -3,7 +3,7 @@ import type { Reward, Rollout } from '../../protocol/entities';
 import type { Row } from '../driver';
 import { newId } from '../ids';
 import type { SqlContext } from './context';
-import { lockRollout } from './rollouts';
+import { lockRollout } from './rollout-rows';
 import { invalid, iso, json, now, num, parse } from './values';
 
 const REWARD_COLS = 'id, rollout_id, value, source, detail, created_at';
