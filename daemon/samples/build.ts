@@ -138,24 +138,30 @@ const lengthOf = (c: TrajectoryCallArrays): number => c.prompt_ids.length + c.re
 const temperatureOf = (c: TrajectoryCallArrays): number | null => c.temperature ?? null;
 const isConstrained = (c: TrajectoryCallArrays): boolean => (c.constrained?.length ?? 0) > 0;
 
-export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOptions): BuildResult {
+/** Pass 1's output: the batch's samples planned, every rollout's merge, and the batch's counters. */
+interface Planned {
+  plans: Plan[];
+  rollouts: BuildResult['rollouts'];
+  prefixBreaks: number;
+  truncated: number;
+  droppedPrompts: number;
+  temperatureBreaks: number;
+}
+
+/** Pass 1: plans the samples of every trajectory (call ranges, lengths and mask counts only). */
+function planSamples(trajectories: TrajectoryArrays[], options: BuildOptions, included: Uint8Array): Planned {
   const continues = mergeModes[options.merge];
-  if (!continues) throw new RangeError(`unknown merge mode: ${String(options.merge)}`);
-  const aggregate = lossAggregations[options.loss_agg];
-  if (!aggregate) throw new RangeError(`unknown loss aggregation: ${String(options.loss_agg)}`);
   const maxPrompt = options.max_prompt_tokens ?? Number.POSITIVE_INFINITY;
   const maxResponse = options.max_response_tokens ?? Number.POSITIVE_INFINITY;
   const diag: DiagnoseOptions = { decode: options.decode, templateTokenIds: options.templateTokenIds };
-
-  const { adv, included, zeroVariance, droppedGroups } = advantagesOf(trajectories, options);
-  const rollouts: BuildResult['rollouts'] = new Map();
-  const plans: Plan[] = [];
-  let prefixBreaks = 0;
-  let truncated = 0;
-  let droppedPrompts = 0;
-  let temperatureBreaks = 0;
-
-  // Pass 1: plan the samples (sizes and mask counts only).
+  const out: Planned = {
+    plans: [],
+    rollouts: new Map(),
+    prefixBreaks: 0,
+    truncated: 0,
+    droppedPrompts: 0,
+    temperatureBreaks: 0,
+  };
   for (let t = 0; t < trajectories.length; t++) {
     const calls = trajectories[t].calls;
     const stats: RolloutStats = { samples: 0, prefix_breaks: 0, mask_tokens: 0, truncations: 0 };
@@ -163,7 +169,7 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
     const plan = (first: number, end: number): void => {
       const promptLen = calls[first].prompt_ids.length;
       if (promptLen > maxPrompt) {
-        if (included[t]) droppedPrompts++;
+        if (included[t]) out.droppedPrompts++;
         return;
       }
       const full = lengthOf(calls[end - 1]);
@@ -179,8 +185,8 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
       stats.mask_tokens += mask;
       if (len < full) stats.truncations++;
       if (!included[t]) return;
-      if (len < full) truncated++;
-      plans.push({ t, first, end, len, mask });
+      if (len < full) out.truncated++;
+      out.plans.push({ t, first, end, len, mask });
     };
     let first = 0;
     for (let k = 1; k < calls.length; k++) {
@@ -189,7 +195,7 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
         if (temperatureOf(prev) === temperatureOf(calls[k])) continue;
         plan(first, k);
         first = k;
-        if (included[t]) temperatureBreaks++;
+        if (included[t]) out.temperatureBreaks++;
         continue;
       }
       plan(first, k);
@@ -204,74 +210,64 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
     }
     if (calls.length > 0) plan(first, calls.length);
     stats.prefix_breaks = breaks.length;
-    if (included[t]) prefixBreaks += breaks.length;
-    rollouts.set(trajectories[t].rollout_id, { stats, prefix_breaks: breaks });
+    if (included[t]) out.prefixBreaks += breaks.length;
+    out.rollouts.set(trajectories[t].rollout_id, { stats, prefix_breaks: breaks });
   }
+  return out;
+}
 
-  // Loss weights need the whole batch: one weight per sample for its mask-1 tokens.
-  const maskCounts = Int32Array.from(plans, (p) => p.mask);
-  const weights = aggregate(maskCounts, options.max_len);
-
-  // Pass 2: allocate each sample at its exact size and fill it.
-  const samples: BuiltSample[] = new Array(plans.length);
-  let tokens = 0;
-  let maskTokens = 0;
-  let index = 0;
-  for (let s = 0; s < plans.length; s++) {
-    const { t, first, end, len } = plans[s];
-    const tr = trajectories[t];
-    if (s === 0 || plans[s - 1].t !== t) index = 0;
-    const a = adv[t];
-    const w = weights[s];
-    const ids = new Int32Array(len);
-    const mask = new Uint8Array(len);
-    const advantages = new Float32Array(len);
-    const oldLogprobs = new Float64Array(len);
-    const lossWeights = new Float64Array(len);
-    let pos = 0;
-    for (let j = first; j < end && pos < len; j++) {
-      const c = tr.calls[j];
-      const pEnd = Math.min(c.prompt_ids.length, len);
-      if (pEnd > pos) {
-        copyInto(ids, pos, c.prompt_ids, pos, pEnd - pos);
-        oldLogprobs.fill(Number.NaN, pos, pEnd);
-      }
-      const rStart = c.prompt_ids.length;
-      const rEnd = Math.min(rStart + c.response_ids.length, len);
-      if (rEnd > rStart && isConstrained(c)) {
-        copyInto(ids, rStart, c.response_ids, 0, rEnd - rStart);
-        oldLogprobs.fill(Number.NaN, rStart, rEnd);
-      } else if (rEnd > rStart) {
-        const n = rEnd - rStart;
-        copyInto(ids, rStart, c.response_ids, 0, n);
-        mask.fill(1, rStart, rEnd);
-        if (a !== 0) advantages.fill(a, rStart, rEnd);
-        if (w !== 0) lossWeights.fill(w, rStart, rEnd);
-        const lp = c.response_logprobs;
-        if (lp && lp.length === c.response_ids.length) copyInto(oldLogprobs, rStart, lp, 0, n);
-        else oldLogprobs.fill(Number.NaN, rStart, rEnd);
-      }
-      pos = rStart + c.response_ids.length;
+/** Pass 2, one sample: its typed arrays allocated at their exact size, the non-zero parts filled. */
+function fillSample(tr: TrajectoryArrays, plan: Plan, advantage: number, weight: number, index: number) {
+  const { first, end, len } = plan;
+  const ids = new Int32Array(len);
+  const mask = new Uint8Array(len);
+  const advantages = new Float32Array(len);
+  const oldLogprobs = new Float64Array(len);
+  const lossWeights = new Float64Array(len);
+  let pos = 0;
+  for (let j = first; j < end && pos < len; j++) {
+    const c = tr.calls[j];
+    const pEnd = Math.min(c.prompt_ids.length, len);
+    if (pEnd > pos) {
+      copyInto(ids, pos, c.prompt_ids, pos, pEnd - pos);
+      oldLogprobs.fill(Number.NaN, pos, pEnd);
     }
-    tokens += len;
-    maskTokens += plans[s].mask;
-    const sample: BuiltSample = {
-      rollout_id: tr.rollout_id,
-      group_id: tr.group_id,
-      index: index++,
-      input_ids: ids,
-      loss_mask: mask,
-      advantages,
-      old_logprobs: oldLogprobs,
-      loss_weights: lossWeights,
-      advantage: a,
-    };
-    // Every call of a sample shares it (a change breaks the merge); unknown or greedy: absent (= 1).
-    const temperature = temperatureOf(tr.calls[first]);
-    if (temperature !== null && temperature > 0) sample.temperature = temperature;
-    samples[s] = sample;
+    const rStart = c.prompt_ids.length;
+    const rEnd = Math.min(rStart + c.response_ids.length, len);
+    if (rEnd > rStart && isConstrained(c)) {
+      copyInto(ids, rStart, c.response_ids, 0, rEnd - rStart);
+      oldLogprobs.fill(Number.NaN, rStart, rEnd);
+    } else if (rEnd > rStart) {
+      const n = rEnd - rStart;
+      copyInto(ids, rStart, c.response_ids, 0, n);
+      mask.fill(1, rStart, rEnd);
+      if (advantage !== 0) advantages.fill(advantage, rStart, rEnd);
+      if (weight !== 0) lossWeights.fill(weight, rStart, rEnd);
+      const lp = c.response_logprobs;
+      if (lp && lp.length === c.response_ids.length) copyInto(oldLogprobs, rStart, lp, 0, n);
+      else oldLogprobs.fill(Number.NaN, rStart, rEnd);
+    }
+    pos = rStart + c.response_ids.length;
   }
+  const sample: BuiltSample = {
+    rollout_id: tr.rollout_id,
+    group_id: tr.group_id,
+    index,
+    input_ids: ids,
+    loss_mask: mask,
+    advantages,
+    old_logprobs: oldLogprobs,
+    loss_weights: lossWeights,
+    advantage,
+  };
+  // Every call of a sample shares it (a change breaks the merge); unknown or greedy: absent (= 1).
+  const temperature = temperatureOf(tr.calls[first]);
+  if (temperature !== null && temperature > 0) sample.temperature = temperature;
+  return sample;
+}
 
+/** Rollouts without a reward, and the calls kept out of the loss by why. */
+function exclusionsOf(trajectories: TrajectoryArrays[]): { excluded: number; excludedCalls: ExcludedCalls } {
   let excluded = 0;
   const excludedCalls: ExcludedCalls = {};
   for (const tr of trajectories) {
@@ -281,22 +277,51 @@ export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOpt
     for (const [why, n] of Object.entries(tr.excluded_calls ?? {}) as [CallExclusion, number][])
       excludedCalls[why] = (excludedCalls[why] ?? 0) + n;
   }
+  return { excluded, excludedCalls };
+}
+
+export function buildSamples(trajectories: TrajectoryArrays[], options: BuildOptions): BuildResult {
+  if (!mergeModes[options.merge]) throw new RangeError(`unknown merge mode: ${String(options.merge)}`);
+  const aggregate = lossAggregations[options.loss_agg];
+  if (!aggregate) throw new RangeError(`unknown loss aggregation: ${String(options.loss_agg)}`);
+
+  const { adv, included, zeroVariance, droppedGroups } = advantagesOf(trajectories, options);
+  const planned = planSamples(trajectories, options, included);
+  const { plans } = planned;
+
+  // Loss weights need the whole batch: one weight per sample for its mask-1 tokens.
+  const maskCounts = Int32Array.from(plans, (p) => p.mask);
+  const weights = aggregate(maskCounts, options.max_len);
+
+  const samples: BuiltSample[] = new Array(plans.length);
+  let tokens = 0;
+  let maskTokens = 0;
+  let index = 0;
+  for (let s = 0; s < plans.length; s++) {
+    const t = plans[s].t;
+    if (s === 0 || plans[s - 1].t !== t) index = 0;
+    samples[s] = fillSample(trajectories[t], plans[s], adv[t], weights[s], index++);
+    tokens += plans[s].len;
+    maskTokens += plans[s].mask;
+  }
+
+  const { excluded, excludedCalls } = exclusionsOf(trajectories);
   return {
     samples,
     summary: {
       trajectories: trajectories.length,
       samples: samples.length,
-      prefix_breaks: prefixBreaks,
+      prefix_breaks: planned.prefixBreaks,
       excluded,
       mask_tokens: maskTokens,
       zero_variance_groups: zeroVariance,
       dropped_groups: droppedGroups,
-      truncated,
-      dropped_prompts: droppedPrompts,
+      truncated: planned.truncated,
+      dropped_prompts: planned.droppedPrompts,
       tokens,
-      temperature_breaks: temperatureBreaks,
+      temperature_breaks: planned.temperatureBreaks,
       excluded_calls: excludedCalls,
     },
-    rollouts,
+    rollouts: planned.rollouts,
   };
 }
