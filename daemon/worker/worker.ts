@@ -100,9 +100,11 @@ async function call(
   return { status: response.status, json };
 }
 
+type AbortWhy = 'timed_out' | 'verifier_timed_out' | 'cancelled' | 'stopped';
+
 /** Why an attempt that threw failed: how it was aborted, else what the error says, else by phase. */
 function attemptFailure(
-  outcome: 'timed_out' | 'verifier_timed_out' | 'cancelled' | 'stopped' | null,
+  outcome: AbortWhy | null,
   phase: 'harness' | 'verifier',
   err: unknown,
 ): AttemptFailure | undefined {
@@ -112,6 +114,196 @@ function attemptFailure(
   return failureOfError(err) ?? harnessFailure(phase === 'verifier' ? 'verifier' : 'error');
 }
 
+/**
+ * What ends a claimed attempt early: the harness's deadline (then the verifier's own), the daemon
+ * answering a heartbeat with a cancel, the worker stopping. `aborted` rejects when one does, so that a
+ * harness that ignores its signal cannot hold the slot.
+ */
+class AttemptWatch {
+  private readonly controller = new AbortController();
+  readonly signal = this.controller.signal;
+  readonly aborted: Promise<never>;
+  outcome: AbortWhy | null = null;
+  private timeout: NodeJS.Timeout;
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly onStop = () => this.abort('stopped');
+
+  constructor(
+    private readonly options: WorkerOptions,
+    private readonly claim: Claimed,
+  ) {
+    options.signal?.addEventListener('abort', this.onStop, { once: true });
+    this.timeout = setTimeout(() => this.abort('timed_out'), claim.timeout_s * 1000);
+    this.heartbeat = setInterval(() => this.beat(), Math.max(200, claim.heartbeat_s * 1000));
+    this.aborted = new Promise<never>((_, reject) =>
+      this.signal.addEventListener('abort', () => reject(this.signal.reason), { once: true }),
+    );
+    this.aborted.catch(() => {});
+  }
+
+  abort(why: AbortWhy): void {
+    this.outcome ??= why;
+    const message =
+      why === 'timed_out'
+        ? `timed out after ${this.claim.timeout_s}s`
+        : why === 'verifier_timed_out'
+          ? `verifier timed out after ${this.claim.timeout_s}s`
+          : why;
+    this.controller.abort(new Error(message));
+  }
+
+  /** The verifier gets a timeout of its own (harness.timeout_s), after the harness's. */
+  verifierDeadline(): void {
+    clearTimeout(this.timeout);
+    this.timeout = setTimeout(() => this.abort('verifier_timed_out'), this.claim.timeout_s * 1000);
+  }
+
+  /** Throws the abort's reason once one happened (after a race the harness may have won). */
+  check(): void {
+    if (this.outcome) throw this.signal.reason;
+  }
+
+  stop(): void {
+    clearTimeout(this.timeout);
+    clearInterval(this.heartbeat);
+    this.options.signal?.removeEventListener('abort', this.onStop);
+  }
+
+  private beat(): void {
+    post(this.options, `/api/attempts/${this.claim.attempt.id}/heartbeat`, {
+      rollout_id: this.claim.rollout.id,
+    })
+      .then(({ json }) => {
+        if (HeartbeatReply.parse(json).cancel) this.abort('cancelled');
+      })
+      .catch((err) => {
+        if (err instanceof DaemonHttpError && (err.status === 404 || err.status === 409))
+          this.abort('cancelled');
+      });
+  }
+}
+
+/** Read with the rollout's own key: a worker holding a run's worker credential may not read rollouts. */
+async function readRollout(
+  options: WorkerOptions,
+  claim: Claimed,
+  signal: AbortSignal,
+): Promise<RolloutDetail> {
+  try {
+    const path = `/api/rollouts/${claim.rollout.id}`;
+    const { json } = await call({ ...options, token: claim.key }, 'GET', path, undefined, signal);
+    return RolloutDetailSchema.parse(json);
+  } catch (err) {
+    throw new Error(`could not read rollout ${claim.rollout.id} back: ${errorText(err)}`);
+  }
+}
+
+/** What the verifier of a claimed rollout is given (its llm calls read back from the daemon). */
+async function verifierInput(
+  options: WorkerOptions,
+  claim: Claimed,
+  result: RolloutOutcome | undefined,
+  signal: AbortSignal,
+): Promise<VerifierInput> {
+  const detail = await readRollout(options, claim, signal);
+  return {
+    run_id: claim.rollout.run_id,
+    rollout_id: claim.rollout.id,
+    attempt_id: claim.attempt.id,
+    task: claim.input ?? null,
+    output: result?.output ?? finalOutput(detail.llm_calls, claim.attempt.id),
+    stdout: result?.stdout ?? '',
+    harness_reward: result?.reward ?? detail.reward ?? null,
+  };
+}
+
+/** How an attempt ended, as its finish reports it. */
+interface AttemptEnd {
+  status: 'succeeded' | 'failed' | 'timed_out' | 'cancelled';
+  error?: string;
+  failure?: AttemptFailure;
+  /** A failed attempt stores no reward. */
+  reward?: number;
+  verdict?: Verdict;
+}
+
+/** Runs the harness on a claimed rollout, then its verifier when the run rewards by one. */
+async function runAttempt(options: WorkerOptions, claim: Claimed, watch: AttemptWatch): Promise<AttemptEnd> {
+  const verify =
+    options.verify ??
+    (claim.reward === 'verifier' && claim.verifier?.length
+      ? commandVerifier(claim.verifier, { cwd: options.cwd })
+      : undefined);
+  let phase: 'harness' | 'verifier' = 'harness';
+  try {
+    const result = await Promise.race([
+      options.rollout({ ...claim, signal: watch.signal, daemonUrl: options.daemonUrl }),
+      watch.aborted,
+    ]);
+    watch.check();
+    // A harness may post its reward itself; one that neither gave nor posted one fails its attempt
+    // (a missing reward is never taken as 0).
+    if (
+      !verify &&
+      (result?.reward ?? undefined) === undefined &&
+      (await readRollout(options, claim, watch.signal)).reward === null
+    )
+      throw new AttemptFailedError(
+        noRewardText({ mode: claim.mode, rolloutId: claim.rollout.id, stdout: result?.stdout }),
+        harnessFailure('no_reward'),
+      );
+    if (!verify) return { status: 'succeeded', reward: result?.reward ?? undefined };
+    phase = 'verifier';
+    watch.verifierDeadline();
+    const input = await verifierInput(options, claim, result ?? undefined, watch.signal);
+    const verdict = await Promise.race([verify(input, watch.signal), watch.aborted]);
+    watch.check();
+    if (typeof verdict?.reward !== 'number' || !Number.isFinite(verdict.reward))
+      throw new Error(`gave no finite reward (${JSON.stringify(verdict?.reward)})`);
+    return { status: 'succeeded', reward: verdict.reward, verdict };
+  } catch (err) {
+    const outcome = watch.outcome;
+    return {
+      status: outcome === 'timed_out' ? 'timed_out' : outcome === 'cancelled' ? 'cancelled' : 'failed',
+      failure: attemptFailure(outcome, phase, err),
+      error:
+        outcome === 'stopped'
+          ? 'the worker stopped'
+          : phase === 'verifier' && !outcome
+            ? `verifier failed: ${errorText(err)}`
+            : errorText(err),
+    };
+  }
+}
+
+/** Reports a finished attempt to the daemon (a 409: the daemon ended it already). */
+async function finishAttempt(
+  options: WorkerOptions,
+  claim: Claimed,
+  end: AttemptEnd,
+  log: (message: string) => void,
+): Promise<void> {
+  const { status, error, failure, reward, verdict } = end;
+  try {
+    await post(options, `/api/attempts/${claim.attempt.id}/finish`, {
+      status,
+      error,
+      ...(failure ? { failure } : {}),
+      reward,
+      rollout_id: claim.rollout.id,
+      ...(verdict
+        ? {
+            reward_source: 'verifier',
+            ...(verdict.detail === undefined ? {} : { reward_detail: verdict.detail }),
+          }
+        : {}),
+    });
+  } catch (err) {
+    if (!(err instanceof DaemonHttpError && err.status === 409))
+      log(`finish ${claim.attempt.id}: ${errorText(err)}`);
+  }
+}
+
 /** Run rollouts of one run until the run ends (the daemon answers 410) or `signal` aborts. */
 export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> {
   const summary: WorkerSummary = { succeeded: 0, failed: 0, timed_out: 0, cancelled: 0 };
@@ -119,147 +311,38 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
   const log = options.log ?? (() => {});
   let over = false;
 
-  // Read with the rollout's own key: a worker holding a run's worker credential may not read rollouts.
-  const readRollout = async (claim: Claimed, signal: AbortSignal): Promise<RolloutDetail> => {
-    try {
-      const path = `/api/rollouts/${claim.rollout.id}`;
-      const { json } = await call({ ...options, token: claim.key }, 'GET', path, undefined, signal);
-      return RolloutDetailSchema.parse(json);
-    } catch (err) {
-      throw new Error(`could not read rollout ${claim.rollout.id} back: ${errorText(err)}`);
-    }
-  };
-
-  /** What the verifier of a claimed rollout is given (its llm calls read back from the daemon). */
-  const verifierInput = async (
-    claim: Claimed,
-    result: RolloutOutcome | undefined,
-    signal: AbortSignal,
-  ): Promise<VerifierInput> => {
-    const detail = await readRollout(claim, signal);
-    return {
-      run_id: claim.rollout.run_id,
-      rollout_id: claim.rollout.id,
-      attempt_id: claim.attempt.id,
-      task: claim.input ?? null,
-      output: result?.output ?? finalOutput(detail.llm_calls, claim.attempt.id),
-      stdout: result?.stdout ?? '',
-      harness_reward: result?.reward ?? detail.reward ?? null,
-    };
-  };
-
   const runOne = async (claim: Claimed) => {
-    const attemptPath = `/api/attempts/${claim.attempt.id}`;
-    const controller = new AbortController();
-    let outcome: 'timed_out' | 'verifier_timed_out' | 'cancelled' | 'stopped' | null = null;
-    const abort = (why: NonNullable<typeof outcome>) => {
-      outcome ??= why;
-      const message =
-        why === 'timed_out'
-          ? `timed out after ${claim.timeout_s}s`
-          : why === 'verifier_timed_out'
-            ? `verifier timed out after ${claim.timeout_s}s`
-            : why;
-      controller.abort(new Error(message));
-    };
-    const onStop = () => abort('stopped');
-    options.signal?.addEventListener('abort', onStop, { once: true });
-    let timeout = setTimeout(() => abort('timed_out'), claim.timeout_s * 1000);
-    const heartbeat = setInterval(
-      () => {
-        post(options, `${attemptPath}/heartbeat`, { rollout_id: claim.rollout.id })
-          .then(({ json }) => {
-            if (HeartbeatReply.parse(json).cancel) abort('cancelled');
-          })
-          .catch((err) => {
-            if (err instanceof DaemonHttpError && (err.status === 404 || err.status === 409))
-              abort('cancelled');
-          });
-      },
-      Math.max(200, claim.heartbeat_s * 1000),
-    );
-    let status: 'succeeded' | 'failed' | 'timed_out' | 'cancelled' = 'succeeded';
-    let error: string | undefined;
-    let failure: AttemptFailure | undefined;
-    let reward: number | undefined;
-    let verdict: Verdict | undefined;
-    const verify =
-      options.verify ??
-      (claim.reward === 'verifier' && claim.verifier?.length
-        ? commandVerifier(claim.verifier, { cwd: options.cwd })
-        : undefined);
-    let phase: 'harness' | 'verifier' = 'harness';
+    const watch = new AttemptWatch(options, claim);
+    let end: AttemptEnd;
     try {
-      // Race the harness (and the verifier) against the abort, so one that ignores its signal cannot
-      // hold the slot.
-      const aborted = new Promise<never>((_, reject) =>
-        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true }),
-      );
-      aborted.catch(() => {});
-      const result = await Promise.race([
-        options.rollout({ ...claim, signal: controller.signal, daemonUrl: options.daemonUrl }),
-        aborted,
-      ]);
-      if (outcome) throw controller.signal.reason;
-      reward = result?.reward ?? undefined;
-      // A harness may post its reward itself; one that neither gave nor posted one fails its attempt
-      // (a missing reward is never taken as 0).
-      if (!verify && reward === undefined && (await readRollout(claim, controller.signal)).reward === null)
-        throw new AttemptFailedError(
-          noRewardText({ mode: claim.mode, rolloutId: claim.rollout.id, stdout: result?.stdout }),
-          harnessFailure('no_reward'),
-        );
-      if (verify) {
-        // The verifier gets a timeout of its own (harness.timeout_s), after the harness's.
-        phase = 'verifier';
-        clearTimeout(timeout);
-        timeout = setTimeout(() => abort('verifier_timed_out'), claim.timeout_s * 1000);
-        const input = await verifierInput(claim, result ?? undefined, controller.signal);
-        verdict = await Promise.race([verify(input, controller.signal), aborted]);
-        if (outcome) throw controller.signal.reason;
-        if (typeof verdict?.reward !== 'number' || !Number.isFinite(verdict.reward))
-          throw new Error(`gave no finite reward (${JSON.stringify(verdict?.reward)})`);
-        reward = verdict.reward;
-      }
-    } catch (err) {
-      status = outcome === 'timed_out' ? 'timed_out' : outcome === 'cancelled' ? 'cancelled' : 'failed';
-      failure = attemptFailure(outcome, phase, err);
-      error =
-        outcome === 'stopped'
-          ? 'the worker stopped'
-          : phase === 'verifier' && !outcome
-            ? `verifier failed: ${errorText(err)}`
-            : errorText(err);
-      verdict = undefined;
-      reward = undefined; // a failed attempt stores no reward
+      end = await runAttempt(options, claim, watch);
     } finally {
-      clearTimeout(timeout);
-      clearInterval(heartbeat);
-      options.signal?.removeEventListener('abort', onStop);
+      watch.stop();
     }
-    summary[status]++;
+    summary[end.status]++;
+    const { status, reward, verdict, error } = end;
     log(
       `rollout ${claim.rollout.id} ${status}${reward !== undefined ? ` reward=${reward}${verdict ? ' (verifier)' : ''}` : ''}${error ? `: ${error}` : ''}`,
     );
-    if (outcome === 'cancelled') return; // the daemon ended the attempt already
-    try {
-      await post(options, `${attemptPath}/finish`, {
-        status,
-        error,
-        ...(failure ? { failure } : {}),
-        reward,
-        rollout_id: claim.rollout.id,
-        ...(verdict
-          ? {
-              reward_source: 'verifier',
-              ...(verdict.detail === undefined ? {} : { reward_detail: verdict.detail }),
-            }
-          : {}),
-      });
-    } catch (err) {
-      if (!(err instanceof DaemonHttpError && err.status === 409))
-        log(`finish ${claim.attempt.id}: ${errorText(err)}`);
+    if (watch.outcome === 'cancelled') return; // the daemon ended the attempt already
+    await finishAttempt(options, claim, end, log);
+  };
+
+  /** Whether a failed claim ends claiming for good (the run ended, its credential was revoked); a wrong daemon token is thrown. */
+  const claimEnds = (err: unknown): boolean => {
+    if (err instanceof DaemonHttpError && (err.status === 410 || err.status === 404)) {
+      log(`run ${options.runId}: ${err.message}`);
+      return true;
     }
+    if (!(err instanceof DaemonHttpError && err.status === 401)) return false;
+    // A run's own worker credential is revoked when the run ends: that is the end of the work, not a
+    // mistake. A wrong daemon token is the caller's mistake and is thrown.
+    if (!options.token.startsWith(WORKER_KEY_PREFIX)) {
+      over = true;
+      throw err;
+    }
+    log(`run ${options.runId}: ${err.message}`);
+    return true;
   };
 
   const slot = async () => {
@@ -277,20 +360,9 @@ export async function runWorker(options: WorkerOptions): Promise<WorkerSummary> 
         backoff = 200;
       } catch (err) {
         if (options.signal?.aborted) break;
-        if (err instanceof DaemonHttpError && (err.status === 410 || err.status === 404)) {
-          log(`run ${options.runId}: ${err.message}`);
+        if (claimEnds(err)) {
           over = true;
           break;
-        }
-        if (err instanceof DaemonHttpError && err.status === 401) {
-          over = true;
-          // A run's own worker credential is revoked when the run ends: that is the end of the work,
-          // not a mistake. A wrong daemon token is the caller's mistake and is thrown.
-          if (options.token.startsWith(WORKER_KEY_PREFIX)) {
-            log(`run ${options.runId}: ${err.message}`);
-            break;
-          }
-          throw err;
         }
         log(`claim failed: ${errorText(err)}`);
         await sleep(backoff, options.signal);
