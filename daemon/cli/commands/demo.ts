@@ -11,6 +11,7 @@ import { loadConfigFile } from '../../config/load';
 import { startDaemon } from '../../daemon';
 import { RunConfig, type RunConfigInput } from '../../protocol/config';
 import type { Run, RunMetrics } from '../../protocol/entities';
+import type { DaemonEvent } from '../../protocol/events';
 import type { Store } from '../../store/store';
 import { type RolloutContext, runWorker } from '../../worker/worker';
 import { parseCommandArgs } from '../args';
@@ -119,10 +120,103 @@ const COLUMNS = ['step', 'mean reward', 'samples', 'prefix breaks', 'tokens/s', 
 const WIDTHS = [6, 12, 8, 14, 10, 8];
 const row = (cells: string[]) => cells.map((c, i) => c.padStart(WIDTHS[i])).join(' ');
 
+const ENDED = ['finished', 'stopped', 'failed'];
+
+/** The table of steps and, on a terminal, the progress bar under it, from the store's events of one run. */
+class DemoProgress {
+  private readonly finished = new Set<string>();
+  private readonly perStep: number;
+  private readonly steps: number;
+  private drawn = 0;
+
+  constructor(
+    private readonly write: (text: string) => void,
+    private readonly tty: boolean,
+    private readonly started: number,
+    config: RunConfig,
+    private currentStep: number,
+  ) {
+    this.steps = config.schedule.steps;
+    this.perStep = config.schedule.groups_per_step * config.algorithm.n;
+  }
+
+  /** A step's metrics add the table's row; a finished rollout moves the bar. */
+  onEvent(event: DaemonEvent, runId: string): void {
+    if (event.type === 'rollout' && event.rollout.run_id === runId) {
+      // Training rollouts only (validation groups have one rollout each).
+      if (event.rollout.status === 'succeeded' || event.rollout.status === 'failed') {
+        if (event.rollout.stats === null) this.finished.add(event.rollout.id);
+      }
+      this.bar();
+    } else if (event.type === 'run_metrics' && event.metrics.run_id === runId) {
+      const m = event.metrics.metrics;
+      this.currentStep = event.metrics.step + 1;
+      this.finished.clear();
+      this.clear();
+      this.write(
+        `${row([
+          String(event.metrics.step),
+          fmt(m.mean_reward),
+          fmt(m.samples, 0),
+          fmt(m.prefix_breaks, 0),
+          fmt(m.tokens_per_s, 0),
+          fmt(m.seconds, 1),
+        ])}\n`,
+      );
+      this.bar(true);
+    }
+  }
+
+  bar(force = false): void {
+    if (!this.tty || (!force && Date.now() - this.drawn < 100)) return;
+    this.drawn = Date.now();
+    const { steps, perStep, currentStep } = this;
+    const width = 24;
+    const done = Math.min(1, (currentStep + Math.min(1, this.finished.size / perStep)) / steps);
+    const filled = Math.round(done * width);
+    const secs = ((Date.now() - this.started) / 1000).toFixed(0);
+    this.write(
+      `\r\x1b[2K[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] step ${Math.min(currentStep + 1, steps)}/${steps} · rollouts ${Math.min(this.finished.size, perStep)}/${perStep} · ${secs}s`,
+    );
+  }
+
+  clear(): void {
+    if (this.tty) this.write('\r\x1b[2K');
+  }
+}
+
+/** The reward curve in the terminal and as reward.svg, and where the data is; the rewards at both ends. */
+function writeReport(
+  write: (text: string) => void,
+  config: RunConfig,
+  metrics: RunMetrics[],
+  dataDir: string,
+  seconds: number,
+) {
+  const rewards = metrics.map((m) => m.metrics.mean_reward ?? null);
+  const validation = metrics.map((m) => m.metrics.val_reward ?? null);
+  const series = [{ name: 'mean reward (train rollouts)', values: rewards }];
+  if (validation.some((v) => v !== null)) series.push({ name: 'validation reward', values: validation });
+  write(`\n${unicodePlot({ name: 'mean reward per step', values: rewards })}\n\n`);
+  const svgFile = join(dataDir, 'reward.svg');
+  writeFileSync(svgFile, svgPlot(series, { title: `${config.name}: reward per step` }));
+  const { initial, final } = rewardEnds(metrics);
+  write(
+    [
+      `reward ${fmt(initial)} → ${fmt(final)} in ${config.schedule.steps} steps, ${seconds.toFixed(1)}s`,
+      `reward curve: ${svgFile}`,
+      `data (SQLite store, checkpoints, token): ${dataDir}`,
+      `open it in VS Code: set "harnessRl.dataFolder": "${dataDir}" in your settings, then run`,
+      `  "Harness RL: Start Daemon" and open the Runs view (or: harness-rl daemon --data ${dataDir}).`,
+      '',
+    ].join('\n'),
+  );
+  return { initial, final };
+}
+
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const started = Date.now();
   const write = options.write ?? ((text: string) => process.stdout.write(text));
-  const tty = options.tty ?? false;
   const config = await demoConfig(options);
   const dataDir = resolve(options.dataDir ?? mkdtempSync(join(tmpdir(), 'harness-rl-demo-')));
   mkdirSync(dataDir, { recursive: true });
@@ -130,7 +224,6 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const daemon = await startDaemon({ dataDir, port: 0, store: 'sqlite', cluster: { resume: false } });
   const auth = { authorization: `Bearer ${daemon.token}`, 'content-type': 'application/json' };
   const steps = config.schedule.steps;
-  let run: Run | null = null;
   const stopWorker = new AbortController();
   let unsubscribe = () => {};
   let ticker: NodeJS.Timeout | undefined;
@@ -141,7 +234,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       body: JSON.stringify({ config, base_dir: exampleDir() }),
     });
     if (created.status !== 201) throw new Error(`creating the run failed: ${await created.text()}`);
-    run = (await created.json()) as Run;
+    let run = (await created.json()) as Run;
     const runId = run.id;
     if (run.status === 'failed') throw new Error(`the run failed to start: ${run.error}`);
 
@@ -150,59 +243,22 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     );
     write(`${row(COLUMNS)}\n`);
     // Live progress from the store's events (the same ones GET /api/events streams).
-    const finished = new Set<string>();
-    let currentStep = run.step;
-    const perStep = config.schedule.groups_per_step * config.algorithm.n;
-    let drawn = 0;
-    const bar = (force = false) => {
-      if (!tty || (!force && Date.now() - drawn < 100)) return;
-      drawn = Date.now();
-      const finishedRollouts = finished.size;
-      const width = 24;
-      const done = Math.min(1, (currentStep + Math.min(1, finishedRollouts / perStep)) / steps);
-      const filled = Math.round(done * width);
-      const secs = ((Date.now() - started) / 1000).toFixed(0);
-      write(
-        `\r\x1b[2K[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] step ${Math.min(currentStep + 1, steps)}/${steps} · rollouts ${Math.min(finishedRollouts, perStep)}/${perStep} · ${secs}s`,
-      );
-    };
+    const progress = new DemoProgress(write, options.tty ?? false, started, config, run.step);
     let ended: (value: Run) => void = () => {};
     const end = new Promise<Run>((r) => {
       ended = r;
     });
     unsubscribe = daemon.ctx.store.subscribe((event) => {
-      if (event.type === 'rollout' && event.rollout.run_id === runId) {
-        // Training rollouts only (validation groups have one rollout each).
-        if (event.rollout.status === 'succeeded' || event.rollout.status === 'failed') {
-          if (event.rollout.stats === null) finished.add(event.rollout.id);
-        }
-        bar();
-      } else if (event.type === 'run_metrics' && event.metrics.run_id === runId) {
-        const m = event.metrics.metrics;
-        currentStep = event.metrics.step + 1;
-        finished.clear();
-        if (tty) write('\r\x1b[2K');
-        write(
-          `${row([
-            String(event.metrics.step),
-            fmt(m.mean_reward),
-            fmt(m.samples, 0),
-            fmt(m.prefix_breaks, 0),
-            fmt(m.tokens_per_s, 0),
-            fmt(m.seconds, 1),
-          ])}\n`,
-        );
-        bar(true);
-      } else if (event.type === 'run' && event.run.id === runId) {
-        if (['finished', 'stopped', 'failed'].includes(event.run.status)) ended(event.run);
-      }
+      progress.onEvent(event, runId);
+      if (event.type === 'run' && event.run.id === runId && ENDED.includes(event.run.status))
+        ended(event.run);
     });
     const onAbort = () => {
       void fetch(`${daemon.url}/api/runs/${runId}/stop`, { method: 'POST', headers: auth, body: '{}' });
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    bar(true);
-    ticker = setInterval(() => bar(true), 1000);
+    progress.bar(true);
+    ticker = setInterval(() => progress.bar(true), 1000);
     const worker = runWorker({
       daemonUrl: daemon.url,
       token: daemon.token,
@@ -223,36 +279,19 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     });
     // A run that ended before we subscribed still ends the wait.
     const current = await daemon.ctx.store.getRun(runId);
-    if (current && ['finished', 'stopped', 'failed'].includes(current.status)) ended(current);
+    if (current && ENDED.includes(current.status)) ended(current);
     run = await end;
     clearInterval(ticker);
     options.signal?.removeEventListener('abort', onAbort);
     stopWorker.abort();
     await worker;
-    if (tty) write('\r\x1b[2K');
+    progress.clear();
     if (run.status !== 'finished')
       throw new Error(`the run ${run.status}${run.error ? `: ${run.error}` : ''}`);
 
     const metrics = (await daemon.ctx.store.listRunMetrics(runId)).sort((a, b) => a.step - b.step);
-    const rewards = metrics.map((m) => m.metrics.mean_reward ?? null);
-    const validation = metrics.map((m) => m.metrics.val_reward ?? null);
-    const series = [{ name: 'mean reward (train rollouts)', values: rewards }];
-    if (validation.some((v) => v !== null)) series.push({ name: 'validation reward', values: validation });
-    write(`\n${unicodePlot({ name: 'mean reward per step', values: rewards })}\n\n`);
-    const svgFile = join(dataDir, 'reward.svg');
-    writeFileSync(svgFile, svgPlot(series, { title: `${config.name}: reward per step` }));
-    const { initial, final } = rewardEnds(metrics);
     const seconds = (Date.now() - started) / 1000;
-    write(
-      [
-        `reward ${fmt(initial)} → ${fmt(final)} in ${steps} steps, ${seconds.toFixed(1)}s`,
-        `reward curve: ${svgFile}`,
-        `data (SQLite store, checkpoints, token): ${dataDir}`,
-        `open it in VS Code: set "harnessRl.dataFolder": "${dataDir}" in your settings, then run`,
-        `  "Harness RL: Start Daemon" and open the Runs view (or: harness-rl daemon --data ${dataDir}).`,
-        '',
-      ].join('\n'),
-    );
+    const { initial, final } = writeReport(write, config, metrics, dataDir, seconds);
     return { seconds, steps, initial_reward: initial, final_reward: final, data: dataDir, run, metrics };
   } finally {
     clearInterval(ticker);
