@@ -57,19 +57,94 @@ function tokenMatches(header: string | undefined, token: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-export async function startNodeAgent(options: NodeAgentOptions): Promise<NodeAgent> {
-  const { role, log } = options;
-  const nodeId = `${role.role}-${randomBytes(4).toString('hex')}`;
-  const started = Date.now();
-  const health = (): NodeHealth => ({
-    role: role.role,
-    backend: role.backend,
-    ...role.health(),
-    gpus: gpuHealth(),
-    uptime_s: (Date.now() - started) / 1000,
-  });
-  await role.start();
+/** What each daemon connection needs of the agent. */
+interface Connections {
+  role: Role;
+  log: NodeAgentOptions['log'];
+  nodeId: string;
+  health: () => NodeHealth;
+  /** The welcomed connections, which get the health frames. */
+  peers: Set<WebSocket>;
+}
 
+/** A connection as a role sees it: frames sent as the socket's buffer allows, nothing once it closed. */
+function peerOf(ws: WebSocket): Peer {
+  return {
+    get closed() {
+      return ws.readyState !== WebSocket.OPEN;
+    },
+    async send(header, payload) {
+      while (ws.bufferedAmount > HIGH_WATER) {
+        if (ws.readyState !== WebSocket.OPEN) return;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      if (ws.readyState === WebSocket.OPEN) ws.send(encodeFrame(header, payload));
+    },
+  };
+}
+
+/** Answers a daemon's first frame: a hello of this protocol version is welcomed, anything else refused. */
+function greet(ws: WebSocket, peer: Peer, h: Frame['header'], c: Connections): boolean {
+  if (h.t !== 'hello') {
+    void peer.send({ t: 'refused', message: `expected hello first, got ${h.t}` });
+    ws.close();
+    return false;
+  }
+  if (h.protocol_version !== NODE_PROTOCOL_VERSION) {
+    void peer.send({
+      t: 'refused',
+      message: `protocol version mismatch: the daemon speaks ${h.protocol_version}, this node ${NODE_PROTOCOL_VERSION}`,
+    });
+    ws.close();
+    return false;
+  }
+  c.peers.add(ws);
+  void peer.send({
+    t: 'welcome',
+    protocol_version: NODE_PROTOCOL_VERSION,
+    node_id: c.nodeId,
+    role: c.role.role,
+    health: c.health(),
+  });
+  return true;
+}
+
+/** One daemon's connection: hello first, then every frame to the role (a bad one answered with an error). */
+function serveConnection(ws: WebSocket, c: Connections): void {
+  let welcomed = false;
+  const peer = peerOf(ws);
+  ws.on('message', (data: Buffer, isBinary) => {
+    let frame: Frame;
+    try {
+      if (!isBinary) throw new Error('text messages are not part of the protocol');
+      frame = decodeFrame(data);
+    } catch (err) {
+      c.log('bad frame from the daemon', { error: (err as Error).message });
+      const id = /"id":"([^"]+)"/.exec(data.toString('utf8', 0, Math.min(data.length, 500)))?.[1];
+      if (id) void peer.send({ t: 'error', id, message: (err as Error).message });
+      return;
+    }
+    const h = frame.header;
+    if (!welcomed) {
+      welcomed = greet(ws, peer, h, c);
+      return;
+    }
+    try {
+      c.role.handle(frame, peer);
+    } catch (err) {
+      const id = 'id' in h ? h.id : null;
+      if (id) void peer.send({ t: 'error', id, message: (err as Error).message });
+    }
+  });
+  ws.on('close', () => {
+    c.peers.delete(ws);
+    c.role.disconnected?.(peer);
+  });
+  ws.on('error', () => {});
+}
+
+/** The node's one port: HTTP(S) that only upgrades to a WebSocket carrying the node's token. */
+function nodeServers(options: NodeAgentOptions): { server: Server; wss: WebSocketServer } {
   const server: Server = options.tls
     ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key })
     : createHttpServer();
@@ -87,80 +162,37 @@ export async function startNodeAgent(options: NodeAgentOptions): Promise<NodeAge
     ) => {
       if (tokenMatches(info.req.headers.authorization, options.token)) done(true);
       else {
-        log('refused a connection with a wrong or missing token', { from: info.req.socket.remoteAddress });
+        options.log('refused a connection with a wrong or missing token', {
+          from: info.req.socket.remoteAddress,
+        });
         done(false, 401, 'wrong or missing node token (Authorization: Bearer <token>)');
       }
     },
   });
+  return { server, wss };
+}
 
-  const peers = new Set<WebSocket>();
-  wss.on('connection', (ws) => {
-    let welcomed = false;
-    const peer: Peer = {
-      get closed() {
-        return ws.readyState !== WebSocket.OPEN;
-      },
-      async send(header, payload) {
-        while (ws.bufferedAmount > HIGH_WATER) {
-          if (ws.readyState !== WebSocket.OPEN) return;
-          await new Promise((r) => setTimeout(r, 5));
-        }
-        if (ws.readyState === WebSocket.OPEN) ws.send(encodeFrame(header, payload));
-      },
-    };
-    ws.on('message', (data: Buffer, isBinary) => {
-      let frame: Frame;
-      try {
-        if (!isBinary) throw new Error('text messages are not part of the protocol');
-        frame = decodeFrame(data);
-      } catch (err) {
-        log('bad frame from the daemon', { error: (err as Error).message });
-        const id = /"id":"([^"]+)"/.exec(data.toString('utf8', 0, Math.min(data.length, 500)))?.[1];
-        if (id) void peer.send({ t: 'error', id, message: (err as Error).message });
-        return;
-      }
-      const h = frame.header;
-      if (!welcomed) {
-        if (h.t !== 'hello') {
-          void peer.send({ t: 'refused', message: `expected hello first, got ${h.t}` });
-          ws.close();
-        } else if (h.protocol_version !== NODE_PROTOCOL_VERSION) {
-          void peer.send({
-            t: 'refused',
-            message: `protocol version mismatch: the daemon speaks ${h.protocol_version}, this node ${NODE_PROTOCOL_VERSION}`,
-          });
-          ws.close();
-        } else {
-          welcomed = true;
-          peers.add(ws);
-          void peer.send({
-            t: 'welcome',
-            protocol_version: NODE_PROTOCOL_VERSION,
-            node_id: nodeId,
-            role: role.role,
-            health: health(),
-          });
-        }
-        return;
-      }
-      try {
-        role.handle(frame, peer);
-      } catch (err) {
-        const id = 'id' in h ? h.id : null;
-        if (id) void peer.send({ t: 'error', id, message: (err as Error).message });
-      }
-    });
-    ws.on('close', () => {
-      peers.delete(ws);
-      role.disconnected?.(peer);
-    });
-    ws.on('error', () => {});
+export async function startNodeAgent(options: NodeAgentOptions): Promise<NodeAgent> {
+  const { role, log } = options;
+  const nodeId = `${role.role}-${randomBytes(4).toString('hex')}`;
+  const started = Date.now();
+  const health = (): NodeHealth => ({
+    role: role.role,
+    backend: role.backend,
+    ...role.health(),
+    gpus: gpuHealth(),
+    uptime_s: (Date.now() - started) / 1000,
   });
+  await role.start();
+
+  const { server, wss } = nodeServers(options);
+  const connections: Connections = { role, log, nodeId, health, peers: new Set() };
+  wss.on('connection', (ws) => serveConnection(ws, connections));
 
   const timer = setInterval(() => {
-    if (peers.size === 0) return;
+    if (connections.peers.size === 0) return;
     const frame = encodeFrame({ t: 'health', health: health() });
-    for (const ws of peers) if (ws.readyState === WebSocket.OPEN) ws.send(frame);
+    for (const ws of connections.peers) if (ws.readyState === WebSocket.OPEN) ws.send(frame);
   }, options.healthIntervalMs ?? 3000);
   timer.unref();
 
