@@ -11,7 +11,8 @@ import { claimsDir, writeClaim } from '../../node/gpu-claims';
 import { InferenceRole } from '../../node/inference';
 import { type NodePlan, planNode, preflightNode } from '../../node/preflight';
 import { TrainerRole } from '../../node/trainer';
-import { parseCommandArgs } from '../args';
+import type { NodeRole } from '../../protocol/node';
+import { type CommandValues, parseCommandArgs } from '../args';
 
 const USAGE = `usage: harness-rl node --role inference|trainer --listen HOST:PORT --token-file FILE [options]
   --listen       where the daemon connects (default 127.0.0.1:4300; 0.0.0.0:PORT to accept other
@@ -46,35 +47,33 @@ const USAGE = `usage: harness-rl node --role inference|trainer --listen HOST:POR
     --trainer-cmd "CMD"   a process speaking the trainer protocol on stdio (python -m harness_rl_trainer …)
 `;
 
+const OPTIONS = {
+  role: { type: 'string' },
+  listen: { type: 'string' },
+  'token-file': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'allow-plain-ws': { type: 'boolean' },
+  data: { type: 'string' },
+  'vllm-url': { type: 'string' },
+  'vllm-cmd': { type: 'string' },
+  'trainer-cmd': { type: 'string' },
+  engine: { type: 'string' },
+  model: { type: 'string' },
+  'served-model-name': { type: 'string' },
+  'max-lora-rank': { type: 'string' },
+  'max-loras': { type: 'string' },
+  'tool-call-parser': { type: 'string' },
+  'reasoning-parser': { type: 'string' },
+  gpus: { type: 'string' },
+  'gpu-memory-utilization': { type: 'string' },
+  'keep-weights': { type: 'string' },
+  'model-files': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 export async function run(argv: string[]): Promise<number> {
-  const values = parseCommandArgs(
-    argv,
-    {
-      role: { type: 'string' },
-      listen: { type: 'string' },
-      'token-file': { type: 'string' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-      'allow-plain-ws': { type: 'boolean' },
-      data: { type: 'string' },
-      'vllm-url': { type: 'string' },
-      'vllm-cmd': { type: 'string' },
-      'trainer-cmd': { type: 'string' },
-      engine: { type: 'string' },
-      model: { type: 'string' },
-      'served-model-name': { type: 'string' },
-      'max-lora-rank': { type: 'string' },
-      'max-loras': { type: 'string' },
-      'tool-call-parser': { type: 'string' },
-      'reasoning-parser': { type: 'string' },
-      gpus: { type: 'string' },
-      'gpu-memory-utilization': { type: 'string' },
-      'keep-weights': { type: 'string' },
-      'model-files': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    USAGE,
-  );
+  const values = parseCommandArgs(argv, OPTIONS, USAGE);
   if (typeof values === 'number') return values;
   const fail = (message: string) => {
     process.stderr.write(`${message}\n${USAGE}`);
@@ -109,21 +108,7 @@ export async function run(argv: string[]): Promise<number> {
     );
   let plan: NodePlan;
   try {
-    plan = planNode({
-      role: values.role,
-      listen,
-      vllmUrl: values['vllm-url'] ?? 'http://127.0.0.1:8000',
-      vllmCmd: values['vllm-cmd'],
-      trainerCmd: values['trainer-cmd'],
-      model: values.model,
-      servedModelName: values['served-model-name'],
-      maxLoraRank: values['max-lora-rank'],
-      maxLoras: values['max-loras'],
-      toolCallParser: values['tool-call-parser'],
-      reasoningParser: values['reasoning-parser'],
-      gpus: values.gpus === undefined ? undefined : parseGpus(values.gpus),
-      gpuMemoryUtilization: values['gpu-memory-utilization'],
-    });
+    plan = planFromArgs(values, values.role, listen);
   } catch (err) {
     return fail((err as Error).message);
   }
@@ -157,6 +142,25 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 type Values = { [k: string]: string | boolean | undefined };
+
+/** What the node will start (vLLM or the trainer, with which flags and GPUs), from its command line. */
+function planFromArgs(values: CommandValues<typeof OPTIONS>, role: NodeRole, listen: string): NodePlan {
+  return planNode({
+    role,
+    listen,
+    vllmUrl: values['vllm-url'] ?? 'http://127.0.0.1:8000',
+    vllmCmd: values['vllm-cmd'],
+    trainerCmd: values['trainer-cmd'],
+    model: values.model,
+    servedModelName: values['served-model-name'],
+    maxLoraRank: values['max-lora-rank'],
+    maxLoras: values['max-loras'],
+    toolCallParser: values['tool-call-parser'],
+    reasoningParser: values['reasoning-parser'],
+    gpus: values.gpus === undefined ? undefined : parseGpus(values.gpus),
+    gpuMemoryUtilization: values['gpu-memory-utilization'],
+  });
+}
 
 /** The role the flags ask for, or the usage problem. */
 function makeRole(
