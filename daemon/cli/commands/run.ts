@@ -172,89 +172,94 @@ export function run(argv: string[]): Promise<number> {
   return runCommand(argv, stdio);
 }
 
+const RUN_OPTIONS = { ...DAEMON_OPTIONS, ...START_OPTIONS, kind: { type: 'string' } } as const;
+
+/** What an action of `harness-rl run` is given. */
+interface Invocation {
+  call: ReturnType<typeof daemonClient>;
+  values: ReturnType<
+    typeof parseArgs<{ args: string[]; options: typeof RUN_OPTIONS; strict: true }>
+  >['values'];
+  out: (text: string) => void;
+  /** The action's argument, or a CliError naming what it needs. */
+  arg: (what: string) => string;
+}
+
+const ACTIONS: Record<string, (i: Invocation) => Promise<void>> = {
+  async start({ call, values, out, arg }) {
+    const { config, baseDir, file } = await loadConfigFile(arg('a config FILE'));
+    if (!config.run) throw new CliError(`${file} has no run section`);
+    const run = startingPoint(config.run, values);
+    const created = await call<Run>('POST', '/api/runs', { config: run, base_dir: baseDir });
+    const from = runCandidate(created);
+    out(
+      values.json
+        ? JSON.stringify(created)
+        : `started run ${created.id} (${created.name}): ${created.status}${from ? `, harness: candidate ${from}` : ''}`,
+    );
+  },
+  async list({ call, values, out }) {
+    const runs: Run[] = [];
+    let cursor: string | null = null;
+    do {
+      const query = {
+        limit: '1000',
+        ...(cursor ? { cursor } : {}),
+        ...(values.kind ? { kind: values.kind } : {}),
+      };
+      const page: Page<Run> = await call<Page<Run>>('GET', `/api/runs?${new URLSearchParams(query)}`);
+      runs.push(...page.items);
+      cursor = page.next_cursor;
+    } while (cursor);
+    out(values.json ? JSON.stringify(runs) : runs.length ? table(runs) : 'no runs');
+  },
+  async show({ call, values, out, arg }) {
+    const id = encodeURIComponent(arg('a run ID'));
+    const shown = await call<Run>('GET', `/api/runs/${id}`);
+    const metrics = await call<RunMetrics[]>('GET', `/api/runs/${id}/metrics`);
+    const validation = latestAgreement(metrics);
+    const lost = lostRollouts(metrics);
+    out(JSON.stringify({ ...shown, metrics, validation, lost }, null, values.json ? undefined : 2));
+  },
+  async stop({ call, values, out, arg }) {
+    const stopped = await call<Run>('POST', `/api/runs/${encodeURIComponent(arg('a run ID'))}/stop`);
+    out(values.json ? JSON.stringify(stopped) : `run ${stopped.id}: ${stopped.status}`);
+  },
+  async resume({ call, values, out, arg }) {
+    const resumed = await call<Run>('POST', `/api/runs/${encodeURIComponent(arg('a run ID'))}/resume`);
+    out(
+      values.json
+        ? JSON.stringify(resumed)
+        : `run ${resumed.id}: ${resumed.status} from step ${resumed.step}`,
+    );
+  },
+};
+
 /** The command with its output lines sent to `io` (tests run it in-process). */
 export async function runCommand(argv: string[], io: Output): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { ...DAEMON_OPTIONS, ...START_OPTIONS, kind: { type: 'string' } },
+    options: RUN_OPTIONS,
     allowPositionals: true,
     strict: true,
   });
-  const [action, arg] = positionals;
+  const [action, argument] = positionals;
   if (values.help || !action) {
     io.out(USAGE);
     return values.help ? 0 : 2;
   }
-  const out = io.out;
   try {
-    const call = daemonClient(values);
-    const needArg = (what: string) => {
-      if (!arg) throw new CliError(`run ${action} needs ${what}\n${USAGE}`);
-      return arg;
+    const act = Object.hasOwn(ACTIONS, action) ? ACTIONS[action] : undefined;
+    if (!act) throw new CliError(`unknown action ${JSON.stringify(action)}\n${USAGE}`);
+    const arg = (what: string) => {
+      if (!argument) throw new CliError(`run ${action} needs ${what}\n${USAGE}`);
+      return argument;
     };
-    switch (action) {
-      case 'start': {
-        const { config, baseDir, file } = await loadConfigFile(needArg('a config FILE'));
-        if (!config.run) throw new CliError(`${file} has no run section`);
-        const run = startingPoint(config.run, values);
-        const created = await call<Run>('POST', '/api/runs', { config: run, base_dir: baseDir });
-        const from = runCandidate(created);
-        out(
-          values.json
-            ? JSON.stringify(created)
-            : `started run ${created.id} (${created.name}): ${created.status}${from ? `, harness: candidate ${from}` : ''}`,
-        );
-        return 0;
-      }
-      case 'list': {
-        const runs: Run[] = [];
-        let cursor: string | null = null;
-        do {
-          const page: Page<Run> = await call<Page<Run>>(
-            'GET',
-            `/api/runs?${new URLSearchParams({ limit: '1000', ...(cursor ? { cursor } : {}), ...(values.kind ? { kind: values.kind } : {}) })}`,
-          );
-          runs.push(...page.items);
-          cursor = page.next_cursor;
-        } while (cursor);
-        out(values.json ? JSON.stringify(runs) : runs.length ? table(runs) : 'no runs');
-        return 0;
-      }
-      case 'show': {
-        const id = encodeURIComponent(needArg('a run ID'));
-        const shown = await call<Run>('GET', `/api/runs/${id}`);
-        const metrics = await call<RunMetrics[]>('GET', `/api/runs/${id}/metrics`);
-        const validation = latestAgreement(metrics);
-        const lost = lostRollouts(metrics);
-        out(JSON.stringify({ ...shown, metrics, validation, lost }, null, values.json ? undefined : 2));
-        return 0;
-      }
-      case 'stop': {
-        const stopped = await call<Run>('POST', `/api/runs/${encodeURIComponent(needArg('a run ID'))}/stop`);
-        out(values.json ? JSON.stringify(stopped) : `run ${stopped.id}: ${stopped.status}`);
-        return 0;
-      }
-      case 'resume': {
-        const resumed = await call<Run>(
-          'POST',
-          `/api/runs/${encodeURIComponent(needArg('a run ID'))}/resume`,
-        );
-        out(
-          values.json
-            ? JSON.stringify(resumed)
-            : `run ${resumed.id}: ${resumed.status} from step ${resumed.step}`,
-        );
-        return 0;
-      }
-      default:
-        throw new CliError(`unknown action ${JSON.stringify(action)}\n${USAGE}`);
-    }
+    await act({ call: daemonClient(values), values, out: io.out, arg });
+    return 0;
   } catch (err) {
-    if (
-      err instanceof CliError ||
-      (err instanceof Error && err.name === 'ConfigError') ||
-      err instanceof Error
-    ) {
+    // CliError, a config file's ConfigError, the daemon's answer: each is the user's message
+    if (err instanceof Error) {
       io.err(`harness-rl run: ${err.message}`);
       return 1;
     }
