@@ -29,23 +29,77 @@ const USAGE = `usage: harness-rl worker --run ID [--url URL] [--token TOKEN] [--
   last stdout line. That reward counts (source verifier); otherwise the attempt fails.
 `;
 
+const OPTIONS = {
+  run: { type: 'string' },
+  url: { type: 'string' },
+  token: { type: 'string' },
+  data: { type: 'string' },
+  concurrency: { type: 'string' },
+  cwd: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** The run's config and the folder it was started from, or why they could not be read. */
+async function readRun(
+  url: string,
+  token: string,
+  runId: string,
+): Promise<{ config: RunConfig; baseDir: string | null } | string> {
+  const response = await fetch(`${url}/api/runs/${encodeURIComponent(runId)}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  if (!response.ok)
+    return `cannot read run ${runId} from ${url}: HTTP ${response.status} ${await response.text()}`;
+  const stored = (await response.json()) as { config: unknown; base_dir?: string | null };
+  return { config: RunConfig.parse(stored.config), baseDir: stored.base_dir ?? null };
+}
+
+/** Works on the run until it ends or the process is told to stop (SIGINT, SIGTERM); prints the summary. */
+async function work(
+  run: { id: string; url: string; token: string; config: RunConfig },
+  command: string[],
+  concurrency: number,
+  cwd: string,
+): Promise<void> {
+  const { config } = run;
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const log = (line: string) => process.stderr.write(`worker: ${line}\n`);
+  const verifier = config.harness.reward === 'verifier' ? config.harness.verifier : undefined;
+  log(
+    `run ${run.id} at ${run.url}: ${concurrency} at a time, ${command.join(' ')}${
+      verifier ? `, verifier ${verifier.join(' ')}` : ''
+    }`,
+  );
+  const harnessCwd = harnessDir(cwd, config.harness.dir);
+  const persistent =
+    config.harness.mode === 'persistent' ? new PersistentHarness(command, { cwd: harnessCwd }) : null;
+  try {
+    const summary = await runWorker({
+      daemonUrl: run.url,
+      token: run.token,
+      runId: run.id,
+      concurrency,
+      rollout: persistent ? (ctx) => persistent.rollout(ctx) : commandRollout(command, { cwd: harnessCwd }),
+      cwd,
+      signal: controller.signal,
+      log,
+    });
+    process.stdout.write(`${JSON.stringify({ worker: summary })}\n`);
+  } finally {
+    await persistent?.close();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 export async function run(argv: string[]): Promise<number> {
   const split = argv.indexOf('--');
   const own = split >= 0 ? argv.slice(0, split) : argv;
   let command = split >= 0 ? argv.slice(split + 1) : [];
-  const values = parseCommandArgs(
-    own,
-    {
-      run: { type: 'string' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      data: { type: 'string' },
-      concurrency: { type: 'string' },
-      cwd: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    USAGE,
-  );
+  const values = parseCommandArgs(own, OPTIONS, USAGE);
   if (typeof values === 'number') return values;
   if (!values.run) {
     process.stderr.write(`--run is required\n${USAGE}`);
@@ -58,17 +112,12 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`no daemon token: pass --token, set HARNESS_RL_TOKEN or --data of the daemon\n`);
     return 2;
   }
-  const response = await fetch(`${url}/api/runs/${encodeURIComponent(values.run)}`, {
-    headers: { authorization: `Bearer ${token}` },
-  });
-  if (!response.ok) {
-    process.stderr.write(
-      `cannot read run ${values.run} from ${url}: HTTP ${response.status} ${await response.text()}\n`,
-    );
+  const stored = await readRun(url, token, values.run);
+  if (typeof stored === 'string') {
+    process.stderr.write(`${stored}\n`);
     return 1;
   }
-  const stored = (await response.json()) as { config: unknown; base_dir?: string | null };
-  const config = RunConfig.parse(stored.config);
+  const { config } = stored;
   if (command.length === 0) command = config.harness.command ?? [];
   if (command.length === 0) {
     process.stderr.write(`the run has no harness.command: give one after --\n${USAGE}`);
@@ -81,38 +130,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`--concurrency must be a positive integer\n`);
     return 2;
   }
-
-  const controller = new AbortController();
-  const onSignal = () => controller.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  const log = (line: string) => process.stderr.write(`worker: ${line}\n`);
-  const cwd = resolve(values.cwd ?? stored.base_dir ?? '.');
-  const verifier = config.harness.reward === 'verifier' ? config.harness.verifier : undefined;
-  log(
-    `run ${values.run} at ${url}: ${concurrency} at a time, ${command.join(' ')}${
-      verifier ? `, verifier ${verifier.join(' ')}` : ''
-    }`,
-  );
-  const harnessCwd = harnessDir(cwd, config.harness.dir);
-  const persistent =
-    config.harness.mode === 'persistent' ? new PersistentHarness(command, { cwd: harnessCwd }) : null;
-  try {
-    const summary = await runWorker({
-      daemonUrl: url,
-      token,
-      runId: values.run,
-      concurrency,
-      rollout: persistent ? (ctx) => persistent.rollout(ctx) : commandRollout(command, { cwd: harnessCwd }),
-      cwd,
-      signal: controller.signal,
-      log,
-    });
-    process.stdout.write(`${JSON.stringify({ worker: summary })}\n`);
-    return 0;
-  } finally {
-    await persistent?.close();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
+  const cwd = resolve(values.cwd ?? stored.baseDir ?? '.');
+  await work({ id: values.run, url, token, config }, command, concurrency, cwd);
+  return 0;
 }
