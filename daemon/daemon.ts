@@ -81,10 +81,8 @@ function zodOnly(): never {
   throw new Error('daemon routes validate with zod (daemon/protocol/), not Fastify schemas');
 }
 
-export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
-  const dataDir = resolve(options.dataDir);
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  // The config file's daemon section, with the explicit options over it.
+/** The config file's daemon section, with the explicit options over it. */
+function daemonConfig(options: DaemonOptions, dataDir: string): DaemonConfig {
   const overrides = {
     port: options.port,
     host: options.host,
@@ -93,27 +91,25 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     body_limit_bytes: options.bodyLimitBytes,
     backend_timeout_ms: options.backendTimeoutMs,
   };
-  const config = DaemonConfig.parse({
+  return DaemonConfig.parse({
     ...options.config,
     ...Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined)),
     data: dataDir,
   });
-  const { token, created } = ensureToken(dataDir, options.token ?? process.env.HARNESS_RL_TOKEN);
-  // A token of the user's own choosing need not look like one: the redactor is told it.
-  registerSecret(token);
-  registerUpstreamKeys(dataDir);
-  const write = options.log;
-  const log = (message: string, detail?: Record<string, unknown>) => {
+}
+
+/** The daemon's log lines: timestamped, secrets redacted; nothing without a writer. */
+function daemonLog(write: DaemonOptions['log']): DaemonContext['log'] {
+  return (message, detail) => {
     if (write)
       write(
         redactText(`${new Date().toISOString()} ${message}${detail ? ` ${JSON.stringify(detail)}` : ''}`),
       );
   };
+}
 
-  await checkBind(config.host, options.tls !== undefined, options.allowPlainHttp === true);
-  const store = await (options.openStore ?? openStore)(config.store, dataDir);
-  let url = '';
-  const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log };
+/** The Fastify app: the proxy's node:http front, API-shaped errors, JSON bodies parsed like the API's. */
+function createApp(options: DaemonOptions, config: DaemonConfig): FastifyInstance {
   // Every route pattern, for naming the parameter of a URL whose escapes do not decode.
   const patterns = new Set<string>();
   const app = Fastify({
@@ -134,6 +130,24 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Routes outside /api and the proxy parse JSON bodies like the API.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, apiJsonParser);
+  return app;
+}
+
+export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
+  const dataDir = resolve(options.dataDir);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const config = daemonConfig(options, dataDir);
+  const { token, created } = ensureToken(dataDir, options.token ?? process.env.HARNESS_RL_TOKEN);
+  // A token of the user's own choosing need not look like one: the redactor is told it.
+  registerSecret(token);
+  registerUpstreamKeys(dataDir);
+  const log = daemonLog(options.log);
+
+  await checkBind(config.host, options.tls !== undefined, options.allowPlainHttp === true);
+  const store = await (options.openStore ?? openStore)(config.store, dataDir);
+  let url = '';
+  const ctx: DaemonContext = { store, config, token, dataDir, baseUrl: () => url, log };
+  const app = createApp(options, config);
   // Closed in reverse: the run controller, the event sockets, the HTTP server, then the store.
   const closers: (() => Promise<void>)[] = [() => store.close(), () => app.close()];
   const closeAll = async () => {
