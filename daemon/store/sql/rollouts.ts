@@ -8,7 +8,7 @@ import {
   type RolloutStats,
   RolloutStatus,
 } from '../../protocol/entities';
-import type { Param } from '../driver';
+import type { Param, Queryable } from '../driver';
 import { keyHash, newId, newKey } from '../ids';
 import { type NewRollout, type RolloutFilter, StoreError } from '../store';
 import { endRunningAttempts } from './attempts';
@@ -23,45 +23,87 @@ export async function createRollout(c: SqlContext, input: NewRollout): Promise<R
   return (await createRollouts(c, [input]))[0];
 }
 
+/** A new rollout as stored: its input checked (naming the field), queued, with a fresh key. */
+function newRollout(input: NewRollout, i: number, t: string): Rollout & { key: string } {
+  oneOf(`rollouts[${i}].kind`, input.kind, ROLLOUT_KINDS);
+  const max = input.max_attempts ?? 1;
+  if (!Number.isInteger(max) || max < 1) invalid('max_attempts', 'max_attempts must be a positive integer');
+  const retries = input.infrastructure_retries ?? 0;
+  if (!Number.isInteger(retries) || retries < 0)
+    invalid('infrastructure_retries', 'infrastructure_retries must be a nonnegative integer');
+  return {
+    id: newId('ro'),
+    kind: input.kind,
+    run_id: input.run_id ?? null,
+    group_id: input.group_id ?? null,
+    task_id: input.task_id ?? null,
+    recording_id: input.recording_id ?? null,
+    input: input.input ?? null,
+    status: 'queued',
+    attempt_count: 0,
+    max_attempts: max,
+    reward: null,
+    error: null,
+    failure: null,
+    infrastructure_retries: retries,
+    stats: null,
+    created_at: t,
+    updated_at: t,
+    started_at: null,
+    finished_at: null,
+    ...(input.tito === null || input.tito === undefined ? {} : { tito: input.tito }),
+    key: newKey(),
+  };
+}
+
+/** Inserts new rollouts; tito and infrastructure_retries only when some rollout gives them (a store
+ * opened at an older schema version has no such columns). */
+async function insertRollouts(q: Queryable, created: (Rollout & { key: string })[]): Promise<void> {
+  const withTito = created.some((r) => r.tito !== undefined);
+  const withRetries = created.some((r) => r.infrastructure_retries !== 0);
+  const columns = [
+    'id',
+    'kind',
+    'run_id',
+    'group_id',
+    'task_id',
+    'recording_id',
+    'input',
+    'status',
+    'attempt_count',
+    'max_attempts',
+    'key_sha256',
+    'created_at',
+    'updated_at',
+    ...(withTito ? ['tito'] : []),
+    ...(withRetries ? ['infrastructure_retries'] : []),
+  ];
+  const rows = created.map((r) => [
+    r.id,
+    r.kind,
+    r.run_id,
+    r.group_id,
+    r.task_id,
+    r.recording_id,
+    json(r.input),
+    r.status,
+    0,
+    r.max_attempts,
+    keyHash(r.key),
+    r.created_at,
+    r.updated_at,
+    ...(withTito ? [r.tito === undefined ? null : Number(r.tito)] : []),
+    ...(withRetries ? [r.infrastructure_retries ?? 0] : []),
+  ]);
+  await q.insertMany('rollouts', columns, rows);
+}
+
 export async function createRollouts(
   c: SqlContext,
   inputs: NewRollout[],
 ): Promise<(Rollout & { key: string })[]> {
   const t = now();
-  const created = inputs.map((input, i) => {
-    oneOf(`rollouts[${i}].kind`, input.kind, ROLLOUT_KINDS);
-    const max = input.max_attempts ?? 1;
-    if (!Number.isInteger(max) || max < 1) invalid('max_attempts', 'max_attempts must be a positive integer');
-    const retries = input.infrastructure_retries ?? 0;
-    if (!Number.isInteger(retries) || retries < 0)
-      invalid('infrastructure_retries', 'infrastructure_retries must be a nonnegative integer');
-    const rollout: Rollout & { key: string } = {
-      id: newId('ro'),
-      kind: input.kind,
-      run_id: input.run_id ?? null,
-      group_id: input.group_id ?? null,
-      task_id: input.task_id ?? null,
-      recording_id: input.recording_id ?? null,
-      input: input.input ?? null,
-      status: 'queued',
-      attempt_count: 0,
-      max_attempts: max,
-      reward: null,
-      error: null,
-      failure: null,
-      infrastructure_retries: retries,
-      stats: null,
-      created_at: t,
-      updated_at: t,
-      started_at: null,
-      finished_at: null,
-      ...(input.tito === null || input.tito === undefined ? {} : { tito: input.tito }),
-      key: newKey(),
-    };
-    return rollout;
-  });
-  const withTito = created.some((r) => r.tito !== undefined);
-  const withRetries = created.some((r) => r.infrastructure_retries !== 0);
+  const created = inputs.map((input, i) => newRollout(input, i, t));
   return c.tx(async (q, emit) => {
     // Check each referenced row once (a group's rollouts share them) to name the bad field.
     const refs: [keyof NewRollout, string, string][] = [
@@ -76,44 +118,7 @@ export async function createRollouts(
       );
       for (const id of ids) await c.mustExist(q, table, id, field, what);
     }
-    await q.insertMany(
-      'rollouts',
-      [
-        'id',
-        'kind',
-        'run_id',
-        'group_id',
-        'task_id',
-        'recording_id',
-        'input',
-        'status',
-        'attempt_count',
-        'max_attempts',
-        'key_sha256',
-        'created_at',
-        'updated_at',
-        // only when given (a store opened at an older schema version has no such column)
-        ...(withTito ? ['tito'] : []),
-        ...(withRetries ? ['infrastructure_retries'] : []),
-      ],
-      created.map((r) => [
-        r.id,
-        r.kind,
-        r.run_id,
-        r.group_id,
-        r.task_id,
-        r.recording_id,
-        json(r.input),
-        r.status,
-        0,
-        r.max_attempts,
-        keyHash(r.key),
-        r.created_at,
-        r.updated_at,
-        ...(withTito ? [r.tito === undefined ? null : Number(r.tito)] : []),
-        ...(withRetries ? [r.infrastructure_retries ?? 0] : []),
-      ]),
-    );
+    await insertRollouts(q, created);
     for (const r of created) {
       const { key: _key, ...rollout } = r;
       emit({ type: 'rollout', rollout });
