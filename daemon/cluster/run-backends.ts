@@ -20,18 +20,16 @@ import { NodeTrainer, type OpenedRun } from './nodes/trainer-client';
 import { startingWeightsMeta } from './starting-weights';
 import { describeWeights, hasWeights, loadWeightsOverHttp, pruneVersions, sendWeightFiles } from './weights';
 
-type Target =
-  | { kind: 'engine'; url: string }
-  | { kind: 'http'; url: string }
-  | {
-      kind: 'node';
-      url: string;
-      node: NodeConnection;
-      /** The version this run loaded there (undefined: none yet, the base model). */
-      loaded?: number;
-      /** A load under way, so a reconnect and a health report do not send the weights twice. */
-      syncing?: Promise<void>;
-    };
+interface NodeTarget {
+  kind: 'node';
+  url: string;
+  node: NodeConnection;
+  /** The version this run loaded there (undefined: none yet, the base model). */
+  loaded?: number;
+  /** A load under way, so a reconnect and a health report do not send the weights twice. */
+  syncing?: Promise<void>;
+}
+type Target = { kind: 'engine'; url: string } | { kind: 'http'; url: string } | NodeTarget;
 
 /** The least time the other backends get to load once one serves the new version. */
 const SYNC_GRACE_MS = 500;
@@ -74,71 +72,89 @@ export class RunBackends {
 
   /** Starts or connects everything; returns the trainer's version and what it last applied. */
   async open(resume: boolean): Promise<OpenedRun> {
-    const { config, runId } = this;
-    const from = config.model.from_run;
-    if (from && from.version === undefined)
+    const { config } = this;
+    if (config.model.from_run && config.model.from_run.version === undefined)
       throw new Error('model.from_run has no version: the daemon settles it when the run is created');
-    const ownEngine =
-      config.inference.endpoints.includes('reference') || config.trainer.endpoint === 'reference';
-    if (ownEngine) {
-      this.engine = await startReferenceEngine({
-        dataDir: join(this.ctx.dataDir, 'runs', runId),
-        seed: config.schedule.seed,
-        resume,
-        // Every step, so a restarted daemon resumes with the weights of the run's stored step.
-        checkpointEvery: 1,
-        ...(from?.version === undefined
-          ? {}
-          : { startFrom: startingWeightsMeta(this.ctx.dataDir, from.run, from.version) }),
-      });
-    }
+    if (config.inference.endpoints.includes('reference') || config.trainer.endpoint === 'reference')
+      await this.startEngine(resume);
     // Loaded into an endpoint shared with other runs as the run's adapter (or replacing all: full).
     const weights = { adapter: config.model.lora ? config.model.name : null };
-    for (const endpoint of config.inference.endpoints) {
-      if (endpoint === 'reference') {
-        const url = (this.engine as ReferenceEngine).url;
-        this.pool.add(url, { name: `reference:${runId}`, modelVersion: this.engine?.version() ?? 0, runId });
-        this.targets.push({ kind: 'engine', url });
-      } else if (isNode(endpoint)) {
-        const node = this.nodes.acquire(
-          endpoint,
-          'inference',
-          config.inference.token,
-          runId,
-          config.inference.tls_ca,
-        );
-        this.acquired.push(endpoint);
-        const url = rootUrl(endpoint);
-        this.pool.add(url, { name: `node ${url}`, modelVersion: null, runId, weights });
-        const target: Target = { kind: 'node', url, node };
-        this.targets.push(target);
-        // A node that comes back (or comes up late) gets the current weights before it serves.
-        this.unlisten.push(node.onOpen(() => void this.syncOne(target, this.version)));
-        // Its vLLM starting or restarting: the other backends take the calls meanwhile. A restarted vLLM
-        // lost the weights loaded at run time (the node's versions no longer name this run): send them
-        // again; the node holds calls and reports not ready until they are in.
-        this.unlisten.push(
-          node.onHealth((h) => {
-            this.pool.setReady(url, h.ready, runId);
-            if (target.loaded !== undefined && h.versions[runId] === undefined && !target.syncing) {
-              this.ctx.log('an inference node lost its weights (its vLLM restarted): sending them again', {
-                run_id: runId,
-                node: url,
-                version: this.version,
-              });
-              target.loaded = undefined;
-              void this.syncOne(target, this.version);
-            }
-          }),
-        );
-        if (node.health) this.pool.setReady(url, node.health.ready, runId);
-      } else {
-        this.pool.add(endpoint, { name: endpoint, modelVersion: null, runId, weights });
-        this.targets.push({ kind: 'http', url: endpoint });
-      }
-    }
+    for (const endpoint of config.inference.endpoints) this.addInference(endpoint, weights);
     await this.checkNodes();
-    let opened: OpenedRun;
+    return this.openTrainer();
+  }
+
+  /** The run's own reference engine (inference, training or both). */
+  private async startEngine(resume: boolean): Promise<void> {
+    const from = this.config.model.from_run;
+    this.engine = await startReferenceEngine({
+      dataDir: join(this.ctx.dataDir, 'runs', this.runId),
+      seed: this.config.schedule.seed,
+      resume,
+      // Every step, so a restarted daemon resumes with the weights of the run's stored step.
+      checkpointEvery: 1,
+      ...(from?.version === undefined
+        ? {}
+        : { startFrom: startingWeightsMeta(this.ctx.dataDir, from.run, from.version) }),
+    });
+  }
+
+  /** One inference endpoint into the pool: the run's engine, a node (watched), or a plain URL. */
+  private addInference(endpoint: string, weights: { adapter: string | null }): void {
+    const { config, runId } = this;
+    if (endpoint === 'reference') {
+      const url = (this.engine as ReferenceEngine).url;
+      this.pool.add(url, { name: `reference:${runId}`, modelVersion: this.engine?.version() ?? 0, runId });
+      this.targets.push({ kind: 'engine', url });
+    } else if (isNode(endpoint)) {
+      const node = this.nodes.acquire(
+        endpoint,
+        'inference',
+        config.inference.token,
+        runId,
+        config.inference.tls_ca,
+      );
+      this.acquired.push(endpoint);
+      const url = rootUrl(endpoint);
+      this.pool.add(url, { name: `node ${url}`, modelVersion: null, runId, weights });
+      const target: NodeTarget = { kind: 'node', url, node };
+      this.targets.push(target);
+      this.watchNode(target);
+    } else {
+      this.pool.add(endpoint, { name: endpoint, modelVersion: null, runId, weights });
+      this.targets.push({ kind: 'http', url: endpoint });
+    }
+  }
+
+  /** An inference node's comings and goings: weights on (re)connect, readiness and lost weights from health. */
+  private watchNode(target: NodeTarget): void {
+    const { url, node } = target;
+    const { runId } = this;
+    // A node that comes back (or comes up late) gets the current weights before it serves.
+    this.unlisten.push(node.onOpen(() => void this.syncOne(target, this.version)));
+    // Its vLLM starting or restarting: the other backends take the calls meanwhile. A restarted vLLM
+    // lost the weights loaded at run time (the node's versions no longer name this run): send them
+    // again; the node holds calls and reports not ready until they are in.
+    this.unlisten.push(
+      node.onHealth((h) => {
+        this.pool.setReady(url, h.ready, runId);
+        if (target.loaded !== undefined && h.versions[runId] === undefined && !target.syncing) {
+          this.ctx.log('an inference node lost its weights (its vLLM restarted): sending them again', {
+            run_id: runId,
+            node: url,
+            version: this.version,
+          });
+          target.loaded = undefined;
+          void this.syncOne(target, this.version);
+        }
+      }),
+    );
+    if (node.health) this.pool.setReady(url, node.health.ready, runId);
+  }
+
+  /** The run's trainer: its own engine's (checkpointed for remote backends) or a trainer node's. */
+  private async openTrainer(): Promise<OpenedRun> {
+    const { config, runId } = this;
     if (config.trainer.endpoint === 'reference') {
       const engine = this.engine as ReferenceEngine;
       this.trainer = engine.trainer;
@@ -146,26 +162,24 @@ export class RunBackends {
       const remote = this.targets.some((t) => t.kind !== 'engine');
       if (remote && !existsSync(join(engine.checkpointDir, `v${engine.version()}.json`)))
         await engine.checkpoint();
-      opened = { version: engine.version(), last: null, weights: null };
-    } else {
-      const node = this.nodes.acquire(
-        config.trainer.endpoint,
-        'trainer',
-        config.trainer.token,
-        runId,
-        config.trainer.tls_ca,
-      );
-      this.acquired.push(config.trainer.endpoint);
-      this.nodeTrainer = new NodeTrainer(
-        node,
-        { run_id: runId, model: config.model, seed: config.schedule.seed },
-        this.signal,
-        this.ctx.log,
-      );
-      this.trainer = this.nodeTrainer;
-      opened = await this.nodeTrainer.open();
+      return { version: engine.version(), last: null, weights: null };
     }
-    return opened;
+    const node = this.nodes.acquire(
+      config.trainer.endpoint,
+      'trainer',
+      config.trainer.token,
+      runId,
+      config.trainer.tls_ca,
+    );
+    this.acquired.push(config.trainer.endpoint);
+    this.nodeTrainer = new NodeTrainer(
+      node,
+      { run_id: runId, model: config.model, seed: config.schedule.seed },
+      this.signal,
+      this.ctx.log,
+    );
+    this.trainer = this.nodeTrainer;
+    return this.nodeTrainer.open();
   }
 
   /**
