@@ -195,87 +195,85 @@ export class DaemonMetrics {
   }
 
   private registerScrapeGauges(): void {
-    const { store } = this.sources;
-    const sources = this.sources;
-    const r = this.registry;
-    r.add(
-      new Gauge(
-        'harness_rl_recorder_queue_depth',
-        'LLM-call records waiting for their store transaction',
-        [],
-        () => [[[], sources.recorderQueue()]],
-      ),
-    );
-    r.add(
-      new Gauge(
-        'harness_rl_rollouts',
-        'Rollouts of running runs by state (queued is the queue the workers drain)',
-        ['run_id', 'state'],
-        async () => {
-          const out: GaugeSample[] = [];
-          for (const run of await runningRuns(store))
-            for (const state of ROLLOUT_STATES)
-              out.push([[run, state], await countRollouts(store, run, state)]);
-          return out;
-        },
-      ),
-    );
-    r.add(
-      new Gauge('harness_rl_runs', 'Runs by status', ['status'], async () => {
-        const counts = new Map<string, number>();
-        for (const run of (await store.listRuns({ limit: 1000 })).items)
-          counts.set(run.status, (counts.get(run.status) ?? 0) + 1);
-        return [...counts].map(([status, n]): GaugeSample => [[status], n]);
-      }),
-    );
-    r.add(
-      new Gauge(
-        'harness_rl_run_step',
-        "Each run's latest finished training step",
-        ['run_id', 'name'],
-        async () =>
-          (await store.listRuns({ limit: 1000 })).items.map(
-            (run): GaugeSample => [[run.id, run.name], run.step],
-          ),
-      ),
-    );
-    r.add(
-      new Gauge(
-        'harness_rl_step_metric',
-        "The latest step's metrics of each running run (loss, reward_mean, logprob_diff_mean, prob_correlation …)",
-        ['run_id', 'metric'],
-        async () => {
-          const out: GaugeSample[] = [];
-          for (const run of await runningRuns(store)) {
-            const rows = await store.listRunMetrics(run);
-            const last = rows[rows.length - 1];
-            for (const [name, v] of Object.entries(last?.metrics ?? {}))
-              if (typeof v === 'number' && Number.isFinite(v)) out.push([[run, name], v]);
-          }
-          return out;
-        },
-      ),
-    );
-    r.add(
-      new Gauge(
-        'harness_rl_node_up',
-        'GPU nodes by kind and status (1 for the status the node is in)',
-        ['node', 'kind', 'status'],
-        async () =>
-          (await store.listNodes()).flatMap((node) =>
-            NODE_STATES.map((s): GaugeSample => [[node.name, node.kind, s], node.status === s ? 1 : 0]),
-          ),
-      ),
-    );
-    r.add(
-      new Gauge(
-        'harness_rl_otlp_spans',
-        'OTLP span export: queued now, and exported, dropped (queue full) and failed since the start',
-        ['state'],
-        () => Object.entries(sources.spans() ?? {}).map(([state, n]): GaugeSample => [[state], n]),
-      ),
-    );
+    for (const gauge of [...runGauges(this.sources.store), ...serviceGauges(this.sources)])
+      this.registry.add(gauge);
   }
+}
+
+/** Gauges read from the store at each scrape: rollouts, runs, their steps and latest metrics. */
+function runGauges(store: Store): Gauge[] {
+  return [
+    new Gauge(
+      'harness_rl_rollouts',
+      'Rollouts of running runs by state (queued is the queue the workers drain)',
+      ['run_id', 'state'],
+      async () => {
+        const out: GaugeSample[] = [];
+        for (const run of await runningRuns(store))
+          for (const state of ROLLOUT_STATES)
+            out.push([[run, state], await countRollouts(store, run, state)]);
+        return out;
+      },
+    ),
+    new Gauge('harness_rl_runs', 'Runs by status', ['status'], async () => {
+      const counts = new Map<string, number>();
+      for (const run of (await store.listRuns({ limit: 1000 })).items)
+        counts.set(run.status, (counts.get(run.status) ?? 0) + 1);
+      return [...counts].map(([status, n]): GaugeSample => [[status], n]);
+    }),
+    new Gauge(
+      'harness_rl_run_step',
+      "Each run's latest finished training step",
+      ['run_id', 'name'],
+      async () =>
+        (await store.listRuns({ limit: 1000 })).items.map(
+          (run): GaugeSample => [[run.id, run.name], run.step],
+        ),
+    ),
+    new Gauge(
+      'harness_rl_step_metric',
+      "The latest step's metrics of each running run (loss, reward_mean, logprob_diff_mean, prob_correlation …)",
+      ['run_id', 'metric'],
+      async () => {
+        const out: GaugeSample[] = [];
+        for (const run of await runningRuns(store)) {
+          const rows = await store.listRunMetrics(run);
+          const last = rows[rows.length - 1];
+          for (const [name, v] of Object.entries(last?.metrics ?? {}))
+            if (typeof v === 'number' && Number.isFinite(v)) out.push([[run, name], v]);
+        }
+        return out;
+      },
+    ),
+  ];
+}
+
+/** Gauges of the daemon's own parts at each scrape: the recorder's queue, GPU nodes, OTLP export. */
+function serviceGauges(sources: MetricsSources): Gauge[] {
+  const { store } = sources;
+  return [
+    new Gauge(
+      'harness_rl_recorder_queue_depth',
+      'LLM-call records waiting for their store transaction',
+      [],
+      () => [[[], sources.recorderQueue()]],
+    ),
+    new Gauge(
+      'harness_rl_node_up',
+      'GPU nodes by kind and status (1 for the status the node is in)',
+      ['node', 'kind', 'status'],
+      async () =>
+        (await store.listNodes()).flatMap((node) =>
+          NODE_STATES.map((s): GaugeSample => [[node.name, node.kind, s], node.status === s ? 1 : 0]),
+        ),
+    ),
+    new Gauge(
+      'harness_rl_otlp_spans',
+      'OTLP span export: queued now, and exported, dropped (queue full) and failed since the start',
+      ['state'],
+      () => Object.entries(sources.spans() ?? {}).map(([state, n]): GaugeSample => [[state], n]),
+    ),
+  ];
 }
 
 /** The kind of history change that broke the bridge's prefix (BridgeRecord.change), or null. */
