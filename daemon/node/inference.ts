@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hasWeights, loadWeightsOverHttp, pruneVersions, WeightsReceiver } from '../cluster/weights';
 import { type ReferenceEngine, startReferenceEngine } from '../engine';
-import { readText, SendError, send } from '../http';
+import { type BackendResponse, readText, SendError, send } from '../http';
 import type { Frame } from '../protocol/frames';
 import type { NodeMessageOf, WeightsRef } from '../protocol/node';
 import type { Peer, Role } from './agent';
@@ -206,6 +206,22 @@ export class InferenceRole implements Role {
     }
   }
 
+  /** Holds a call while weights load, and while a server this agent runs is not up or lost its weights. */
+  private async untilServing(deadlineMs: number, cancelled: () => boolean): Promise<void> {
+    if (this.loadingNow) {
+      this.waiting++;
+      try {
+        while (this.loadingNow) await this.loadingNow.catch(() => {});
+      } finally {
+        this.waiting--;
+      }
+    }
+    // A server this agent starts (or restarts) is not up yet, or lost its weights: wait for it (and for
+    // the daemon to send them again), as for loading weights.
+    if (this.process && (!this.ready || this.lost.size > 0))
+      await this.untilReady(Date.now() + deadlineMs, cancelled, true);
+  }
+
   private async http(h: NodeMessageOf<'http'>, body: Buffer, peer: Peer): Promise<void> {
     const id = h.id;
     let cancelled = false;
@@ -215,18 +231,7 @@ export class InferenceRole implements Role {
       abort?.();
     });
     try {
-      if (this.loadingNow) {
-        this.waiting++;
-        try {
-          while (this.loadingNow) await this.loadingNow.catch(() => {});
-        } finally {
-          this.waiting--;
-        }
-      }
-      // A server this agent starts (or restarts) is not up yet, or lost its weights: wait for it (and for
-      // the daemon to send them again), as for loading weights.
-      if (this.process && (!this.ready || this.lost.size > 0))
-        await this.untilReady(Date.now() + h.deadline_ms, () => cancelled, true);
+      await this.untilServing(h.deadline_ms, () => cancelled);
       if (cancelled) return;
       this.inFlight++;
       let res: Awaited<ReturnType<typeof send>>;
@@ -249,49 +254,7 @@ export class InferenceRole implements Role {
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
       await peer.send({ t: 'http_head', id, status: res.statusCode ?? 502, headers });
-      await new Promise<void>((resolve) => {
-        let ended = false;
-        // One chain per request keeps its frames in order; the body pauses while the socket is full.
-        let chain = Promise.resolve();
-        const queue = (header: Parameters<Peer['send']>[0], payload?: Buffer) => {
-          chain = chain.then(() => peer.send(header, payload));
-          return chain;
-        };
-        // The chunks read in one turn of the event loop go as one frame (a streaming backend writes
-        // each token on its own; a frame and a socket write per token cost the node ~4x the CPU).
-        let pending: Buffer[] = [];
-        let scheduled = false;
-        const flush = () => {
-          scheduled = false;
-          if (pending.length === 0) return;
-          const payload = pending.length === 1 ? pending[0] : Buffer.concat(pending);
-          pending = [];
-          res.pause();
-          void queue({ t: 'http_data', id }, payload).then(() => res.resume());
-        };
-        res.on('data', (chunk: Buffer) => {
-          pending.push(chunk);
-          if (!scheduled) {
-            scheduled = true;
-            setImmediate(flush);
-          }
-        });
-        res.on('end', () => {
-          ended = true;
-          flush();
-          void queue({ t: 'http_end', id }).then(resolve);
-        });
-        res.on('close', () => {
-          if (ended) return;
-          flush();
-          void queue({
-            t: 'http_error',
-            id,
-            kind: cancelled ? 'aborted' : 'other',
-            message: 'the backend closed the response before its end',
-          }).then(resolve);
-        });
-      });
+      await relayBody(res, id, peer, () => cancelled);
       this.finish();
     } finally {
       this.cancels.delete(id);
@@ -416,4 +379,53 @@ export class InferenceRole implements Role {
     await this.process?.stop();
     await this.engine?.close();
   }
+}
+
+/**
+ * A backend answer's body to the daemon as `http_data` frames, then `http_end` (or `http_error` when the
+ * backend closed it early). The chunks read in one turn of the event loop go as one frame (a streaming
+ * backend writes each token on its own; a frame and a socket write per token cost the node ~4x the CPU);
+ * one chain per request keeps its frames in order, and the body pauses while the socket is full.
+ */
+function relayBody(res: BackendResponse, id: string, peer: Peer, cancelled: () => boolean): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let ended = false;
+    let chain = Promise.resolve();
+    const queue = (header: Parameters<Peer['send']>[0], payload?: Buffer) => {
+      chain = chain.then(() => peer.send(header, payload));
+      return chain;
+    };
+    let pending: Buffer[] = [];
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      if (pending.length === 0) return;
+      const payload = pending.length === 1 ? pending[0] : Buffer.concat(pending);
+      pending = [];
+      res.pause();
+      void queue({ t: 'http_data', id }, payload).then(() => res.resume());
+    };
+    res.on('data', (chunk: Buffer) => {
+      pending.push(chunk);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    });
+    res.on('end', () => {
+      ended = true;
+      flush();
+      void queue({ t: 'http_end', id }).then(resolve);
+    });
+    res.on('close', () => {
+      if (ended) return;
+      flush();
+      void queue({
+        t: 'http_error',
+        id,
+        kind: cancelled() ? 'aborted' : 'other',
+        message: 'the backend closed the response before its end',
+      }).then(resolve);
+    });
+  });
 }
