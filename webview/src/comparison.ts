@@ -30,9 +30,19 @@ export function renderComparison(
     open(b, 'b'),
     h('button', { onclick: () => send({ type: 'refresh' }) }, 'Refresh'),
   );
-  const s = c.sign_test;
+  return [
+    header,
+    verdictOf(c),
+    factsOf(c, a, b),
+    h('h2', {}, `Per task (${c.per_task.length})`),
+    perTaskTable(c),
+  ];
+}
+
+/** B − A with its interval, and whether the difference is significant. */
+function verdictOf(c: Comparison): HTMLElement {
   const diff = c.mean_diff;
-  const verdict = h(
+  return h(
     'p',
     { class: 'verdict', id: 'verdict' },
     'B − A mean reward ',
@@ -47,9 +57,14 @@ export function renderComparison(
       c.significant ? 'significant' : 'not significant',
     ),
   );
+}
+
+/** The two evaluations, how they pair, the sign test and the policy tokens. */
+function factsOf(c: Comparison, a: Evaluation, b: Evaluation): HTMLElement {
+  const s = c.sign_test;
   const row = (key: string, label: string, ...value: (Node | string)[]) =>
     h('tr', { 'data-key': key }, h('td', { class: 'muted' }, label), h('td', {}, ...value));
-  const facts = h(
+  return h(
     'table',
     { class: 'kv', id: 'facts' },
     row('a', 'A', `${evaluationLabel(a)} (${a.split}, ${a.attempts}×) `, h('span', { class: 'muted' }, a.id)),
@@ -78,48 +93,35 @@ export function renderComparison(
       `A ${tokens(c.tokens.a_per_task)} · B ${tokens(c.tokens.b_per_task)} · change ${percent(c.tokens.change)}`,
     ),
   );
-  return [
-    header,
-    verdict,
-    facts,
-    h('h2', {}, `Per task (${c.per_task.length})`),
+}
+
+/** A row per paired task: both rewards, the difference and the policy tokens. */
+function perTaskTable(c: Comparison): HTMLElement {
+  const head = ['task', 'A', 'B', 'B − A', 'A tokens', 'B tokens', 'tokens'].map((t, i) =>
+    h('th', { class: i === 0 ? '' : 'num' }, t),
+  );
+  return h(
+    'table',
+    { class: 'grid', id: 'per-task' },
+    h('thead', {}, h('tr', {}, ...head)),
     h(
-      'table',
-      { class: 'grid', id: 'per-task' },
-      h(
-        'thead',
-        {},
+      'tbody',
+      {},
+      ...c.per_task.map((t) =>
         h(
           'tr',
-          {},
-          ...['task', 'A', 'B', 'B − A', 'A tokens', 'B tokens', 'tokens'].map((t, i) =>
-            h('th', { class: i === 0 ? '' : 'num' }, t),
-          ),
-        ),
-      ),
-      h(
-        'tbody',
-        {},
-        ...c.per_task.map((t) =>
-          h(
-            'tr',
-            { 'data-task': t.key, class: side(t.diff) },
-            h('td', { class: 'key' }, t.key),
-            h('td', { class: 'num' }, n(t.a)),
-            h('td', { class: 'num' }, n(t.b)),
-            h('td', { class: 'num diff' }, signed(t.diff)),
-            h('td', { class: 'num' }, tokens(t.a_tokens)),
-            h('td', { class: 'num' }, tokens(t.b_tokens)),
-            h(
-              'td',
-              { class: 'num' },
-              percent(t.a_tokens > 0 ? (t.b_tokens - t.a_tokens) / t.a_tokens : null),
-            ),
-          ),
+          { 'data-task': t.key, class: side(t.diff) },
+          h('td', { class: 'key' }, t.key),
+          h('td', { class: 'num' }, n(t.a)),
+          h('td', { class: 'num' }, n(t.b)),
+          h('td', { class: 'num diff' }, signed(t.diff)),
+          h('td', { class: 'num' }, tokens(t.a_tokens)),
+          h('td', { class: 'num' }, tokens(t.b_tokens)),
+          h('td', { class: 'num' }, percent(t.a_tokens > 0 ? (t.b_tokens - t.a_tokens) / t.a_tokens : null)),
         ),
       ),
     ),
-  ];
+  );
 }
 
 function scored(e: Evaluation): string {
