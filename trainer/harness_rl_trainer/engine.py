@@ -267,11 +267,11 @@ class Trainer:
 
     def _step(self, header: dict, samples: Samples) -> dict:
         started = time.perf_counter()
-        ctx, model, loss_cfg = self.ctx, self.model, header["loss"]
+        ctx, loss_cfg = self.ctx, header["loss"]
         dev = ctx.device
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
-        model.train()
+        self.model.train()
         offs = samples.offsets()
         groups = micro_batches(samples.lengths, self.cfg.token_budget)
         mine = groups[ctx.rank :: ctx.world_size]
@@ -284,41 +284,7 @@ class Trainer:
             # (fewer groups than ranks, or an uneven split) repeats one with a zero loss scale
             dummy = r >= len(mine)
             idx = (mine[0] if mine else groups[0]) if dummy else mine[r]
-            t, padded = self._micro_batch(samples, offs, idx, numbers)
-            ids, attn, temp = t["ids"].to(dev), t["attn"].to(dev), t["temp"].to(dev)
-            # token t is predicted at position t−1: targets are t ≥ 1 with mask 1 and a non-zero weight
-            sel = (t["mask"][:, 1:] & (t["w"][:, 1:] != 0)).to(dev)
-            with self._autocast():
-                logp_all, ent_all = token_logprobs(model, ids, attn, with_entropy=True, temperature=temp)
-            ref = None
-            if loss_cfg["kl_coef"] > 0:
-                ref = self._reference_logprobs(ids, attn, temp)[sel]
-            lp = logp_all[sel]
-            mu = t["mu"][:, 1:].to(dev)[sel]
-            parts = policy_loss(
-                lp,
-                mu,
-                t["adv"][:, 1:].to(dev)[sel],
-                t["w"][:, 1:].to(dev)[sel],
-                clip_low=loss_cfg["clip_low"],
-                clip_high=loss_cfg["clip_high"],
-                tis_cap=loss_cfg.get("tis_cap"),
-                dual_clip=loss_cfg.get("dual_clip"),
-                kl_coef=loss_cfg["kl_coef"],
-                ref_logp=ref,
-            )
-            scale = 0.0 if dummy else float(ctx.world_size)  # FSDP2 averages gradients over ranks; L is a sum
-            (parts.loss * scale).backward()
-            if dummy:
-                continue
-            sums["loss"] += float(parts.loss.detach())
-            sums["tokens"] += int(sel.sum())
-            sums["clipped"] += int(parts.clipped.sum())
-            sums["kl"] += float(parts.kl_old.sum())
-            sums["entropy"] += float(ent_all[sel].sum())
-            sums["padded"] += padded
-            # one optimiser step per batch: the pre-update logprob "old" is lp itself
-            check.add(lp, mu, t["num"][:, 1:][sel.cpu()])
+            self._train_micro_batch(samples, offs, idx, numbers, loss_cfg, dummy, sums, check)
         keys = list(sums)
         sums = dict(zip(keys, ctx.all_sum([sums[k] for k in keys]), strict=True))
         validation = check.result(ctx)
@@ -327,7 +293,6 @@ class Trainer:
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
         train_seconds = time.perf_counter() - started
-        n = max(tokens, 1)
         metrics = {
             "grad_norm": grad_norm if math.isfinite(grad_norm) else None,
             "train_seconds": train_seconds,
@@ -339,6 +304,7 @@ class Trainer:
             "world_size": float(ctx.world_size),
             **legacy_agreement(validation),
         }
+        n = max(tokens, 1)
         result = {
             "model_version": self.version + 1,
             "loss": sums["loss"],
@@ -353,6 +319,56 @@ class Trainer:
             "metrics": metrics,
         }
         return self._checkpoint(self.version + 1, header["key"], result, started)
+
+    def _train_micro_batch(
+        self,
+        samples: Samples,
+        offs: list[int],
+        idx: list[int],
+        numbers: np.ndarray,
+        loss_cfg: dict,
+        dummy: bool,
+        sums: dict,
+        check: Validation,
+    ) -> None:
+        """One forward and backward pass over the samples ``idx``; its figures go to ``sums`` and
+        ``check``. A ``dummy`` pass (a rank short of micro-batches) has a zero loss scale and adds none."""
+        ctx, dev = self.ctx, self.ctx.device
+        t, padded = self._micro_batch(samples, offs, idx, numbers)
+        ids, attn, temp = t["ids"].to(dev), t["attn"].to(dev), t["temp"].to(dev)
+        # token t is predicted at position t−1: targets are t ≥ 1 with mask 1 and a non-zero weight
+        sel = (t["mask"][:, 1:] & (t["w"][:, 1:] != 0)).to(dev)
+        with self._autocast():
+            logp_all, ent_all = token_logprobs(self.model, ids, attn, with_entropy=True, temperature=temp)
+        ref = None
+        if loss_cfg["kl_coef"] > 0:
+            ref = self._reference_logprobs(ids, attn, temp)[sel]
+        lp = logp_all[sel]
+        mu = t["mu"][:, 1:].to(dev)[sel]
+        parts = policy_loss(
+            lp,
+            mu,
+            t["adv"][:, 1:].to(dev)[sel],
+            t["w"][:, 1:].to(dev)[sel],
+            clip_low=loss_cfg["clip_low"],
+            clip_high=loss_cfg["clip_high"],
+            tis_cap=loss_cfg.get("tis_cap"),
+            dual_clip=loss_cfg.get("dual_clip"),
+            kl_coef=loss_cfg["kl_coef"],
+            ref_logp=ref,
+        )
+        scale = 0.0 if dummy else float(ctx.world_size)  # FSDP2 averages gradients over ranks; L is a sum
+        (parts.loss * scale).backward()
+        if dummy:
+            return
+        sums["loss"] += float(parts.loss.detach())
+        sums["tokens"] += int(sel.sum())
+        sums["clipped"] += int(parts.clipped.sum())
+        sums["kl"] += float(parts.kl_old.sum())
+        sums["entropy"] += float(ent_all[sel].sum())
+        sums["padded"] += padded
+        # one optimiser step per batch: the pre-update logprob "old" is lp itself
+        check.add(lp, mu, t["num"][:, 1:][sel.cpu()])
 
     # ---- checkpoints ----------------------------------------------------------------------------
 
