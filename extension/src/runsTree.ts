@@ -12,13 +12,12 @@ import type { DaemonClient } from './client';
 import { errorText } from './client';
 import {
   callLabel,
-  evaluationRunName,
   formatReward,
   groupDescription,
   rewardColor,
   rolloutDescription,
   runDescription,
-  runLabels,
+  runNames,
   statusIcon,
   taskText,
 } from './labels';
@@ -259,11 +258,10 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
 
   /** Run rows' labels, from the runs loaded now. */
   private relabel() {
-    const evaluationRuns = (this.evaluationRuns?.items ?? []).map((r) => ({
-      ...r,
-      name: evaluationRunName(r.name),
-    }));
-    this.labels = new Map([...runLabels(this.runs?.items ?? []), ...runLabels(evaluationRuns)]);
+    this.labels = new Map([
+      ...runNames(this.runs?.items ?? []),
+      ...runNames(this.evaluationRuns?.items ?? []),
+    ]);
   }
 
   /** "Load more" on a paged list. */
