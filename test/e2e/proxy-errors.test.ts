@@ -1,6 +1,8 @@
 // Bad input, wrong keys and bad backends: each gets a clear error in the client's wire format, the
 // daemon keeps serving, and every failed call of a known rollout is recorded.
+import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
@@ -287,9 +289,11 @@ describe('bad backends', () => {
 
 /**
  * A backend that serves "toy" and answers every chat call with a 200 whose JSON body stops halfway:
- * `cut` then closes the connection, `stall` sends nothing more.
+ * `cut` then closes the connection, `stall` sends nothing more; `mute` never answers at all.
  */
-async function halfAnswering(how: 'cut' | 'stall'): Promise<{ url: string; close(): Promise<void> }> {
+async function halfAnswering(
+  how: 'cut' | 'stall' | 'mute',
+): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
@@ -298,6 +302,7 @@ async function halfAnswering(how: 'cut' | 'stall'): Promise<{ url: string; close
         res.end(JSON.stringify({ object: 'list', data: [{ id: 'toy', object: 'model' }] }));
         return;
       }
+      if (how === 'mute') return;
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
       res.write('{"id":"chatcmpl-half","object":"chat.completion","choices":[');
       if (how === 'cut') setTimeout(() => res.socket?.destroy(), 20);
@@ -338,6 +343,42 @@ describe('a whole answer cut off', () => {
       } finally {
         await proxy.close();
         await backend.close();
+      }
+    });
+});
+
+describe("a recording's upstream that fails", () => {
+  for (const [how, status, error] of [
+    ['cut', 502, /failed mid-response: .*backend closed the connection mid-response$/],
+    ['stall', 502, /failed mid-response: .*backend went silent mid-response \(timeout\)$/],
+    ['mute', 504, /^upstream http:\/\/127\.0\.0\.1:\d+ timed out$/],
+  ] as const)
+    it(`an Anthropic upstream whose non-streamed answer ${how === 'mute' ? 'never comes' : `stops halfway (${how})`} gives a ${status} and a recorded error`, async () => {
+      const upstream = await halfAnswering(how);
+      const proxy = await startTestProxy({ backendTimeoutMs: 300 });
+      try {
+        await writeFile(join(proxy.dataDir, 'secrets.json'), JSON.stringify({ anthropic: 'sk-ant-test' }));
+        const rec = await proxy.store.createRecording({
+          name: 'claude',
+          upstream: { kind: 'anthropic', base_url: upstream.url },
+        });
+        const res = await fetch(`${proxy.url}/v1/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': rec.key },
+          body: JSON.stringify({
+            model: 'claude-x',
+            max_tokens: 10,
+            messages: [{ role: 'user', content: 'hi' }],
+          }),
+        });
+        expect(res.status).toBe(status);
+        expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(error);
+        const [call] = await proxy.store.listRecordingCalls(rec.id);
+        expect([call.status, call.http_status]).toEqual(['error', status]);
+        expect(call.error).toMatch(error);
+      } finally {
+        await proxy.close();
+        await upstream.close();
       }
     });
 });
