@@ -3,6 +3,7 @@
 // diff against its parent in VS Code's diff editor (files served by the `harness-rl-candidate` scheme).
 // Live from the `evolution` and `candidate` events (no polling); a reconnect reads it again (ctx.ts).
 import * as vscode from 'vscode';
+import { f } from '../../daemon/eval/text';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import type { Candidate, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
 import { type DaemonClient, errorText } from './client';
@@ -13,8 +14,6 @@ export type EvolutionNode =
   | { kind: 'evolution'; evolution: Evolution }
   | { kind: 'candidate'; detail: EvolutionDetail; candidate: Candidate }
   | { kind: 'message'; text: string; icon?: string };
-
-const f = (x: number | null | undefined, d = 3) => (x === null || x === undefined ? '—' : x.toFixed(d));
 
 /** The one-line description and the Markdown tooltip of a candidate. */
 export function candidateRow(c: Candidate): {
