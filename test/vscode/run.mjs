@@ -1409,7 +1409,7 @@ async function checks() {
       const proposer = await pickerLabels('Harness RL: Export Recording…', 'Recording', 'proposer');
       if (!proposer.includes('proposer · generation 1'))
         throw new Error(`the recording picker shows ${proposer.join(' | ')}`);
-      const short = child.hash.slice(0, 10);
+      const short = root_.hash.slice(0, 10); // the root is always evaluated
       const runs = await pickerLabels('Harness RL: Open Run Dashboard', 'Run', short);
       if (!runs.every((l) => l.startsWith(`candidate ${short} `)))
         throw new Error(`the run picker shows ${runs.join(' | ')}`);
