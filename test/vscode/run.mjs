@@ -174,7 +174,10 @@ async function pickerLabels(command, title, filter) {
   const titled = page.locator('.quick-input-widget .quick-input-title');
   await waitFor(`the picker "${title}"`, async () => (await titled.textContent())?.trim() === title);
   await page.locator('.quick-input-widget input').fill(filter);
-  const rows = page.locator('.quick-input-list .monaco-list-row .label-name');
+  // a row's label (its first line; the detail is the second)
+  const rows = page.locator(
+    '.quick-input-list .monaco-list-row .quick-input-list-rows > .quick-input-list-row:first-child .label-name',
+  );
   // the list filters as it renders: wait until every row shown holds the filter
   const labels = await waitFor(`the picker's rows for "${filter}"`, async () => {
     const shown = (await rows.allTextContents()).map((t) => t.trim());
