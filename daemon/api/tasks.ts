@@ -3,8 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import type { RunConfig } from '../protocol/config';
 import type { Task } from '../protocol/entities';
+import { shuffled } from '../random';
 import { ApiError } from './errors';
-import { shuffled } from './task-order';
 
 const FIELD = 'config.tasks.file';
 

@@ -2,6 +2,7 @@
 // its rollouts, timing out attempts that run too long, closing the groups with their rewards, and
 // cancelling a run's open work when it stops, fails or starts a step over.
 import type { Group, Rollout, Task } from '../protocol/entities';
+import { nextEvent, rolloutOf } from '../store/events';
 import { type Store, StoreError } from '../store/store';
 
 /** The groups one step (or one validation pass) sampled. */
@@ -65,7 +66,7 @@ export async function rolloutsOf(store: Store, batch: Batch): Promise<Rollout[]>
 }
 
 /** End as timed out the running attempts of open rollouts that started more than `timeoutMs` ago. */
-export async function timeOut(store: Store, open: Rollout[], timeoutMs: number): Promise<void> {
+async function timeOut(store: Store, open: Rollout[], timeoutMs: number): Promise<void> {
   const now = Date.now();
   for (const rollout of open) {
     if (rollout.status !== 'running') continue;
@@ -78,6 +79,21 @@ export async function timeOut(store: Store, open: Rollout[], timeoutMs: number):
       if (!(err instanceof StoreError)) throw err;
     }
   }
+}
+
+/**
+ * How a run's loop waits on its open rollouts: those past `timeoutMs` are timed out, then it waits for
+ * a rollout of run `runId` to change, at most a quarter of the timeout (50 ms to 1 s), or for `signal`.
+ */
+export async function awaitRollouts(
+  store: Store,
+  runId: string,
+  open: Rollout[],
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  await timeOut(store, open, timeoutMs);
+  await nextEvent(store, rolloutOf(runId), Math.min(1000, Math.max(50, timeoutMs / 4)), signal);
 }
 
 /**

@@ -12,16 +12,15 @@ import type { TrainerStepResult } from '../protocol/node';
 import type { StepValidation, Trainer, TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
 import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
-import { nextEvent, rolloutOf } from '../store/events';
 import { BackendLoop, Halted } from './backend-loop';
 import {
+  awaitRollouts,
   type Batch,
   cancelOpenWork,
   closeGroups,
   meanStd,
   rolloutsOf,
   sampleBatch,
-  timeOut,
 } from './batches';
 import { failedAttempts, nothingToTrainOn, stepRollouts } from './lost';
 import type { NodeRegistry } from './nodes/registry';
@@ -199,13 +198,7 @@ export class RunLoop extends BackendLoop {
       const rollouts = await rolloutsOf(this.store, batch);
       const open = rollouts.filter((r) => !TERMINAL_ROLLOUT.has(r.status));
       if (open.length === 0) return rollouts;
-      await timeOut(this.store, open, timeoutMs);
-      await nextEvent(
-        this.store,
-        rolloutOf(this.runId),
-        Math.min(1000, Math.max(50, timeoutMs / 4)),
-        this.abort.signal,
-      );
+      await awaitRollouts(this.store, this.runId, open, timeoutMs, this.abort.signal);
       // Let a burst of finishing rollouts settle before listing again.
       await new Promise((r) => setTimeout(r, 50));
     }

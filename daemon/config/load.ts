@@ -20,10 +20,11 @@ export interface ConfigIssue {
 export type ConfigResult = { ok: true; config: ConfigFile } | { ok: false; errors: ConfigIssue[] };
 
 /**
- * The YAML parser (229 modules), required for YAML text and for placing a JSON file's problems: a
- * valid JSON config (the daemon's, usually) is read without it.
+ * The YAML parser (229 modules), required the first time YAML text is read or a JSON file's problems
+ * are placed, and kept: a valid JSON config (the daemon's, usually) is read without it.
  */
-const yaml = () => createRequire(import.meta.url)('yaml') as typeof import('yaml');
+let yamlModule: typeof import('yaml') | undefined;
+const yaml = () => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
 
 export const CONFIG_FILE_NAMES = ['harness.yaml', 'harness.yml', 'harness.json'];
 

@@ -4,7 +4,7 @@
 // and store the per-task results and the split's figures. The run machinery (store, workers, proxy)
 // runs the rollouts as for training.
 import { BackendLoop, Halted } from '../cluster/backend-loop';
-import { cancelOpenWork, timeOut } from '../cluster/batches';
+import { awaitRollouts, cancelOpenWork } from '../cluster/batches';
 import type { NodeRegistry } from '../cluster/nodes/registry';
 import type { DaemonContext } from '../context';
 import { errorText } from '../error-text';
@@ -12,7 +12,6 @@ import type { RunConfig } from '../protocol/config';
 import { FINISHED_ROLLOUT, type RolloutStatus, type Task } from '../protocol/entities';
 import type { RolloutContext } from '../protocol/worker';
 import type { ProxyHandle } from '../proxy';
-import { nextEvent, rolloutOf } from '../store/events';
 import type { StoredEvaluation } from '../store/store';
 import { failureOf } from './failures';
 import { attemptProgress } from './progress';
@@ -182,13 +181,7 @@ export class EvalLoop extends BackendLoop {
       for (const slot of retry) last.set(slot, 'queued');
       this.announceProgress(slots, last);
       if (open.length === 0 && retry.length === 0) return;
-      await timeOut(this.store, open, timeoutMs);
-      await nextEvent(
-        this.store,
-        rolloutOf(this.runId),
-        Math.min(1000, Math.max(50, timeoutMs / 4)),
-        this.abort.signal,
-      );
+      await awaitRollouts(this.store, this.runId, open, timeoutMs, this.abort.signal);
     }
   }
 }

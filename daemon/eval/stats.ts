@@ -1,18 +1,8 @@
 // The statistics of evaluations, as small pure functions with their formulas: pass@k (the unbiased
 // estimator of Chen et al. 2021), a seeded percentile bootstrap of the mean, a paired bootstrap and an
-// exact two-sided sign test for comparing two evaluations task by task.
-
-/** mulberry32: a small seeded PRNG (uniform in [0, 1)); the same seed gives the same intervals. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// exact two-sided sign test for comparing two evaluations task by task (the bootstrap's draws:
+// mulberry32, so the same seed gives the same intervals).
+import { mulberry32 } from '../random';
 
 /**
  * pass@k from n attempts of which c passed: 1 − C(n−c, k) / C(n, k), computed as the product
@@ -53,7 +43,7 @@ export interface Interval {
  */
 export function bootstrapMean(values: readonly number[], seed = 0, resamples = 2000, level = 0.95): Interval {
   if (values.length === 0) return { low: Number.NaN, high: Number.NaN, level, resamples, seed };
-  const next = rng(seed);
+  const next = mulberry32(seed);
   const means = new Array<number>(resamples);
   for (let b = 0; b < resamples; b++) {
     let s = 0;

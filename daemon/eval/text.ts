@@ -2,6 +2,7 @@
 // Pure: no Node or VS Code APIs.
 import type { Comparison, Evaluation } from '../protocol/evaluation';
 
+/** A figure to `digits` decimals, or "—" where there is none (the CLI's and the Evolution view's). */
 export const f = (x: number | null | undefined, digits = 3) =>
   x === null || x === undefined ? '—' : x.toFixed(digits);
 

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { BoundedMap, jsonBytes } from '../bounded-map';
 import { errorText } from '../error-text';
-import { readText, send } from '../http';
+import { readText, sendWhole } from '../http';
 import type { DaemonConfig } from '../protocol/config';
 import type { HistoryChange } from '../protocol/entities';
 import { type LocalPlan, planLocal } from '../tokenize/plan';
@@ -64,12 +64,13 @@ function previousFor(kept: Remembered[], messages: ChatMessageLike[]): Remembere
 }
 
 /**
- * fetch's shape over the proxy's own backend client (undici's pool): a bridged call asks the backend's
+ * fetch's shape over the proxy's own backend client (undici's pool, the answer gathered whole by its
+ * request handler: sendWhole): a bridged call asks the backend's
  * /tokenize and /detokenize ~15 times, and global fetch cost about 0.8 ms of CPU each (bench
  * proxy.conversation: 14-16 ms of proxy CPU a bridged call with fetch, 3.3-3.7 with this).
  */
 const viaProxyClient: TokenizerFetch = async (url, init) => {
-  const res = await send(url, {
+  const res = await sendWhole(url, {
     method: init.method,
     headers: init.headers,
     body: init.body,

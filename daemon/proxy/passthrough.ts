@@ -4,7 +4,7 @@
 // is committed before the terminal event reaches the harness.
 import { parseBoundedJson } from '../api/body';
 import { errorText } from '../error-text';
-import { type BackendResponse, readText, SendError, send, timedOut } from '../http';
+import { type BackendResponse, readText, SendError, send, sendWhole, timedOut, WholeResponse } from '../http';
 import type { NewLlmCall } from '../protocol/entities';
 import type { Call } from './call';
 import { backendErrorMessage, ProxyError } from './errors';
@@ -123,9 +123,10 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
   });
   const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
   const queueMs = call.elapsed();
-  let res: BackendResponse;
+  let res: BackendResponse | WholeResponse;
   try {
-    res = await send(o.url, {
+    // A call that did not ask to stream is read whole (relayed as it came), whatever the upstream sends.
+    res = await (o.stream ? send : sendWhole)(o.url, {
       method: o.method ?? 'POST',
       body: payload,
       headers: o.headers,
@@ -143,15 +144,16 @@ export async function passthrough(call: Call, o: PassOptions): Promise<void> {
   }
   base.queue_ms = queueMs;
   const ctype = String(res.headers['content-type'] ?? 'application/json');
-  if (ctype.includes('text/event-stream')) await relayStream(call, o, res, base, ctype);
-  else await relayJson(call, o, res, base, ctype);
+  if (!o.stream || res instanceof WholeResponse || !ctype.includes('text/event-stream'))
+    await relayJson(call, o, res, base, ctype);
+  else await relayStream(call, o, res, base, ctype);
 }
 
-/** A JSON (or any non-event-stream) answer: read whole, recorded, then released. */
+/** A whole answer (JSON, or any answer to a call that did not ask to stream): recorded, then released. */
 async function relayJson(
   call: Call,
   o: PassOptions,
-  res: BackendResponse,
+  res: BackendResponse | WholeResponse,
   base: Partial<NewLlmCall>,
   ctype: string,
 ): Promise<void> {

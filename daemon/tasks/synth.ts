@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { SandboxMode } from '../../examples/coding-agent/sandbox';
 import type { TaskInstance } from '../protocol/tasks';
+import { shuffled } from '../random';
 import { applyMutant, type Lang, type Mutant, mutantsOf } from './mutate';
 import { passed, runTestCommand, type TestRun } from './run-tests';
 import { readRepo, SnapshotStore } from './snapshot';
@@ -72,24 +73,6 @@ export function isTestFile(path: string, lang: Lang): boolean {
 
 const isSource = (path: string, lang: Lang) =>
   (lang === 'python' ? /\.py$/ : /\.tsx?$/).test(path) && !isTestFile(path, lang);
-
-/** mulberry32: the same seed gives the same order of mutants. */
-function shuffled<T>(items: T[], seed: number): T[] {
-  let s = seed >>> 0;
-  const rand = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const out = [...items];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
 
 /** Tests that passed in both clean runs, and how many differed between them. */
 export function stablePassing(a: TestRun, b: TestRun): { stable: string[]; flaky: number } {

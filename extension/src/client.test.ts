@@ -68,6 +68,19 @@ describe('DaemonClient against a real daemon', () => {
     expect(client.rolloutUrl(detail.id)).toBe(`${daemon.url}/r/${detail.id}/v1`);
   });
 
+  it("reads a group with its rollouts (the trajectory view's siblings) through the protocol's schema", async () => {
+    const store = daemon.ctx.store;
+    const run = await store.createRun({ name: 'group-read', config: {} });
+    const group = await store.createGroup({ run_id: run.id, task_id: null, step: 2, size: 2 });
+    const rollouts = [
+      await store.createRollout({ kind: 'run', run_id: run.id, group_id: group.id }),
+      await store.createRollout({ kind: 'run', run_id: run.id, group_id: group.id }),
+    ];
+    const read = await client.getGroup(group.id);
+    expect([read.id, read.step, read.size]).toEqual([group.id, 2, 2]);
+    expect(read.rollouts.map((r) => r.id).sort()).toEqual(rollouts.map((r) => r.id).sort());
+  });
+
   it('a reward posted from the extension arrives as a live event', async () => {
     const events: DaemonEvent[] = [];
     let connected = false;

@@ -9,6 +9,7 @@ import {
   type CreateRecordingBody,
   type CreateRunBody,
   EventsTicket,
+  GroupDetail,
   type GroupQuery,
   Health,
   type RewardBody,
@@ -193,8 +194,8 @@ export class DaemonClient {
   runGroups(id: string, query: Partial<GroupQuery> = {}): Promise<PageResult<Group>> {
     return this.request('GET', `/api/runs/${enc(id)}/groups${qs(query)}`, pageOf(Group));
   }
-  getGroup(id: string): Promise<unknown> {
-    return this.request('GET', `/api/groups/${enc(id)}`, z.unknown());
+  getGroup(id: string): Promise<GroupDetail> {
+    return this.request('GET', `/api/groups/${enc(id)}`, GroupDetail);
   }
   listRollouts(query: RolloutFilterQuery): Promise<PageResult<Rollout>> {
     return this.request('GET', `/api/rollouts${qs(query)}`, pageOf(Rollout));

@@ -20,10 +20,11 @@ import {
 } from './evaluate';
 import { exportSamples } from './export';
 import { importPastSessions } from './imports';
-import { runDescription, runLabels, startedAt } from './labels';
+import { runNames } from './labels';
 import { makeTasks } from './makeTasks';
 import { DashboardPanel, TrajectoryPanel } from './panels';
 import { parseRange } from './parse';
+import { rolloutPicks, runPicks } from './picks';
 import {
   exportRecording,
   rateRecording,
@@ -32,7 +33,6 @@ import {
   startRecording,
   stopRecording,
 } from './recording';
-import { rolloutPicks } from './rolloutPicks';
 import type { RunsNode } from './runsTree';
 import { attemptOutputText } from './workerLabels';
 
@@ -57,17 +57,7 @@ async function runArg(
     void vscode.window.showInformationMessage('Harness RL: no matching runs.');
     return undefined;
   }
-  const labels = runLabels(runs);
-  const pick = await vscode.window.showQuickPick(
-    runs.map((r) => ({
-      label: labels.get(r.id) ?? r.name,
-      description: runDescription(r),
-      detail: `started ${startedAt(r.created_at)}`,
-      r,
-    })),
-    { title: 'Run' },
-  );
-  return pick?.r;
+  return (await vscode.window.showQuickPick(runPicks(runs), { title: 'Run' }))?.r;
 }
 
 /** The steps of the groups of these rollouts: one page of groups per run they belong to. */
@@ -101,7 +91,7 @@ async function rolloutArg(
   const quick = vscode.window.createQuickPick<vscode.QuickPickItem & { id?: string }>();
   quick.title = 'Open trajectory: pick a rollout or type its id';
   quick.placeholder = 'rollout id';
-  quick.items = rolloutPicks(recent.items, runLabels(runs.items), await groupSteps(client, recent.items));
+  quick.items = rolloutPicks(recent.items, runNames(runs.items), await groupSteps(client, recent.items));
   return new Promise((resolve) => {
     quick.onDidAccept(() => {
       const id = quick.selectedItems[0]?.id ?? quick.value.trim();

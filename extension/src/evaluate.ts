@@ -7,12 +7,12 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Evaluation } from '../../daemon/protocol/evaluation';
 import type { Candidate, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
-import { evaluationLabel } from '../../webview/src/evalFormat';
 import { type DaemonClient, errorText } from './client';
 import type { Ctx } from './ctx';
 import { EvaluationPanel } from './evaluationPanel';
 import { RESUMABLE } from './evolutionLabels';
 import { candidateUri } from './evolutionTree';
+import { evaluationPickLabel, evaluationPicks } from './picks';
 
 export interface CandidateRef {
   evolutionId: string;
@@ -92,14 +92,11 @@ async function pickEvaluation(
   title: string,
   opts: { finished?: boolean; except?: string } = {},
 ): Promise<Evaluation | undefined> {
-  const items = (await client.listEvaluations()).items
-    .filter((e) => e.id !== opts.except && (!opts.finished || e.status === 'finished'))
-    .map((e) => ({
-      label: evaluationLabel(e),
-      description: `${e.status} · ${e.split} · ${e.summary ? `mean ${e.summary.mean_reward?.toFixed(3) ?? '—'}` : ''}`,
-      detail: e.id,
-      e,
-    }));
+  const items = evaluationPicks(
+    (await client.listEvaluations()).items.filter(
+      (e) => e.id !== opts.except && (!opts.finished || e.status === 'finished'),
+    ),
+  );
   if (items.length === 0) {
     void vscode.window.showInformationMessage(
       `Harness RL: no ${opts.finished ? 'finished ' : ''}evaluation to pick. Evaluate a harness first.`,
@@ -147,7 +144,7 @@ export async function compareEvaluations(ctx: Ctx, client: DaemonClient, arg: un
   }
   const a = await pickEvaluation(client, 'Compare evaluations: the baseline (A)', { finished: true });
   if (!a) return;
-  const b = await pickEvaluation(client, `Compare with ${evaluationLabel(a)}: the other (B)`, {
+  const b = await pickEvaluation(client, `Compare with ${evaluationPickLabel(a)}: the other (B)`, {
     finished: true,
     except: a.id,
   });

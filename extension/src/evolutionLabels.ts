@@ -1,9 +1,8 @@
 // An evolution's row in the Evolution view: label, description, tooltip, icon and the contextValue
 // its inline actions key on (Stop Evolution on a running one, Resume Evolution on an interrupted or
 // stopped one). Pure, so it is tested without VS Code.
+import { f } from '../../daemon/eval/text';
 import type { Evolution } from '../../daemon/protocol/evolution';
-
-const f = (x: number | null | undefined, d = 3) => (x === null || x === undefined ? '—' : x.toFixed(d));
 
 /** The statuses Resume Evolution goes on from (POST /api/evolutions/:id/resume takes these). */
 export const RESUMABLE: readonly Evolution['status'][] = ['interrupted', 'stopped'];

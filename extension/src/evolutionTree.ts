@@ -3,18 +3,18 @@
 // diff against its parent in VS Code's diff editor (files served by the `harness-rl-candidate` scheme).
 // Live from the `evolution` and `candidate` events (no polling); a reconnect reads it again (ctx.ts).
 import * as vscode from 'vscode';
+import { f } from '../../daemon/eval/text';
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import type { Candidate, Evolution, EvolutionDetail } from '../../daemon/protocol/evolution';
-import { type DaemonClient, errorText } from './client';
+import type { DaemonClient } from './client';
 import { evolutionRow } from './evolutionLabels';
+import { errorRow, type MessageNode, messageItem } from './messageRow';
 import { Throttle } from './throttle';
 
 export type EvolutionNode =
   | { kind: 'evolution'; evolution: Evolution }
   | { kind: 'candidate'; detail: EvolutionDetail; candidate: Candidate }
-  | { kind: 'message'; text: string; icon?: string };
-
-const f = (x: number | null | undefined, d = 3) => (x === null || x === undefined ? '—' : x.toFixed(d));
+  | MessageNode;
 
 /** The one-line description and the Markdown tooltip of a candidate. */
 export function candidateRow(c: Candidate): {
@@ -99,17 +99,13 @@ export class EvolutionTree implements vscode.TreeDataProvider<EvolutionNode>, vs
         .filter((c) => c.parent === parent)
         .map((candidate) => ({ kind: 'candidate' as const, detail, candidate }));
     } catch (err) {
-      return [{ kind: 'message', text: errorText(err), icon: 'error' }];
+      return [errorRow(err)];
     }
   }
 
   getTreeItem(node: EvolutionNode): vscode.TreeItem {
     const C = vscode.TreeItemCollapsibleState;
-    if (node.kind === 'message') {
-      const item = new vscode.TreeItem(node.text);
-      item.iconPath = new vscode.ThemeIcon(node.icon ?? 'info');
-      return item;
-    }
+    if (node.kind === 'message') return messageItem(node);
     if (node.kind === 'evolution') {
       const row = evolutionRow(node.evolution);
       const item = new vscode.TreeItem(row.label, C.Collapsed);

@@ -2,6 +2,7 @@
 import type { Group, LlmCall, Rollout, Run } from '../../daemon/protocol/entities';
 import { parseCandidateEvaluationName, parseEvolutionRecordingName } from '../../daemon/protocol/evolution';
 import { count, formatNumber, statusClass } from '../../webview/src/format';
+import { runLabels } from '../../webview/src/runLabels';
 import type { WorkersNote } from '../../webview/src/workers';
 
 export function statusIcon(status: string): string {
@@ -133,6 +134,14 @@ export { runLabels, startedAt } from '../../webview/src/runLabels';
 export function evaluationRunName(name: string): string {
   const c = parseCandidateEvaluationName(name);
   return c ? `candidate ${c.hash.slice(0, 10)} ${c.split}` : name;
+}
+
+/**
+ * Run names as the Runs view and every picker show them: a candidate's evaluation run as
+ * evaluationRunName, runs of one shown name told apart by when they started (runLabels).
+ */
+export function runNames(runs: readonly Pick<Run, 'id' | 'name' | 'created_at'>[]): Map<string, string> {
+  return runLabels(runs.map((r) => ({ ...r, name: evaluationRunName(r.name) })));
 }
 
 /** An evolution's proposer or critic recording as "proposer · generation 1"; other names as they are. */

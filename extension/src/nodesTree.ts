@@ -6,7 +6,8 @@
 import * as vscode from 'vscode';
 import type { Attempt, NodeInfo, Run, RunWorkers } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
-import { type DaemonClient, errorText } from './client';
+import type { DaemonClient } from './client';
+import { errorRow, type MessageNode, messageItem } from './messageRow';
 import { compareNodes, type GpuRow, nodeChanged, nodeRow } from './nodeLabels';
 import { Throttle } from './throttle';
 import { WorkerAttempts } from './workerAttempts';
@@ -26,7 +27,7 @@ export type NodesNode =
   | { kind: 'place'; runId: string; place: PlaceRow }
   | { kind: 'worker'; runId: string; worker: WorkerRow }
   | { kind: 'workerAttempt'; attempt: Attempt; row: AttemptRow }
-  | { kind: 'message'; text: string; icon?: string };
+  | MessageNode;
 
 /** How many of a run's newest rollouts are read for its workers' recent attempts. */
 const ROLLOUTS_READ = 40;
@@ -76,7 +77,7 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
       }
       if (!this.runWorkers) this.runWorkers = await listRunWorkers(client);
     } catch (err) {
-      return [{ kind: 'message', text: errorText(err), icon: 'error' }];
+      return [errorRow(err)];
     }
     // none: the view's welcome text says how to add nodes
     const nodes = [...this.nodes.values()]
@@ -106,7 +107,7 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
           if (mine.length === 0) return [{ kind: 'message', text: 'no recent attempt' }];
           return mine.map((a) => ({ kind: 'workerAttempt' as const, attempt: a, row: attemptRow(a) }));
         } catch (err) {
-          return [{ kind: 'message', text: errorText(err), icon: 'error' }];
+          return [errorRow(err)];
         }
       }
       default:
@@ -178,11 +179,8 @@ export class NodesTree implements vscode.TreeDataProvider<NodesNode>, vscode.Dis
         };
         return item;
       }
-      case 'message': {
-        const item = new vscode.TreeItem(node.text, C.None);
-        item.iconPath = new vscode.ThemeIcon(node.icon ?? 'info');
-        return item;
-      }
+      case 'message':
+        return messageItem(node);
     }
   }
 

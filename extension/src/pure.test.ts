@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { AGENT_SETTINGS, settingsMarkdown } from '../../daemon/agents/settings';
-import type { Rollout } from '../../daemon/protocol/entities';
 import { describeWorkers } from '../../webview/src/workers';
 import {
   callLabel,
@@ -15,7 +14,6 @@ import {
   taskText,
 } from './labels';
 import { parseRange, verifierReward } from './parse';
-import { rolloutPicks } from './rolloutPicks';
 import { recordingEnv, recordingSnippets } from './snippets';
 
 describe('tree labels', () => {
@@ -245,38 +243,5 @@ describe('the status bar', () => {
       workers: null,
     });
     expect(attached.text).toBe('$(sync~spin) math step 2/30');
-  });
-});
-
-describe('Open Trajectory', () => {
-  it('lists finished rollouts first, each group sibling told apart by its reward, run, step and id', () => {
-    const base = {
-      kind: 'run' as const,
-      run_id: 'run_1',
-      group_id: 'g1',
-      task_id: 't1',
-      recording_id: null,
-      input: { id: 'sub-9-9' },
-      attempt_count: 1,
-      max_attempts: 2,
-      error: null,
-      stats: null,
-      created_at: '2026-12-02T12:00:00.000Z',
-      updated_at: '2026-12-02T12:00:00.000Z',
-      started_at: null,
-      finished_at: null,
-      tito: null,
-    };
-    const rows = rolloutPicks(
-      [
-        { ...base, id: 'r_aaaaaa01', status: 'queued', reward: null },
-        { ...base, id: 'r_aaaaaa02', status: 'succeeded', reward: 1 },
-      ] as unknown as Rollout[],
-      new Map([['run_1', 'math']]),
-      new Map([['g1', 3]]),
-    );
-    expect(rows.map((r) => r.id)).toEqual(['r_aaaaaa02', 'r_aaaaaa01']);
-    expect(new Set(rows.map((r) => r.label)).size).toBe(2);
-    expect(rows[0].description).toBe('1 · succeeded · run math · step 3');
   });
 });

@@ -10,8 +10,10 @@ import { count } from '../../webview/src/format';
 import { errorText } from './client';
 import type { Ctx } from './ctx';
 import { dataFolder } from './daemon';
+import { recordingName } from './labels';
 import { SnippetsPanel } from './panels';
 import { verifierReward } from './parse';
+import { recordingPicks } from './picks';
 import { recordingSamples, recordingTask } from './recordingExport';
 import { recordingEnv } from './snippets';
 
@@ -116,7 +118,7 @@ export async function stopRecording(
   if (ctx.recording?.id === target.id) ctx.clearRecording();
   ctx.recordingsTree.refresh();
   const pick = await vscode.window.showInformationMessage(
-    `Harness RL: recording "${target.name}" stopped.`,
+    `Harness RL: recording "${recordingName(target.name)}" stopped.`,
     'Rate It',
     'Open Trajectory',
   );
@@ -137,11 +139,7 @@ async function pickRecording(ctx: Ctx, status?: 'active'): Promise<Recording | u
     void vscode.window.showInformationMessage(`Harness RL: no ${status ?? ''} recordings.`);
     return undefined;
   }
-  const pick = await vscode.window.showQuickPick(
-    all.map((r) => ({ label: r.name, description: `${r.status} · ${r.created_at}`, r })),
-    { title: 'Recording' },
-  );
-  return pick?.r;
+  return (await vscode.window.showQuickPick(recordingPicks(all), { title: 'Recording' }))?.r;
 }
 
 export async function rateRecording(ctx: Ctx, arg?: { recording?: Recording }): Promise<void> {
@@ -156,7 +154,7 @@ export async function rateRecording(ctx: Ctx, arg?: { recording?: Recording }): 
       { label: '$(symbol-number) A number…', value: 'number' as const },
       { label: '$(terminal) Run this verifier command…', value: 'verifier' as const },
     ],
-    { title: `Rate recording "${target.name}"` },
+    { title: `Rate recording "${recordingName(target.name)}"` },
   );
   if (!choice) return;
   let value: number;
@@ -185,7 +183,9 @@ export async function rateRecording(ctx: Ctx, arg?: { recording?: Recording }): 
   }
   try {
     await client.postReward(target.rollout_id, { value, source, detail });
-    void vscode.window.showInformationMessage(`Harness RL: recording "${target.name}" rated ${value}.`);
+    void vscode.window.showInformationMessage(
+      `Harness RL: recording "${recordingName(target.name)}" rated ${value}.`,
+    );
     ctx.recordingsTree.refresh();
   } catch (err) {
     void vscode.window.showErrorMessage(`Harness RL: could not save the reward: ${errorText(err)}`);
@@ -233,7 +233,7 @@ export async function exportRecording(ctx: Ctx, arg?: { recording?: Recording })
       { label: 'Training samples (JSONL)', value: 'samples' as const },
       { label: 'A task for a training run (append to a tasks JSONL)', value: 'task' as const },
     ],
-    { title: `Export recording "${target.name}"` },
+    { title: `Export recording "${recordingName(target.name)}"` },
   );
   if (!as) return;
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? '';
@@ -254,7 +254,9 @@ export async function exportRecording(ctx: Ctx, arg?: { recording?: Recording })
     }
     const task = recordingTask(target, detail);
     if (!task) {
-      void vscode.window.showWarningMessage(`Harness RL: recording "${target.name}" has no successful call.`);
+      void vscode.window.showWarningMessage(
+        `Harness RL: recording "${recordingName(target.name)}" has no successful call.`,
+      );
       return;
     }
     const file = await pickTasksFile(folder);

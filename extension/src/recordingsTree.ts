@@ -2,14 +2,15 @@
 import * as vscode from 'vscode';
 import type { LlmCall, Recording } from '../../daemon/protocol/entities';
 import type { DaemonEvent } from '../../daemon/protocol/events';
-import { type DaemonClient, errorText } from './client';
+import type { DaemonClient } from './client';
 import { callLabel, recordingName, statusIcon } from './labels';
+import { errorRow, type MessageNode, messageItem } from './messageRow';
 import { Throttle } from './throttle';
 
 export type RecordingsNode =
   | { kind: 'recording'; recording: Recording }
   | { kind: 'call'; call: LlmCall }
-  | { kind: 'message'; text: string };
+  | MessageNode;
 
 export class RecordingsTree implements vscode.TreeDataProvider<RecordingsNode>, vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<RecordingsNode | undefined>();
@@ -37,13 +38,13 @@ export class RecordingsTree implements vscode.TreeDataProvider<RecordingsNode>, 
         return d.llm_calls.map((call) => ({ kind: 'call' as const, call }));
       }
     } catch (err) {
-      return [{ kind: 'message', text: errorText(err) }];
+      return [errorRow(err)];
     }
     return [];
   }
 
   getTreeItem(node: RecordingsNode): vscode.TreeItem {
-    if (node.kind === 'message') return new vscode.TreeItem(node.text);
+    if (node.kind === 'message') return messageItem(node);
     if (node.kind === 'call') {
       const { label, description } = callLabel(node.call);
       const item = new vscode.TreeItem(label);

@@ -9,19 +9,18 @@ import type { Attempt, Group, LlmCall, Rollout, Run } from '../../daemon/protoco
 import type { DaemonEvent } from '../../daemon/protocol/events';
 import { count, formatNumber } from '../../webview/src/format';
 import type { DaemonClient } from './client';
-import { errorText } from './client';
 import {
   callLabel,
-  evaluationRunName,
   formatReward,
   groupDescription,
   rewardColor,
   rolloutDescription,
   runDescription,
-  runLabels,
+  runNames,
   statusIcon,
   taskText,
 } from './labels';
+import { errorRow, type MessageNode, messageItem } from './messageRow';
 import { PagedList } from './paging';
 import {
   filterText,
@@ -44,7 +43,7 @@ export type RunsNode =
   | { kind: 'evaluations' }
   | { kind: 'more'; list: PagedList<{ id: string }>; parent: RunsNode | undefined }
   | { kind: 'filter' }
-  | { kind: 'message'; text: string; icon?: string };
+  | MessageNode;
 
 export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<RunsNode | undefined>();
@@ -186,7 +185,7 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     try {
       return await this.children(node);
     } catch (err) {
-      return [{ kind: 'message', text: errorText(err), icon: 'error' }];
+      return [errorRow(err)];
     }
   }
 
@@ -259,11 +258,10 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
 
   /** Run rows' labels, from the runs loaded now. */
   private relabel() {
-    const evaluationRuns = (this.evaluationRuns?.items ?? []).map((r) => ({
-      ...r,
-      name: evaluationRunName(r.name),
-    }));
-    this.labels = new Map([...runLabels(this.runs?.items ?? []), ...runLabels(evaluationRuns)]);
+    this.labels = new Map([
+      ...runNames(this.runs?.items ?? []),
+      ...runNames(this.evaluationRuns?.items ?? []),
+    ]);
   }
 
   /** "Load more" on a paged list. */
@@ -383,11 +381,8 @@ export class RunsTree implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
         item.command = { command: 'harnessRl.loadMore', title: 'Load More', arguments: [node] };
         return item;
       }
-      case 'message': {
-        const item = new vscode.TreeItem(node.text, C.None);
-        item.iconPath = new vscode.ThemeIcon(node.icon ?? 'info');
-        return item;
-      }
+      case 'message':
+        return messageItem(node);
     }
   }
 

@@ -3,16 +3,13 @@
 // what the trainer sees. Token texts come from the reference engine's tokenizer when the calls were
 // served by it (other tokenizers stay ids).
 import type * as vscode from 'vscode';
-import { z } from 'zod';
 import { decode, tokenString } from '../../daemon/engine/tokenizer';
 import type { RolloutDetail } from '../../daemon/protocol/api';
-import { type PrefixBreak, Rollout } from '../../daemon/protocol/entities';
+import type { PrefixBreak, Rollout } from '../../daemon/protocol/entities';
 import type { SampleJson } from '../../daemon/protocol/samples';
 import { algorithmOf, buildSamples, toSampleJson, trajectoryFromCalls } from '../../daemon/samples/index';
 import type { DaemonClient } from './client';
 import { errorText } from './client';
-
-const GroupRollouts = z.object({ rollouts: z.array(Rollout) });
 
 export interface ViewSamples {
   samples: SampleJson[] | null;
@@ -28,10 +25,7 @@ export async function samplesFor(
 ): Promise<ViewSamples> {
   try {
     const run = rollout.run_id ? await client.getRun(rollout.run_id).catch(() => null) : null;
-    const siblings = rollout.group_id
-      ? (await client.request('GET', `/api/groups/${encodeURIComponent(rollout.group_id)}`, GroupRollouts))
-          .rollouts
-      : [];
+    const siblings = rollout.group_id ? (await client.getGroup(rollout.group_id)).rollouts : [];
     return viewSamples(rollout, run?.config ?? null, siblings);
   } catch (err) {
     log.appendLine(`samples for rollout ${rollout.id}: ${errorText(err)}`);

@@ -4,13 +4,14 @@ import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { TaskInstance } from '../../daemon/protocol/tasks';
+import { type MessageNode, messageItem } from './messageRow';
 
 export type TasksNode =
   | { kind: 'set'; file: string }
   | { kind: 'task'; file: string; task: TaskInstance }
   | { kind: 'test'; test: string }
   | { kind: 'gold'; file: string; task: TaskInstance }
-  | { kind: 'message'; text: string };
+  | MessageNode;
 
 const SETS_KEY = 'harnessRl.taskSets';
 
@@ -60,7 +61,7 @@ export class TasksTree implements vscode.TreeDataProvider<TasksNode> {
         if (bad > 0) items.push({ kind: 'message', text: `${bad} lines are not tasks` });
         return items.length > 0 ? items : [{ kind: 'message', text: 'No tasks in this file yet' }];
       } catch (err) {
-        return [{ kind: 'message', text: `Cannot read it: ${(err as Error).message}` }];
+        return [{ kind: 'message', text: `Cannot read it: ${(err as Error).message}`, icon: 'error' }];
       }
     }
     if (node.kind === 'task') {
@@ -75,7 +76,7 @@ export class TasksTree implements vscode.TreeDataProvider<TasksNode> {
   getTreeItem(node: TasksNode): vscode.TreeItem {
     switch (node.kind) {
       case 'message':
-        return new vscode.TreeItem(node.text);
+        return messageItem(node);
       case 'set': {
         const item = new vscode.TreeItem(path.basename(node.file), vscode.TreeItemCollapsibleState.Expanded);
         item.id = `taskset:${node.file}`;

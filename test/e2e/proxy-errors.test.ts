@@ -1,38 +1,16 @@
 // Bad input, wrong keys and bad backends: each gets a clear error in the client's wire format, the
 // daemon keeps serving, and every failed call of a known rollout is recorded.
-import { createServer, type Server } from 'node:http';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { startFakeVllm } from '../fixtures/fake-vllm';
-import { proxyOnFakeVllm, startTestProxy } from './proxy-setup';
+import { downBackends, postJson, proxyOnFakeVllm, startToyBackend, withTestProxy } from './proxy-setup';
 
 const env = proxyOnFakeVllm({ bodyLimitBytes: 64 * 1024, backendTimeoutMs: 1500 });
 
-async function post(
-  path: string,
-  body: string | object,
-  key: string | null,
-  headers: Record<string, string> = {},
-) {
-  const res = await fetch(`${env.proxy.url}${path}`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...(key ? { authorization: `Bearer ${key}` } : {}),
-      ...headers,
-    },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = text;
-  }
-  return { status: res.status, body: json };
-}
+const post = (path: string, body: string | object, key: string | null, headers?: Record<string, string>) =>
+  postJson(env.proxy.url, path, body, key, headers);
 
 const chatBody = { model: 'toy', messages: [{ role: 'user' as const, content: 'hi' }] };
 
@@ -259,11 +237,8 @@ describe('bad backends', () => {
   });
 
   it('a backend that is down is recorded as an error (503/502) and the daemon keeps serving', async () => {
-    const down = await startFakeVllm();
-    const url = down.url;
-    await down.close();
-    const lonely = await startTestProxy({ backends: [url] });
-    try {
+    const [url] = await downBackends(1);
+    await withTestProxy({ backends: [url] }, async (lonely) => {
       const r = await lonely.rollout();
       const err = await r.client.chat.completions.create(chatBody).catch((e) => e);
       expect([502, 503]).toContain(err.status);
@@ -273,47 +248,27 @@ describe('bad backends', () => {
       const again = await r.client.chat.completions.create(chatBody).catch((e) => e);
       expect([502, 503]).toContain(again.status);
       expect(await lonely.calls(r.id)).toHaveLength(2);
-      const none = await startTestProxy({ backends: [] });
+    });
+    await withTestProxy({ backends: [] }, async (none) => {
       const r2 = await none.rollout();
       const e2 = await r2.client.chat.completions.create(chatBody).catch((e) => e);
       expect(e2.status).toBe(503);
       expect(e2.message).toMatch(/no inference backend/);
-      await none.close();
-    } finally {
-      await lonely.close();
-    }
+    });
   });
 });
 
 /**
  * A backend that serves "toy" and answers every chat call with a 200 whose JSON body stops halfway:
- * `cut` then closes the connection, `stall` sends nothing more.
+ * `cut` then closes the connection, `stall` sends nothing more; `mute` never answers at all.
  */
-async function halfAnswering(how: 'cut' | 'stall'): Promise<{ url: string; close(): Promise<void> }> {
-  const server: Server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      if (req.method === 'GET') {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'list', data: [{ id: 'toy', object: 'model' }] }));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
-      res.write('{"id":"chatcmpl-half","object":"chat.completion","choices":[');
-      if (how === 'cut') setTimeout(() => res.socket?.destroy(), 20);
-    });
+const halfAnswering = (how: 'cut' | 'stall' | 'mute') =>
+  startToyBackend((_req, res) => {
+    if (how === 'mute') return;
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+    res.write('{"id":"chatcmpl-half","object":"chat.completion","choices":[');
+    if (how === 'cut') setTimeout(() => res.socket?.destroy(), 20);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 describe('a whole answer cut off', () => {
   for (const [how, status, error] of [
@@ -322,22 +277,47 @@ describe('a whole answer cut off', () => {
   ] as const)
     it(`a backend whose non-streamed answer stops halfway (${how}) gives a ${status} and a recorded error`, async () => {
       const backend = await halfAnswering(how);
-      const proxy = await startTestProxy({ backends: [backend.url], backendTimeoutMs: 300 });
-      try {
-        const r = await proxy.rollout();
-        const res = await fetch(`${r.baseURL}/chat/completions`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${r.key}` },
-          body: JSON.stringify(chatBody),
-        });
-        expect(res.status).toBe(status);
-        expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(error);
-        const [call] = await proxy.calls(r.id);
-        expect([call.status, call.http_status]).toEqual(['error', status]);
-        expect(call.error).toMatch(error);
-      } finally {
-        await proxy.close();
-        await backend.close();
-      }
+      await withTestProxy(
+        { backends: [backend.url], backendTimeoutMs: 300 },
+        async (proxy) => {
+          const r = await proxy.rollout();
+          const res = await postJson(r.baseURL, '/chat/completions', chatBody, r.key);
+          expect(res.status).toBe(status);
+          expect(res.body.error.message).toMatch(error);
+          const [call] = await proxy.calls(r.id);
+          expect([call.status, call.http_status]).toEqual(['error', status]);
+          expect(call.error).toMatch(error);
+        },
+        backend,
+      );
+    });
+});
+
+describe("a recording's upstream that fails", () => {
+  for (const [how, status, error] of [
+    ['cut', 502, /failed mid-response: .*backend closed the connection mid-response$/],
+    ['stall', 502, /failed mid-response: .*backend went silent mid-response \(timeout\)$/],
+    ['mute', 504, /^upstream http:\/\/127\.0\.0\.1:\d+ timed out$/],
+  ] as const)
+    it(`an Anthropic upstream whose non-streamed answer ${how === 'mute' ? 'never comes' : `stops halfway (${how})`} gives a ${status} and a recorded error`, async () => {
+      const upstream = await halfAnswering(how);
+      await withTestProxy(
+        { backendTimeoutMs: 300 },
+        async (proxy) => {
+          await writeFile(join(proxy.dataDir, 'secrets.json'), JSON.stringify({ anthropic: 'sk-ant-test' }));
+          const rec = await proxy.store.createRecording({
+            name: 'claude',
+            upstream: { kind: 'anthropic', base_url: upstream.url },
+          });
+          const message = { model: 'claude-x', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+          const res = await postJson(proxy.url, '/v1/messages', message, null, { 'x-api-key': rec.key });
+          expect(res.status).toBe(status);
+          expect(res.body.error.message).toMatch(error);
+          const [call] = await proxy.store.listRecordingCalls(rec.id);
+          expect([call.status, call.http_status]).toEqual(['error', status]);
+          expect(call.error).toMatch(error);
+        },
+        upstream,
+      );
     });
 });

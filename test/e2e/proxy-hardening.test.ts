@@ -1,22 +1,12 @@
 // Found by probing: bodies nested 10,000 levels deep (from the harness or from a backend) are refused
 // and still recorded; each wire API checks parameter types as strictly as the official API, naming
 // the parameter; a 502 says which backend failed and how.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { startFakeVllm } from '../fixtures/fake-vllm';
-import { proxyOnFakeVllm, startTestProxy } from './proxy-setup';
+import { downBackends, postJson, proxyOnFakeVllm, startToyBackend, withTestProxy } from './proxy-setup';
 
 const env = proxyOnFakeVllm({ bodyLimitBytes: 256 * 1024 });
 
-async function post(path: string, body: string | object, key: string) {
-  const res = await fetch(`${env.proxy.url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const post = (path: string, body: string | object, key: string) => postJson(env.proxy.url, path, body, key);
 
 const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
 const chat = { model: 'toy', messages: [{ role: 'user', content: 'hi' }] };
@@ -66,37 +56,23 @@ describe('deeply nested bodies', () => {
   });
 
   it('a backend answer nested 10,000 levels deep is a recorded 502, streamed or not', async () => {
-    const evil: Server = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        if (req.url?.startsWith('/v1/models')) {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          return res.end(JSON.stringify({ object: 'list', data: [{ id: 'toy', object: 'model' }] }));
-        }
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(`{"id":"x","object":"chat.completion","choices":${deep(10_000)}}`);
-      });
+    const evil = await startToyBackend((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`{"id":"x","object":"chat.completion","choices":${deep(10_000)}}`);
     });
-    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
-    const proxy = await startTestProxy({
-      backends: [`http://127.0.0.1:${(evil.address() as AddressInfo).port}`],
-    });
-    try {
-      const r = await proxy.rollout();
-      const res = await fetch(`${r.baseURL}/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${r.key}` },
-        body: JSON.stringify(chat),
-      });
-      expect(res.status).toBe(502);
-      const [call] = await proxy.calls(r.id);
-      expect(call.status).toBe('error');
-      expect(call.http_status).toBe(502);
-      expect(typeof call.response).toBe('string');
-    } finally {
-      await proxy.close();
-      await new Promise((resolve) => evil.close(resolve));
-    }
+    await withTestProxy(
+      { backends: [evil.url] },
+      async (proxy) => {
+        const r = await proxy.rollout();
+        const res = await postJson(r.baseURL, '/chat/completions', chat, r.key);
+        expect(res.status).toBe(502);
+        const [call] = await proxy.calls(r.id);
+        expect(call.status).toBe('error');
+        expect(call.http_status).toBe(502);
+        expect(typeof call.response).toBe('string');
+      },
+      evil,
+    );
   });
 });
 
@@ -189,30 +165,18 @@ describe('each wire API checks parameter types like the official API', () => {
 
 describe('backend failures', () => {
   it('a 502 names each backend that could not be reached and how', async () => {
-    const a = await startFakeVllm();
-    const b = await startFakeVllm();
-    const urls = [a.url, b.url];
-    await a.close();
-    await b.close();
-    const proxy = await startTestProxy({ backends: urls });
-    try {
+    const urls = await downBackends(2);
+    await withTestProxy({ backends: urls }, async (proxy) => {
       const r = await proxy.rollout();
-      const res = await fetch(`${r.baseURL}/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${r.key}` },
-        body: JSON.stringify(chat),
-      });
-      const body = (await res.json()) as any;
+      const { status, body } = await postJson(r.baseURL, '/chat/completions', chat, r.key);
       // The first call fails over through both; later ones may see them already marked unhealthy (503).
-      expect(res.status).toBe(502);
+      expect(status).toBe(502);
       expect(body.error.code).toBe('backend_unreachable');
       expect(body.error.message).toMatch(/^none of the 2 inference backends could be reached: /);
       for (const url of urls) expect(body.error.message).toContain(`${url} (ECONNREFUSED`);
       expect(body.error.message).not.toMatch(/backend the inference backends/);
       const [call] = await proxy.calls(r.id);
       expect(call.error).toBe(body.error.message);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 });

@@ -1,7 +1,10 @@
 // A real proxy for the proxy-*.test.ts files: fastify on 127.0.0.1 port 0, a real SQLite store in a
-// temp folder, registerProxy, and helpers that create rollouts and recordings through the store.
+// temp folder, registerProxy, and helpers that create rollouts and recordings through the store; a
+// hand-written backend (or none listening) to put behind it, and a JSON POST.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
@@ -134,4 +137,80 @@ export function proxyOnFakeVllm(options: Omit<Parameters<typeof startTestProxy>[
       return started(proxy);
     },
   };
+}
+
+/**
+ * POSTs `body` (an object as JSON, a string as it is) to `base + path`, with `key` as the bearer key
+ * (none when null); the answer's status and body, parsed where it is JSON, else its text.
+ */
+export async function postJson(
+  base: string,
+  path: string,
+  body: string | object,
+  key: string | null,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      ...headers,
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  try {
+    return { status: res.status, body: JSON.parse(text) };
+  } catch {
+    return { status: res.status, body: text };
+  }
+}
+
+/** A backend that lists model "toy" (GET /v1/models) and answers every other request with `answer`. */
+export async function startToyBackend(
+  answer: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.method === 'GET' && req.url?.startsWith('/v1/models')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'list', data: [{ id: 'toy', object: 'model' }] }));
+        return;
+      }
+      answer(req, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** `n` backend URLs where nothing listens any more (a connect is refused). */
+export async function downBackends(n: number): Promise<string[]> {
+  const backends = await Promise.all(Array.from({ length: n }, () => startToyBackend(() => {})));
+  await Promise.all(backends.map((b) => b.close()));
+  return backends.map((b) => b.url);
+}
+
+/** A test proxy started with `options` for `body`, closed after it (and `also`, e.g. its backend). */
+export async function withTestProxy<T>(
+  options: Parameters<typeof startTestProxy>[0],
+  body: (proxy: TestProxy) => Promise<T>,
+  also?: { close(): Promise<void> },
+): Promise<T> {
+  const proxy = await startTestProxy(options);
+  try {
+    return await body(proxy);
+  } finally {
+    await proxy.close();
+    await also?.close();
+  }
 }

@@ -166,6 +166,28 @@ async function quickPick(text) {
 }
 
 /**
+ * The labels of the rows that command's picker (titled `title`) shows for `filter`; the picker is
+ * closed again without picking.
+ */
+async function pickerLabels(command, title, filter) {
+  await palette(command);
+  const titled = page.locator('.quick-input-widget .quick-input-title');
+  await waitFor(`the picker "${title}"`, async () => (await titled.textContent())?.trim() === title);
+  await page.locator('.quick-input-widget input').fill(filter);
+  // a row's label (its first line; the detail is the second)
+  const rows = page.locator(
+    '.quick-input-list .monaco-list-row .quick-input-list-rows > .quick-input-list-row:first-child .label-name',
+  );
+  // the list filters as it renders: wait until every row shown holds the filter
+  const labels = await waitFor(`the picker's rows for "${filter}"`, async () => {
+    const shown = (await rows.allTextContents()).map((t) => t.trim());
+    return shown.length > 0 && shown.every((t) => t.includes(filter)) ? shown : null;
+  });
+  await page.keyboard.press('Escape');
+  return labels;
+}
+
+/**
  * Answers a save dialog (code-server's simple file dialog: a quick input holding a path). It waits
  * for the dialog itself: the quick pick that led to it may still be on screen for a moment.
  */
@@ -1386,6 +1408,14 @@ async function checks() {
         30_000,
       );
       figures.evolution_candidates = evo.candidates.length;
+      // the pickers name the proposer's recording and the candidates' runs as the views do
+      const proposer = await pickerLabels('Harness RL: Export Recording…', 'Recording', 'proposer');
+      if (!proposer.includes('proposer · generation 1'))
+        throw new Error(`the recording picker shows ${proposer.join(' | ')}`);
+      const short = root_.hash.slice(0, 10); // the root is always evaluated
+      const runs = await pickerLabels('Harness RL: Open Run Dashboard', 'Run', short);
+      if (!runs.every((l) => l.startsWith(`candidate ${short} `)))
+        throw new Error(`the run picker shows ${runs.join(' | ')}`);
     },
   );
 

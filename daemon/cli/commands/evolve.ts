@@ -3,6 +3,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfigFile } from '../../config/load';
+import { f } from '../../eval/text';
 import type { EvolutionDetail } from '../../protocol/evolution';
 import {
   CliError,
@@ -20,8 +21,6 @@ const USAGE = `usage: harness-rl evolve CONFIG [--harness DIR] [--candidate EVOL
   [--url http://127.0.0.1:4100] [--token T] [--data DIR] [--json]
 ${START_USAGE}
   resume: go on with an evolution a daemon stop interrupted, from its stored generation`;
-
-const f = (x: number | null | undefined, d = 3) => (x === null || x === undefined ? '—' : x.toFixed(d));
 
 /** The tree (indented by parent), each candidate's scores and verdicts, and the result. */
 export function evolutionText(e: EvolutionDetail): string {

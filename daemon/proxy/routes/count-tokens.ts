@@ -3,7 +3,7 @@
 // the trajectory and is not recorded.
 import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { readText, rootUrl, send } from '../../http';
+import { readText, rootUrl, sendWhole } from '../../http';
 import { type FixedTarget, servedBody } from '../dispatch';
 import { invalidBody, ProxyError } from '../errors';
 import { JSON_TYPE, type ProxyRequest } from '../front';
@@ -75,7 +75,7 @@ async function backendCount(
   const b = target ? null : d.pool.pick(scope.rolloutId, undefined, scope.rollout.run_id);
   const root = target?.root ?? b?.root;
   if (!root) throw new ProxyError(503, 'no healthy inference backend to count tokens with');
-  const res = await send(`${root}/tokenize`, {
+  const res = await sendWhole(`${root}/tokenize`, {
     body: JSON.stringify(
       target
         ? servedBody({ model: chat.model, messages: chat.messages, tools: chat.tools }, target.served)

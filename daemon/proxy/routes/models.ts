@@ -1,7 +1,7 @@
 // GET /v1/models: a recording's provider upstream answers for itself; otherwise the names its vLLM
 // upstream or the pool serves, listed in OpenAI's shape (or Anthropic's, for an Anthropic client).
 import type { ServerResponse } from 'node:http';
-import { readText, rootUrl, send } from '../../http';
+import { readText, rootUrl, sendWhole } from '../../http';
 import { anthropicErrorBody, openaiErrorBody } from '../errors';
 import { type ProxyRequest, sendJson } from '../front';
 import type { Scope } from '../scope';
@@ -24,7 +24,7 @@ export const modelsRoute =
             ? d.upstreams.anthropicHeaders(req)
             : ((await d.upstreams.target(upstream))?.headers ?? {});
         const base = upstream.base_url ?? (upstream.kind === 'anthropic' ? ANTHROPIC_BASE : OPENAI_BASE);
-        const answer = await send(`${rootUrl(base)}/v1/models`, {
+        const answer = await sendWhole(`${rootUrl(base)}/v1/models`, {
           method: 'GET',
           headers,
           timeoutMs: 30_000,
@@ -33,7 +33,7 @@ export const modelsRoute =
       }
       let names: string[];
       if (upstream?.kind === 'vllm' && upstream.base_url) {
-        const answer = await send(`${rootUrl(upstream.base_url)}/v1/models`, {
+        const answer = await sendWhole(`${rootUrl(upstream.base_url)}/v1/models`, {
           method: 'GET',
           timeoutMs: 30_000,
         });
