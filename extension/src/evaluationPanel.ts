@@ -9,6 +9,7 @@ import type { DaemonEvent } from '../../daemon/protocol/events';
 import { EvaluationState, type ToEvaluation } from '../../webview/src/protocol';
 import { type DaemonClient, errorText } from './client';
 import type { Ctx } from './ctx';
+import { evaluationRunName } from './labels';
 import { DAEMON_STOPPED, Panel, panelSerializer, showPanel, webviewHtml } from './panels';
 import { Throttle } from './throttle';
 
@@ -77,7 +78,7 @@ export class EvaluationPanel extends Panel {
     try {
       if ('evaluation_id' in t) {
         const e = await client.getEvaluation(t.evaluation_id);
-        this.panel.title = `Evaluation ${e.name}`;
+        this.panel.title = `Evaluation ${evaluationRunName(e.name)}`;
         this.post({ type: 'evaluation', evaluation: e, previous: await previousOf(this.ctx, e) });
         if (e.status === 'running') {
           const progress = await progressOf(client, e).catch(() => null);
@@ -86,7 +87,7 @@ export class EvaluationPanel extends Panel {
         return;
       }
       const [a, b] = await Promise.all([client.getEvaluation(t.a), client.getEvaluation(t.b)]);
-      this.panel.title = `Compare ${a.name} ↔ ${b.name}`;
+      this.panel.title = `Compare ${evaluationRunName(a.name)} ↔ ${evaluationRunName(b.name)}`;
       const running = a.status === 'running' || b.status === 'running';
       if (a.status !== 'finished' || b.status !== 'finished') {
         const not = [a, b].find((e) => e.status !== 'finished')!;

@@ -7,6 +7,7 @@ import {
   parseCandidateEvaluationName,
   parseEvolutionRecordingName,
 } from '../../daemon/protocol/evolution';
+import { evaluationLabel } from '../../webview/src/evalFormat';
 import { evolutionRow } from './evolutionLabels';
 import { evaluationRunName, recordingName } from './labels';
 
@@ -90,6 +91,17 @@ describe("a candidate's evaluation run in the Runs view", () => {
     for (const name of ['eval math test', 'evolve evo_1 d43886f0 g1 proposer', 'evolve evo_1 nothex train'])
       expect(evaluationRunName(name)).toBe(name);
     expect(parseCandidateEvaluationName('evolve evo_1 d43886f0 holdout')).toBeNull();
+  });
+
+  it('the evaluation and comparison pages name it the same way, with when it ran', () => {
+    const created_at = '2026-12-07T10:05:00.000Z';
+    const stored = candidateEvaluationName('evo_01m98ax818130m94k2', 'd43886f0b2c4e1a9', 'train');
+    expect(evaluationLabel({ id: 'ev_1', name: stored, created_at })).toMatch(
+      /^candidate d43886f0b2 train · Dec 7 \d\d:05$/,
+    );
+    expect(evaluationLabel({ id: 'ev_2', name: 'eval math test', created_at })).toMatch(
+      /^eval math test · Dec 7 /,
+    );
   });
 
   it("a proposer's or critic's recording reads as its role and generation", () => {

@@ -1,8 +1,8 @@
 // Small pure formatting helpers for tree items (unit tested).
 import type { Group, LlmCall, Rollout, Run } from '../../daemon/protocol/entities';
-import { parseCandidateEvaluationName, parseEvolutionRecordingName } from '../../daemon/protocol/evolution';
+import { parseEvolutionRecordingName } from '../../daemon/protocol/evolution';
 import { count, formatNumber, statusClass } from '../../webview/src/format';
-import { runLabels } from '../../webview/src/runLabels';
+import { evaluationRunName, runLabels } from '../../webview/src/runLabels';
 import type { WorkersNote } from '../../webview/src/workers';
 
 export function statusIcon(status: string): string {
@@ -125,16 +125,7 @@ export function oneLine(text: string, max: number): string {
 }
 
 // Run names told apart live beside the dashboard, which shows them too.
-export { runLabels, startedAt } from '../../webview/src/runLabels';
-
-/**
- * An evolution candidate's evaluation run as "candidate d43886f0b2 train" (its stored name leads
- * with the evolution's long id, which a row cuts off before the candidate); other names as they are.
- */
-export function evaluationRunName(name: string): string {
-  const c = parseCandidateEvaluationName(name);
-  return c ? `candidate ${c.hash.slice(0, 10)} ${c.split}` : name;
-}
+export { evaluationRunName, runLabels, startedAt } from '../../webview/src/runLabels';
 
 /**
  * Run names as the Runs view and every picker show them: a candidate's evaluation run as

@@ -13,6 +13,7 @@ import {
 } from '../../webview/src/protocol';
 import { errorText } from './client';
 import type { Ctx } from './ctx';
+import { evaluationRunName } from './labels';
 import { samplesFor } from './samples';
 import { recordingSnippets } from './snippets';
 import { StepProgressTracker } from './stepProgress';
@@ -291,7 +292,7 @@ export class DashboardPanel extends Panel {
       ctx,
       DashboardPanel.open.get(runId),
       DASHBOARD_VIEW,
-      `Run ${runName}`,
+      `Run ${evaluationRunName(runName)}`,
       (panel) => new DashboardPanel(ctx, panel, runId),
     );
   }
@@ -356,7 +357,7 @@ export class DashboardPanel extends Panel {
     }
     try {
       const [run, metrics] = await Promise.all([client.getRun(this.runId), client.runMetrics(this.runId)]);
-      this.panel.title = `Run ${run.name}`;
+      this.panel.title = `Run ${evaluationRunName(run.name)}`;
       this.post({ type: 'dashboard', run, metrics });
       void this.progress.load();
       // Who runs the rollouts (an older daemon has no such route: no note then).

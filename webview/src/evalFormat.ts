@@ -1,7 +1,7 @@
 // How the evaluation pages write intervals, durations and evaluation names. Pure.
 import type { Evaluation } from '../../daemon/protocol/evaluation';
 import { formatNumber } from './format';
-import { startedAt } from './runLabels';
+import { evaluationRunName, startedAt } from './runLabels';
 
 export type EvaluationRef = Pick<Evaluation, 'id' | 'name' | 'created_at'>;
 
@@ -19,9 +19,9 @@ export function seconds(s: number): string {
   return m < 60 ? `${m} min ${Math.round(s % 60)} s` : `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
-/** "math-agent · Dec 3 15:52": evaluations of one config differ by when they ran. */
+/** "math-agent · Dec 3 15:52": evaluations of one config differ by when they ran (a candidate's named as in the views). */
 export function evaluationLabel(e: EvaluationRef): string {
-  return `${e.name} · ${startedAt(e.created_at)}`;
+  return `${evaluationRunName(e.name)} · ${startedAt(e.created_at)}`;
 }
 
 /** "+12.5 %" / "−3 %" / "—": a relative change. */

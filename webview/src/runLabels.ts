@@ -1,5 +1,6 @@
 // Runs with the same name told apart, the same way in the sidebar, the pickers and the dashboard. Pure.
 import type { Run } from '../../daemon/protocol/entities';
+import { parseCandidateEvaluationName } from '../../daemon/protocol/evolution';
 
 /**
  * Run names as rows and pickers show them: the name alone where it is unique, else the name and
@@ -42,4 +43,13 @@ export function startedAt(iso: string): string {
   const hh = String(d.getHours()).padStart(2, '0');
   const mm = String(d.getMinutes()).padStart(2, '0');
   return `${month} ${d.getDate()} ${hh}:${mm}`;
+}
+
+/**
+ * An evolution candidate's evaluation run as "candidate d43886f0b2 train" (its stored name leads
+ * with the evolution's long id, which a row cuts off before the candidate); other names as they are.
+ */
+export function evaluationRunName(name: string): string {
+  const c = parseCandidateEvaluationName(name);
+  return c ? `candidate ${c.hash.slice(0, 10)} ${c.split}` : name;
 }
