@@ -33,7 +33,7 @@ import {
   startRecording,
   stopRecording,
 } from './recording';
-import type { RunsNode } from './runsTree';
+import type { RunsNode } from './runsItems';
 import { attemptOutputText } from './workerLabels';
 
 interface CommandSpec {
