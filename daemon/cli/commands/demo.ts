@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runRollout } from '../../../examples/math-agent/agent';
 import { loadConfigFile } from '../../config/load';
-import { startDaemon } from '../../daemon';
+import { type Daemon, startDaemon } from '../../daemon';
 import { RunConfig, type RunConfigInput } from '../../protocol/config';
 import type { Run, RunMetrics } from '../../protocol/entities';
 import type { DaemonEvent } from '../../protocol/events';
@@ -214,6 +214,28 @@ function writeReport(
   return { initial, final };
 }
 
+/** The math agent run in-process through the SDK worker on the run's rollouts, until `signal` aborts. */
+function workOn(daemon: Daemon, runId: string, config: RunConfig, signal: AbortSignal) {
+  return runWorker({
+    daemonUrl: daemon.url,
+    token: daemon.token,
+    runId,
+    concurrency: config.harness.concurrency,
+    signal,
+    worker: 'demo',
+    rollout: async (ctx) => {
+      const result = await runRollout({
+        baseURL: ctx.openai_base_url,
+        apiKey: ctx.key,
+        model: ctx.model,
+        task: ctx.input,
+        seed: await samplingSeed(daemon.ctx.store, config.schedule.seed, ctx),
+      });
+      return { reward: result.reward };
+    },
+  });
+}
+
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const started = Date.now();
   const write = options.write ?? ((text: string) => process.stdout.write(text));
@@ -259,24 +281,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     progress.bar(true);
     ticker = setInterval(() => progress.bar(true), 1000);
-    const worker = runWorker({
-      daemonUrl: daemon.url,
-      token: daemon.token,
-      runId,
-      concurrency: config.harness.concurrency,
-      signal: stopWorker.signal,
-      worker: 'demo',
-      rollout: async (ctx) => {
-        const result = await runRollout({
-          baseURL: ctx.openai_base_url,
-          apiKey: ctx.key,
-          model: ctx.model,
-          task: ctx.input,
-          seed: await samplingSeed(daemon.ctx.store, config.schedule.seed, ctx),
-        });
-        return { reward: result.reward };
-      },
-    });
+    const worker = workOn(daemon, runId, config, stopWorker.signal);
     // A run that ended before we subscribed still ends the wait.
     const current = await daemon.ctx.store.getRun(runId);
     if (current && ENDED.includes(current.status)) ended(current);
