@@ -2,12 +2,13 @@
 // webview panels, config diagnostics, recording. main.ts loads this bundle (dist/core.cjs) lazily so
 // activation stays fast.
 import * as vscode from 'vscode';
-import { runCommand, validateConfigDocument } from './commands';
+import { runCommand } from './commands';
 import { isRunConfigText } from './configDiagnostics';
 import { Ctx } from './ctx';
 import { EvaluationPanel } from './evaluationPanel';
 import { registerLanguageModel } from './lm';
 import { DashboardPanel, TrajectoryPanel } from './panels';
+import { validateConfigDocument } from './runConfigs';
 import type { StatusBar } from './status';
 
 export interface Core {

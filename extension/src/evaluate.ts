@@ -13,6 +13,7 @@ import { EvaluationPanel } from './evaluationPanel';
 import { RESUMABLE } from './evolutionLabels';
 import { candidateUri } from './evolutionTree';
 import { evaluationPickLabel, evaluationPicks } from './picks';
+import { findRunConfigs, validateConfigDocument } from './runConfigs';
 
 export interface CandidateRef {
   evolutionId: string;
@@ -20,14 +21,8 @@ export interface CandidateRef {
   parent?: string | null;
 }
 
-/** What the command table lends (commands.ts, which imports this file). */
-export interface ConfigTools {
-  findRunConfigs(): Promise<vscode.Uri[]>;
-  validate(ctx: Ctx, doc: vscode.TextDocument): { config?: unknown };
-}
-
-async function pickConfig(tools: ConfigTools): Promise<vscode.Uri | undefined> {
-  const items = (await tools.findRunConfigs()).map((u) => ({
+async function pickConfig(): Promise<vscode.Uri | undefined> {
+  const items = (await findRunConfigs()).map((u) => ({
     label: vscode.workspace.asRelativePath(u),
     uri: u,
   }));
@@ -37,15 +32,10 @@ async function pickConfig(tools: ConfigTools): Promise<vscode.Uri | undefined> {
   return pick?.uri;
 }
 
-export async function evaluateHarness(
-  ctx: Ctx,
-  client: DaemonClient,
-  arg: unknown,
-  tools: ConfigTools,
-): Promise<void> {
-  const uri = arg instanceof vscode.Uri ? arg : await pickConfig(tools);
+export async function evaluateHarness(ctx: Ctx, client: DaemonClient, arg: unknown): Promise<void> {
+  const uri = arg instanceof vscode.Uri ? arg : await pickConfig();
   if (!uri) return;
-  const check = tools.validate(ctx, await vscode.workspace.openTextDocument(uri));
+  const check = validateConfigDocument(ctx, await vscode.workspace.openTextDocument(uri));
   if (!check.config) {
     void vscode.window.showErrorMessage(
       `Harness RL: ${vscode.workspace.asRelativePath(uri)} has problems (see Problems).`,
