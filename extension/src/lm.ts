@@ -9,13 +9,12 @@ import {
   type ChatMessageLike,
   type ChatModelInformation,
   type ChatOptionsLike,
-  listChatModels,
   type ProxyConnection,
   type ResponsePart,
   streamChat,
-  TokenCounter,
   toChatRequest,
 } from './lmChat';
+import { listChatModels, TokenCounter } from './lmModels';
 
 interface ChatProvider {
   provideLanguageModelChatInformation(

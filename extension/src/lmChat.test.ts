@@ -10,17 +10,16 @@ import { type Daemon, startDaemon } from '../../daemon/daemon';
 import type { LlmCall } from '../../daemon/protocol/entities';
 import {
   ChatRole,
-  listChatModels,
   ProxyChatError,
   type ProxyConnection,
   type ResponsePart,
   readChatStream,
   streamChat,
-  TokenCounter,
   ToolMode,
   toChatRequest,
   toOpenAiMessages,
 } from './lmChat';
+import { listChatModels, TokenCounter } from './lmModels';
 
 // The fixture lives in the test project, which this project does not reference: load it at run time.
 interface FakeVllm {
