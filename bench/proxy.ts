@@ -39,7 +39,7 @@ import { chat, post, postJson, type Target } from './client';
 import { bundledChild, child, cpuOf, emit, machineTimes, quantile, root, round } from './emit';
 import { monotonicUs, newestProfile, stagesPerCall } from './profile';
 
-const FAKE = `
+export const FAKE = `
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,7 +55,7 @@ process.stdout.write(JSON.stringify({ url: f.url, modelDir }) + '\\n');
 // With TOKENS=1 it asks the backend for what the proxy asks for (token ids, logprobs; appended to
 // the body's text) and pipes the larger answer back as it is: the floor for a proxy that keeps the
 // tokens, where the backend's extra work and bytes are counted but nothing is read or recorded.
-const PASSTHROUGH = `
+export const PASSTHROUGH = `
 import { Agent, createServer, request } from 'node:http';
 const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
 const backend = new URL(process.env.BACKEND);
