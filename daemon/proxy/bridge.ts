@@ -33,6 +33,8 @@ export type BridgeDecision =
       body: Json;
       /** `body`'s JSON text, its token prompt written from the last one's text (null: serialise it). */
       bodyText: string | null;
+      /** `bodyText` as UTF-8 bytes, what is sent (null with it). */
+      bodyBytes: Buffer | null;
       prompt_ids: number[];
       reused_tokens: number;
       /** The generation prompt opened a think block itself (the output starts inside it). */
@@ -100,14 +102,50 @@ function integers(ids: readonly number[], from: number): boolean {
 }
 
 /**
- * The completions body's JSON text with `prompt` written as `[promptText]` (JSON.stringify would
+ * The completions body's JSON text around its prompt, `head` + `[ids]` + `rest` (JSON.stringify would
  * write the same): `prompt` is its second key, after `model`. Null when the body is not in that shape.
  */
-export function completionText(body: Json, promptText: string): string | null {
+function completionFrame(body: Json): { head: string; rest: string } | null {
   const head = `{"model":${JSON.stringify(body.model)},"prompt":`;
   const rest = JSON.stringify({ ...body, prompt: 0 });
   if (!rest.startsWith(`${head}0`)) return null;
-  return `${head}[${promptText}]${rest.slice(head.length + 1)}`;
+  return { head, rest: rest.slice(head.length + 1) };
+}
+
+/** The completions body's JSON text with `prompt` written as `[promptText]`; null: see completionFrame. */
+export function completionText(body: Json, promptText: string): string | null {
+  const f = completionFrame(body);
+  return f && `${f.head}[${promptText}]${f.rest}`;
+}
+
+/**
+ * The same body as UTF-8 bytes, what is sent (undici would encode the text: ~70 KB of an agent's ids
+ * a call). The ids' text is ASCII digits and commas, copied a byte a character (Latin-1 writes those
+ * as UTF-8 does, without UTF-8's per-character walk); the rest is written as UTF-8.
+ */
+function completionBytes(head: string, promptText: string, rest: string): Buffer {
+  const a = Buffer.byteLength(head);
+  const b = a + 1 + promptText.length;
+  const out = Buffer.allocUnsafe(b + 1 + Buffer.byteLength(rest));
+  out.write(head, 0, 'utf8');
+  out[a] = 0x5b; // [
+  out.write(promptText, a + 1, 'latin1');
+  out[b] = 0x5d; // ]
+  out.write(rest, b + 1, 'utf8');
+  return out;
+}
+
+/** Text and bytes of the completions body (null: serialise it, completionFrame's shape is not met). */
+export function completionBody(
+  body: Json,
+  promptText: string | null,
+): { text: string; bytes: Buffer } | null {
+  const f = promptText === null ? null : completionFrame(body);
+  if (f === null || promptText === null) return null;
+  return {
+    text: `${f.head}[${promptText}]${f.rest}`,
+    bytes: completionBytes(f.head, promptText, f.rest),
+  };
 }
 
 /**
@@ -119,10 +157,13 @@ export function completionText(body: Json, promptText: string): string | null {
 export class PromptTexts {
   private readonly texts = new WeakMap<readonly number[], string>();
 
-  /** The text of `ids` (kept for the next prompt), from `previous`'s when `ids` starts with it. */
-  text(previous: readonly number[] | null, ids: number[]): string | null {
+  /**
+   * The text of `ids` (kept for the next prompt), from `previous`'s when `ids` starts with it
+   * (`continues`: the caller knows it does, as a bridge plan builds its prompt from the previous one).
+   */
+  text(previous: readonly number[] | null, ids: number[], continues = false): string | null {
     let head = previous ? this.texts.get(previous) : undefined;
-    if (head !== undefined && !startsWith(ids, previous as readonly number[])) head = undefined;
+    if (head !== undefined && !continues && !startsWith(ids, previous as readonly number[])) head = undefined;
     const from = head === undefined ? 0 : (previous as readonly number[]).length;
     if (!integers(ids, from)) return null;
     const tail = ids.slice(from).join(',');
@@ -306,11 +347,15 @@ export class BridgeMemory {
     });
     if (!req.ok) return req;
     if (!req.body.logprobs) req.body.logprobs = 1;
-    const promptText = this.promptTexts.text(previous.prompt_ids, plan.prompt_ids);
+    // every plan's prompt is the previous prompt, its answer and the new ids (reused_tokens counts the first two)
+    const continues = plan.reused_tokens >= previous.prompt_ids.length;
+    const promptText = this.promptTexts.text(previous.prompt_ids, plan.prompt_ids, continues);
+    const written = completionBody(req.body, promptText);
     return {
       ok: true,
       body: req.body,
-      bodyText: promptText === null ? null : completionText(req.body, promptText),
+      bodyText: written?.text ?? null,
+      bodyBytes: written?.bytes ?? null,
       prompt_ids: plan.prompt_ids,
       reused_tokens: plan.reused_tokens,
       thinking: plan.thinking,
