@@ -41,12 +41,14 @@ export default async function main(): Promise<void> {
   const withBytes: number[] = [];
   const encoded: number[] = [];
   /** CPU µs per body of writing each turn's body with `write`, from the last turn's prompt text. */
-  const perBody = (write: (body: (typeof bodies)[number], text: string, i: number) => void): number => {
+  const perBody = (
+    write: (body: (typeof bodies)[number], text: string, i: number, texts: PromptTexts) => void,
+  ): number => {
     const texts = new PromptTexts();
     const t0 = cpuUs();
     let previous: number[] | null = null;
     for (const [i, body] of bodies.entries()) {
-      write(body, texts.text(previous, prompts[i], previous !== null) as string, i);
+      write(body, texts.text(previous, prompts[i], previous !== null) as string, i, texts);
       previous = prompts[i];
     }
     return (cpuUs() - t0) / TURNS;
@@ -64,8 +66,9 @@ export default async function main(): Promise<void> {
     t0 = cpuUs();
     for (const body of bodies) JSON.stringify(body);
     const theirs = (cpuUs() - t0) / TURNS;
-    const bytes = perBody((body, text, i) => {
+    const bytes = perBody((body, text, i, texts) => {
       const b = completionBody(body, text);
+      if (b) texts.within(prompts[i], text, b.text, b.at);
       if (r === 0 && !b?.bytes.equals(Buffer.from(JSON.stringify(body))))
         throw new Error(`turn ${i}: bytes differ`);
     });

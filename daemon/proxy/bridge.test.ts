@@ -37,6 +37,8 @@ describe('PromptTexts, completionText and completionBody', () => {
             const written = completionBody(req.body, text);
             expect(written?.text).toBe(JSON.stringify(req.body));
             expect(written?.bytes.equals(Buffer.from(JSON.stringify(req.body)))).toBe(true);
+            // the kept text, now a slice of the body, is where the next prompt's text starts
+            if (written) texts.within(prompt, text as string, written.text, written.at);
             previous = prompt;
           }
         },

@@ -118,12 +118,21 @@ export function completionText(body: Json, promptText: string): string | null {
   return f && `${f.head}[${promptText}]${f.rest}`;
 }
 
+/** Whether every character of `s` is ASCII (then its Latin-1 bytes are its UTF-8 bytes). */
+const ascii = (s: string): boolean => {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 128) return false;
+  return true;
+};
+
 /**
  * The same body as UTF-8 bytes, what is sent (undici would encode the text: ~70 KB of an agent's ids
- * a call). The ids' text is ASCII digits and commas, copied a byte a character (Latin-1 writes those
- * as UTF-8 does, without UTF-8's per-character walk); the rest is written as UTF-8.
+ * a call, UTF-8's per-character walk over a string not yet flat). The ids' text is ASCII digits and
+ * commas: with an ASCII head and rest (the usual body) the whole text is copied a byte a character
+ * (Latin-1), which leaves `text` flat, as the record's comparison with the last one needs it anyway;
+ * else the parts are written, the ids as Latin-1 and the rest as UTF-8.
  */
-function completionBytes(head: string, promptText: string, rest: string): Buffer {
+function completionBytes(text: string, head: string, promptText: string, rest: string): Buffer {
+  if (ascii(head) && ascii(rest)) return Buffer.from(text, 'latin1');
   const a = Buffer.byteLength(head);
   const b = a + 1 + promptText.length;
   const out = Buffer.allocUnsafe(b + 1 + Buffer.byteLength(rest));
@@ -135,17 +144,18 @@ function completionBytes(head: string, promptText: string, rest: string): Buffer
   return out;
 }
 
-/** Text and bytes of the completions body (null: serialise it, completionFrame's shape is not met). */
+/**
+ * Text and bytes of the completions body (null: serialise it, completionFrame's shape is not met);
+ * `at`: where the prompt's text starts in `text`.
+ */
 export function completionBody(
   body: Json,
   promptText: string | null,
-): { text: string; bytes: Buffer } | null {
+): { text: string; bytes: Buffer; at: number } | null {
   const f = promptText === null ? null : completionFrame(body);
   if (f === null || promptText === null) return null;
-  return {
-    text: `${f.head}[${promptText}]${f.rest}`,
-    bytes: completionBytes(f.head, promptText, f.rest),
-  };
+  const text = `${f.head}[${promptText}]${f.rest}`;
+  return { text, bytes: completionBytes(text, f.head, promptText, f.rest), at: f.head.length + 1 };
 }
 
 /**
@@ -170,6 +180,15 @@ export class PromptTexts {
     const text = head === undefined || head === '' ? tail : tail === '' ? head : `${head},${tail}`;
     this.texts.set(ids, text);
     return text;
+  }
+
+  /**
+   * The text kept for `ids`, `text`, taken from `whole` (the body it was written into at `at`): a slice of
+   * it, so the kept text and the body (which the store keeps as the chain's last) are one copy, not two.
+   */
+  within(ids: readonly number[], text: string, whole: string, at: number): void {
+    // the same string (the one `text` returned): === is then a pointer comparison
+    if (this.texts.get(ids) === text) this.texts.set(ids, whole.slice(at, at + text.length));
   }
 
   /** The length of the text kept for `ids` (0: none). */
@@ -351,6 +370,7 @@ export class BridgeMemory {
     const continues = plan.reused_tokens >= previous.prompt_ids.length;
     const promptText = this.promptTexts.text(previous.prompt_ids, plan.prompt_ids, continues);
     const written = completionBody(req.body, promptText);
+    if (written) this.promptTexts.within(plan.prompt_ids, promptText as string, written.text, written.at);
     return {
       ok: true,
       body: req.body,
