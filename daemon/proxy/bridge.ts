@@ -176,7 +176,8 @@ export class PromptTexts {
     if (head !== undefined && !continues && !startsWith(ids, previous as readonly number[])) head = undefined;
     const from = head === undefined ? 0 : (previous as readonly number[]).length;
     if (!integers(ids, from)) return null;
-    const tail = ids.slice(from).join(',');
+    // JSON.stringify writes an integer as join does, at about twice join's speed (~1k new ids a turn)
+    const tail = from >= ids.length ? '' : JSON.stringify(from === 0 ? ids : ids.slice(from)).slice(1, -1);
     const text = head === undefined || head === '' ? tail : tail === '' ? head : `${head},${tail}`;
     this.texts.set(ids, text);
     return text;
