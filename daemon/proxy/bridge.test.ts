@@ -1,16 +1,17 @@
 // The bridged body's text, written from the last prompt's text: the same bytes JSON.stringify writes.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { completionText, PromptTexts } from './bridge';
+import { completionBody, completionText, PromptTexts } from './bridge';
 import { completionRequestFor } from './tito';
 
 const ids = fc.array(fc.nat(200_000), { maxLength: 40 });
 
-describe('PromptTexts and completionText', () => {
+describe('PromptTexts, completionText and completionBody', () => {
   it('write a conversation’s token prompts as JSON.stringify does, turn after turn', () => {
     fc.assert(
       fc.property(
-        fc.string(),
+        // any text for the model's name: the bytes are UTF-8 around the ids' ASCII
+        fc.string({ unit: 'binary' }),
         fc.array(fc.record({ keep: fc.double({ min: 0, max: 1.2, noNaN: true }), more: ids }), {
           minLength: 1,
           maxLength: 8,
@@ -33,6 +34,11 @@ describe('PromptTexts and completionText', () => {
             const text = texts.text(previous, prompt);
             expect(text).toBe(prompt.join(','));
             expect(completionText(req.body, text as string)).toBe(JSON.stringify(req.body));
+            const written = completionBody(req.body, text);
+            expect(written?.text).toBe(JSON.stringify(req.body));
+            expect(written?.bytes.equals(Buffer.from(JSON.stringify(req.body)))).toBe(true);
+            // the kept text, now a slice of the body, is where the next prompt's text starts
+            if (written) texts.within(prompt, text as string, written.text, written.at);
             previous = prompt;
           }
         },
@@ -46,6 +52,8 @@ describe('PromptTexts and completionText', () => {
     expect(texts.text(null, [1, Number.NaN])).toBeNull();
     expect(texts.text(null, [1, 2.5])).toBeNull();
     expect(completionText({ prompt: [1], model: 'm' }, '1')).toBeNull();
+    expect(completionBody({ prompt: [1], model: 'm' }, '1')).toBeNull();
+    expect(completionBody({ model: 'm', prompt: [1] }, null)).toBeNull();
   });
 
   it('forgets a prompt’s text: the next one is written whole, and still right', () => {
@@ -54,5 +62,15 @@ describe('PromptTexts and completionText', () => {
     texts.text(null, first);
     texts.forget(first);
     expect(texts.text(first, [1, 2, 3, 4])).toBe('1,2,3,4');
+  });
+
+  it('checks that a prompt continues the last one, unless the caller says it does', () => {
+    const texts = new PromptTexts();
+    const first = [1, 2, 3];
+    texts.text(null, first);
+    expect(texts.text(first, [1, 9, 3, 4])).toBe('1,9,3,4');
+    const second = [1, 2, 3, 4];
+    texts.text(first, second);
+    expect(texts.text(second, [1, 2, 3, 4, 5], true)).toBe('1,2,3,4,5');
   });
 });

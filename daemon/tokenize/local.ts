@@ -14,7 +14,7 @@ import type { ChatMessageLike, ChatTokenizer, ChatToolLike } from '../proxy/tito
 import { templateConversation } from './conversation';
 import { chatTemplateOf, type ModelFiles } from './files';
 import { fromMessageTemplate, renderFrom } from './skip';
-import { wordIdsEncoder } from './word-ids';
+import { BYTE_LEVEL_WORDS, type ByteLevelWords, wordIdsEncoder } from './word-ids';
 
 /** A special token of the config as text (a string, or an AddedToken object's content). */
 function tokenText(v: unknown): string | null {
@@ -37,26 +37,24 @@ const WORD_MEMO_ENTRIES = 50_000;
  * characters), which was half of the library's encode time: the same output, ASCII words mapped
  * through a table, each distinct word once. A memo of WORD_MEMO_ENTRIES words (~100 bytes each).
  * `fast` (the proxy's fast paths on) also gives a Split and a Sequence their faster walks (below).
+ * Returns its words as Words knows them (null: not known, or not `fast`).
  */
-function speedUpPreTokenizer(pre: unknown, fast: boolean): void {
+function speedUpPreTokenizer(pre: unknown, fast: boolean): Words | null {
   if (pre instanceof SequencePreTokenizer) {
     const seq = pre as unknown as {
       tokenizers: unknown[];
       pre_tokenize_text(text: string): string[];
       pre_tokenize(text: string | string[]): string[];
     };
-    for (const p of seq.tokenizers) speedUpPreTokenizer(p, fast);
-    if (!fast) return;
+    const steps = seq.tokenizers.map((p) => speedUpPreTokenizer(p, fast));
+    if (!fast) return null;
     // each step's words come out flat already: the library's Array.flat after them only copies
     seq.pre_tokenize = (text: string | string[]): string[] =>
       Array.isArray(text) ? text.flatMap((t) => seq.pre_tokenize_text(t)) : seq.pre_tokenize_text(text);
-    return;
+    return sequenceWords(steps);
   }
-  if (pre instanceof SplitPreTokenizer) {
-    if (fast) isolatedSplit(pre);
-    return;
-  }
-  if (!(pre instanceof ByteLevelPreTokenizer)) return;
+  if (pre instanceof SplitPreTokenizer) return fast ? isolatedSplit(pre) : null;
+  if (!(pre instanceof ByteLevelPreTokenizer)) return null;
   const level = pre as unknown as {
     add_prefix_space: boolean;
     use_regex: boolean;
@@ -82,11 +80,11 @@ function speedUpPreTokenizer(pre: unknown, fast: boolean): void {
     memo.set(word, out);
     return out;
   };
-  level.pre_tokenize_text = (text: string): string[] => {
+  const raw = (text: string): string[] => {
     const t = level.add_prefix_space && !text.startsWith(' ') ? ` ${text}` : text;
-    const words = level.use_regex ? (t.match(level.pattern) ?? []) : [t];
-    return words.map(mapped);
+    return level.use_regex ? (t.match(level.pattern) ?? []) : [t];
   };
+  level.pre_tokenize_text = (text: string): string[] => raw(text).map(mapped);
   // After a Split (Qwen, Llama 3): one word in, one out, without the library's map-then-flat
   level.pre_tokenize = (text: string | string[]): string[] => {
     if (!Array.isArray(text)) return level.pre_tokenize_text(text);
@@ -95,6 +93,31 @@ function speedUpPreTokenizer(pre: unknown, fast: boolean): void {
     for (const t of text) for (const w of level.pre_tokenize_text(t)) out.push(w);
     return out;
   };
+  if (!fast) return null;
+  return level.use_regex || level.add_prefix_space ? { raw, map: mapped } : { map: mapped };
+}
+
+/**
+ * A pre-tokenizer's words where the daemon set its walks: `raw`, the words of a text before any
+ * byte-level mapping (absent: the text is one word), and `map`, that mapping of one word (absent:
+ * none). What word-ids.ts keys its memo by (BYTE_LEVEL_WORDS).
+ */
+interface Words {
+  raw?: (text: string) => string[];
+  map?: (word: string) => string;
+}
+
+/**
+ * A Sequence's words from its steps' (each step splits every word of the last; Qwen's and Llama 3's:
+ * a Split, then a byte-level mapping of each word): known where every step's are, at most one step
+ * splits, and only the last maps.
+ */
+function sequenceWords(steps: (Words | null)[]): Words | null {
+  if (steps.some((w) => w === null)) return null;
+  const known = steps as Words[];
+  const splits = known.filter((w) => w.raw);
+  if (splits.length > 1 || known.slice(0, -1).some((w) => w.map)) return null;
+  return { raw: splits[0]?.raw, map: known[known.length - 1]?.map };
 }
 
 /**
@@ -102,7 +125,7 @@ function speedUpPreTokenizer(pre: unknown, fast: boolean): void {
  * regex) a split without the library's matchAll iterator and Array.flat, a third of an encode's time:
  * the same words, the text between matches kept, empty matches skipped as matchAll steps over them.
  */
-function isolatedSplit(pre: unknown): void {
+function isolatedSplit(pre: unknown): Words | null {
   const split = pre as unknown as {
     config: { invert?: boolean; behavior?: string };
     pattern: RegExp | null;
@@ -110,8 +133,8 @@ function isolatedSplit(pre: unknown): void {
     pre_tokenize(text: string | string[]): string[];
   };
   const re = split.pattern;
-  if (re === null || split.config.invert || split.config.behavior?.toLowerCase() !== 'isolated') return;
-  if (!re.global) return;
+  if (re === null || split.config.invert || split.config.behavior?.toLowerCase() !== 'isolated') return null;
+  if (!re.global) return null;
   const words = (text: string, out: string[]): void => {
     let prev = 0;
     re.lastIndex = 0;
@@ -141,6 +164,7 @@ function isolatedSplit(pre: unknown): void {
     else words(text, out);
     return out;
   };
+  return { raw: split.pre_tokenize_text };
 }
 
 const SPECIAL_KEYS = [
@@ -176,7 +200,13 @@ export class LocalChatTokenizer implements ChatTokenizer {
     // HARNESS_RL_FAST_PATHS=off (the proxy's switch, fast-paths.ts): the library's encode and split
     const fast = process.env.HARNESS_RL_FAST_PATHS !== 'off';
     this.fast = fast;
-    if (!shared) speedUpPreTokenizer(this.tok.pre_tokenizer, fast);
+    if (!shared) {
+      const words = speedUpPreTokenizer(this.tok.pre_tokenizer, fast);
+      if (words?.map) {
+        const w: ByteLevelWords = { raw: words.raw ?? ((text) => [text]), map: words.map };
+        (this.tok.pre_tokenizer as unknown as { [BYTE_LEVEL_WORDS]?: ByteLevelWords })[BYTE_LEVEL_WORDS] = w;
+      }
+    }
     this.fastEncode = shared ? shared.fastEncode : fast ? wordIdsEncoder(this.tok) : null;
     const files = modelFiles;
     for (const k of SPECIAL_KEYS) {

@@ -10,8 +10,12 @@ import { parse, Template, tokenize } from '@huggingface/jinja';
 
 /** Written where the first kept iteration starts; a rendering with it anywhere else is not trusted. */
 export const BOUNDARY = 'TITO_BOUNDARY_5d07a9';
-/** The template variable that holds the first kept iteration's index. */
+/** The prefix of the names the rendering adds (a template that holds it is not skipped). */
 const FROM = '__tito_render_from';
+/** The function an iteration asks whether it is kept (counting the iterations). */
+const KEEP = `${FROM}_keep`;
+/** The function that writes the boundary in the first kept iteration. */
+const MARK = `${FROM}_mark`;
 
 // biome-ignore lint/suspicious/noExplicitAny: the library's AST nodes, walked by their type
 type Node = any;
@@ -214,17 +218,15 @@ export function fromMessageTemplate(source: string): Template | null {
   const stale = new Set<string>();
   if (!setAtScope(loop.body, stale)) return null;
   if (!new PureBody(stale).block(loop.body, new Set([loop.loopvar.value, 'loop']))) return null;
-  // A counter of our own, not loop.index0: reading `loop` builds its nine values every iteration
-  // (@huggingface/jinja's LoopValue), which cost more than the iterations skipped. Counted first, so
-  // a `continue` in the body cannot skip the count.
-  const guard =
-    `{% set ${FROM}_ns = namespace(i=0) %}{% for _ in [] %}{% set ${FROM}_ns.i = ${FROM}_ns.i + 1 %}` +
-    `{% if ${FROM}_ns.i > ${FROM} %}{% if ${FROM}_ns.i == ${FROM} + 1 %}${BOUNDARY}{% endif %}{% endif %}{% endfor %}`;
-  const [counter, shape] = parse(tokenize(guard, { lstrip_blocks: true, trim_blocks: true })).body as Node[];
-  const [count, skip] = shape.body as Node[];
+  // Each iteration first asks a function of the rendering's own (renderFrom) whether it is kept, and
+  // the first kept one writes the boundary: one call per skipped iteration, where a counter in a
+  // namespace took a set and two comparisons (jinja's value objects each), and loop.index0 builds the
+  // loop's nine values. Asked first, so a `continue` in the body cannot skip the count.
+  const guard = `{% for _ in [] %}{% if ${KEEP}() %}{{ ${MARK}() }}{% endif %}{% endfor %}`;
+  const [shape] = parse(tokenize(guard, { lstrip_blocks: true, trim_blocks: true })).body as Node[];
+  const [skip] = shape.body as Node[];
   skip.body.push(...loop.body);
-  loop.body = [count, skip];
-  body.splice(body.indexOf(loop), 0, counter);
+  loop.body = [skip];
   return template;
 }
 
@@ -233,7 +235,12 @@ export function fromMessageTemplate(source: string): Template | null {
  * Template.render takes them; null when the boundary is not there exactly once.
  */
 export function renderFrom(template: Template, items: Record<string, unknown>, from: number): string | null {
-  const text = template.render({ ...items, [FROM]: from });
+  let i = 0;
+  const text = template.render({
+    ...items,
+    [KEEP]: () => ++i > from,
+    [MARK]: () => (i === from + 1 ? BOUNDARY : ''),
+  });
   const at = text.indexOf(BOUNDARY);
   if (at < 0 || text.indexOf(BOUNDARY, at + 1) >= 0) return null;
   return text.slice(at + BOUNDARY.length);

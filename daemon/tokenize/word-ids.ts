@@ -9,6 +9,17 @@ import type { Tokenizer } from '@huggingface/tokenizers';
 /** Words kept per tokenizer; past it the memo starts over. ~50 bytes a word and its ids: ~2.5 MB. */
 export const WORD_IDS_ENTRIES = 50_000;
 
+/**
+ * Set on a byte-level pre-tokenizer by the daemon's faster one (local.ts) where its words are `raw`'s
+ * words of the text, each mapped alone by `map` (text → UTF-8 bytes → vocabulary characters): the memo
+ * is then keyed by the word before its mapping, one lookup a word instead of two.
+ */
+export const BYTE_LEVEL_WORDS = Symbol('byteLevelWords');
+export interface ByteLevelWords {
+  raw(text: string): string[];
+  map(word: string): string;
+}
+
 /** The parts of the library's Tokenizer this reads (its encode_text, tokenize_helper and encode). */
 interface Inner {
   splitter_unnormalized: { trie: Trie };
@@ -89,14 +100,22 @@ export function wordIdsEncoder(tok: Tokenizer): ((text: string) => number[]) | n
   const unnormalized = trieSplitter(t.splitter_unnormalized.trie);
   const normalized = trieSplitter(t.splitter_normalized.trie);
   const idOf = (token: string): number => added.get(token)?.id ?? vocab.get(token) ?? (unk as number);
+  const byteLevel = (t.pre_tokenizer as { [BYTE_LEVEL_WORDS]?: ByteLevelWords } | null)?.[BYTE_LEVEL_WORDS];
+  /** The ids of a pre-tokenizer's word: keyed by its raw text where the mapping is known (byteLevel). */
   const wordIds = (word: string): number[] => {
     let ids = memo.get(word);
     if (ids !== undefined) return ids;
-    ids = t.model([word]).map(idOf);
+    ids = t.model([byteLevel ? byteLevel.map(word) : word]).map(idOf);
     if (memo.size >= WORD_IDS_ENTRIES) memo.clear();
     memo.set(word, ids);
     return ids;
   };
+  const words = (sub: string, s: number): string[] =>
+    byteLevel
+      ? byteLevel.raw(sub)
+      : t.pre_tokenizer !== null
+        ? t.pre_tokenizer(sub, { section_index: s })
+        : [sub];
   return (text: string): number[] => {
     const out: number[] = [];
     const sections = splitAtAdded(unnormalized(text), added);
@@ -117,8 +136,7 @@ export function wordIdsEncoder(tok: Tokenizer): ((text: string) => number[]) | n
           out.push(b.id);
           continue;
         }
-        const words = t.pre_tokenizer !== null ? t.pre_tokenizer(sub, { section_index: s }) : [sub];
-        for (const w of words) for (const id of wordIds(w)) out.push(id);
+        for (const w of words(sub, s)) for (const id of wordIds(w)) out.push(id);
       }
     }
     return out;

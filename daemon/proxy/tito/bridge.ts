@@ -40,6 +40,7 @@ export interface BridgeRequest {
 export type BridgePlan =
   | {
       ok: true;
+      /** previous.prompt_ids, previous.response_ids, then the new ids (the proxy writes its text so). */
       prompt_ids: number[];
       /** previous.prompt_ids + previous.response_ids: the tokens taken from the recorded call. */
       reused_tokens: number;

@@ -7,6 +7,7 @@ import {
   completionRequestFor,
   completionToChat,
   parseAssistantText,
+  utf8Bytes,
 } from './completion';
 
 describe('parsing the sampled assistant text', () => {
@@ -122,6 +123,16 @@ const withoutIds = (r: any) => {
 };
 
 describe('completion → chat completion', () => {
+  it('gives a token’s UTF-8 bytes as Buffer does, ASCII or not', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (t) => {
+        expect(utf8Bytes(t)).toEqual([...Buffer.from(t, 'utf8')]);
+      }),
+      { numRuns: 500 },
+    );
+    expect(utf8Bytes('ab\u00e9')).toEqual([97, 98, 0xc3, 0xa9]);
+  });
+
   const text =
     '<think>\nNeed the file.\n</think>\n\nReading.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>';
 

@@ -185,6 +185,20 @@ export function completionRequestFor(
 
 // ---------- completion → chat ----------
 
+/**
+ * A token's UTF-8 bytes as numbers (chat logprobs' `bytes`): an ASCII token's are its character codes,
+ * without a Buffer and its iterator (a call's 16-1,000 tokens each took one).
+ */
+export function utf8Bytes(token: string): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < token.length; i++) {
+    const c = token.charCodeAt(i);
+    if (c >= 128) return Array.from(Buffer.from(token, 'utf8'));
+    out.push(c);
+  }
+  return out;
+}
+
 /** vLLM completion logprobs (`tokens`, `token_logprobs`, `top_logprobs`) → chat `logprobs.content`. */
 function chatLogprobs(lp: any): { content: unknown[] } | null {
   if (!lp || !Array.isArray(lp.token_logprobs)) return null;
@@ -195,12 +209,12 @@ function chatLogprobs(lp: any): { content: unknown[] } | null {
       return {
         token,
         logprob: logprob ?? 0,
-        bytes: [...Buffer.from(token, 'utf8')],
+        bytes: utf8Bytes(token),
         top_logprobs: top
           ? Object.entries(top).map(([t, l]) => ({
               token: t,
               logprob: l as number,
-              bytes: [...Buffer.from(t, 'utf8')],
+              bytes: utf8Bytes(t),
             }))
           : [],
       };
