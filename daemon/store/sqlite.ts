@@ -93,29 +93,20 @@ export class SqliteDriver implements Driver {
     const params = storable(given);
     if (!stmt.reader) {
       stmt.run(...params);
-      this.afterWrite(stmt);
       return [];
     }
-    let rows: T[];
     if (one) {
       const row = stmt.get(...params);
-      rows = row === undefined ? [] : [row as T];
-    } else rows = stmt.all(...params) as T[];
-    this.afterWrite(stmt);
-    return rows;
+      return row === undefined ? [] : [row as T];
+    }
+    return stmt.all(...params) as T[];
   }
 
   private runSync(sql: string, given: Param[]): number {
     const stmt = this.prepare(sql);
     const params = storable(given);
-    const changed = stmt.reader ? stmt.all(...params).length : stmt.run(...params).changes;
-    this.afterWrite(stmt);
-    return changed;
-  }
-
-  /** A statement that wrote outside a transaction committed on its own: counted for the checkpoints. */
-  private afterWrite(stmt: Statement): void {
-    if (!stmt.readonly && !this.db.inTransaction) this.afterCommit();
+    if (stmt.reader) return stmt.all(...params).length;
+    return stmt.run(...params).changes;
   }
 
   private insertManySync(table: string, columns: readonly string[], rows: Param[][]): void {

@@ -224,13 +224,10 @@ export async function recordLlmCalls(c: SqlContext, input: NewLlmCall[]): Promis
       return invalid(`calls[${i}]`, (err as Error).message);
     }
   });
-  // PostgreSQL: one round trip. SQLite: a lone call in one statement. A batch too big for one query
-  // (or on SQLite, any batch) and one that names an unknown row take the transaction below.
+  // PostgreSQL: one round trip. SQLite (exclusive write transactions, no round trips), a batch too
+  // big for one query and one that names an unknown row take the transaction below.
   const stored =
-    (c.db.dialect === 'postgres' &&
-      out.length <= MAX_SCRIPT_ROWS &&
-      (await insertInOneTrip(c, out, encoded))) ||
-    (c.db.dialect === 'sqlite' && out.length === 1 && (await insertOneStatement(c, out[0], encoded[0])))
+    c.db.dialect === 'postgres' && out.length <= MAX_SCRIPT_ROWS && (await insertInOneTrip(c, out, encoded))
       ? out
       : await insertInTransaction(c, out, encoded);
   for (const [i, call] of stored.entries()) c.chains.remember(keys[i], call, texts[i], encoded[i].link);
@@ -383,33 +380,6 @@ async function insertInOneTrip(c: SqlContext, out: LlmCall[], encoded: Encoded[]
     c.publish(out.map((call) => ({ type: 'llm_call', call: summarizeCall(call) })));
   return true;
 }
-
-/**
- * SQLite: one call in one INSERT statement (its own write transaction: SQLite takes the write lock
- * before the statement reads its rollout's last seq), instead of BEGIN IMMEDIATE, the rollout's check,
- * its last seq, the INSERT and COMMIT: a lone call's record (the proxy at one client) costs one
- * statement's work instead of five. The rollout's existence is the foreign key's check. False when
- * the call needs its recording's rollout looked up or names an unknown row (the transaction reports
- * which, by field).
- */
-async function insertOneStatement(c: SqlContext, call: LlmCall, encoded: Encoded): Promise<boolean> {
-  if (call.rollout_id === null && call.recording_id !== null) return false;
-  const params = callRow(call, encoded);
-  params.splice(SEQ_AT, 1, call.rollout_id, 0);
-  const row = await c.read(async () => {
-    try {
-      return await c.db.get<{ seq: number }>(ONE_CALL, params);
-    } catch (err) {
-      if ((err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return null;
-      throw err;
-    }
-  });
-  if (!row) return false;
-  call.seq = Number(row.seq);
-  if (c.listeningTo('llm_call')) c.publish([{ type: 'llm_call', call: summarizeCall(call) }]);
-  return true;
-}
-const ONE_CALL = `INSERT INTO llm_calls (${CALL_COLS}) VALUES ${ROW_IN_INSERT} RETURNING seq`;
 
 /** Rows as calls, each with its whole bodies and prompt ids. */
 async function callsOf(q: Queryable, rows: Row[]): Promise<LlmCall[]> {
