@@ -1,6 +1,9 @@
 // Group commit for llm-call records: records that arrive while a write is in flight (or in the same
 // event-loop turn) are written together in one store transaction. Every caller still waits for its
 // own record to be committed before its response is released, so nothing is held back or lost.
+// A record that arrives after a quiet spell (a lone call: nobody else's answer is due) is written in
+// the turn that answered it (on the next tick: after what that turn queued there, such as the uncork
+// of a stream's content written just before its record) instead of one turn later.
 import type { NewLlmCall } from '../protocol/entities';
 import type { Store } from '../store/store';
 
@@ -11,9 +14,14 @@ interface Pending {
   reject(err: unknown): void;
 }
 
+/** A record this long (ms) after the last transaction ended is written at once. */
+const QUIET_MS = 1;
+
 export class Recorder {
   private queue: Pending[] = [];
   private running = false;
+  /** When the last transaction ended (performance.now()). */
+  private idleSince = 0;
 
   constructor(
     private readonly store: Store,
@@ -34,10 +42,10 @@ export class Recorder {
   recordAll(calls: NewLlmCall[]): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ calls, resolve, reject });
-      if (!this.running) {
-        this.running = true;
-        setImmediate(() => void this.drain());
-      }
+      if (this.running) return;
+      this.running = true;
+      if (performance.now() - this.idleSince >= QUIET_MS) process.nextTick(() => void this.drain());
+      else setImmediate(() => void this.drain());
     });
   }
 
@@ -65,6 +73,7 @@ export class Recorder {
       }
     } finally {
       this.running = false;
+      this.idleSince = performance.now();
     }
   }
 }
