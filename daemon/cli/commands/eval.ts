@@ -6,6 +6,7 @@ import { loadConfigFile } from '../../config/load';
 import { comparisonText, evaluationText, f } from '../../eval/text';
 import type { Page } from '../../protocol/entities';
 import type { Comparison, Evaluation } from '../../protocol/evaluation';
+import type { CommandValues } from '../args';
 import {
   CliError,
   DAEMON_OPTIONS,
@@ -39,9 +40,7 @@ const OPTIONS = {
   ...DAEMON_OPTIONS,
   ...START_OPTIONS,
 } as const;
-type Values = ReturnType<
-  typeof parseArgs<{ args: string[]; options: typeof OPTIONS; strict: true }>
->['values'];
+type Values = CommandValues<typeof OPTIONS>;
 type Call = ReturnType<typeof daemonClient>;
 type Show = (value: unknown, text: string) => void;
 

@@ -7,6 +7,7 @@ import { readToken } from '../../config/token';
 import type { ErrorBody } from '../../protocol/api';
 import type { RunConfig } from '../../protocol/config';
 import type { Page, Run, RunMetrics } from '../../protocol/entities';
+import type { CommandValues } from '../args';
 import { defaultDataDir } from './daemon';
 
 export const START_USAGE = `  --candidate EVOLUTION/HASH: an evolved harness (harness-rl evolve) instead of the config's
@@ -177,9 +178,7 @@ const RUN_OPTIONS = { ...DAEMON_OPTIONS, ...START_OPTIONS, kind: { type: 'string
 /** What an action of `harness-rl run` is given. */
 interface Invocation {
   call: ReturnType<typeof daemonClient>;
-  values: ReturnType<
-    typeof parseArgs<{ args: string[]; options: typeof RUN_OPTIONS; strict: true }>
-  >['values'];
+  values: CommandValues<typeof RUN_OPTIONS>;
   out: (text: string) => void;
   /** The action's argument, or a CliError naming what it needs. */
   arg: (what: string) => string;
