@@ -33,11 +33,17 @@ describe('harness-rl demo', () => {
       write: (text) => {
         printed += text;
       },
+      tty: true,
     });
     expect(trained.run.status).toBe('finished');
     expect(trained.metrics).toHaveLength(STEPS);
     expect(printed).toContain('mean reward');
     expect(printed).toContain('prefix breaks');
+    // The progress bar counts each step's rollouts, and after the last step's row it counts none.
+    expect(printed).toMatch(new RegExp(`step 1/${STEPS} · rollouts \\d+/\\d+`));
+    const afterLastRow = printed.slice(printed.lastIndexOf(`\x1b[2K${String(STEPS - 1).padStart(6)} `));
+    expect(afterLastRow).toContain(`step ${STEPS}/${STEPS} · finishing`);
+    expect(afterLastRow).not.toContain('rollouts');
     expect(readFileSync(join(trained.data, 'reward.svg'), 'utf8')).toContain('<polyline');
 
     // The frozen baseline through the command itself: its last stdout line is the JSON summary.

@@ -175,9 +175,12 @@ class DemoProgress {
     const done = Math.min(1, (currentStep + Math.min(1, this.finished.size / perStep)) / steps);
     const filled = Math.round(done * width);
     const secs = ((Date.now() - this.started) / 1000).toFixed(0);
-    this.write(
-      `\r\x1b[2K[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] step ${Math.min(currentStep + 1, steps)}/${steps} · rollouts ${Math.min(this.finished.size, perStep)}/${perStep} · ${secs}s`,
-    );
+    // After the last step's metrics the run still ends (checkpoint, status): no rollouts are left to count.
+    const work =
+      currentStep >= steps
+        ? `step ${steps}/${steps} · finishing`
+        : `step ${currentStep + 1}/${steps} · rollouts ${Math.min(this.finished.size, perStep)}/${perStep}`;
+    this.write(`\r\x1b[2K[${'█'.repeat(filled)}${'░'.repeat(width - filled)}] ${work} · ${secs}s`);
   }
 
   clear(): void {
