@@ -96,24 +96,8 @@ export function rowItem(
       item.contextValue = 'group';
       return item;
     }
-    case 'rollout': {
-      const r = node.rollout;
-      const label = node.position ? `#${node.position}` : taskText(r.input) || `rollout ${r.id.slice(-8)}`;
-      const item = new vscode.TreeItem(label, C.Collapsed);
-      item.id = `rollout:${r.id}`;
-      item.description = rolloutDescription(r);
-      item.tooltip = new vscode.MarkdownString().appendText(
-        `${taskText(r.input, 500) || 'no task'}\n\nrollout ${r.id}: ${r.status}, ${formatReward(r.reward)}, attempt ${formatNumber(r.attempt_count)} of ${formatNumber(r.max_attempts)}${r.error ? `\n\nerror${r.failure ? ` (${r.failure.kind}: ${r.failure.reason})` : ''}: ${r.error}` : ''}`,
-      );
-      const color = rewardColor(r.reward);
-      item.iconPath = new vscode.ThemeIcon(
-        statusIcon(r.status),
-        color ? new vscode.ThemeColor(color) : undefined,
-      );
-      item.contextValue = `rollout.${r.status}`;
-      item.command = { command: 'harnessRl.openTrajectory', title: 'Open Trajectory', arguments: [node] };
-      return item;
-    }
+    case 'rollout':
+      return rolloutItem(node);
     case 'attempt': {
       const a = node.attempt;
       const item = new vscode.TreeItem(`attempt ${a.index}`, node.calls.length ? C.Collapsed : C.None);
@@ -124,24 +108,8 @@ export function rowItem(
       item.contextValue = 'attempt';
       return item;
     }
-    case 'call': {
-      const c = node.call;
-      const { label, description } = callLabel(c);
-      const item = new vscode.TreeItem(label, C.None);
-      item.id = `call:${c.id}`;
-      item.description = description;
-      item.tooltip = c.error ?? undefined;
-      item.iconPath = new vscode.ThemeIcon(statusIcon(c.status));
-      item.contextValue = 'call';
-      if (c.rollout_id) {
-        item.command = {
-          command: 'harnessRl.openTrajectory',
-          title: 'Open Trajectory',
-          arguments: [{ kind: 'rolloutId', id: c.rollout_id, call_id: c.id }],
-        };
-      }
-      return item;
-    }
+    case 'call':
+      return callItem(node.call);
     case 'more': {
       const item = new vscode.TreeItem('Load more…', C.None);
       item.iconPath = new vscode.ThemeIcon('ellipsis');
@@ -152,4 +120,43 @@ export function rowItem(
     case 'message':
       return messageItem(node);
   }
+}
+
+/** A rollout's row: its status, reward colour and the trajectory it opens. */
+function rolloutItem(node: Extract<RunsNode, { kind: 'rollout' }>): vscode.TreeItem {
+  const r = node.rollout;
+  const label = node.position ? `#${node.position}` : taskText(r.input) || `rollout ${r.id.slice(-8)}`;
+  const item = new vscode.TreeItem(label, C.Collapsed);
+  item.id = `rollout:${r.id}`;
+  item.description = rolloutDescription(r);
+  item.tooltip = new vscode.MarkdownString().appendText(
+    `${taskText(r.input, 500) || 'no task'}\n\nrollout ${r.id}: ${r.status}, ${formatReward(r.reward)}, attempt ${formatNumber(r.attempt_count)} of ${formatNumber(r.max_attempts)}${r.error ? `\n\nerror${r.failure ? ` (${r.failure.kind}: ${r.failure.reason})` : ''}: ${r.error}` : ''}`,
+  );
+  const color = rewardColor(r.reward);
+  item.iconPath = new vscode.ThemeIcon(
+    statusIcon(r.status),
+    color ? new vscode.ThemeColor(color) : undefined,
+  );
+  item.contextValue = `rollout.${r.status}`;
+  item.command = { command: 'harnessRl.openTrajectory', title: 'Open Trajectory', arguments: [node] };
+  return item;
+}
+
+/** An LLM call's row; a call of a rollout opens that rollout's trajectory at the call. */
+function callItem(c: LlmCall): vscode.TreeItem {
+  const { label, description } = callLabel(c);
+  const item = new vscode.TreeItem(label, C.None);
+  item.id = `call:${c.id}`;
+  item.description = description;
+  item.tooltip = c.error ?? undefined;
+  item.iconPath = new vscode.ThemeIcon(statusIcon(c.status));
+  item.contextValue = 'call';
+  if (c.rollout_id) {
+    item.command = {
+      command: 'harnessRl.openTrajectory',
+      title: 'Open Trajectory',
+      arguments: [{ kind: 'rolloutId', id: c.rollout_id, call_id: c.id }],
+    };
+  }
+  return item;
 }
