@@ -327,8 +327,7 @@ export async function rebuildChains(
   rows: Row[],
   decoded: { prompt: number[] | null; response: number[] | null }[],
 ): Promise<(Whole | null)[]> {
-  const wholes: (Whole | null)[] = rows.map(() => null);
-  if (!rows.some((r) => r.base_call != null || r.backend_shared != null)) return wholes;
+  if (!rows.some((r) => r.base_call != null || r.backend_shared != null)) return rows.map(() => null);
   const known = new Map<string, Stored>();
   rows.forEach((r, i) => {
     known.set(String(r.id), storedOf(r, decoded[i].prompt, decoded[i].response));
@@ -338,30 +337,52 @@ export async function rebuildChains(
     for (const r of await q.all(CHAIN, [s.base]))
       known.set(String(r.id), storedOf(r, decodeIdsOrNull(r.prompt_ids), decodeIdsOrNull(r.response_ids)));
   }
-  const baseOf = (id: string, s: Stored, hops: number): Stored => {
-    const b = known.get(s.base as string);
+  const chains = new Chains(known);
+  return rows.map((r) => chains.whole(String(r.id)));
+}
+
+/** Whole prompts and bodies of calls whose chains `known` holds, each shared part copied from its base. */
+class Chains {
+  constructor(private readonly known: Map<string, Stored>) {}
+
+  whole(id: string): Whole {
+    const s = this.known.get(id) as Stored;
+    const whole: Whole = {};
+    if (s.base !== null && s.promptShared !== null) {
+      whole.prompt = new Array<number>(s.promptShared + s.own.length);
+      this.fill(id, s, whole.prompt, whole.prompt.length);
+    }
+    if (s.base !== null && s.requestShared !== null) whole.request = this.requestOf(id, s);
+    if (s.backendShared !== null) whole.backend = this.backendOf(id, s) as string;
+    return whole;
+  }
+
+  private baseOf(id: string, s: Stored, hops: number): Stored {
+    const b = this.known.get(s.base as string);
     if (!b)
       throw new StoreError('not_found', `llm call ${id} is stored from call ${s.base}, which is missing`);
     if (hops >= MAX_DEPTH)
       throw new StoreError('invalid', `llm call ${id} is more than ${MAX_DEPTH} calls from one stored whole`);
     return b;
-  };
+  }
+
   /** Copies the first `n` ids of the prompt then the response of `s` (call `id`) into `out`. */
-  const fill = (id: string, s: Stored, out: number[], n: number, hops = 0): void => {
+  private fill(id: string, s: Stored, out: number[], n: number, hops = 0): void {
     const from = s.base === null ? 0 : (s.promptShared ?? 0);
     const prompt = from + s.own.length;
     if (n > prompt + s.response.length)
       throw new StoreError('invalid', `a call stored from llm call ${id} shares more ids than it has`);
-    if (from > 0) fill(s.base as string, baseOf(id, s, hops), out, Math.min(n, from), hops + 1);
+    if (from > 0) this.fill(s.base as string, this.baseOf(id, s, hops), out, Math.min(n, from), hops + 1);
     for (let i = from; i < Math.min(n, prompt); i++) out[i] = s.own[i - from];
     for (let i = prompt; i < n; i++) out[i] = s.response[i - prompt];
-  };
-  const requestOf = (id: string, s: Stored, hops = 0): string => {
+  }
+
+  private requestOf(id: string, s: Stored, hops = 0): string {
     if (s.wholeRequest === undefined) {
       const shared = s.requestShared;
       if (s.base === null || shared === null) s.wholeRequest = s.request;
       else {
-        const base = requestOf(s.base, baseOf(id, s, hops), hops + 1);
+        const base = this.requestOf(s.base, this.baseOf(id, s, hops), hops + 1);
         if (shared > base.length)
           throw new StoreError(
             'invalid',
@@ -371,15 +392,16 @@ export async function rebuildChains(
       }
     }
     return s.wholeRequest;
-  };
-  const backendOf = (id: string, s: Stored, hops = 0): string | null => {
+  }
+
+  private backendOf(id: string, s: Stored, hops = 0): string | null {
     if (s.wholeBackend === undefined) {
       const shared = s.backendShared;
       if (shared === null) s.wholeBackend = s.backend;
       else {
         const from = s.backendFromBase
-          ? backendOf(s.base as string, baseOf(id, s, hops), hops + 1)
-          : requestOf(id, s, hops);
+          ? this.backendOf(s.base as string, this.baseOf(id, s, hops), hops + 1)
+          : this.requestOf(id, s, hops);
         if (from === null || shared > from.length)
           throw new StoreError(
             'invalid',
@@ -389,18 +411,5 @@ export async function rebuildChains(
       }
     }
     return s.wholeBackend;
-  };
-  rows.forEach((r, i) => {
-    const id = String(r.id);
-    const s = known.get(id) as Stored;
-    const whole: Whole = {};
-    if (s.base !== null && s.promptShared !== null) {
-      whole.prompt = new Array<number>(s.promptShared + s.own.length);
-      fill(id, s, whole.prompt, whole.prompt.length);
-    }
-    if (s.base !== null && s.requestShared !== null) whole.request = requestOf(id, s);
-    if (s.backendShared !== null) whole.backend = backendOf(id, s) as string;
-    wholes[i] = whole;
-  });
-  return wholes;
+  }
 }
