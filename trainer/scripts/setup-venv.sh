@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Creates trainer/.venv and installs the trainer with its pinned dependencies (constraints.txt).
 # Idempotent: a stamp holding the hash of pyproject.toml + constraints.txt skips the install when
-# nothing changed. Every pinned wheel is kept in a wheelhouse (HARNESS_RL_WHEELS, default
-# ~/.cache/harness-rl/wheels) and installed from there: PyPI answers without cache headers, so pip's own
-# cache keeps none of torch's ~3 GB, and a fresh checkout would download them all again.
+# nothing changed. The pinned wheels come from the wheelhouse of scripts/pip-wheelhouse.sh (kept between
+# checkouts: torch's CUDA build is ~3 GB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRAINER_DIR=$(pwd)
@@ -34,20 +33,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   fi
 fi
 
-WHEELS=${HARNESS_RL_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/harness-rl/wheels}
-mkdir -p "$WHEELS"
-pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
-
+# shellcheck source=../../scripts/pip-wheelhouse.sh
+. "$TRAINER_DIR/../scripts/pip-wheelhouse.sh"
 start=$(date +%s)
-pip install --upgrade "pip>=24"
-# A download cut off mid-file (PyPI's CDN does that to the large CUDA wheels) fails pip after its own
-# resumes; running it again keeps the wheels already whole, so each try only fetches what is missing.
-for try in 1 2 3 4; do
-  if pip download --no-deps -d "$WHEELS" -r constraints.txt; then break; fi
-  [ "$try" = 4 ] && { echo "setup-venv: could not download the pinned wheels into $WHEELS" >&2; exit 1; }
-  echo "setup-venv: download try $try cut off, trying again" >&2
-  sleep $((try * 15))
-done
-pip install --no-index --find-links "$WHEELS" -c constraints.txt -e ".[dev]"
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade "pip>=24"
+pip_install_pinned "$VENV/bin/python" constraints.txt -e ".[dev]"
 stamp_value > "$VENV/.harness-rl-stamp"
 echo "trainer venv installed in $(( $(date +%s) - start ))s: $VENV" >&2
