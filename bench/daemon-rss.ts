@@ -9,7 +9,7 @@
 //               under --max-semi-space-size=128 (BENCH_DAEMON_FLAGS="": Node's defaults);
 //               bound_mb: idle + the per-rollout caches' budgets (CACHE_BUDGETS_MIB) + the young
 //               generation's two semi-spaces at their largest, and whether after_calls_mb stays within
-import { execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -50,22 +50,34 @@ const rssMb = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export default async function daemonRss(): Promise<void> {
-  const total = Number(process.env.BENCH_CALLS ?? 10_000);
-  // BENCH_DAEMON_FLAGS: the daemon's node flags instead of DAEMON_NODE_FLAGS ("" for none)
-  const given = process.env.BENCH_DAEMON_FLAGS;
-  const flags = given === undefined ? DAEMON_NODE_FLAGS : given.split(' ').filter(Boolean);
-  execFileSync(process.execPath, ['scripts/build.mjs', '--only=cli'], { cwd: root, stdio: 'inherit' });
-  const fake = await child(FAKE);
-  const data = mkdtempSync(join(tmpdir(), 'harness-rl-bench-daemon-'));
+/** A daemon API call (not measured): its JSON answer. */
+async function api(url: string, token: string, body: object) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
+  return (await res.json()) as { id: string; key: string };
+}
+
+/**
+ * `harness-rl daemon` from the CLI bundle with node `flags`, data in `data`, fake-vllm (`fake`) its
+ * backend and the toy model's files its model_files; resolves once it listens, with its origin.
+ */
+async function startShipped(
+  flags: string[],
+  fake: Record<string, string>,
+  data: string,
+  token: string,
+): Promise<{ daemon: ChildProcess; origin: string }> {
   const configFile = join(data, 'config.json');
-  writeFileSync(configFile, JSON.stringify({ daemon: { model_files: { toy: fake.info.modelDir } } }));
-  const token = 'bench-token';
+  writeFileSync(configFile, JSON.stringify({ daemon: { model_files: { toy: fake.modelDir } } }));
   const daemon = spawn(
     process.execPath,
     [...flags, join(root, 'dist/cli.js'), 'daemon', '--port', '0', '--data', data, '--token', token].concat([
       '--backend',
-      fake.info.url,
+      fake.url,
       '--config',
       configFile,
     ]),
@@ -80,45 +92,57 @@ export default async function daemonRss(): Promise<void> {
     });
     daemon.once('exit', (code) => reject(new Error(`the daemon exited with ${code}`)));
   });
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  /** A daemon API call (not measured): its JSON answer. */
-  const api = async (url: string, body: object) => {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    if (!res.ok) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
-    return (await res.json()) as { id: string; key: string };
+  return { daemon, origin };
+}
+
+/**
+ * 16 agent conversations at a time on rollouts with the token bridge (12 turns each, resending the
+ * history; each rollout completed after), until `total` calls: the calls made.
+ */
+async function converse(origin: string, token: string, agent: Agent, total: number): Promise<number> {
+  let calls = 0;
+  const conversation = async () => {
+    while (calls < total) {
+      const r = await api(`${origin}/api/rollouts`, token, { tito: true });
+      const base = `${origin}/r/${r.id}/v1`;
+      const messages: object[] = [
+        { role: 'system', content: 'You are a careful coding agent. '.repeat(40) },
+        { role: 'user', content: 'Fix the failing test in src/parser.ts.' },
+      ];
+      for (let turn = 0; turn < 12 && calls < total; turn++) {
+        calls++;
+        const answer = await postJson(agent, `${base}/chat/completions`, String(r.key), {
+          model: 'toy',
+          messages,
+          max_tokens: 16,
+        });
+        messages.push(
+          { role: 'assistant', content: answer.choices[0].message.content },
+          { role: 'user', content: `export const line${turn} = ${turn};\n`.repeat(40) },
+        );
+      }
+      await api(`${origin}/api/rollouts/${r.id}/complete`, token, {});
+    }
   };
+  await Promise.all(Array.from({ length: 16 }, conversation));
+  return calls;
+}
+
+export default async function daemonRss(): Promise<void> {
+  const total = Number(process.env.BENCH_CALLS ?? 10_000);
+  // BENCH_DAEMON_FLAGS: the daemon's node flags instead of DAEMON_NODE_FLAGS ("" for none)
+  const given = process.env.BENCH_DAEMON_FLAGS;
+  const flags = given === undefined ? DAEMON_NODE_FLAGS : given.split(' ').filter(Boolean);
+  execFileSync(process.execPath, ['scripts/build.mjs', '--only=cli'], { cwd: root, stdio: 'inherit' });
+  const fake = await child(FAKE);
+  const data = mkdtempSync(join(tmpdir(), 'harness-rl-bench-daemon-'));
+  const token = 'bench-token';
+  const { daemon, origin } = await startShipped(flags, fake.info, data, token);
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   try {
     await sleep(3000);
     const idle = rssMb(daemon.pid as number);
-    let calls = 0;
-    const conversation = async () => {
-      while (calls < total) {
-        const r = await api(`${origin}/api/rollouts`, { tito: true });
-        const base = `${origin}/r/${r.id}/v1`;
-        const messages: object[] = [
-          { role: 'system', content: 'You are a careful coding agent. '.repeat(40) },
-          { role: 'user', content: 'Fix the failing test in src/parser.ts.' },
-        ];
-        for (let turn = 0; turn < 12 && calls < total; turn++) {
-          calls++;
-          const answer = await postJson(agent, `${base}/chat/completions`, String(r.key), {
-            model: 'toy',
-            messages,
-            max_tokens: 16,
-          });
-          messages.push(
-            { role: 'assistant', content: answer.choices[0].message.content },
-            { role: 'user', content: `export const line${turn} = ${turn};\n`.repeat(40) },
-          );
-        }
-        await api(`${origin}/api/rollouts/${r.id}/complete`, {});
-      }
-    };
-    await Promise.all(Array.from({ length: 16 }, conversation));
+    const calls = await converse(origin, token, agent, total);
     await sleep(3000);
     const after = rssMb(daemon.pid as number);
     const bound = idle + Object.values(CACHE_BUDGETS_MIB).reduce((a, b) => a + b, 0) + youngMb(flags);

@@ -1,11 +1,11 @@
 // Where the proxy's CPU per small call stands against its floor, at 64 clients (non-streamed calls of
 // proxy.throughput), each target measured in short slices in a rotating order, round after round:
 //   proxy.floor      per target: CPU µs per call (its process, all threads: the median round, and the
-//                    quartiles) and calls/s. Targets: the token pass-through (bench/proxy.ts), the floor
-//                    (servers/proxy-floor.ts: the daemon's own HTTP client, request parse, answer scan,
-//                    record fields and the harness's answer; no scope, bridge, pool or call state),
-//                    the floor storing each call (its Recorder and a real SQLite store), and the proxy
-//                    (servers/proxy.ts) storing nothing and storing every call.
+//                    quartiles) and calls/s. Targets: the token pass-through (bench/proxy/targets.ts),
+//                    the floor (servers/proxy-floor.ts: the daemon's own HTTP client, request parse,
+//                    answer scan, record fields and the harness's answer; no scope, bridge, pool or call
+//                    state), the floor storing each call (its Recorder and a real SQLite store), and
+//                    the proxy (servers/proxy.ts) storing nothing and storing every call.
 //   proxy.floor_split the medians over rounds of each round's differences: floor − token pass-through
 //                    (parsing and keeping the tokens), floor stored − floor (the record), proxy
 //                    unrecorded − floor (the proxy's own per-call work), proxy − proxy unrecorded.
@@ -15,7 +15,7 @@ import { loadavg } from 'node:os';
 import { DAEMON_NODE_FLAGS } from '../daemon/cli/node-flags';
 import { chat, post, type Target } from './client';
 import { bundledChild, child, cpuOf, emit, quantile, round } from './emit';
-import { FAKE, PASSTHROUGH } from './proxy';
+import { FAKE, PASSTHROUGH } from './proxy/targets';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 const CLIENTS = 64;
