@@ -11,6 +11,7 @@ import type { NewLlmCall } from '../daemon/protocol/entities';
 import { mayHoldSecret } from '../daemon/redact';
 import { JsonText } from '../daemon/store/json-text';
 import { bodiesNeedRedaction, redactBodies, redactFields } from '../daemon/store/redact-call';
+import { agentMessages, agentTools } from './agent-request';
 import { emit, round } from './emit';
 
 const json = (v: unknown) => new JsonText(JSON.stringify(v), v);
@@ -56,34 +57,10 @@ function callOf(request: object, shared: number): { call: NewLlmCall; shared: nu
 
 /** An agent's request: a system prompt, 8 tools and `turns` tool calls with their results. */
 function agentRequest(turns: number): { model: string; messages: object[]; tools: object[] } {
-  const tools = Array.from({ length: 8 }, (_, i) => ({
-    type: 'function',
-    function: {
-      name: `tool_${i}`,
-      description: 'Reads or edits the workspace. '.repeat(4),
-      parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-    },
-  }));
-  const messages: object[] = [{ role: 'system', content: 'You are a careful coding agent. '.repeat(40) }];
-  messages.push({ role: 'user', content: 'Fix the failing test in src/parser.ts.' });
-  for (let i = 0; i < turns; i++) {
-    messages.push({
-      role: 'assistant',
-      content: null,
-      tool_calls: [
-        {
-          id: `call_${i}`,
-          type: 'function',
-          function: { name: 'tool_1', arguments: `{"path":"src/f${i}.ts"}` },
-        },
-      ],
-    });
-    messages.push({
-      role: 'tool',
-      tool_call_id: `call_${i}`,
-      content: `export function f${i}(a: string, b: number) {\n  return a.repeat(b) + "\\t";\n}\n`.repeat(14),
-    });
-  }
+  const tools = agentTools({ path: { type: 'string' } });
+  const messages = agentMessages(turns, (i) =>
+    `export function f${i}(a: string, b: number) {\n  return a.repeat(b) + "\\t";\n}\n`.repeat(14),
+  );
   return { model: 'qwen3-4b', messages, tools };
 }
 

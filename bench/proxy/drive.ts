@@ -1,6 +1,7 @@
 // The proxy bench's client side: the calls each phase makes against a target (sequential timed calls,
 // clients back to back for a while, streamed calls, agent conversations), over one keep-alive agent.
 import { Agent } from 'node:http';
+import { agentMessages, agentTools } from '../agent-request';
 import { chat, post, postJson, type Target } from '../client';
 
 export const agent = new Agent({ keepAlive: true, maxSockets: 256 });
@@ -44,41 +45,11 @@ export async function throughput(t: Target, concurrency: number, ms: number, bod
  * of JSON (the toy tokenizer is byte-level: ~12k prompt ids back from the backend).
  */
 export function agentCall(): object {
-  const tools = Array.from({ length: 8 }, (_, i) => ({
-    type: 'function',
-    function: {
-      name: `tool_${i}`,
-      description: 'Reads or edits the workspace. '.repeat(4),
-      parameters: {
-        type: 'object',
-        properties: {
-          path: { type: 'string', description: 'a path in the workspace' },
-          line: { type: 'integer' },
-        },
-        required: ['path'],
-      },
-    },
-  }));
-  const messages: object[] = [{ role: 'system', content: 'You are a careful coding agent. '.repeat(40) }];
-  messages.push({ role: 'user', content: 'Fix the failing test in src/parser.ts.' });
-  for (let i = 0; i < 6; i++) {
-    messages.push({
-      role: 'assistant',
-      content: null,
-      tool_calls: [
-        {
-          id: `call_${i}`,
-          type: 'function',
-          function: { name: 'tool_1', arguments: `{"path":"src/f${i}.ts"}` },
-        },
-      ],
-    });
-    messages.push({
-      role: 'tool',
-      tool_call_id: `call_${i}`,
-      content: `export const line${i} = ${i};\n`.repeat(40),
-    });
-  }
+  const tools = agentTools({
+    path: { type: 'string', description: 'a path in the workspace' },
+    line: { type: 'integer' },
+  });
+  const messages = agentMessages(6, (i) => `export const line${i} = ${i};\n`.repeat(40));
   return { model: 'toy', messages, tools, max_tokens: 16 };
 }
 
