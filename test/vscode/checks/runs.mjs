@@ -1,6 +1,5 @@
 // A short run on the reference engine: started from the palette, followed live by the sidebar,
 // filtered, and a trajectory's token view.
-
 import { api } from '../lib/daemon.mjs';
 import { ctx, figures, log, page, shot, step, waitFor } from '../lib/harness.mjs';
 import { collapse, expand, expectRollouts, rolloutRow, runsPane, treeRow } from '../lib/sidebar.mjs';

@@ -1,6 +1,5 @@
 // The status bar follows a training run through Stop Run…, Restart Daemon, Stop Daemon and a
 // validation pause.
-
 import { api } from '../lib/daemon.mjs';
 import { ctx, page, shot, step, waitFor } from '../lib/harness.mjs';
 import { collapse, expand, runsPane, treeRow } from '../lib/sidebar.mjs';
