@@ -88,11 +88,16 @@ export async function saveAs(path) {
     async () => (await input.isVisible()) && (await input.inputValue()).startsWith('/'),
     20_000,
   );
-  await input.fill(path);
+  // The dialog goes on filling its own value after it shows (it resolved a typed path against its
+  // folder once: `…/workspace//tmp/…`): type the path until it stays as typed.
   await waitFor(
-    'the path typed into the save dialog',
-    async () => (await input.inputValue()) === path,
-    5_000,
+    'the path typed into the save dialog to stay',
+    async () => {
+      if ((await input.inputValue()) !== path) await input.fill(path);
+      await page.waitForTimeout(300);
+      return (await input.inputValue()) === path;
+    },
+    15_000,
   );
   await page.keyboard.press('Enter');
 }
