@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -189,3 +191,33 @@ def test_a_sample_temperature_divides_the_logits_in_the_step(tmp_path, tiny_mode
     assert told["validation"]["logprob_diff_max"] < 1e-5
     untold = open_trainer(tmp_path / "b", tiny_model, LORA)
     assert step(untold, 0, samples)["validation"]["logprob_diff_max"] > 0.05
+
+
+def test_sequence_ratio_from_the_batch_takes_each_samples_mean_log_ratio(tmp_path, tiny_model):
+    """``loss.policy_ratio: sequence`` (GSPO) reaches the loss: each sample's tokens share s = exp(mean d_t)."""
+    t = open_trainer(tmp_path, tiny_model, LORA)
+    samples = with_rollout_logprobs(t, make_samples(t.vocab))
+    # bypass: d_t = lp_t − μ_t = m_i ± 0.3 (mean m_i): sample 0, 2 (A = +1) m = 0.1, sample 1 (A = −1)
+    # m = 0.05, sample 3 (A = −1) m = −0.5, so s = e^−0.5 < 1 − ε_low: its 13 tokens are clipped
+    means = [0.1, 0.05, 0.1, -0.5]
+    for s, m in zip(samples, means, strict=True):
+        k = 0
+        n = sum(v is not None for v in s["old_logprobs"])
+        for j, v in enumerate(s["old_logprobs"]):
+            if v is None:
+                continue
+            c = 0.0 if (n % 2 and k == n - 1) else (0.3 if k % 2 == 0 else -0.3)
+            s["old_logprobs"][j] = v - (m + c)
+            k += 1
+    loss = {**LOSS, "tis_cap": None, "policy_ratio": "sequence"}
+    r = step(t, 0, samples, loss, key="run:gspo")
+    # token-mean over T = 40: A = +1 samples (10 + 12 tokens) cost −e^0.1, sample 1 (11) e^0.05, sample 3 (13) 0.8
+    want = (-22 * math.exp(0.1) + 11 * math.exp(0.05) + 13 * 0.8) / 40
+    assert r["loss"] == pytest.approx(want, rel=1e-3)
+    assert r["clip_fraction"] == pytest.approx(13 / 46)
+    assert math.isfinite(r["metrics"]["grad_norm"])
+    # token mode on the same batch differs: its ±0.3 tokens clip one by one
+    t2 = open_trainer(tmp_path / "token", tiny_model, LORA)
+    plain = step(t2, 0, samples, {**loss, "policy_ratio": "token"})
+    assert abs(plain["loss"] - want) > 1e-2
+    assert plain["clip_fraction"] != pytest.approx(13 / 46)
