@@ -12,7 +12,7 @@ from harness_rl_trainer.engine import Trainer, TrainerConfig, micro_batches
 from harness_rl_trainer.frames import unpack_samples
 from harness_rl_trainer.model import TrainerError
 
-from .helpers import LOSS, make_samples, train_header
+from .helpers import LOSS, make_samples, train_header, with_mu
 
 LORA = {"rank": 8, "alpha": 16}
 
@@ -82,13 +82,16 @@ def test_one_step_lowers_the_loss_on_a_fixed_batch(tmp_path, tiny_model, lora):
         assert {"config.json", "model.safetensors", "tokenizer.json"} <= files
 
 
-def test_micro_batching_and_grad_ckpt_do_not_change_the_step(tmp_path, tiny_model):
-    samples = make_samples(512, n=5)
+@pytest.mark.parametrize("ratio", ["token", "sequence"])
+def test_micro_batching_and_grad_ckpt_do_not_change_the_step(tmp_path, tiny_model, ratio):
+    # sequence (GSPO): bypass against made-up rollout logprobs, so each sample has its own ratio s
+    samples = make_samples(512, n=5) if ratio == "token" else with_mu(make_samples(512, n=5))
+    loss = None if ratio == "token" else {**LOSS, "tis_cap": None, "policy_ratio": "sequence"}
     a = open_trainer(tmp_path / "a", tiny_model, token_budget=100_000, grad_ckpt=False)
     b = open_trainer(
         tmp_path / "b", tiny_model, token_budget=20, grad_ckpt=True
     )  # one sample per micro-batch
-    ra, rb = step(a, 0, samples), step(b, 0, samples)
+    ra, rb = step(a, 0, samples, loss), step(b, 0, samples, loss)
     assert rb["metrics"]["micro_batches"] == 5 and ra["metrics"]["micro_batches"] == 1
     assert ra["loss"] == pytest.approx(rb["loss"], abs=1e-6)
     assert ra["metrics"]["grad_norm"] == pytest.approx(rb["metrics"]["grad_norm"], rel=1e-4)
