@@ -251,6 +251,7 @@ export class RunLoop extends BackendLoop {
           clip_high: algorithm.clip_high,
           tis_cap: algorithm.tis_cap,
           dual_clip: algorithm.dual_clip,
+          policy_ratio: algorithm.policy_ratio,
           kl_coef: algorithm.kl_coef,
           learning_rate: algorithm.learning_rate,
         },

@@ -90,6 +90,55 @@ describe('gradients', () => {
     },
   );
 
+  it("with the sequence ratio (GSPO, bypass), one advantage and seq-mean weights, the gradient is GSPO's: the finite difference of the loss", () => {
+    // log s = mean(lp_t − μ_t) moves with every token's logprob: the GSPO-token gradient −s·A/n per token
+    // is the objective's exact gradient when the sequence's tokens share A and weight 1/n (decoupled
+    // mode has no such check here: its denominator is lp itself on the engine's one update)
+    const model = new Model(cfg, initParams(cfg, 3));
+    for (let i = 0; i < model.params.length; i++) model.params[i] += 0.01 * Math.sin(i);
+    const s = sample(11);
+    s.advantages.forEach((a, i) => {
+      s.advantages[i] = a === 0 ? 0 : 0.7;
+    });
+    const loss = {
+      clip_low: 0.2,
+      clip_high: 0.28,
+      tis_cap: null,
+      kl_coef: 0,
+      learning_rate: 1e-3,
+      policy_ratio: 'sequence' as const,
+    };
+    const stats = () => ({ loss: 0, tokens: 0, clipped: 0, kl: 0, entropy: 0 });
+    const f = () => {
+      const st = stats();
+      sampleLossAndGrad(model, s, loss, null, st, null);
+      return st.loss;
+    };
+    const st = stats();
+    const grad = new Float64Array(model.params.length);
+    sampleLossAndGrad(model, s, loss, grad, st, null);
+    expect(st.clipped).toBe(0); // s inside the clip range here
+    const tokenMode = stats();
+    sampleLossAndGrad(model, s, { ...loss, policy_ratio: 'token' }, null, tokenMode, null);
+    expect(Math.abs(tokenMode.loss - st.loss)).toBeGreaterThan(1e-6);
+    let worst = 0;
+    let checked = 0;
+    for (let i = 0; i < model.params.length; i += 5) {
+      const o = model.params[i];
+      model.params[i] = o + 1e-5;
+      const a = f();
+      model.params[i] = o - 1e-5;
+      const b = f();
+      model.params[i] = o;
+      const num = (a - b) / 2e-5;
+      if (Math.abs(num) + Math.abs(grad[i]) < 1e-9) continue;
+      worst = Math.max(worst, Math.abs(num - grad[i]) / (Math.abs(num) + Math.abs(grad[i])));
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(100);
+    expect(worst).toBeLessThan(1e-5);
+  });
+
   it("decoupled PPO: ratio 1 against the trainer's own logprob, times samples/loss.ts's TIS weight (trainer vs rollout)", () => {
     const model = new Model(cfg, initParams(cfg, 3));
     const s = sample(11); // its rollout logprobs differ from the model's own

@@ -1,6 +1,6 @@
 // The reference trainer: PPO-clip policy loss (spec/samples.md) with Adam, on the engine's own weights.
 import type { PolicyLossConfig, Sample, TrainBatch, Trainer, TrainResult } from '../protocol/training';
-import { klK3, policyTokenLoss } from '../samples/loss';
+import { klK3, policySequenceLoss, policyTokenLoss } from '../samples/loss';
 import { stepValidation } from '../samples/validation';
 import { initParams } from './layout';
 import { Model } from './model';
@@ -55,7 +55,44 @@ const emptyStats = (): TokenStats => ({ loss: 0, tokens: 0, clipped: 0, kl: 0, e
 
 const yieldNow = () => new Promise<void>((r) => setImmediate(r));
 
-/** Loss and gradient of one sample (accumulated into grad and stats). Exported for the gradient check. */
+/** The sample's shape, ids, temperature and weights are usable; its trained targets (mask 1, weight ≠ 0). */
+function trainedTargets(model: Model, sample: Sample): number[] {
+  const n = sample.input_ids.length;
+  const name = `sample ${sample.rollout_id}#${sample.index}`;
+  if (
+    sample.loss_mask.length !== n ||
+    sample.advantages.length !== n ||
+    sample.old_logprobs.length !== n ||
+    sample.loss_weights.length !== n
+  )
+    throw new Error(
+      `${name}: input_ids, loss_mask, advantages, old_logprobs and loss_weights differ in length`,
+    );
+  for (let t = 0; t < n; t++) {
+    const id = sample.input_ids[t];
+    if (!(id >= 0 && id < model.config.vocab))
+      throw new Error(
+        `${name}: token id ${id} at ${t} is outside the vocabulary (0..${model.config.vocab - 1})`,
+      );
+  }
+  if (sample.temperature !== undefined && !(sample.temperature > 0 && Number.isFinite(sample.temperature)))
+    throw new Error(`${name}: temperature ${sample.temperature} is not a positive number`);
+  const T = Math.min(n, model.config.maxLen);
+  const targets: number[] = [];
+  for (let t = 1; t < T; t++) {
+    if (!sample.loss_mask[t] || sample.loss_weights[t] === 0) continue;
+    if (!Number.isFinite(sample.loss_weights[t]) || !Number.isFinite(sample.advantages[t]))
+      throw new Error(`${name}: non-finite advantage or loss weight at ${t}`);
+    targets.push(t);
+  }
+  return targets;
+}
+
+/**
+ * Loss and gradient of one sample (accumulated into grad and stats). Exported for the gradient check.
+ * The sample is one sequence of the loss: with `policy_ratio` 'sequence' (GSPO) its trained tokens share
+ * the ratio exp(mean of their log-ratios) (samples/loss.ts, policySequenceLoss).
+ */
 export function sampleLossAndGrad(
   model: Model,
   sample: Sample,
@@ -65,52 +102,30 @@ export function sampleLossAndGrad(
   refModel: Model | null,
   validateOnly = false,
 ): void {
-  const maxLen = model.config.maxLen;
-  const n = sample.input_ids.length;
-  if (
-    sample.loss_mask.length !== n ||
-    sample.advantages.length !== n ||
-    sample.old_logprobs.length !== n ||
-    sample.loss_weights.length !== n
-  )
-    throw new Error(
-      `sample ${sample.rollout_id}#${sample.index}: input_ids, loss_mask, advantages, old_logprobs and loss_weights differ in length`,
-    );
-  for (let t = 0; t < n; t++) {
-    const id = sample.input_ids[t];
-    if (!(id >= 0 && id < model.config.vocab))
-      throw new Error(
-        `sample ${sample.rollout_id}#${sample.index}: token id ${id} at ${t} is outside the vocabulary (0..${model.config.vocab - 1})`,
-      );
-  }
-  if (sample.temperature !== undefined && !(sample.temperature > 0 && Number.isFinite(sample.temperature)))
-    throw new Error(
-      `sample ${sample.rollout_id}#${sample.index}: temperature ${sample.temperature} is not a positive number`,
-    );
-  const T = Math.min(n, maxLen);
-  const tokens = sample.input_ids.subarray(0, T);
-  const targets: number[] = [];
-  for (let t = 1; t < T; t++) {
-    if (!sample.loss_mask[t] || sample.loss_weights[t] === 0) continue;
-    if (!Number.isFinite(sample.loss_weights[t]) || !Number.isFinite(sample.advantages[t]))
-      throw new Error(
-        `sample ${sample.rollout_id}#${sample.index}: non-finite advantage or loss weight at ${t}`,
-      );
-    targets.push(t);
-  }
+  const targets = trainedTargets(model, sample);
   if (targets.length === 0 || validateOnly) return;
+  const tokens = sample.input_ids.subarray(0, Math.min(sample.input_ids.length, model.config.maxLen));
   const positions = targets.map((t) => t - 1);
   const temperature = sample.temperature ?? 1; // the logprobs describe logits / T (spec/samples.md)
   const fw = model.forward(tokens, positions, temperature);
   const refFw = refModel && loss.kl_coef > 0 ? refModel.forward(tokens, positions, temperature) : null;
   const V = model.config.vocab;
   const dlogp = new Float64Array(positions.length * V);
+  const lps = targets.map((t, k) => fw.logp[k * V + tokens[t]]);
+  const mus = targets.map((t) => sample.old_logprobs[t]);
+  // One optimiser step per batch: the proximal (pre-update) logprob is lp itself, detached.
+  const parts = policySequenceLoss(
+    lps,
+    lps,
+    mus,
+    targets.map((t) => sample.advantages[t]),
+    loss,
+  );
   for (let k = 0; k < targets.length; k++) {
     const t = targets[k];
     const tok = tokens[t];
-    const lp = fw.logp[k * V + tok];
-    // One optimiser step per batch: the proximal (pre-update) logprob is lp itself, detached.
-    const r = policyTokenLoss(lp, lp, sample.old_logprobs[t], sample.advantages[t], loss);
+    const lp = lps[k];
+    const r = parts[k];
     const w = sample.loss_weights[t];
     let tokLoss = r.loss;
     let g = r.dlogp;
@@ -124,7 +139,7 @@ export function sampleLossAndGrad(
     stats.loss += w * tokLoss;
     stats.tokens += 1;
     stats.agreement?.old.push(lp);
-    stats.agreement?.mu.push(sample.old_logprobs[t]);
+    stats.agreement?.mu.push(mus[k]);
     if (r.clipped) stats.clipped += 1;
     stats.kl += Math.exp(r.logRatio) - r.logRatio - 1; // k3 of KL(ratio's denominator || current)
     let ent = 0;

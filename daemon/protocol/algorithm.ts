@@ -10,6 +10,9 @@ export const LossAggregation = z.enum([
   'seq-mean-token-sum-norm',
 ]);
 
+/** The PPO ratio per token (the spec) or per sequence (GSPO); see AlgorithmConfig.policy_ratio. */
+export const PolicyRatio = z.enum(['token', 'sequence']);
+
 /**
  * A training call that constrains decoding: `record` forwards it and keeps its response tokens out of
  * the loss (their logprobs are not the policy's); `refuse` answers 400 naming the field.
@@ -93,6 +96,9 @@ export const AlgorithmConfig = z
       .nullable()
       .default(null)
       .describe('dual-clip PPO: for negative advantages the loss is capped at −c·A (c > 1), null = off'),
+    policy_ratio: PolicyRatio.default('token').describe(
+      "the PPO ratio: token = each token's own (shared/spec/samples.md); sequence = GSPO (Zheng et al. 2025): each training sample's tokens use s = exp(mean of their token log-ratios), clipped on s, the gradient through each token's logprob; with loss_agg seq-mean-token-mean it is GSPO's objective. The GSPO paper clips far tighter (clip_low 3e-4, clip_high 4e-4) than the token defaults",
+    ),
     learning_rate: z.number().positive().default(1e-6),
     kl_coef: z.number().nonnegative().default(0),
     max_prompt_tokens: z.number().int().positive().default(8192),
@@ -130,3 +136,4 @@ export type SamplingConfig = z.infer<typeof SamplingConfig>;
 export type MergeMode = z.infer<typeof MergeMode>;
 export type AdvantageEstimator = z.infer<typeof AdvantageEstimator>;
 export type LossAggregation = z.infer<typeof LossAggregation>;
+export type PolicyRatio = z.infer<typeof PolicyRatio>;

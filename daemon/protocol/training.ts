@@ -1,5 +1,6 @@
 // What the scheduler hands a trainer (reference engine or a GPU trainer node) and gets back.
 import { z } from 'zod';
+import { PolicyRatio } from './algorithm';
 import { SampleJson } from './samples';
 
 /**
@@ -29,6 +30,9 @@ export const PolicyLossConfig = z.object({
     .nullable()
     .optional()
     .describe('dual-clip PPO cap c for A < 0; absent/null = off'),
+  policy_ratio: PolicyRatio.optional().describe(
+    "token (absent) or sequence: GSPO's ratio exp(mean token log-ratio) per sample (algorithm.policy_ratio)",
+  ),
   kl_coef: z.number().nonnegative(),
   learning_rate: z.number().positive(),
 });

@@ -96,7 +96,12 @@ export interface TokenLossConfig {
   clip_high: number;
   tis_cap: number | null;
   dual_clip?: number | null;
+  /** 'token' (absent: the spec's per-token ratio) or 'sequence' (GSPO; see policySequenceLoss) */
+  policy_ratio?: PolicyRatio;
 }
+
+/** Which PPO ratio the loss takes: each token's own, or its sequence's (GSPO). */
+export type PolicyRatio = 'token' | 'sequence';
 
 /** One token's loss, its derivative d/dlp, and what the step reports about it. */
 export interface TokenLoss {
@@ -160,6 +165,68 @@ export function policyTokenLoss(
     tisWeight,
     logRatio: x,
   };
+}
+
+/** A token's log-ratio d_t (as policyTokenLoss takes it) and ∂d_t/∂lp_t (0 where clamp20 cut it). */
+export function tokenLogRatio(
+  lp: number,
+  old: number,
+  mu: number,
+  cfg: TokenLossConfig,
+): { d: number; slope: number } {
+  const known = knownLogprob(mu);
+  if (cfg.tis_cap !== null || !known) return { d: lp - old, slope: 1 };
+  const raw = lp - mu;
+  const d = clamp20(raw);
+  return { d, slope: d === raw ? 1 : 0 };
+}
+
+/**
+ * The policy loss of one sequence's tokens (a training sample's mask-1 tokens with a non-zero weight),
+ * arrays of equal length with the meaning of policyTokenLoss's arguments. With `policy_ratio` 'token'
+ * (or absent) it is policyTokenLoss per token. With 'sequence' (GSPO, Zheng et al. 2025):
+ *   d_t = the token's log-ratio as in token mode (decoupled: lp_t − old_t; bypass: clamp20(lp_t − μ_t)
+ *         where μ_t is known, else lp_t − old_t),
+ *   log s = mean_t d_t (detached),  x_t = lp_t − sg(lp_t) + log s  (value log s, gradient through lp_t),
+ *   ℓ_t = PPO-clip(exp(x_t), A_t) (clip and dual clip as in token mode, on s) · w_t (decoupled's TIS
+ *         weight, 1 in bypass or where μ_t is unknown),
+ *   dℓ_t/dlp_t = −s · A_t · w_t unless clipped (0 also where clamp20 cut d_t, as in token mode).
+ * With loss_agg seq-mean-token-mean this is GSPO's objective and gradient ("GSPO-token" with a
+ * sequence-constant advantage). A clipped token is one of a clipped sequence. `logRatio` stays each
+ * token's own d_t (the step's k3 KL figure).
+ */
+export function policySequenceLoss(
+  lp: ArrayLike<number>,
+  old: ArrayLike<number>,
+  mu: ArrayLike<number>,
+  A: ArrayLike<number>,
+  cfg: TokenLossConfig,
+): TokenLoss[] {
+  const n = lp.length;
+  if (old.length !== n || mu.length !== n || A.length !== n)
+    throw new RangeError(`policySequenceLoss: lengths differ (lp ${n}, old ${old.length}, mu ${mu.length})`);
+  const out: TokenLoss[] = [];
+  if ((cfg.policy_ratio ?? 'token') === 'token') {
+    for (let t = 0; t < n; t++) out.push(policyTokenLoss(lp[t], old[t], mu[t], A[t], cfg));
+    return out;
+  }
+  const ratios = Array.from(lp, (l, t) => tokenLogRatio(l, old[t], mu[t], cfg));
+  let logS = 0;
+  for (const r of ratios) logS += r.d;
+  logS /= Math.max(n, 1);
+  const decoupled = cfg.tis_cap !== null;
+  for (let t = 0; t < n; t++) {
+    const ppo = ppoFromLogRatio(logS, A[t], cfg.clip_low, cfg.clip_high, cfg.dual_clip ?? null);
+    const tisWeight = decoupled && knownLogprob(mu[t]) ? truncatedIsWeight(old[t], mu[t], cfg.tis_cap!) : 1;
+    out.push({
+      loss: ppo.loss * tisWeight,
+      dlogp: ratios[t].slope === 0 ? 0 : ppo.dlogp * tisWeight,
+      clipped: ppo.clipped,
+      tisWeight,
+      logRatio: ratios[t].d,
+    });
+  }
+  return out;
 }
 
 /** Per-token KL to a reference policy, the k3 estimator: exp(ref − logp) − (ref − logp) − 1 (≥ 0). */

@@ -18,7 +18,7 @@ import {
   truncatedIsWeight,
   weightedLoss,
 } from './loss';
-import { tokenLossCases } from './loss-vectors';
+import { sequenceLossCases, tokenLossCases } from './loss-vectors';
 import { SCATTER_MAX, scatterIndices } from './validation';
 
 export const VECTOR_MAX_LEN = 16;
@@ -192,6 +192,10 @@ export function generateVectors() {
       "null when absent, −9999 is vLLM's floor and unknown too; every token listed is trained: mask 1, weight ≠ 0); " +
       'expected.grad = ∂(Σ weights·token_loss)/∂logp per token; validation: the StepValidation of those tokens ' +
       '(over known rollout logprobs; scatter pairs exp(rollout), exp(old)), null when none is known. ' +
+      'sequence_loss: the same with policy_ratio "sequence" (GSPO): sequence_ids names each token\'s sequence (a ' +
+      "training sample); log s = mean of its tokens' log-ratios d_t (expected.log_ratio; the token-mode " +
+      'log-ratio), x_t = lp_t − sg(lp_t) + log s, ℓ_t = PPO-clip(exp(x_t), A_t) · w_t; expected.sequence_log_ratio ' +
+      'is log s per token. ' +
       'scatter: the deterministic subsample of n tokens in batch order: all when n ≤ max, else floor(i·n/max).',
     version: 1,
     adv_eps: ADV_EPS,
@@ -219,6 +223,7 @@ export function generateVectors() {
     },
     kl_k3: klPairs.map(([l, ref]) => ({ logp: l, ref_logp: ref, kl: klK3(l, ref) })),
     token_loss: tokenLossCases(),
+    sequence_loss: sequenceLossCases(),
     scatter: { n: 1300, max: SCATTER_MAX, indices: scatterIndices(1300) },
   };
 }

@@ -5,7 +5,15 @@ import { describe, expect, it } from 'vitest';
 import type { SampleJson, Trajectory } from '../protocol/samples';
 import { buildSamples } from './build';
 import { toSampleJson, trajectoryArrays } from './jsonl';
-import { klK3, policyTokenLoss, ppoClipLoss, ppoClipped, truncatedIsWeight, weightedLoss } from './loss';
+import {
+  klK3,
+  policySequenceLoss,
+  policyTokenLoss,
+  ppoClipLoss,
+  ppoClipped,
+  truncatedIsWeight,
+  weightedLoss,
+} from './loss';
 import { scatterIndices } from './validation';
 import { generateVectors, readVectors } from './vectors.gen';
 
@@ -41,7 +49,7 @@ const vectors = JSON.parse(readFileSync(new URL('./vectors.json', import.meta.ur
   tis: { cap: number; cases: { trainer_old_logp: number; inference_logp: number; weight: number }[] };
   kl_k3: { logp: number; ref_logp: number; kl: number }[];
 };
-const { token_loss: tokenCases, scatter } = readVectors();
+const { token_loss: tokenCases, sequence_loss: sequenceCases, scatter } = readVectors();
 
 /** The per-token loss as spec/samples.md words it, read literally: [ℓ_t, ∂ℓ_t/∂lp_t, w_t]. */
 function literalToken(
@@ -272,6 +280,65 @@ describe('shared test vectors', () => {
       expect(weightedLoss(c.expected.token_loss, c.weights)).toBeCloseTo(c.expected.total, 6);
     });
   }
+
+  for (const c of sequenceCases) {
+    it(`sequence-ratio (GSPO) loss, gradient and clip flags: ${c.name}`, () => {
+      const seqs = [...new Set(c.sequence_ids)];
+      for (const id of seqs) {
+        const idx = c.sequence_ids.flatMap((s, t) => (s === id ? [t] : []));
+        const mu = idx.map((t) => c.rollout_logp[t] ?? Number.NaN);
+        const got = policySequenceLoss(
+          idx.map((t) => c.logp[t]),
+          idx.map((t) => c.old_logp[t]),
+          mu,
+          idx.map((t) => c.advantage[t]),
+          c.loss,
+        );
+        // the README's formula read literally: s = exp(mean of the token-mode log-ratios), PPO-clip on s
+        const logS = idx.reduce((a, t) => a + c.expected.log_ratio[t], 0) / idx.length;
+        idx.forEach((t, k) => {
+          expect(got[k].loss).toBe(c.expected.token_loss[t]);
+          expect(c.weights[t] * got[k].dlogp).toBe(c.expected.grad[t]);
+          expect(got[k].clipped).toBe(c.expected.clipped[t]);
+          expect(got[k].tisWeight).toBe(c.expected.tis_weight[t]);
+          expect(c.expected.sequence_log_ratio[t]).toBeCloseTo(logS, 14);
+          const [tl, , w] = literalToken(c.logp[t], c.old_logp[t], c.rollout_logp[t], c.advantage[t], c.loss);
+          expect(c.expected.tis_weight[t]).toBeCloseTo(w, 14);
+          // a token alone in its sequence has its token-mode loss
+          if (idx.length === 1) expect(c.expected.token_loss[t]).toBeCloseTo(tl, 12);
+          const s = Math.exp(logS);
+          const A = c.advantage[t];
+          const l = -Math.min(s * A, Math.min(Math.max(s, 1 - c.loss.clip_low), 1 + c.loss.clip_high) * A);
+          const capped = c.loss.dual_clip !== null && A < 0 ? Math.min(l, -c.loss.dual_clip * A) : l;
+          expect(c.expected.token_loss[t]).toBeCloseTo(capped * w, 9);
+        });
+      }
+      expect(weightedLoss(c.expected.token_loss, c.weights)).toBeCloseTo(c.expected.total, 9);
+    });
+  }
+
+  it('the sequence cases clip whole sequences and give a ±20-clamped token no gradient', () => {
+    const [later, , bypass, dual] = sequenceCases;
+    expect(later.expected.clipped).toEqual([
+      false,
+      false,
+      false,
+      false,
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(bypass.expected.grad[1]).toBe(0); // lp − μ = 24.9, clamped to 20
+    expect(bypass.expected.grad[0]).toBeGreaterThan(0);
+    expect(bypass.expected.grad[0]).toBe(bypass.expected.grad[2]); // −s·A·weight, the same in the sequence
+    expect(dual.expected.token_loss.slice(0, 3)).toEqual(
+      dual.expected.tis_weight.slice(0, 3).map((w) => 3 * w),
+    );
+  });
 
   it('decoupled PPO weighs a mismatched token by min(π/μ, C) once, not by its square', () => {
     const c = tokenCases[0];

@@ -345,6 +345,10 @@ class Trainer:
             ref = self._reference_logprobs(ids, attn, temp)[sel]
         lp = logp_all[sel]
         mu = t["mu"][:, 1:].to(dev)[sel]
+        # GSPO (loss.policy_ratio "sequence"): a sequence is one sample, i.e. one row of the micro-batch
+        rows = None
+        if loss_cfg.get("policy_ratio", "token") == "sequence":
+            rows = torch.arange(sel.shape[0], device=dev)[:, None].expand_as(sel)[sel]
         parts = policy_loss(
             lp,
             mu,
@@ -356,6 +360,7 @@ class Trainer:
             dual_clip=loss_cfg.get("dual_clip"),
             kl_coef=loss_cfg["kl_coef"],
             ref_logp=ref,
+            sequence_ids=rows,
         )
         scale = 0.0 if dummy else float(ctx.world_size)  # FSDP2 averages gradients over ranks; L is a sum
         (parts.loss * scale).backward()

@@ -93,6 +93,17 @@ def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return torch.exp(d) - d - 1.0
 
 
+def sequence_log_ratio(log_ratio: torch.Tensor, sequence_ids: torch.Tensor) -> torch.Tensor:
+    """x_t = d_t − sg(d_t) + sg(mean of d over t's sequence): GSPO-token's per-token log-ratio."""
+    if sequence_ids.shape != log_ratio.shape:
+        raise ValueError(f"sequence_ids {tuple(sequence_ids.shape)} != log-ratios {tuple(log_ratio.shape)}")
+    d = log_ratio.detach()
+    _, inverse, counts = torch.unique(sequence_ids, return_inverse=True, return_counts=True)
+    sums = torch.zeros(counts.shape, dtype=d.dtype, device=d.device).index_add_(0, inverse, d)
+    log_s = (sums / counts.to(d.dtype))[inverse]
+    return log_ratio - d + log_s
+
+
 def policy_loss(
     logp: torch.Tensor,
     rollout_logp: torch.Tensor,
@@ -106,6 +117,7 @@ def policy_loss(
     kl_coef: float = 0.0,
     ref_logp: torch.Tensor | None = None,
     dual_clip: float | None = None,
+    sequence_ids: torch.Tensor | None = None,
 ) -> LossParts:
     r"""The batch policy loss L = Σ_t w_t · ℓ_t over the tokens given (mask-1 tokens; w from the daemon).
 
@@ -120,6 +132,17 @@ def policy_loss(
                                 ℓ_t = PPO(r_t, A_t)
       PPO(r, A) = −min(r·A, clip(r, 1 − ε_low, 1 + ε_high)·A), capped at −c·A for A < 0 with dual clip c
       ℓ_t += kl_coef · (exp(ref_t − lp_t) − (ref_t − lp_t) − 1)   where kl_coef > 0 (k3 to the reference)
+
+    Sequence ratio (GSPO, Zheng et al. 2025; ``sequence_ids`` given, an integer per token naming its
+    sequence, i.e. its training sample): with d_t the token's log-ratio above (decoupled lp_t − old_t,
+    bypass clamp20(lp_t − μ_t) or lp_t − old_t where μ_t is unknown),
+
+      log s_i = mean of d_t over sequence i's tokens (detached),   x_t = d_t − sg(d_t) + log s_i,
+      ℓ_t = PPO(exp(x_t), A_t) (· the TIS weight in decoupled mode, as above)
+
+    so the value uses s_i and the gradient runs through the token's own lp_t: dℓ_t/dlp_t = −s_i·A_t·w_t
+    unless clipped (0 where clamp20 cut d_t). With seq-mean-token-mean weights this is GSPO's objective
+    and gradient. ``clipped`` then marks the tokens of clipped sequences; ``kl_old`` stays per token (d_t).
 
     Also returned: the clipped mask (clip fraction), k3 of the ratio (KL of its denominator to the
     current policy) and the TIS weight per token.
@@ -136,7 +159,8 @@ def policy_loss(
     else:
         log_ratio = torch.where(known, clamp20(logp - safe_mu), logp - old)
         tis = torch.ones_like(old)
-    token_loss, clipped = ppo_clip_from_log_ratio(log_ratio, adv, clip_low, clip_high, dual_clip)
+    ratio_input = log_ratio if sequence_ids is None else sequence_log_ratio(log_ratio, sequence_ids)
+    token_loss, clipped = ppo_clip_from_log_ratio(ratio_input, adv, clip_low, clip_high, dual_clip)
     token_loss = token_loss * tis
     if kl_coef > 0:
         if ref_logp is None:

@@ -169,3 +169,55 @@ def test_vllm_floor_and_absent_rollout_logprobs_are_unknown():
 def test_dual_clip_caps_negative_advantage_loss():
     loss, _ = ppo_clip_token_loss(t64([2.0, 2.0]), t64([0.0, 0.0]), t64([-1.0, 1.0]), dual_clip=3.0)
     assert loss.tolist() == pytest.approx([3.0, -1.28])
+
+
+@pytest.mark.parametrize("case", V["sequence_loss"], ids=lambda c: c["name"])
+def test_sequence_ratio_cases_match_the_shared_vectors(case):
+    """GSPO (policy_ratio "sequence"): values by the loss, the gradient d/dlp by autograd, as TS has them."""
+    cfg = case["loss"]
+    assert cfg["policy_ratio"] == "sequence"
+    x = t64(case["logp"]).requires_grad_(True)
+    parts = policy_loss(
+        x,
+        t64([opt(v) for v in case["rollout_logp"]]),
+        t64(case["advantage"]),
+        t64(case["weights"]),
+        old_logp=t64(case["old_logp"]),
+        clip_low=cfg["clip_low"],
+        clip_high=cfg["clip_high"],
+        tis_cap=cfg["tis_cap"],
+        dual_clip=cfg["dual_clip"],
+        sequence_ids=torch.tensor(case["sequence_ids"]),
+    )
+    parts.loss.backward()
+    e = case["expected"]
+    assert parts.token_loss.tolist() == pytest.approx(e["token_loss"], rel=1e-12, abs=1e-12)
+    assert x.grad.tolist() == pytest.approx(e["grad"], rel=1e-12, abs=1e-12)
+    assert parts.clipped.tolist() == e["clipped"]
+    assert parts.tis_weight.tolist() == pytest.approx(e["tis_weight"], rel=1e-12)
+    assert float(parts.loss.detach()) == pytest.approx(e["total"], rel=1e-12)
+    # kl_old stays the per-token k3 of each token's own log-ratio d_t
+    d = torch.tensor(e["log_ratio"], dtype=torch.float64)
+    assert parts.kl_old.tolist() == pytest.approx((torch.exp(d) - d - 1).tolist(), rel=1e-12, abs=1e-15)
+
+
+def test_sequence_ids_in_any_order_and_one_token_sequences_are_token_mode():
+    """Sequence ids need not be sorted or contiguous; a sequence of one token is token mode."""
+    lp = t64([-0.5, -1.0, -0.2, -0.7]).requires_grad_(True)
+    old, mu, adv, w = (
+        t64([-0.9, -1.2, -0.4, -0.3]),
+        t64([-1.0, -1.1, -0.4, -0.5]),
+        t64([1, -1, 1, -1]),
+        t64([1] * 4),
+    )
+    common = {"old_logp": old, "tis_cap": 2.0}
+    seq = policy_loss(lp, mu, adv, w, sequence_ids=torch.tensor([7, 3, 7, 3]), **common)
+    # sequence 7: tokens 0, 2 (d 0.4, 0.2: log s 0.3); sequence 3: tokens 1, 3 (d 0.2, −0.4: log s −0.1)
+    moved = t64([0.3, -0.1, 0.3, -0.1])
+    tok = policy_loss(moved + old, mu, adv, w, **common)  # token mode at log-ratio log s
+    assert seq.token_loss.tolist() == pytest.approx(tok.token_loss.tolist(), rel=1e-12)
+    single = policy_loss(lp, mu, adv, w, sequence_ids=torch.arange(4), **common)
+    plain = policy_loss(lp, mu, adv, w, **common)
+    assert single.token_loss.tolist() == pytest.approx(plain.token_loss.tolist(), rel=1e-14)
+    with pytest.raises(ValueError, match="sequence_ids"):
+        policy_loss(lp, mu, adv, w, sequence_ids=torch.tensor([0, 1]), **common)

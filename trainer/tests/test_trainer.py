@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -10,7 +12,7 @@ from harness_rl_trainer.engine import Trainer, TrainerConfig, micro_batches
 from harness_rl_trainer.frames import unpack_samples
 from harness_rl_trainer.model import TrainerError
 
-from .helpers import LOSS, make_samples, train_header
+from .helpers import LOSS, make_samples, train_header, with_mu
 
 LORA = {"rank": 8, "alpha": 16}
 
@@ -80,13 +82,16 @@ def test_one_step_lowers_the_loss_on_a_fixed_batch(tmp_path, tiny_model, lora):
         assert {"config.json", "model.safetensors", "tokenizer.json"} <= files
 
 
-def test_micro_batching_and_grad_ckpt_do_not_change_the_step(tmp_path, tiny_model):
-    samples = make_samples(512, n=5)
+@pytest.mark.parametrize("ratio", ["token", "sequence"])
+def test_micro_batching_and_grad_ckpt_do_not_change_the_step(tmp_path, tiny_model, ratio):
+    # sequence (GSPO): bypass against made-up rollout logprobs, so each sample has its own ratio s
+    samples = make_samples(512, n=5) if ratio == "token" else with_mu(make_samples(512, n=5))
+    loss = None if ratio == "token" else {**LOSS, "tis_cap": None, "policy_ratio": "sequence"}
     a = open_trainer(tmp_path / "a", tiny_model, token_budget=100_000, grad_ckpt=False)
     b = open_trainer(
         tmp_path / "b", tiny_model, token_budget=20, grad_ckpt=True
     )  # one sample per micro-batch
-    ra, rb = step(a, 0, samples), step(b, 0, samples)
+    ra, rb = step(a, 0, samples, loss), step(b, 0, samples, loss)
     assert rb["metrics"]["micro_batches"] == 5 and ra["metrics"]["micro_batches"] == 1
     assert ra["loss"] == pytest.approx(rb["loss"], abs=1e-6)
     assert ra["metrics"]["grad_norm"] == pytest.approx(rb["metrics"]["grad_norm"], rel=1e-4)
@@ -189,3 +194,33 @@ def test_a_sample_temperature_divides_the_logits_in_the_step(tmp_path, tiny_mode
     assert told["validation"]["logprob_diff_max"] < 1e-5
     untold = open_trainer(tmp_path / "b", tiny_model, LORA)
     assert step(untold, 0, samples)["validation"]["logprob_diff_max"] > 0.05
+
+
+def test_sequence_ratio_from_the_batch_takes_each_samples_mean_log_ratio(tmp_path, tiny_model):
+    """``loss.policy_ratio: sequence`` (GSPO) reaches the loss: each sample's tokens share s = exp(mean d_t)."""
+    t = open_trainer(tmp_path, tiny_model, LORA)
+    samples = with_rollout_logprobs(t, make_samples(t.vocab))
+    # bypass: d_t = lp_t − μ_t = m_i ± 0.3 (mean m_i): sample 0, 2 (A = +1) m = 0.1, sample 1 (A = −1)
+    # m = 0.05, sample 3 (A = −1) m = −0.5, so s = e^−0.5 < 1 − ε_low: its 13 tokens are clipped
+    means = [0.1, 0.05, 0.1, -0.5]
+    for s, m in zip(samples, means, strict=True):
+        k = 0
+        n = sum(v is not None for v in s["old_logprobs"])
+        for j, v in enumerate(s["old_logprobs"]):
+            if v is None:
+                continue
+            c = 0.0 if (n % 2 and k == n - 1) else (0.3 if k % 2 == 0 else -0.3)
+            s["old_logprobs"][j] = v - (m + c)
+            k += 1
+    loss = {**LOSS, "tis_cap": None, "policy_ratio": "sequence"}
+    r = step(t, 0, samples, loss, key="run:gspo")
+    # token-mean over T = 40: A = +1 samples (10 + 12 tokens) cost −e^0.1, sample 1 (11) e^0.05, sample 3 (13) 0.8
+    want = (-22 * math.exp(0.1) + 11 * math.exp(0.05) + 13 * 0.8) / 40
+    assert r["loss"] == pytest.approx(want, rel=1e-3)
+    assert r["clip_fraction"] == pytest.approx(13 / 46)
+    assert math.isfinite(r["metrics"]["grad_norm"])
+    # token mode on the same batch differs: its ±0.3 tokens clip one by one
+    t2 = open_trainer(tmp_path / "token", tiny_model, LORA)
+    plain = step(t2, 0, samples, {**loss, "policy_ratio": "token"})
+    assert abs(plain["loss"] - want) > 1e-2
+    assert plain["clip_fraction"] != pytest.approx(13 / 46)
