@@ -11,6 +11,7 @@ import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Group, Rollout, Run, Task } from '../../daemon/protocol/entities';
 import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { waitFor } from '../helpers/wait';
 
 let dir: string;
 let daemon: TestDaemon;
@@ -178,5 +179,61 @@ describe('schedule.dynamic_sampling', () => {
     });
     expect(res.status).toBe(400);
     expect(JSON.stringify(res.body)).toContain('schedule.dynamic_sampling');
+  });
+});
+
+describe('a daemon restart during an extra round', () => {
+  it('starts the step over from its first round, every group of the interrupted rounds cancelled', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'harness-rl-dynsamp-resume-'));
+    let first: TestDaemon | null = await startTestDaemon({ dataDir });
+    let second: TestDaemon | null = null;
+    try {
+      const config = runConfig('resume', { dynamic_sampling: { max_rounds: 3 } });
+      const res = await first.api<Run>('POST', '/api/runs', { config, base_dir: dir });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const runId = res.body.id;
+      // Round 0 finishes uniform; the rollouts of round 1 hang until the worker stops.
+      const stop = new AbortController();
+      const own = new Set<string>();
+      const store = first.ctx.store;
+      const hanging = runWorker({
+        daemonUrl: first.url,
+        token: first.token,
+        runId,
+        concurrency: 4,
+        signal: stop.signal,
+        rollout: async (ctx) => {
+          if (own.size === 0) for (const g of (await store.listGroups(runId)).items) own.add(g.id);
+          if (own.has(ctx.rollout.group_id ?? '')) return { reward: 1 };
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+          throw new Error('stopped');
+        },
+      });
+      await waitFor('round 1', async () => (await store.listGroups(runId)).items.length >= 4);
+      stop.abort();
+      await hanging;
+      await first.close();
+      first = null;
+
+      second = await startTestDaemon({ dataDir });
+      await runWorker({
+        daemonUrl: second.url,
+        token: second.token,
+        runId,
+        concurrency: 4,
+        rollout: async () => ({ reward: 1 }),
+      });
+      expect(await second.ctx.store.getRun(runId)).toMatchObject({ status: 'finished', step: 1 });
+      const [m] = (await second.ctx.store.listRunMetrics(runId)).map((r) => r.metrics);
+      // The step ran again from round 0: all four rounds, counted once.
+      expect(m).toMatchObject({ sampling_rounds: 4, sampled_groups: 8, kept_groups: 0 });
+      const groups = (await second.ctx.store.listGroups(runId, { limit: 1000 })).items;
+      expect(groups.filter((g) => g.status === 'cancelled')).toHaveLength(4);
+      expect(groups.filter((g) => g.status === 'complete')).toHaveLength(8);
+    } finally {
+      await first?.close();
+      await second?.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
