@@ -156,6 +156,15 @@ export function buildOptionsOf(
   };
 }
 
+/**
+ * The samples-stage options of a run's stored config: its algorithm's (buildOptionsOf), zero-variance
+ * groups dropped also when its schedule has dynamic_sampling (which implies it).
+ */
+export function runBuildOptions(config: unknown): ReturnType<typeof buildOptionsOf> {
+  const schedule = (config as { schedule?: { dynamic_sampling?: unknown } } | null)?.schedule;
+  return buildOptionsOf(algorithmOf(config), schedule?.dynamic_sampling != null);
+}
+
 /** The algorithm settings of a run's stored config (defaults where absent or invalid). */
 export function algorithmOf(config: unknown): AlgorithmConfig {
   const raw = (config as { algorithm?: unknown } | null)?.algorithm ?? {};
