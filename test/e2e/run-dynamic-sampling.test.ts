@@ -178,7 +178,8 @@ describe('schedule.dynamic_sampling', () => {
       base_dir: dir,
     });
     expect(res.status).toBe(400);
-    expect(JSON.stringify(res.body)).toContain('schedule.dynamic_sampling');
+    expect(res.body.error.field).toBe('config.schedule.dynamic_sampling');
+    expect(res.body.error.message).toContain('algorithm.n is 1');
   });
 });
 
