@@ -192,18 +192,22 @@ export class RunLoop extends BackendLoop {
   /**
    * Wait for the step's groups to finish; with schedule.dynamic_sampling, while fewer than groups_per_step
    * of them are informative, sample another round (refillTasks) and wait for it, at most max_rounds more.
+   * A round with no rollout to train on (the harness fails) ends the refill: more rounds would fail too.
    */
   private async sampleRounds(first: Batch, train: Task[]): Promise<{ batch: Batch; rollouts: Rollout[] }> {
     const { schedule, algorithm } = this.config;
     let batch = first;
-    let rollouts = await this.waitFinished(batch);
+    let last = await this.waitFinished(batch);
+    let rollouts = last;
     const maxRounds = schedule.dynamic_sampling?.max_rounds ?? 0;
     for (let round = 1; round <= maxRounds; round++) {
+      if (stepRollouts(last, algorithm.incomplete_groups).train.length === 0) break;
       const usable = stepRollouts(rollouts, algorithm.incomplete_groups).train;
       if (informativeGroups(usable).size >= schedule.groups_per_step) break;
       const tasks = refillTasks(train, batch.step, schedule.groups_per_step, schedule.seed, round);
       const more = await this.sample(batch.step, tasks, algorithm.n);
-      rollouts = [...rollouts, ...(await this.waitFinished(more))];
+      last = await this.waitFinished(more);
+      rollouts = [...rollouts, ...last];
       batch = mergeBatches(batch, more);
     }
     return { batch, rollouts };

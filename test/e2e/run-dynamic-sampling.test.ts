@@ -172,6 +172,23 @@ describe('schedule.dynamic_sampling', () => {
     expect(m).not.toHaveProperty('sampling_rounds');
   });
 
+  it('samples no extra round after a round whose rollouts all failed: the step fails as without it', async () => {
+    const { run } = await createRun(runConfig('failing', { dynamic_sampling: { max_rounds: 3 } }));
+    await runWorker({
+      daemonUrl: daemon.url,
+      token: daemon.token,
+      runId: run.id,
+      concurrency: 4,
+      rollout: async () => {
+        throw new Error('harness crashed');
+      },
+    });
+    const after = await daemon.ctx.store.getRun(run.id);
+    expect(after?.status).toBe('failed');
+    expect(after?.error).toContain('step 0 has no rollout to train on: 4 of its 4 rollouts failed');
+    expect(await groupsOf(run.id)).toHaveLength(2);
+  });
+
   it('is refused with groups of one rollout, naming the field', async () => {
     const res = await daemon.api('POST', '/api/runs', {
       config: runConfig('one', { dynamic_sampling: {} }, 1),
