@@ -10,6 +10,8 @@ export interface Batch {
   step: number;
   groups: Group[];
   startedAt: number;
+  /** How many sampling rounds the groups came from (schedule.dynamic_sampling); absent: one. */
+  rounds?: number;
 }
 
 /** Mean and (population) standard deviation; nulls for an empty list. */

@@ -3,7 +3,7 @@
 // (the reference engine or a trainer node), brings every inference backend to the new weights, records
 // metrics and the new model version, and tells the proxy which versions may serve (sync: the newest
 // only; async: within `max_staleness`). A `validation:` threshold crossed pauses the run.
-import { tasksForStep } from '../api/task-order';
+import { refillTasks, tasksForStep } from '../api/task-order';
 import type { DaemonContext } from '../context';
 import { errorText } from '../error-text';
 import type { RunConfig } from '../protocol/config';
@@ -22,6 +22,7 @@ import {
   rolloutsOf,
   sampleBatch,
 } from './batches';
+import { informativeGroups, keepInformative, mergeBatches } from './dynamic-sampling';
 import { failedAttempts, nothingToTrainOn, stepRollouts } from './lost';
 import type { NodeRegistry } from './nodes/registry';
 import { stepMetrics } from './step-metrics';
@@ -105,9 +106,9 @@ export class RunLoop extends BackendLoop {
     let next: Batch | null = null;
     while (step < schedule.steps) {
       this.check();
-      const current = next ?? (await this.sample(step, this.trainTasks(train, step), config.algorithm.n));
+      const first = next ?? (await this.sample(step, this.trainTasks(train, step), config.algorithm.n));
       next = null;
-      const rollouts = await this.waitFinished(current);
+      const { batch: current, rollouts } = await this.sampleRounds(first, train);
       // async: the next step samples with the current weights while this one trains (staleness ≤ 1).
       if (overlap && step + 1 < schedule.steps) {
         next = await this.sample(step + 1, this.trainTasks(train, step + 1), config.algorithm.n);
@@ -188,6 +189,30 @@ export class RunLoop extends BackendLoop {
     return sampleBatch(this.store, this.runId, step, tasks, n, this.config.harness);
   }
 
+  /**
+   * Wait for the step's groups to finish; with schedule.dynamic_sampling, while fewer than groups_per_step
+   * of them are informative, sample another round (refillTasks) and wait for it, at most max_rounds more.
+   * A round with no rollout to train on (the harness fails) ends the refill: more rounds would fail too.
+   */
+  private async sampleRounds(first: Batch, train: Task[]): Promise<{ batch: Batch; rollouts: Rollout[] }> {
+    const { schedule, algorithm } = this.config;
+    let batch = first;
+    let last = await this.waitFinished(batch);
+    let rollouts = last;
+    const maxRounds = schedule.dynamic_sampling?.max_rounds ?? 0;
+    for (let round = 1; round <= maxRounds; round++) {
+      if (stepRollouts(last, algorithm.incomplete_groups).train.length === 0) break;
+      const usable = stepRollouts(rollouts, algorithm.incomplete_groups).train;
+      if (informativeGroups(usable).size >= schedule.groups_per_step) break;
+      const tasks = refillTasks(train, batch.step, schedule.groups_per_step, schedule.seed, round);
+      const more = await this.sample(batch.step, tasks, algorithm.n);
+      last = await this.waitFinished(more);
+      rollouts = [...rollouts, ...last];
+      batch = mergeBatches(batch, more);
+    }
+    return { batch, rollouts };
+  }
+
   /** Wait until every rollout of the batch is finished, timing out attempts that run too long. */
   private async waitFinished(batch: Batch): Promise<Rollout[]> {
     // With a verifier, the worker gives the harness and then the verifier harness.timeout_s each.
@@ -225,7 +250,10 @@ export class RunLoop extends BackendLoop {
       await closeGroups(this.store, batch, rollouts, split.droppedGroups);
       throw new Error(nothingToTrainOn(batch.step, rollouts, split));
     }
-    const finished = split.train;
+    const dynamic = config.schedule.dynamic_sampling
+      ? keepInformative(batch, split.train, config.schedule.groups_per_step)
+      : null;
+    const finished = dynamic?.train ?? split.train;
     let responseTokens = 0;
     let oldest = version;
     const trajectories = await trajectoriesFromStore(store, finished, (calls) => {
@@ -234,7 +262,7 @@ export class RunLoop extends BackendLoop {
         if (call.model_version !== null) oldest = Math.min(oldest, call.model_version);
       }
     });
-    const built = buildSamples(trajectories, buildOptionsOf(algorithm));
+    const built = buildSamples(trajectories, buildOptionsOf(algorithm, dynamic !== null));
     for (const [id, { stats, prefix_breaks }] of built.rollouts) {
       await store.setRolloutStats(id, stats, prefix_breaks);
     }
@@ -269,7 +297,7 @@ export class RunLoop extends BackendLoop {
       responseTokens,
       trainerMetrics: this.backends?.trainerMetrics,
     });
-    Object.assign(values, split.metrics, await failedAttempts(store, rollouts));
+    Object.assign(values, split.metrics, dynamic?.metrics, await failedAttempts(store, rollouts));
     return {
       version: result?.model_version ?? version,
       trained: result !== null,

@@ -200,6 +200,23 @@ export const ScheduleConfig = z
     validate_every: z.number().int().nonnegative().default(0),
     checkpoint_every: z.number().int().nonnegative().default(0),
     seed: z.number().int().default(0),
+    dynamic_sampling: z
+      .object({
+        max_rounds: z
+          .number()
+          .int()
+          .positive()
+          .max(100)
+          .default(3)
+          .describe(
+            'extra rounds of groups_per_step groups a step may sample before it trains on what it has',
+          ),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "DAPO's dynamic sampling: a step whose finished groups hold fewer than groups_per_step informative ones (rewards not all equal) samples another round of groups (the next tasks in the seeded order), up to max_rounds more, then trains on the first groups_per_step informative groups; zero-variance groups are dropped (it implies algorithm.drop_zero_variance_groups)",
+      ),
   })
   .strict();
 
@@ -288,7 +305,16 @@ export const RunConfig = z
       'harness evolution (`harness-rl evolve CONFIG`); runs ignore it',
     ),
   })
-  .strict();
+  .strict()
+  .superRefine((run, ctx) => {
+    // One rollout per group has one reward: every group would be uniform, every step would refill in vain.
+    if (run.schedule.dynamic_sampling && run.algorithm.n < 2)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['schedule', 'dynamic_sampling'],
+        message: `schedule.dynamic_sampling needs groups of at least 2 rollouts (algorithm.n is ${run.algorithm.n}): a group of one rollout is never informative`,
+      });
+  });
 
 /** The daemon's OTLP/HTTP span export (an unset field falls back to the standard OTEL_EXPORTER_OTLP_* variables). */
 export const OtlpConfig = z

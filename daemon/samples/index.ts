@@ -128,9 +128,13 @@ export function excludedCallMetrics(excluded: ExcludedCalls): Record<string, num
   return out;
 }
 
-/** The samples-stage options of a run's algorithm settings (merge, advantage, aggregation, limits). */
+/**
+ * The samples-stage options of a run's algorithm settings (merge, advantage, aggregation, limits);
+ * `dropZeroVariance`: drop zero-variance groups whatever the algorithm says (schedule.dynamic_sampling).
+ */
 export function buildOptionsOf(
   algorithm: AlgorithmConfig,
+  dropZeroVariance = false,
 ): Pick<
   BuildOptions,
   | 'merge'
@@ -148,8 +152,17 @@ export function buildOptionsOf(
     max_len: algorithm.max_len,
     max_prompt_tokens: algorithm.max_prompt_tokens,
     max_response_tokens: algorithm.max_response_tokens,
-    drop_zero_variance_groups: algorithm.drop_zero_variance_groups,
+    drop_zero_variance_groups: algorithm.drop_zero_variance_groups || dropZeroVariance,
   };
+}
+
+/**
+ * The samples-stage options of a run's stored config: its algorithm's (buildOptionsOf), zero-variance
+ * groups dropped also when its schedule has dynamic_sampling (which implies it).
+ */
+export function runBuildOptions(config: unknown): ReturnType<typeof buildOptionsOf> {
+  const schedule = (config as { schedule?: { dynamic_sampling?: unknown } } | null)?.schedule;
+  return buildOptionsOf(algorithmOf(config), schedule?.dynamic_sampling != null);
 }
 
 /** The algorithm settings of a run's stored config (defaults where absent or invalid). */

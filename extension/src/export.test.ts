@@ -23,4 +23,11 @@ describe('Export samples', () => {
     const adv = lines.find((l) => l.rollout_id === 'ro_b').advantages.find((x: number) => x !== 0);
     expect(adv).toBeLessThan(0);
   });
+
+  it("drops zero-variance groups when the run's schedule has dynamic_sampling (which implies it)", () => {
+    const a = syntheticRollout();
+    const b = { ...syntheticRollout(), id: 'ro_b' };
+    expect(samplesJsonl({}, [a, b]).samples).toBe(4);
+    expect(samplesJsonl({ schedule: { dynamic_sampling: { max_rounds: 2 } } }, [a, b]).samples).toBe(0);
+  });
 });

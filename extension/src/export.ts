@@ -5,9 +5,8 @@ import type { CancellationToken } from 'vscode';
 import type { RolloutDetail } from '../../daemon/protocol/api';
 import type { Run } from '../../daemon/protocol/entities';
 import {
-  algorithmOf,
-  buildOptionsOf,
   buildSamples,
+  runBuildOptions,
   type TrajectoryArrays,
   toSampleJson,
   trajectoryFromCalls,
@@ -32,10 +31,9 @@ export function samplesJsonl(
   rollouts: RolloutDetail[],
   options: { imported?: boolean } = {},
 ): { text: string; samples: number } {
-  const algo = algorithmOf(runConfig);
   const built = buildSamples(
     rollouts.map((d) => trajectoryOf(d, options)),
-    buildOptionsOf(algo),
+    runBuildOptions(runConfig),
   );
   const { trajectories, samples, prefix_breaks, excluded, mask_tokens } = built.summary;
   const lines = built.samples.map((s) => JSON.stringify(toSampleJson(s)));

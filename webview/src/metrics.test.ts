@@ -122,6 +122,18 @@ describe('dashboard smoothing, comparing runs and flat charts', () => {
   });
 });
 
+describe('dynamic sampling on the dashboard', () => {
+  it('charts the sampling rounds and the groups kept with titles only when a step has them', () => {
+    expect(chartSpecs([row(0, { loss: 1 })]).map((s) => s.key)).not.toContain('sampling_rounds');
+    const specs = chartSpecs([row(0, { loss: 1, sampling_rounds: 2, kept_groups: 4, sampled_groups: 8 })]);
+    expect(specs.filter((s) => s.key === 'sampling_rounds' || s.key === 'kept_groups')).toEqual([
+      { title: 'Sampling rounds per step (dynamic sampling)', key: 'sampling_rounds' },
+      { title: 'Informative groups trained on (dynamic sampling)', key: 'kept_groups' },
+    ]);
+    expect(specs.at(-1)).toEqual({ title: 'Sampled groups', key: 'sampled_groups' });
+  });
+});
+
 describe('train/inference agreement on the dashboard', () => {
   it('charts the agreement figures after the clip fraction only when a step has them', () => {
     const without = chartSpecs([row(0, { loss: 1 })]).map((s) => s.key);

@@ -26,6 +26,8 @@ export const CHARTS: { title: string; keys: string[]; optional?: boolean }[] = [
   { title: 'Tokens/s', keys: ['tokens_per_s', 'tokens_per_second', 'throughput_tokens_per_s'] },
   { title: 'Prefix breaks per step', keys: ['prefix_breaks', 'prefix_breaks_per_step'] },
   { title: 'Lost rollouts per step (failed after all attempts)', keys: ['lost_rollouts'], optional: true },
+  { title: 'Sampling rounds per step (dynamic sampling)', keys: ['sampling_rounds'], optional: true },
+  { title: 'Informative groups trained on (dynamic sampling)', keys: ['kept_groups'], optional: true },
   {
     title: 'Attempts failed for the infrastructure (retried)',
     keys: ['failed_attempts.infrastructure'],

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { errorText } from '../../error-text';
 import type { Rollout } from '../../protocol/entities';
-import { algorithmOf, buildOptionsOf, buildSamples, trajectoriesFromStore } from '../../samples';
+import { buildSamples, runBuildOptions, trajectoriesFromStore } from '../../samples';
 import type { Store } from '../../store/store';
 import { sampleLines, writeLines } from './samples';
 
@@ -71,13 +71,12 @@ export async function run(argv: string[]): Promise<number> {
       process.stderr.write(`harness-rl export: run ${values.run} not found\n`);
       return 1;
     }
-    const algorithm = algorithmOf(runRow.config);
     const validation = new Set((await store.listTasks(runRow.id, 'validation')).map((t) => t.id));
     const finished = await finishedRollouts(store, runRow.id);
     const training = finished.filter((r) => !(r.task_id && validation.has(r.task_id)));
     const validationRollouts = finished.length - training.length;
     const trajectories = await trajectoriesFromStore(store, training);
-    const built = buildSamples(trajectories, buildOptionsOf(algorithm));
+    const built = buildSamples(trajectories, runBuildOptions(runRow.config));
     const summary = { run_id: runRow.id, ...built.summary, validation_rollouts: validationRollouts };
     const lines = sampleLines(built, summary);
     if (values.out) {
