@@ -117,7 +117,9 @@ describe('schedule.dynamic_sampling', () => {
     // The groups sampled are the two rounds' tasks in order; no third round, no task twice.
     const groups = (await groupsOf(run.id)).sort((a, b) => a.id.localeCompare(b.id)); // ids: creation order
     expect(groups.map((g) => g.task_id)).toEqual([...first, ...second].map((t) => t.id));
-    expect(groups.every((g) => g.step === 0 && g.status === 'complete')).toBe(true);
+    expect(groups.every((g) => g.step === 0)).toBe(true);
+    // Trained on: round 0's informative group and round 1's first; the uniform and the surplus dropped.
+    expect(groups.map((g) => g.status)).toEqual(['dropped', 'complete', 'complete', 'dropped']);
     expect(groups.map((g) => g.task_id)).not.toContain(third[0].id);
     // Built: round 0's two groups (the uniform one dropped) and the first of round 1; the surplus
     // informative group (the last sampled) never reached the samples stage.
@@ -247,7 +249,8 @@ describe('a daemon restart during an extra round', () => {
       expect(m).toMatchObject({ sampling_rounds: 4, sampled_groups: 8, kept_groups: 0 });
       const groups = (await second.ctx.store.listGroups(runId, { limit: 1000 })).items;
       expect(groups.filter((g) => g.status === 'cancelled')).toHaveLength(4);
-      expect(groups.filter((g) => g.status === 'complete')).toHaveLength(8);
+      // Every group of the four rounds was uniform: none trained on.
+      expect(groups.filter((g) => g.status === 'dropped')).toHaveLength(8);
     } finally {
       await first?.close();
       await second?.close();
