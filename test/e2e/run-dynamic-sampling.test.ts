@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { refillTasks, tasksForStep } from '../../daemon/api/task-order';
+import { runCommand } from '../../daemon/cli/commands/run';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Group, Rollout, Run, Task } from '../../daemon/protocol/entities';
 import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
@@ -78,6 +79,16 @@ async function stepMetrics(runId: string): Promise<Record<string, number | null>
   return rows.map((r) => r.metrics);
 }
 
+/** `harness-rl run show ID --json`, in process. */
+async function show(runId: string): Promise<Record<string, unknown>> {
+  const lines: string[] = [];
+  const io = { out: (t: string) => lines.push(t), err: (t: string) => lines.push(t) };
+  expect(await runCommand(['show', runId, '--url', daemon.url, '--token', daemon.token, '--json'], io)).toBe(
+    0,
+  );
+  return JSON.parse(lines.join('\n'));
+}
+
 async function groupsOf(runId: string): Promise<Group[]> {
   return (await daemon.ctx.store.listGroups(runId, { limit: 1000 })).items;
 }
@@ -145,6 +156,16 @@ describe('schedule.dynamic_sampling', () => {
         loss: null,
       });
     }
+    // `harness-rl run show` sums the steps' figures.
+    expect((await show(run.id)).dynamic_sampling).toEqual({
+      steps: 2,
+      sampling_rounds: 6,
+      sampled_groups: 12,
+      informative_groups: 0,
+      kept_groups: 0,
+      mean_sampling_rounds: 3,
+      steps_without_kept_groups: 2,
+    });
     // Three rounds of two tasks: six distinct tasks of the eight in each step.
     for (const step of [0, 1]) {
       const tasks = (await groupsOf(run.id)).filter((g) => g.step === step).map((g) => g.task_id);
@@ -172,6 +193,7 @@ describe('schedule.dynamic_sampling', () => {
     const [m] = await stepMetrics(run.id);
     expect(m).toMatchObject({ rollouts: 4, zero_variance_groups: 2, dropped_groups: 0, samples: 4 });
     expect(m).not.toHaveProperty('sampling_rounds');
+    expect(await show(run.id)).not.toHaveProperty('dynamic_sampling');
   });
 
   it('samples no extra round after a round whose rollouts all failed: the step fails as without it', async () => {
