@@ -99,19 +99,24 @@ export async function awaitRollouts(
 }
 
 /**
- * Mark each group complete (a rollout of it succeeded and it was not dropped as incomplete) or failed;
- * the rewards of the succeeded rollouts of the groups kept.
+ * Mark each group complete (a rollout of it succeeded and it was not dropped as incomplete), failed, or,
+ * when `kept` names the groups the step trains on (schedule.dynamic_sampling), dropped if it is not one
+ * of them; the rewards of the succeeded rollouts of the groups not dropped as incomplete.
  */
 export async function closeGroups(
   store: Store,
   batch: Batch,
   rollouts: Rollout[],
-  dropped: ReadonlySet<string> = new Set(),
+  incomplete: ReadonlySet<string> = new Set(),
+  kept?: ReadonlySet<string>,
 ): Promise<number[]> {
-  const succeeded = rollouts.filter((r) => r.status === 'succeeded' && !dropped.has(r.group_id ?? r.id));
+  const succeeded = rollouts.filter((r) => r.status === 'succeeded' && !incomplete.has(r.group_id ?? r.id));
   for (const group of batch.groups) {
     const ok = succeeded.some((r) => r.group_id === group.id);
-    await store.setGroupStatus(group.id, ok ? 'complete' : 'failed');
+    await store.setGroupStatus(
+      group.id,
+      !ok ? 'failed' : kept && !kept.has(group.id) ? 'dropped' : 'complete',
+    );
   }
   return succeeded.map((r) => r.reward).filter((r): r is number => r !== null);
 }

@@ -29,6 +29,7 @@ describe('dynamic sampling', () => {
     expect(batch).toMatchObject({ startedAt: 1, rounds: 2 });
     const kept = keepInformative(batch, train, 1);
     expect(kept.train.map((r) => r.id)).toEqual(['a1', 'a2', 'c1', 'c2', 'd1', 'd2']);
+    expect([...kept.kept]).toEqual(['d']);
     expect(kept.metrics).toEqual({
       sampling_rounds: 2,
       sampled_groups: 4,
@@ -36,5 +37,6 @@ describe('dynamic sampling', () => {
       kept_groups: 1,
     });
     expect(keepInformative(batch, train, 4).train).toHaveLength(8);
+    expect([...keepInformative(batch, train, 4).kept]).toEqual(['d', 'b']);
   });
 });

@@ -35,14 +35,15 @@ export function mergeBatches(first: Batch, more: Batch): Batch {
 
 /**
  * What the step trains on: `train` less the informative groups past the first `limit` in the batch's
- * order (the zero-variance ones stay, for the samples stage to count and drop); and the step's
- * sampling_rounds, sampled_groups, informative_groups and kept_groups.
+ * order (the zero-variance ones stay, for the samples stage to count and drop); the groups kept (the
+ * first `limit` informative ones: the others are closed as dropped); and the step's sampling_rounds,
+ * sampled_groups, informative_groups and kept_groups.
  */
 export function keepInformative(
   batch: Batch,
   train: readonly Rollout[],
   limit: number,
-): { train: Rollout[]; metrics: Record<string, number> } {
+): { train: Rollout[]; kept: Set<string>; metrics: Record<string, number> } {
   const informative = informativeGroups(train);
   const kept = new Set(
     batch.groups
@@ -53,6 +54,7 @@ export function keepInformative(
   const surplus = (id: string): boolean => informative.has(id) && !kept.has(id);
   return {
     train: train.filter((r) => !surplus(groupOf(r))),
+    kept,
     metrics: {
       sampling_rounds: batch.rounds ?? 1,
       sampled_groups: batch.groups.length,

@@ -266,7 +266,9 @@ export class RunLoop extends BackendLoop {
     for (const [id, { stats, prefix_breaks }] of built.rollouts) {
       await store.setRolloutStats(id, stats, prefix_breaks);
     }
-    const rewards = meanStd(await closeGroups(this.store, batch, rollouts, split.droppedGroups));
+    const rewards = meanStd(
+      await closeGroups(this.store, batch, rollouts, split.droppedGroups, dynamic?.kept),
+    );
     let result: TrainResult | null = null;
     if (built.samples.length > 0) {
       this.check();

@@ -198,8 +198,13 @@ export const Task = z.object({
   input: Json,
 });
 
-/** `cancelled`: its step never finished (the run stopped or failed, or a restarted daemon began the step again). */
-export const GroupStatus = z.enum(['pending', 'running', 'complete', 'failed', 'cancelled']);
+/**
+ * `complete`: its step trained on it. `dropped`: it finished but its step left it out (schedule.dynamic_sampling:
+ * its rewards were all equal, or the step held groups_per_step informative groups already). `failed`: no rollout
+ * of it succeeded, or it lost one and algorithm.incomplete_groups is drop. `cancelled`: its step never finished
+ * (the run stopped or failed, or a restarted daemon began the step again).
+ */
+export const GroupStatus = z.enum(['pending', 'running', 'complete', 'dropped', 'failed', 'cancelled']);
 export const Group = z.object({
   id: Id,
   run_id: Id,

@@ -1,6 +1,7 @@
-// "Export samples…": pages through a run's succeeded rollouts and builds their training samples with
-// the daemon's samples stage and the run's algorithm settings (as the trainer gets them). The file has
-// the offline CLI's format (spec/samples.md): one SampleJson per line, then a summary line.
+// "Export samples…": pages through the succeeded rollouts of the groups a run's steps trained on (closed
+// complete: not those dropped by schedule.dynamic_sampling or as incomplete) and builds their training
+// samples with the daemon's samples stage and the run's algorithm settings (as the trainer gets them).
+// The file has the offline CLI's format (spec/samples.md): one SampleJson per line, then a summary line.
 import type { CancellationToken } from 'vscode';
 import type { RolloutDetail } from '../../daemon/protocol/api';
 import type { Run } from '../../daemon/protocol/entities';
@@ -47,12 +48,19 @@ export async function exportSamples(
   onProgress: (rollouts: number) => void,
   token?: CancellationToken,
 ): Promise<{ text: string; lines: number }> {
-  const details: RolloutDetail[] = [];
+  const trained = new Set<string>();
   let cursor: string | undefined;
+  do {
+    const page = await client.runGroups(run.id, { cursor, limit: 1000 });
+    for (const g of page.items) if (g.status === 'complete') trained.add(g.id);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor);
+  const details: RolloutDetail[] = [];
   do {
     const page = await client.listRollouts({ run_id: run.id, status: 'succeeded', cursor, limit: 200 });
     for (const r of page.items) {
       if (token?.isCancellationRequested) throw new Error('cancelled');
+      if (r.group_id === null || !trained.has(r.group_id)) continue;
       details.push(await client.getRollout(r.id));
       onProgress(details.length);
     }

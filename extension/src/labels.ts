@@ -34,6 +34,8 @@ export function statusIcon(status: string): string {
       return 'circle-slash';
     case 'paused':
       return 'debug-pause';
+    case 'dropped': // a group its step did not train on (dynamic sampling)
+      return 'dash';
     case 'active':
       return 'record';
     default:

@@ -23,6 +23,7 @@ describe('tree labels', () => {
     expect(statusIcon('succeeded')).toBe('pass');
     expect(statusIcon('failed')).toBe('error');
     expect(statusIcon('logprobs_mismatch')).toBe('warning');
+    expect(statusIcon('dropped')).toBe('dash'); // a group dynamic sampling left out
     const d = rolloutDescription({
       status: 'succeeded',
       reward: 1,

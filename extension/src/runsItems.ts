@@ -16,7 +16,13 @@ import {
 } from './labels';
 import { type MessageNode, messageItem } from './messageRow';
 import type { PagedList } from './paging';
-import { filterText, type RolloutFilter, stepDescription, stepStatus } from './runsModel';
+import {
+  filterText,
+  type RolloutFilter,
+  stepDescription,
+  stepStatus,
+  usesDynamicSampling,
+} from './runsModel';
 
 export type RunsNode =
   | { kind: 'run'; run: Run; groups: PagedList<Group> }
@@ -78,7 +84,9 @@ export function rowItem(
     case 'step': {
       const item = new vscode.TreeItem(`step ${node.step}`, C.Collapsed);
       item.id = `step:${node.run.id}:${node.step}`;
-      item.description = stepDescription(node.groups);
+      item.description = stepDescription(node.groups, {
+        dynamicSampling: usesDynamicSampling(node.run.config),
+      });
       item.iconPath = new vscode.ThemeIcon(statusIcon(stepStatus(node.groups)));
       item.contextValue = 'step';
       return item;

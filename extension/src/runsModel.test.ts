@@ -8,6 +8,7 @@ import {
   matchesFilter,
   stepDescription,
   stepStatus,
+  usesDynamicSampling,
 } from './runsModel';
 
 const group = (id: string, step: number, status: Group['status'] = 'complete'): Group => ({
@@ -63,6 +64,34 @@ describe('a run by steps', () => {
     expect(stepStatus(stopped)).toBe('cancelled');
     expect(stepDescription(stopped)).toBe('2 groups · 2 cancelled');
     expect(stepDescription([group('a', 1), group('b', 1, 'cancelled')])).toBe('2 groups · 1 cancelled');
+  });
+
+  it('with dynamic sampling a finished step says how many groups it kept of those it sampled', () => {
+    const dynamicSampling = usesDynamicSampling({ schedule: { dynamic_sampling: { max_rounds: 3 } } });
+    expect(dynamicSampling).toBe(true);
+    expect(usesDynamicSampling({ schedule: { steps: 3 } })).toBe(false);
+    expect(usesDynamicSampling(null)).toBe(false);
+    const step = [group('a', 0, 'dropped'), group('b', 0), group('c', 0), group('d', 0, 'dropped')];
+    expect(stepDescription(step, { dynamicSampling })).toBe('kept 2 of 4 groups');
+    expect(stepStatus(step)).toBe('complete');
+    // a restarted step: the interrupted round's groups are not counted as sampled
+    const restarted = [
+      group('a', 0, 'cancelled'),
+      group('b', 0),
+      group('c', 0, 'failed'),
+      group('d', 0, 'dropped'),
+    ];
+    expect(stepDescription(restarted, { dynamicSampling })).toBe(
+      'kept 1 of 3 groups · 1 failed · 1 cancelled',
+    );
+    // kept none: the step trained on nothing
+    const none = [group('a', 0, 'dropped'), group('b', 0, 'dropped')];
+    expect(stepDescription(none, { dynamicSampling })).toBe('kept 0 of 2 groups');
+    expect(stepStatus(none)).toBe('dropped');
+    // still sampling (its groups close together when the step ends): as without it
+    const sampling = [group('a', 0, 'running'), group('b', 0, 'running')];
+    expect(stepDescription(sampling, { dynamicSampling })).toBe('2 groups · 2 running');
+    expect(stepDescription(step)).toBe('4 groups · complete');
   });
 
   it('a finished rollout never goes back to queued when an older snapshot arrives later', () => {

@@ -41,11 +41,29 @@ export function groupsByStep(groups: readonly Group[]): StepRow[] {
   return [...byStep.entries()].sort((a, b) => b[0] - a[0]).map(([step, gs]) => ({ step, groups: gs }));
 }
 
-/** A step row's description: its groups, and how many are still open, failed or cancelled. */
-export function stepDescription(groups: readonly Pick<Group, 'status'>[]): string {
+/** Whether a run's config samples extra rounds (schedule.dynamic_sampling), closing the groups it left out dropped. */
+export function usesDynamicSampling(config: unknown): boolean {
+  return (config as { schedule?: { dynamic_sampling?: unknown } } | null)?.schedule?.dynamic_sampling != null;
+}
+
+/**
+ * A step row's description: its groups, and how many are still open, failed or cancelled. With dynamic
+ * sampling, once no group is open, how many it kept (closed complete) of those it sampled (not cancelled).
+ */
+export function stepDescription(
+  groups: readonly Pick<Group, 'status'>[],
+  options: { dynamicSampling?: boolean } = {},
+): string {
   const open = groups.filter((g) => g.status === 'pending' || g.status === 'running').length;
   const failed = groups.filter((g) => g.status === 'failed').length;
   const cancelled = groups.filter((g) => g.status === 'cancelled').length;
+  if (options.dynamicSampling && !open) {
+    const kept = groups.filter((g) => g.status === 'complete').length;
+    const parts = [`kept ${kept} of ${count(groups.length - cancelled, 'group')}`];
+    if (failed) parts.push(`${failed} failed`);
+    if (cancelled) parts.push(`${cancelled} cancelled`);
+    return parts.join(' · ');
+  }
   const parts = [count(groups.length, 'group')];
   if (open) parts.push(`${open} running`);
   if (failed) parts.push(`${failed} failed`);
@@ -54,10 +72,13 @@ export function stepDescription(groups: readonly Pick<Group, 'status'>[]): strin
   return parts.join(' · ');
 }
 
-/** The icon status of a step: running while any group is open, failed or cancelled when all are. */
+/**
+ * The icon status of a step: running while any group is open; failed, cancelled or dropped (dynamic
+ * sampling kept none) when all are.
+ */
 export function stepStatus(groups: readonly Pick<Group, 'status'>[]): string {
   if (groups.some((g) => g.status === 'pending' || g.status === 'running')) return 'running';
-  for (const end of ['failed', 'cancelled'] as const)
+  for (const end of ['failed', 'cancelled', 'dropped'] as const)
     if (groups.length > 0 && groups.every((g) => g.status === end)) return end;
   return 'complete';
 }

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { refillTasks, tasksForStep } from '../../daemon/api/task-order';
+import { runCommand } from '../../daemon/cli/commands/run';
 import type { RunConfigInput } from '../../daemon/protocol/config';
 import type { Group, Rollout, Run, Task } from '../../daemon/protocol/entities';
 import { type RolloutContext, runWorker } from '../../daemon/worker/worker';
@@ -78,6 +79,16 @@ async function stepMetrics(runId: string): Promise<Record<string, number | null>
   return rows.map((r) => r.metrics);
 }
 
+/** `harness-rl run show ID --json`, in process. */
+async function show(runId: string): Promise<Record<string, unknown>> {
+  const lines: string[] = [];
+  const io = { out: (t: string) => lines.push(t), err: (t: string) => lines.push(t) };
+  expect(await runCommand(['show', runId, '--url', daemon.url, '--token', daemon.token, '--json'], io)).toBe(
+    0,
+  );
+  return JSON.parse(lines.join('\n'));
+}
+
 async function groupsOf(runId: string): Promise<Group[]> {
   return (await daemon.ctx.store.listGroups(runId, { limit: 1000 })).items;
 }
@@ -117,7 +128,9 @@ describe('schedule.dynamic_sampling', () => {
     // The groups sampled are the two rounds' tasks in order; no third round, no task twice.
     const groups = (await groupsOf(run.id)).sort((a, b) => a.id.localeCompare(b.id)); // ids: creation order
     expect(groups.map((g) => g.task_id)).toEqual([...first, ...second].map((t) => t.id));
-    expect(groups.every((g) => g.step === 0 && g.status === 'complete')).toBe(true);
+    expect(groups.every((g) => g.step === 0)).toBe(true);
+    // Trained on: round 0's informative group and round 1's first; the uniform and the surplus dropped.
+    expect(groups.map((g) => g.status)).toEqual(['dropped', 'complete', 'complete', 'dropped']);
     expect(groups.map((g) => g.task_id)).not.toContain(third[0].id);
     // Built: round 0's two groups (the uniform one dropped) and the first of round 1; the surplus
     // informative group (the last sampled) never reached the samples stage.
@@ -143,6 +156,16 @@ describe('schedule.dynamic_sampling', () => {
         loss: null,
       });
     }
+    // `harness-rl run show` sums the steps' figures.
+    expect((await show(run.id)).dynamic_sampling).toEqual({
+      steps: 2,
+      sampling_rounds: 6,
+      sampled_groups: 12,
+      informative_groups: 0,
+      kept_groups: 0,
+      mean_sampling_rounds: 3,
+      steps_without_kept_groups: 2,
+    });
     // Three rounds of two tasks: six distinct tasks of the eight in each step.
     for (const step of [0, 1]) {
       const tasks = (await groupsOf(run.id)).filter((g) => g.step === step).map((g) => g.task_id);
@@ -170,6 +193,7 @@ describe('schedule.dynamic_sampling', () => {
     const [m] = await stepMetrics(run.id);
     expect(m).toMatchObject({ rollouts: 4, zero_variance_groups: 2, dropped_groups: 0, samples: 4 });
     expect(m).not.toHaveProperty('sampling_rounds');
+    expect(await show(run.id)).not.toHaveProperty('dynamic_sampling');
   });
 
   it('samples no extra round after a round whose rollouts all failed: the step fails as without it', async () => {
@@ -247,7 +271,8 @@ describe('a daemon restart during an extra round', () => {
       expect(m).toMatchObject({ sampling_rounds: 4, sampled_groups: 8, kept_groups: 0 });
       const groups = (await second.ctx.store.listGroups(runId, { limit: 1000 })).items;
       expect(groups.filter((g) => g.status === 'cancelled')).toHaveLength(4);
-      expect(groups.filter((g) => g.status === 'complete')).toHaveLength(8);
+      // Every group of the four rounds was uniform: none trained on.
+      expect(groups.filter((g) => g.status === 'dropped')).toHaveLength(8);
     } finally {
       await first?.close();
       await second?.close();

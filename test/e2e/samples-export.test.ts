@@ -157,6 +157,17 @@ beforeAll(async () => {
   brokenRollout = b.id;
   // a validation rollout: not a training sample
   await finish(val.id, 1, [[[7, 7], [8]]], valGroup.id, false);
+  // groups the step did not train on: their succeeded rollouts are not exported either
+  for (const status of ['dropped', 'failed'] as const) {
+    const left = await store.createGroup({ run_id: run.id, task_id: train.id, step: 0, size: 2 });
+    const rollouts = await store.createRollouts(
+      [0, 1].map(() => ({ kind: 'run' as const, run_id: run.id, group_id: left.id, task_id: train.id })),
+    );
+    await finish(rollouts[0].id, 1, [[[1, 2, 3], [20]]], left.id, false);
+    await finish(rollouts[1].id, 0, [[[1, 2, 3], [21]]], left.id, false);
+    await store.setGroupStatus(left.id, status);
+  }
+  for (const g of [group, valGroup]) await store.setGroupStatus(g.id, 'complete');
   await store.close();
 });
 

@@ -1,7 +1,9 @@
 // `harness-rl export --run ID [--data DIR] [--store sqlite|postgres://…] [--out FILE]`: the samples of a
 // run as JSONL (one SampleJson per line, then one summary line), built from the store directly with the
-// run's own algorithm settings. The whole export is one batch for the loss weights (like one `samples`
-// invocation); validation-split rollouts are left out.
+// run's own algorithm settings. It holds what the run's steps trained on: the succeeded rollouts of the
+// groups closed complete (not those dropped by schedule.dynamic_sampling or as incomplete, nor those of
+// a step still sampling or started over). The whole export is one batch for the loss weights (like one
+// `samples` invocation); validation-split rollouts are left out.
 import { createWriteStream, existsSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -15,13 +17,26 @@ import { sampleLines, writeLines } from './samples';
 const USAGE = `usage: harness-rl export --run ID [--data DIR] [--store sqlite|postgres://…] [--out FILE]
   Writes the run's samples as JSONL (stdout without --out), then a summary line.`;
 
-/** Every succeeded rollout of a run, page by page. */
+/** The ids of a run's groups its steps trained on (closed complete), page by page. */
+async function trainedGroups(store: Store, runId: string): Promise<Set<string>> {
+  const out = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await store.listGroups(runId, { cursor, limit: 1000 });
+    for (const g of page.items) if (g.status === 'complete') out.add(g.id);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor);
+  return out;
+}
+
+/** Every succeeded rollout of the run's trained groups, page by page. */
 async function finishedRollouts(store: Store, runId: string): Promise<Rollout[]> {
+  const trained = await trainedGroups(store, runId);
   const out: Rollout[] = [];
   let cursor: string | undefined;
   do {
     const page = await store.listRollouts({ run_id: runId, status: 'succeeded', cursor, limit: 500 });
-    out.push(...page.items);
+    out.push(...page.items.filter((r) => r.group_id !== null && trained.has(r.group_id)));
     cursor = page.next_cursor ?? undefined;
   } while (cursor);
   return out;

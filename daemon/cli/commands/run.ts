@@ -105,6 +105,23 @@ export function lostRollouts(rows: RunMetrics[]): Record<string, number> | null 
   return sum;
 }
 
+const SAMPLING = ['sampling_rounds', 'sampled_groups', 'informative_groups', 'kept_groups'] as const;
+
+/**
+ * What schedule.dynamic_sampling did over the run's steps: how many steps sampled, their sampling rounds,
+ * sampled, informative and kept groups in all, the mean rounds per step, and how many steps kept no
+ * group (they trained on nothing); null when no step has the figures (the run does not use it).
+ */
+export function dynamicSampling(rows: RunMetrics[]): Record<string, number> | null {
+  const steps = rows.filter((r) => typeof r.metrics.sampling_rounds === 'number');
+  if (steps.length === 0) return null;
+  const sum: Record<string, number> = { steps: steps.length };
+  for (const k of SAMPLING) sum[k] = steps.reduce((total, r) => total + (r.metrics[k] ?? 0), 0);
+  sum.mean_sampling_rounds = sum.sampling_rounds / steps.length;
+  sum.steps_without_kept_groups = steps.filter((r) => r.metrics.kept_groups === 0).length;
+  return sum;
+}
+
 export interface Output {
   out(text: string): void;
   err(text: string): void;
@@ -218,7 +235,14 @@ const ACTIONS: Record<string, (i: Invocation) => Promise<void>> = {
     const metrics = await call<RunMetrics[]>('GET', `/api/runs/${id}/metrics`);
     const validation = latestAgreement(metrics);
     const lost = lostRollouts(metrics);
-    out(JSON.stringify({ ...shown, metrics, validation, lost }, null, values.json ? undefined : 2));
+    const sampling = dynamicSampling(metrics);
+    out(
+      JSON.stringify(
+        { ...shown, metrics, validation, lost, ...(sampling ? { dynamic_sampling: sampling } : {}) },
+        null,
+        values.json ? undefined : 2,
+      ),
+    );
   },
   async stop({ call, values, out, arg }) {
     const stopped = await call<Run>('POST', `/api/runs/${encodeURIComponent(arg('a run ID'))}/stop`);
