@@ -280,6 +280,7 @@ export class RunLoop extends BackendLoop {
           tis_cap: algorithm.tis_cap,
           dual_clip: algorithm.dual_clip,
           policy_ratio: algorithm.policy_ratio,
+          policy_loss: algorithm.policy_loss,
           kl_coef: algorithm.kl_coef,
           learning_rate: algorithm.learning_rate,
         },

@@ -1,6 +1,6 @@
 // What the scheduler hands a trainer (reference engine or a GPU trainer node) and gets back.
 import { z } from 'zod';
-import { PolicyRatio } from './algorithm';
+import { PolicyLoss, PolicyRatio } from './algorithm';
 import { SampleJson } from './samples';
 
 /**
@@ -32,6 +32,9 @@ export const PolicyLossConfig = z.object({
     .describe('dual-clip PPO cap c for A < 0; absent/null = off'),
   policy_ratio: PolicyRatio.optional().describe(
     "token (absent) or sequence: GSPO's ratio exp(mean token log-ratio) per sample (algorithm.policy_ratio)",
+  ),
+  policy_loss: PolicyLoss.optional().describe(
+    'ppo (absent) or cispo: −sg(clip(r, 1 − clip_low, 1 + clip_high))·A·logprob per token, dual_clip ignored (algorithm.policy_loss)',
   ),
   kl_coef: z.number().nonnegative(),
   learning_rate: z.number().positive(),
