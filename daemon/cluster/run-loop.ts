@@ -9,7 +9,7 @@ import { errorText } from '../error-text';
 import type { RunConfig } from '../protocol/config';
 import type { Rollout, Run, Task } from '../protocol/entities';
 import type { TrainerStepResult } from '../protocol/node';
-import type { StepValidation, Trainer, TrainResult } from '../protocol/training';
+import { policyLossOf, type StepValidation, type Trainer, type TrainResult } from '../protocol/training';
 import type { ProxyHandle } from '../proxy';
 import { buildOptionsOf, buildSamples, trajectoriesFromStore } from '../samples';
 import { BackendLoop, Halted } from './backend-loop';
@@ -276,15 +276,7 @@ export class RunLoop extends BackendLoop {
         run_id: this.runId,
         step: batch.step,
         model_version: oldest,
-        loss: {
-          clip_low: algorithm.clip_low,
-          clip_high: algorithm.clip_high,
-          tis_cap: algorithm.tis_cap,
-          dual_clip: algorithm.dual_clip,
-          policy_ratio: algorithm.policy_ratio,
-          kl_coef: algorithm.kl_coef,
-          learning_rate: algorithm.learning_rate,
-        },
+        loss: policyLossOf(algorithm),
         samples: built.samples,
       });
     }

@@ -1,4 +1,4 @@
-// The reference trainer: PPO-clip policy loss (spec/samples.md) with Adam, on the engine's own weights.
+// The reference trainer: PPO-clip (spec/samples.md) or CISPO policy loss with Adam, on the engine's own weights.
 import type { PolicyLossConfig, Sample, TrainBatch, Trainer, TrainResult } from '../protocol/training';
 import { klK3, policySequenceLoss, policyTokenLoss } from '../samples/loss';
 import { stepValidation } from '../samples/validation';

@@ -13,6 +13,9 @@ export const LossAggregation = z.enum([
 /** The PPO ratio per token (the spec) or per sequence (GSPO); see AlgorithmConfig.policy_ratio. */
 export const PolicyRatio = z.enum(['token', 'sequence']);
 
+/** The policy loss: PPO-clip (the spec) or CISPO's clipped IS weight; see AlgorithmConfig.policy_loss. */
+export const PolicyLoss = z.enum(['ppo', 'cispo']);
+
 /**
  * A training call that constrains decoding: `record` forwards it and keeps its response tokens out of
  * the loss (their logprobs are not the policy's); `refuse` answers 400 naming the field.
@@ -99,6 +102,9 @@ export const AlgorithmConfig = z
     policy_ratio: PolicyRatio.default('token').describe(
       "the PPO ratio: token = each token's own (shared/spec/samples.md); sequence = GSPO (Zheng et al. 2025): each training sample's tokens use s = exp(mean of their token log-ratios), clipped on s, the gradient through each token's logprob; with loss_agg seq-mean-token-mean it is GSPO's objective. The GSPO paper clips far tighter (clip_low 3e-4, clip_high 4e-4) than the token defaults",
     ),
+    policy_loss: PolicyLoss.default('ppo').describe(
+      "ppo = PPO-clip (shared/spec/samples.md); cispo = CISPO (MiniMax-M1, arXiv:2506.13585; verl's loss_mode cispo): each token's loss is −sg(clip(r, 1 − clip_low, 1 + clip_high))·A·logprob, so a token whose ratio is out of range keeps a gradient (its weight clipped) instead of losing it; r, tis_cap and the KL as with ppo; not with dual_clip or policy_ratio sequence. MiniMax tunes only the upper bound and leaves the lower one off (a large clip_low, e.g. verl's example: clip_low 10, clip_high 0.2)",
+    ),
     learning_rate: z.number().positive().default(1e-6),
     kl_coef: z.number().nonnegative().default(0),
     max_prompt_tokens: z.number().int().positive().default(8192),
@@ -122,6 +128,18 @@ export const AlgorithmConfig = z
   })
   .strict()
   .superRefine((a, ctx) => {
+    if (a.policy_loss === 'cispo') {
+      const why = (field: string, what: string) =>
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `${what} does not apply to policy_loss cispo`,
+        });
+      if (a.dual_clip !== null)
+        why('dual_clip', `dual_clip ${a.dual_clip} (a cap on PPO-clip's loss for A < 0)`);
+      if (a.policy_ratio !== 'token')
+        why('policy_ratio', `policy_ratio ${a.policy_ratio} (GSPO's sequence ratio, clipped PPO-style)`);
+    }
     const t = a.sampling?.temperature;
     if (a.temperature !== undefined && t !== undefined && t !== a.temperature)
       ctx.addIssue({
@@ -137,3 +155,4 @@ export type MergeMode = z.infer<typeof MergeMode>;
 export type AdvantageEstimator = z.infer<typeof AdvantageEstimator>;
 export type LossAggregation = z.infer<typeof LossAggregation>;
 export type PolicyRatio = z.infer<typeof PolicyRatio>;
+export type PolicyLoss = z.infer<typeof PolicyLoss>;

@@ -1,6 +1,6 @@
 // What the scheduler hands a trainer (reference engine or a GPU trainer node) and gets back.
 import { z } from 'zod';
-import { PolicyRatio } from './algorithm';
+import { type AlgorithmConfig, PolicyLoss, PolicyRatio } from './algorithm';
 import { SampleJson } from './samples';
 
 /**
@@ -33,9 +33,20 @@ export const PolicyLossConfig = z.object({
   policy_ratio: PolicyRatio.optional().describe(
     "token (absent) or sequence: GSPO's ratio exp(mean token log-ratio) per sample (algorithm.policy_ratio)",
   ),
+  policy_loss: PolicyLoss.optional().describe(
+    'ppo (absent) or cispo: −sg(clip(r, 1 − clip_low, 1 + clip_high))·A·logprob per token, dual_clip ignored (algorithm.policy_loss)',
+  ),
   kl_coef: z.number().nonnegative(),
   learning_rate: z.number().positive(),
 });
+
+export type PolicyLossConfig = z.infer<typeof PolicyLossConfig>;
+
+/** The loss settings a run's trainer gets: each field of PolicyLossConfig, from the run's algorithm. */
+export function policyLossOf(a: AlgorithmConfig): PolicyLossConfig {
+  const { clip_low, clip_high, tis_cap, dual_clip, policy_ratio, policy_loss, kl_coef, learning_rate } = a;
+  return { clip_low, clip_high, tis_cap, dual_clip, policy_ratio, policy_loss, kl_coef, learning_rate };
+}
 
 /** A batch on the wire (node agents); in-process trainers take `TrainBatch` with typed samples. */
 export const TrainBatchJson = z.object({
@@ -89,7 +100,6 @@ export interface TrainBatch {
   samples: Sample[];
 }
 
-export type PolicyLossConfig = z.infer<typeof PolicyLossConfig>;
 export type TrainResult = z.infer<typeof TrainResult>;
 export type StepValidation = z.infer<typeof StepValidation>;
 

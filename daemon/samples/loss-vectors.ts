@@ -1,12 +1,13 @@
 // The policy-loss part of vectors.json: whole-step token cases (decoupled, bypass, dual clip, unknown and
 // floored rollout logprobs, a large train/inference mismatch) with their expected losses, gradients and
-// StepValidation figures, which both trainers check themselves against (spec/samples.md).
+// StepValidation figures, which both trainers check themselves against (spec/samples.md); the GSPO
+// (sequence ratio) and CISPO (clipped IS weight) cases the same way.
 import { policySequenceLoss, policyTokenLoss, type TokenLossConfig } from './loss';
 import { stepValidation } from './validation';
 
 interface TokenCaseInput {
   name: string;
-  loss: Required<Omit<TokenLossConfig, 'policy_ratio'>>;
+  loss: Required<Omit<TokenLossConfig, 'policy_ratio' | 'policy_loss'>>;
   logp: number[];
   old_logp: number[];
   /** null: absent; −9999: vLLM's floor */
@@ -103,7 +104,7 @@ export function tokenLossCases() {
 }
 
 interface SequenceCaseInput extends TokenCaseInput {
-  loss: Required<TokenLossConfig>;
+  loss: Required<Omit<TokenLossConfig, 'policy_loss'>>;
   /** per token: the sequence (training sample) it belongs to */
   sequence_ids: number[];
 }
@@ -195,6 +196,66 @@ export function sequenceLossCases() {
       advantage: [-1, -1, -1, -1, -1],
       weights: seqMeanWeights([2, 3]),
       sequence_ids: ids([2, 3]),
+    }),
+  ];
+}
+
+interface CispoCaseInput extends Omit<TokenCaseInput, 'loss'> {
+  loss: Required<Omit<TokenLossConfig, 'policy_ratio'>>;
+}
+
+/** policyTokenLoss with policy_loss cispo per token; `ppo_grad` the same tokens' PPO-clip gradient. */
+function cispoCase(c: CispoCaseInput) {
+  const { validation: _, ...out } = tokenCase(c);
+  const ppo = { ...c.loss, policy_loss: 'ppo' as const };
+  const ppoGrad = c.logp.map(
+    (lp, t) =>
+      c.weights[t] *
+      policyTokenLoss(lp, c.old_logp[t], c.rollout_logp[t] ?? Number.NaN, c.advantage[t], ppo).dlogp,
+  );
+  return { ...out, expected: { ...out.expected, ppo_grad: ppoGrad } };
+}
+
+const cispo = { ...base, policy_loss: 'cispo' as const };
+
+/** CISPO cases: ℓ_t = −clip(r_t, 1−ε_low, 1+ε_high)·A_t·lp_t (· the TIS weight), the weight detached. */
+export function cispoLossCases() {
+  return [
+    cispoCase({
+      name: 'cispo, decoupled, a later minibatch: r inside (the PPO gradient), above 1+ε_high and below 1−ε_low on either sign of A (clipped weight, a gradient still), μ absent and floored',
+      loss: { ...cispo, tis_cap: 2, dual_clip: null },
+      logp: [-0.9, -0.2, -0.2, -1.6, -1.6, -0.5, -1.0, -0.4],
+      old_logp: [-1.0, -0.8, -0.8, -1.0, -1.0, -0.6, -0.9, -0.7],
+      rollout_logp: [-1.2, -0.9, null, -1.1, -9999, -0.7, -2.0, -0.6],
+      advantage: [1, 1, -1, 1, -1, -0.5, 0, 2],
+      weights: [0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125],
+    }),
+    cispoCase({
+      name: 'cispo, decoupled, first update (old = lp): weight 1, ℓ = −A·lp·min(π/μ, C)',
+      loss: { ...cispo, tis_cap: 2, dual_clip: null },
+      logp: firstUpdate,
+      old_logp: firstUpdate,
+      rollout_logp: firstUpdateMu,
+      advantage: [1, -1, -1, 1, 0.5, -0.5, 2, -2, 1],
+      weights: [0.125, 0.125, 0.125, 0.125, 0.1, 0.1, 0.1, 0.1, 0.1],
+    }),
+    cispoCase({
+      name: "cispo, bypass: against μ, clamped to ±20 (the weight clipped, the token's gradient kept), lp − old where μ is unknown, r above 1+ε_high on A > 0 (PPO: no gradient); no lower bound (clip_low 10, verl's example): r = e^−0.5 stays",
+      loss: { ...cispo, clip_low: 10, tis_cap: null, dual_clip: null },
+      logp: [-1, -0.5, -0.5, -2, -0.3, -0.1, -1.2, -0.7, -0.2],
+      old_logp: [-1, -0.5, -0.5, -2, -0.3, -0.1, -1.2, -0.7, -0.2],
+      rollout_logp: [-1, -0.5 - ln(1.5), -3.5, -1.3, null, -25, -9999, -0.2, -1],
+      advantage: [1, -1, -1, 1, 0.5, -1, -0.5, 1, 1],
+      weights: Array(9).fill(1 / 9),
+    }),
+    cispoCase({
+      name: 'cispo ignores dual clip (as verl does): r = e² on A < 0 is clipped to 1+ε_high, not capped at −c·A',
+      loss: { ...cispo, tis_cap: 2, dual_clip: 3 },
+      logp: [-0.2, -1, -0.5],
+      old_logp: [-2.2, -1, -0.5],
+      rollout_logp: [-2, -5, null],
+      advantage: [-1, -1, -1],
+      weights: [0.5, 0.25, 0.25],
     }),
   ];
 }

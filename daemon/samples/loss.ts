@@ -98,10 +98,14 @@ export interface TokenLossConfig {
   dual_clip?: number | null;
   /** 'token' (absent: the spec's per-token ratio) or 'sequence' (GSPO; see policySequenceLoss) */
   policy_ratio?: PolicyRatio;
+  /** 'ppo' (absent: the spec's PPO-clip) or 'cispo' (the clipped IS weight; see cispoFromLogRatio) */
+  policy_loss?: PolicyLossMode;
 }
 
 /** Which PPO ratio the loss takes: each token's own, or its sequence's (GSPO). */
 export type PolicyRatio = 'token' | 'sequence';
+/** Which loss the ratio enters: PPO-clip, or CISPO's clipped, detached IS weight. */
+export type PolicyLossMode = 'ppo' | 'cispo';
 
 /** One token's loss, its derivative d/dlp, and what the step reports about it. */
 export interface TokenLoss {
@@ -135,6 +139,24 @@ function ppoFromLogRatio(
 }
 
 /**
+ * CISPO (MiniMax-M1, arXiv:2506.13585; verl's `loss_mode: cispo`) from the log-ratio x = log r: the
+ * IS weight ŵ = clip(r, 1−ε_low, 1+ε_high) is detached and multiplies the REINFORCE term,
+ * ℓ = −ŵ·A·lp (verl's value: the logprob itself, not the ratio, carries the gradient), dℓ/dlp = −ŵ·A for
+ * every token; `clipped` where ŵ ≠ r (the weight was cut; the token keeps its gradient). No dual clip.
+ */
+function cispoFromLogRatio(
+  x: number,
+  lp: number,
+  A: number,
+  clipLow: number,
+  clipHigh: number,
+): { loss: number; dlogp: number; clipped: boolean } {
+  const ratio = Math.exp(x);
+  const weight = Math.min(Math.max(ratio, 1 - clipLow), 1 + clipHigh);
+  return { loss: 0 - weight * A * lp, dlogp: 0 - weight * A, clipped: weight !== ratio };
+}
+
+/**
  * The per-token policy loss of shared/spec/samples.md, with the behaviour correction applied once.
  * `lp` is the trainer's logprob (the gradient is taken with respect to it), `old` its own pre-update
  * logprob (the proximal policy; equal to `lp` on the first update of a batch), `mu` the rollout logprob
@@ -142,7 +164,9 @@ function ppoFromLogRatio(
  * - decoupled (`tis_cap` = C): r = exp(lp − old), ℓ = PPO-clip(r, A) · min(exp(clamp20(old − μ)), C),
  *   the weight detached and 1 where μ is unknown;
  * - bypass (`tis_cap` = null): r = exp(clamp20(lp − μ)) where μ is known, else exp(lp − old); no weight.
- * A clamped log-ratio gives no gradient.
+ * A clamped log-ratio gives no gradient. With `policy_loss` 'cispo' the loss of the same ratio r is
+ * CISPO's (cispoFromLogRatio; dual_clip ignored, as verl does): ℓ = −clip(r, 1−ε_low, 1+ε_high)·A·lp · w,
+ * dℓ/dlp = −clip(r)·A·w on every token, a clamped one included (the weight is detached).
  */
 export function policyTokenLoss(
   lp: number,
@@ -155,9 +179,13 @@ export function policyTokenLoss(
   const decoupled = cfg.tis_cap !== null;
   const raw = decoupled || !known ? lp - old : lp - mu;
   const x = decoupled || !known ? raw : clamp20(raw);
+  const tisWeight = decoupled && known ? truncatedIsWeight(old, mu, cfg.tis_cap!) : 1;
+  if (cfg.policy_loss === 'cispo') {
+    const { loss, dlogp, clipped } = cispoFromLogRatio(x, lp, A, cfg.clip_low, cfg.clip_high);
+    return { loss: loss * tisWeight, dlogp: dlogp * tisWeight, clipped, tisWeight, logRatio: x };
+  }
   const ppo = ppoFromLogRatio(x, A, cfg.clip_low, cfg.clip_high, cfg.dual_clip ?? null);
   const dlogp = x === raw ? ppo.dlogp : 0;
-  const tisWeight = decoupled && known ? truncatedIsWeight(old, mu, cfg.tis_cap!) : 1;
   return {
     loss: ppo.loss * tisWeight,
     dlogp: dlogp * tisWeight,
@@ -207,9 +235,14 @@ export function policySequenceLoss(
     throw new RangeError(`policySequenceLoss: lengths differ (lp ${n}, old ${old.length}, mu ${mu.length})`);
   const out: TokenLoss[] = [];
   if ((cfg.policy_ratio ?? 'token') === 'token') {
+    // policyTokenLoss reads policy_loss (PPO-clip or CISPO)
     for (let t = 0; t < n; t++) out.push(policyTokenLoss(lp[t], old[t], mu[t], A[t], cfg));
     return out;
   }
+  if (cfg.policy_loss === 'cispo')
+    throw new RangeError(
+      'policySequenceLoss: policy_loss cispo takes the token ratio, not policy_ratio sequence',
+    );
   const ratios = Array.from(lp, (l, t) => tokenLogRatio(l, old[t], mu[t], cfg));
   let logS = 0;
   for (const r of ratios) logS += r.d;

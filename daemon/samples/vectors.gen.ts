@@ -18,7 +18,7 @@ import {
   truncatedIsWeight,
   weightedLoss,
 } from './loss';
-import { sequenceLossCases, tokenLossCases } from './loss-vectors';
+import { cispoLossCases, sequenceLossCases, tokenLossCases } from './loss-vectors';
 import { SCATTER_MAX, scatterIndices } from './validation';
 
 export const VECTOR_MAX_LEN = 16;
@@ -196,6 +196,10 @@ export function generateVectors() {
       "training sample); log s = mean of its tokens' log-ratios d_t (expected.log_ratio; the token-mode " +
       'log-ratio), x_t = lp_t − sg(lp_t) + log s, ℓ_t = PPO-clip(exp(x_t), A_t) · w_t; expected.sequence_log_ratio ' +
       'is log s per token. ' +
+      'cispo_loss: token_loss cases with policy_loss "cispo" (CISPO, verl\'s loss_mode cispo): the ratio r_t as in ' +
+      'token mode, its weight clip(r_t, 1 − clip_low, 1 + clip_high) detached, ℓ_t = −weight·A_t·lp_t · w_t ' +
+      "(dual_clip ignored); clipped where the weight differs from r_t; expected.ppo_grad is the same tokens' " +
+      'PPO-clip gradient. ' +
       'scatter: the deterministic subsample of n tokens in batch order: all when n ≤ max, else floor(i·n/max).',
     version: 1,
     adv_eps: ADV_EPS,
@@ -224,6 +228,7 @@ export function generateVectors() {
     kl_k3: klPairs.map(([l, ref]) => ({ logp: l, ref_logp: ref, kl: klK3(l, ref) })),
     token_loss: tokenLossCases(),
     sequence_loss: sequenceLossCases(),
+    cispo_loss: cispoLossCases(),
     scatter: { n: 1300, max: SCATTER_MAX, indices: scatterIndices(1300) },
   };
 }

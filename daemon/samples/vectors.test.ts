@@ -49,7 +49,12 @@ const vectors = JSON.parse(readFileSync(new URL('./vectors.json', import.meta.ur
   tis: { cap: number; cases: { trainer_old_logp: number; inference_logp: number; weight: number }[] };
   kl_k3: { logp: number; ref_logp: number; kl: number }[];
 };
-const { token_loss: tokenCases, sequence_loss: sequenceCases, scatter } = readVectors();
+const {
+  token_loss: tokenCases,
+  sequence_loss: sequenceCases,
+  cispo_loss: cispoCases,
+  scatter,
+} = readVectors();
 
 /** The per-token loss as spec/samples.md words it, read literally: [ℓ_t, ∂ℓ_t/∂lp_t, w_t]. */
 function literalToken(
@@ -338,6 +343,47 @@ describe('shared test vectors', () => {
     expect(dual.expected.token_loss.slice(0, 3)).toEqual(
       dual.expected.tis_weight.slice(0, 3).map((w) => 3 * w),
     );
+  });
+
+  for (const c of cispoCases) {
+    it(`CISPO loss, gradient and clip flags: ${c.name}`, () => {
+      c.logp.forEach((lp, t) => {
+        const [old, mu, A] = [c.old_logp[t], c.rollout_logp[t], c.advantage[t]];
+        const got = policyTokenLoss(lp, old, mu ?? Number.NaN, A, c.loss);
+        expect(got.loss).toBe(c.expected.token_loss[t]);
+        expect(c.weights[t] * got.dlogp).toBe(c.expected.grad[t]);
+        expect(got.clipped).toBe(c.expected.clipped[t]);
+        expect(got.tisWeight).toBe(c.expected.tis_weight[t]);
+        // the README's formula read literally: r as in token mode, its weight clip(r) detached, ℓ = −weight·A·lp
+        const known = mu !== null && mu > -9999;
+        const r = Math.exp(
+          c.loss.tis_cap === null && known ? Math.max(-20, Math.min(20, lp - mu)) : lp - old,
+        );
+        const weight = Math.max(1 - c.loss.clip_low, Math.min(1 + c.loss.clip_high, r));
+        const [, ppoGrad, w] = literalToken(lp, old, mu, A, c.loss);
+        expect(c.expected.token_loss[t]).toBeCloseTo(-weight * A * lp * w, 12);
+        expect(c.expected.grad[t]).toBeCloseTo(-c.weights[t] * weight * A * w, 12);
+        expect(c.expected.ppo_grad[t]).toBeCloseTo(c.weights[t] * ppoGrad, 12);
+        expect(c.expected.clipped[t]).toBe(weight !== r);
+      });
+      expect(weightedLoss(c.expected.token_loss, c.weights)).toBeCloseTo(c.expected.total, 9);
+    });
+  }
+
+  it("CISPO's gradient is PPO's where the weight is unclipped; a clipped token keeps one (PPO-clip: none)", () => {
+    for (const c of cispoCases)
+      c.expected.clipped.forEach((clipped, t) => {
+        if (!clipped) expect(c.expected.grad[t]).toBeCloseTo(c.expected.ppo_grad[t], 14);
+        else expect(Math.abs(c.expected.grad[t])).toBeGreaterThan(0);
+      });
+    const [later, , bypass, dual] = cispoCases;
+    // r = e^0.6 on A = 1, e^−0.6 on A = −1: PPO-clip drops both, CISPO weighs them 1.28 and 0.8
+    expect([later.expected.ppo_grad[1], later.expected.ppo_grad[4]]).toEqual([0, 0]);
+    expect(later.expected.grad[1]).toBeCloseTo(-0.125 * 1.28 * later.expected.tis_weight[1], 14);
+    expect(later.expected.grad[4]).toBeCloseTo(0.125 * 0.8, 14);
+    expect(bypass.expected.grad[5]).toBeCloseTo((1 / 9) * 1.28, 14); // lp − μ = 24.9, clamped: a gradient still
+    expect(bypass.expected.clipped[7]).toBe(false); // r = e^−0.5 with clip_low 10: no lower bound
+    expect(dual.expected.token_loss[0]).toBeCloseTo(1.28 * -0.2 * dual.expected.tis_weight[0], 14); // no cap
   });
 
   it('decoupled PPO weighs a mismatched token by min(π/μ, C) once, not by its square', () => {

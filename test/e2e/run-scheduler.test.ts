@@ -140,6 +140,25 @@ describe('a run on the reference engine', () => {
     }
   });
 
+  it('trains with the CISPO loss: a finite loss and a clip fraction each step', async () => {
+    const algorithm = { policy_loss: 'cispo', clip_low: 10, clip_high: 0.2 };
+    const run = await createRun(daemon, runConfig({ name: 'cispo', algorithm }));
+    expect((run.config as { algorithm: { policy_loss: string } }).algorithm.policy_loss).toBe('cispo');
+    await chatWorker(daemon, run.id);
+    const after = (await daemon.api<Run>('GET', `/api/runs/${run.id}`)).body;
+    expect(after).toMatchObject({ status: 'finished', step: 2, error: null });
+    expect(after.model_version).toBeGreaterThan(0);
+    const metrics = (await daemon.api('GET', `/api/runs/${run.id}/metrics`)).body as {
+      metrics: Record<string, number | null>;
+    }[];
+    expect(metrics).toHaveLength(2);
+    for (const { metrics: m } of metrics) {
+      expect(Number.isFinite(m.loss)).toBe(true);
+      expect(m.clip_fraction).toBeGreaterThanOrEqual(0);
+      expect(m.clip_fraction).toBeLessThanOrEqual(1);
+    }
+  });
+
   it('two runs train at once, each sampling only from its own engine', async () => {
     const one = await createRun(daemon, runConfig({ name: 'one', schedule: { steps: 2 } }));
     const two = await createRun(daemon, runConfig({ name: 'two', schedule: { steps: 2 } }));

@@ -361,6 +361,7 @@ class Trainer:
             kl_coef=loss_cfg["kl_coef"],
             ref_logp=ref,
             sequence_ids=rows,
+            loss_mode=loss_cfg.get("policy_loss", "ppo"),
         )
         scale = 0.0 if dummy else float(ctx.world_size)  # FSDP2 averages gradients over ranks; L is a sum
         (parts.loss * scale).backward()

@@ -93,6 +93,25 @@ def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return torch.exp(d) - d - 1.0
 
 
+def cispo_token_loss(
+    log_ratio: torch.Tensor,
+    logp: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_low: float = CLIP_LOW,
+    clip_high: float = CLIP_HIGH,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""CISPO's per-token loss and the clipped mask (MiniMax-M1, arXiv:2506.13585; verl's loss_mode cispo).
+
+    ŵ_t = sg(clip(r_t, 1 − ε_low, 1 + ε_high)),  ℓ_t = −ŵ_t · A_t · lp_t,  clipped_t = ŵ_t ≠ r_t
+
+    The weight is detached, so every token keeps the gradient −ŵ_t · A_t (PPO-clip drops a clipped
+    token's); the value is verl's (the logprob, not the ratio, carries the gradient). No dual clip.
+    """
+    ratio = torch.exp(log_ratio.detach())
+    weight = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
+    return -weight * advantages * logp, weight != ratio
+
+
 def sequence_log_ratio(log_ratio: torch.Tensor, sequence_ids: torch.Tensor) -> torch.Tensor:
     """x_t = d_t − sg(d_t) + sg(mean of d over t's sequence): GSPO-token's per-token log-ratio."""
     if sequence_ids.shape != log_ratio.shape:
@@ -118,6 +137,7 @@ def policy_loss(
     ref_logp: torch.Tensor | None = None,
     dual_clip: float | None = None,
     sequence_ids: torch.Tensor | None = None,
+    loss_mode: str = "ppo",
 ) -> LossParts:
     r"""The batch policy loss L = Σ_t w_t · ℓ_t over the tokens given (mask-1 tokens; w from the daemon).
 
@@ -144,6 +164,11 @@ def policy_loss(
     unless clipped (0 where clamp20 cut d_t). With seq-mean-token-mean weights this is GSPO's objective
     and gradient. ``clipped`` then marks the tokens of clipped sequences; ``kl_old`` stays per token (d_t).
 
+    CISPO (``loss_mode`` "cispo", the run's algorithm.policy_loss; token ratio only, dual_clip ignored as
+    verl does): r_t as above, ℓ_t = −sg(clip(r_t, 1 − ε_low, 1 + ε_high)) · A_t · lp_t (· the TIS weight in
+    decoupled mode), so dℓ_t/dlp_t = −clip(r_t) · A_t · w_t on every token, a clipped or clamped one
+    included; ``clipped`` marks the tokens whose weight was cut (cispo_token_loss).
+
     Also returned: the clipped mask (clip fraction), k3 of the ratio (KL of its denominator to the
     current policy) and the TIS weight per token.
     """
@@ -159,8 +184,15 @@ def policy_loss(
     else:
         log_ratio = torch.where(known, clamp20(logp - safe_mu), logp - old)
         tis = torch.ones_like(old)
-    ratio_input = log_ratio if sequence_ids is None else sequence_log_ratio(log_ratio, sequence_ids)
-    token_loss, clipped = ppo_clip_from_log_ratio(ratio_input, adv, clip_low, clip_high, dual_clip)
+    if loss_mode == "cispo":
+        if sequence_ids is not None:
+            raise ValueError("loss_mode cispo takes the token ratio, not sequence_ids (GSPO)")
+        token_loss, clipped = cispo_token_loss(log_ratio, logp, adv, clip_low, clip_high)
+    elif loss_mode == "ppo":
+        ratio_input = log_ratio if sequence_ids is None else sequence_log_ratio(log_ratio, sequence_ids)
+        token_loss, clipped = ppo_clip_from_log_ratio(ratio_input, adv, clip_low, clip_high, dual_clip)
+    else:
+        raise ValueError(f"loss_mode must be ppo or cispo (got {loss_mode!r})")
     token_loss = token_loss * tis
     if kl_coef > 0:
         if ref_logp is None:

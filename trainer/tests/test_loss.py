@@ -221,3 +221,46 @@ def test_sequence_ids_in_any_order_and_one_token_sequences_are_token_mode():
     assert single.token_loss.tolist() == pytest.approx(plain.token_loss.tolist(), rel=1e-14)
     with pytest.raises(ValueError, match="sequence_ids"):
         policy_loss(lp, mu, adv, w, sequence_ids=torch.tensor([0, 1]), **common)
+
+
+def _cispo_case(case, loss_mode):
+    cfg = case["loss"]
+    x = t64(case["logp"]).requires_grad_(True)
+    parts = policy_loss(
+        x,
+        t64([opt(v) for v in case["rollout_logp"]]),
+        t64(case["advantage"]),
+        t64(case["weights"]),
+        old_logp=t64(case["old_logp"]),
+        clip_low=cfg["clip_low"],
+        clip_high=cfg["clip_high"],
+        tis_cap=cfg["tis_cap"],
+        dual_clip=cfg["dual_clip"],
+        loss_mode=loss_mode,
+    )
+    parts.loss.backward()
+    return parts, x.grad
+
+
+@pytest.mark.parametrize("case", V["cispo_loss"], ids=lambda c: c["name"])
+def test_cispo_cases_match_the_shared_vectors(case):
+    """CISPO (policy_loss "cispo"): values by the loss, the gradient d/dlp by autograd, as TS has them."""
+    assert case["loss"]["policy_loss"] == "cispo"
+    parts, grad = _cispo_case(case, "cispo")
+    e = case["expected"]
+    assert parts.token_loss.tolist() == pytest.approx(e["token_loss"], rel=1e-12, abs=1e-12)
+    assert grad.tolist() == pytest.approx(e["grad"], rel=1e-12, abs=1e-12)
+    assert parts.clipped.tolist() == e["clipped"]
+    assert parts.tis_weight.tolist() == pytest.approx(e["tis_weight"], rel=1e-12)
+    assert float(parts.loss.detach()) == pytest.approx(e["total"], rel=1e-12)
+    # PPO-clip on the same tokens: the vectors' ppo_grad (0 where a clipped token loses its gradient)
+    _, ppo_grad = _cispo_case(case, "ppo")
+    assert ppo_grad.tolist() == pytest.approx(e["ppo_grad"], rel=1e-12, abs=1e-12)
+
+
+def test_cispo_refuses_the_sequence_ratio_and_unknown_modes():
+    lp, mu, adv, w = t64([-0.5, -1.0]), t64([-0.6, -0.9]), t64([1, -1]), t64([0.5, 0.5])
+    with pytest.raises(ValueError, match="sequence_ids"):
+        policy_loss(lp, mu, adv, w, sequence_ids=torch.tensor([0, 0]), loss_mode="cispo")
+    with pytest.raises(ValueError, match="loss_mode"):
+        policy_loss(lp, mu, adv, w, loss_mode="reinforce")

@@ -224,3 +224,28 @@ def test_sequence_ratio_from_the_batch_takes_each_samples_mean_log_ratio(tmp_pat
     plain = step(t2, 0, samples, {**loss, "policy_ratio": "token"})
     assert abs(plain["loss"] - want) > 1e-2
     assert plain["clip_fraction"] != pytest.approx(13 / 46)
+
+
+def test_cispo_from_the_batch_trains_where_ppo_clip_cannot(tmp_path, tiny_model):
+    """``loss.policy_loss: cispo`` reaches the loss: every ratio out of range, PPO-clip has no gradient."""
+    t = open_trainer(tmp_path, tiny_model, LORA)
+    samples = with_rollout_logprobs(t, make_samples(t.vocab))
+    # bypass: lp_t − μ_t = +0.5 on A = +1 samples (r = e^0.5 > 1.28), −0.5 on A = −1 (r = e^−0.5 < 0.8)
+    want = 0.0
+    for s in samples:
+        for j, v in enumerate(s["old_logprobs"]):
+            if v is None:
+                continue
+            a, w = s["advantages"][j], s["loss_weights"][j]
+            s["old_logprobs"][j] = v - 0.5 * a
+            want -= w * (1.28 if a > 0 else 0.8) * a * v  # ℓ = −clip(r)·A·lp
+    loss = {**LOSS, "tis_cap": None, "policy_loss": "cispo"}
+    r = step(t, 0, samples, loss, key="run:cispo")
+    assert r["loss"] == pytest.approx(want, rel=1e-3)
+    assert r["clip_fraction"] == 1.0
+    assert r["metrics"]["grad_norm"] > 1e-3
+    # PPO-clip on the same batch: every token clipped, no gradient
+    t2 = open_trainer(tmp_path / "ppo", tiny_model, LORA)
+    plain = step(t2, 0, samples, {**loss, "policy_loss": "ppo"})
+    assert plain["clip_fraction"] == 1.0
+    assert plain["metrics"]["grad_norm"] == 0.0
