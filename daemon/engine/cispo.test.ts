@@ -1,6 +1,7 @@
 // The reference engine with policy_loss cispo: a batch PPO-clip cannot learn from still trains.
 import { describe, expect, it } from 'vitest';
 import type { PolicyLossConfig, Sample } from '../protocol/training';
+import { gradientGap } from './gradient-check';
 import { initParams, type ModelConfig } from './layout';
 import { Model } from './model';
 import { sampleLossAndGrad } from './trainer';
@@ -56,20 +57,7 @@ describe('reference engine, policy_loss cispo', () => {
       sampleLossAndGrad(model, sample, loss, null, s, null);
       return s.loss;
     };
-    let worst = 0;
-    let checked = 0;
-    for (let i = 0; i < model.params.length; i += 5) {
-      const o = model.params[i];
-      model.params[i] = o + 1e-5;
-      const a = f();
-      model.params[i] = o - 1e-5;
-      const b = f();
-      model.params[i] = o;
-      const num = (a - b) / 2e-5;
-      if (Math.abs(num) + Math.abs(grad[i]) < 1e-9) continue;
-      worst = Math.max(worst, Math.abs(num - grad[i]) / (Math.abs(num) + Math.abs(grad[i])));
-      checked++;
-    }
+    const { worst, checked } = gradientGap(model.params, f, grad);
     expect(checked).toBeGreaterThan(100);
     expect(worst).toBeLessThan(1e-5);
   });

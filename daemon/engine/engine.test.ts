@@ -7,6 +7,7 @@ import type { Sample, TrainBatch } from '../protocol/training';
 import { ppoClipLoss, truncatedIsWeight, weightedLoss } from '../samples/loss';
 import { readVectors } from '../samples/vectors.gen';
 import { loadLatestCheckpoint } from './checkpoint';
+import { gradientGap } from './gradient-check';
 import { DEFAULT_MODEL_CONFIG, type ReferenceEngine, startReferenceEngine } from './index';
 import { initParams, type ModelConfig } from './layout';
 import { Model } from './model';
@@ -71,20 +72,7 @@ describe('gradients', () => {
       };
       const grad = new Float64Array(model.params.length);
       sampleLossAndGrad(model, s, loss, grad, stats(), ref);
-      let worst = 0;
-      let checked = 0;
-      for (let i = 0; i < model.params.length; i += 5) {
-        const o = model.params[i];
-        model.params[i] = o + 1e-5;
-        const a = f();
-        model.params[i] = o - 1e-5;
-        const b = f();
-        model.params[i] = o;
-        const num = (a - b) / 2e-5;
-        if (Math.abs(num) + Math.abs(grad[i]) < 1e-9) continue;
-        worst = Math.max(worst, Math.abs(num - grad[i]) / (Math.abs(num) + Math.abs(grad[i])));
-        checked++;
-      }
+      const { worst, checked } = gradientGap(model.params, f, grad);
       expect(checked).toBeGreaterThan(100);
       expect(worst).toBeLessThan(1e-5);
     },
@@ -121,20 +109,7 @@ describe('gradients', () => {
     const tokenMode = stats();
     sampleLossAndGrad(model, s, { ...loss, policy_ratio: 'token' }, null, tokenMode, null);
     expect(Math.abs(tokenMode.loss - st.loss)).toBeGreaterThan(1e-6);
-    let worst = 0;
-    let checked = 0;
-    for (let i = 0; i < model.params.length; i += 5) {
-      const o = model.params[i];
-      model.params[i] = o + 1e-5;
-      const a = f();
-      model.params[i] = o - 1e-5;
-      const b = f();
-      model.params[i] = o;
-      const num = (a - b) / 2e-5;
-      if (Math.abs(num) + Math.abs(grad[i]) < 1e-9) continue;
-      worst = Math.max(worst, Math.abs(num - grad[i]) / (Math.abs(num) + Math.abs(grad[i])));
-      checked++;
-    }
+    const { worst, checked } = gradientGap(model.params, f, grad);
     expect(checked).toBeGreaterThan(100);
     expect(worst).toBeLessThan(1e-5);
   });

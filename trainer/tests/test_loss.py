@@ -93,9 +93,8 @@ def opt(v):
     return float("nan") if v is None else v
 
 
-@pytest.mark.parametrize("case", V["token_loss"], ids=lambda c: c["name"])
-def test_token_loss_cases_match_the_shared_vectors(case):
-    """The per-token loss, its gradient, clip flags and TIS weights of each case of vectors.json."""
+def run_case(case, **extra):
+    """policy_loss on a shared vector case (with ``extra`` arguments); its parts and d/dlp by autograd."""
     cfg = case["loss"]
     x = t64(case["logp"]).requires_grad_(True)
     parts = policy_loss(
@@ -108,11 +107,19 @@ def test_token_loss_cases_match_the_shared_vectors(case):
         clip_high=cfg["clip_high"],
         tis_cap=cfg["tis_cap"],
         dual_clip=cfg["dual_clip"],
+        **extra,
     )
     parts.loss.backward()
+    return parts, x.grad
+
+
+@pytest.mark.parametrize("case", V["token_loss"], ids=lambda c: c["name"])
+def test_token_loss_cases_match_the_shared_vectors(case):
+    """The per-token loss, its gradient, clip flags and TIS weights of each case of vectors.json."""
+    parts, grad = run_case(case)
     e = case["expected"]
     assert parts.token_loss.tolist() == pytest.approx(e["token_loss"], rel=1e-12, abs=1e-12)
-    assert x.grad.tolist() == pytest.approx(e["grad"], rel=1e-12, abs=1e-12)
+    assert grad.tolist() == pytest.approx(e["grad"], rel=1e-12, abs=1e-12)
     assert parts.clipped.tolist() == e["clipped"]
     assert parts.tis_weight.tolist() == pytest.approx(e["tis_weight"], rel=1e-12)
     assert float(parts.loss.detach()) == pytest.approx(e["total"], rel=1e-12)
@@ -174,25 +181,11 @@ def test_dual_clip_caps_negative_advantage_loss():
 @pytest.mark.parametrize("case", V["sequence_loss"], ids=lambda c: c["name"])
 def test_sequence_ratio_cases_match_the_shared_vectors(case):
     """GSPO (policy_ratio "sequence"): values by the loss, the gradient d/dlp by autograd, as TS has them."""
-    cfg = case["loss"]
-    assert cfg["policy_ratio"] == "sequence"
-    x = t64(case["logp"]).requires_grad_(True)
-    parts = policy_loss(
-        x,
-        t64([opt(v) for v in case["rollout_logp"]]),
-        t64(case["advantage"]),
-        t64(case["weights"]),
-        old_logp=t64(case["old_logp"]),
-        clip_low=cfg["clip_low"],
-        clip_high=cfg["clip_high"],
-        tis_cap=cfg["tis_cap"],
-        dual_clip=cfg["dual_clip"],
-        sequence_ids=torch.tensor(case["sequence_ids"]),
-    )
-    parts.loss.backward()
+    assert case["loss"]["policy_ratio"] == "sequence"
+    parts, grad = run_case(case, sequence_ids=torch.tensor(case["sequence_ids"]))
     e = case["expected"]
     assert parts.token_loss.tolist() == pytest.approx(e["token_loss"], rel=1e-12, abs=1e-12)
-    assert x.grad.tolist() == pytest.approx(e["grad"], rel=1e-12, abs=1e-12)
+    assert grad.tolist() == pytest.approx(e["grad"], rel=1e-12, abs=1e-12)
     assert parts.clipped.tolist() == e["clipped"]
     assert parts.tis_weight.tolist() == pytest.approx(e["tis_weight"], rel=1e-12)
     assert float(parts.loss.detach()) == pytest.approx(e["total"], rel=1e-12)
@@ -223,30 +216,11 @@ def test_sequence_ids_in_any_order_and_one_token_sequences_are_token_mode():
         policy_loss(lp, mu, adv, w, sequence_ids=torch.tensor([0, 1]), **common)
 
 
-def _cispo_case(case, loss_mode):
-    cfg = case["loss"]
-    x = t64(case["logp"]).requires_grad_(True)
-    parts = policy_loss(
-        x,
-        t64([opt(v) for v in case["rollout_logp"]]),
-        t64(case["advantage"]),
-        t64(case["weights"]),
-        old_logp=t64(case["old_logp"]),
-        clip_low=cfg["clip_low"],
-        clip_high=cfg["clip_high"],
-        tis_cap=cfg["tis_cap"],
-        dual_clip=cfg["dual_clip"],
-        loss_mode=loss_mode,
-    )
-    parts.loss.backward()
-    return parts, x.grad
-
-
 @pytest.mark.parametrize("case", V["cispo_loss"], ids=lambda c: c["name"])
 def test_cispo_cases_match_the_shared_vectors(case):
     """CISPO (policy_loss "cispo"): values by the loss, the gradient d/dlp by autograd, as TS has them."""
     assert case["loss"]["policy_loss"] == "cispo"
-    parts, grad = _cispo_case(case, "cispo")
+    parts, grad = run_case(case, loss_mode="cispo")
     e = case["expected"]
     assert parts.token_loss.tolist() == pytest.approx(e["token_loss"], rel=1e-12, abs=1e-12)
     assert grad.tolist() == pytest.approx(e["grad"], rel=1e-12, abs=1e-12)
@@ -254,7 +228,7 @@ def test_cispo_cases_match_the_shared_vectors(case):
     assert parts.tis_weight.tolist() == pytest.approx(e["tis_weight"], rel=1e-12)
     assert float(parts.loss.detach()) == pytest.approx(e["total"], rel=1e-12)
     # PPO-clip on the same tokens: the vectors' ppo_grad (0 where a clipped token loses its gradient)
-    _, ppo_grad = _cispo_case(case, "ppo")
+    _, ppo_grad = run_case(case, loss_mode="ppo")
     assert ppo_grad.tolist() == pytest.approx(e["ppo_grad"], rel=1e-12, abs=1e-12)
 
 
