@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { api } from '../lib/daemon.mjs';
 import { ctx, figures, page, shot, waitFor } from '../lib/harness.mjs';
 import { collapse, evolutionPane, expand, runsPane, treeRow } from '../lib/sidebar.mjs';
-import { palette, quickPick, webview } from '../lib/workbench.mjs';
+import { hoverOf, palette, quickPick, webview } from '../lib/workbench.mjs';
 
 export async function evaluateAndCompare() {
   const stored = await evaluateTinyConfig();
@@ -148,17 +148,7 @@ async function compareWithParent(child) {
 // The candidate's tooltip links to the page of its train evaluation.
 async function candidateLinksToEvaluation(row, child) {
   await palette('View: Close All Editors');
-  const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: 'Train evaluation' }).first();
-  await waitFor(
-    "the candidate's hover",
-    async () => {
-      await page.mouse.move(0, 0);
-      await row.hover();
-      await hover.waitFor({ timeout: 3_000 });
-      return true;
-    },
-    30_000,
-  );
+  const hover = await hoverOf(row, 'Train evaluation', "the candidate's hover");
   await hover.locator('a', { hasText: 'Train evaluation' }).click();
   const train = await api('GET', `/api/evaluations/${child.train_evaluation}`);
   await webview()

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { api } from '../lib/daemon.mjs';
 import { children, ctx, figures, freePort, page, root, shot, step, waitFor } from '../lib/harness.mjs';
 import { expand, runsPane } from '../lib/sidebar.mjs';
+import { hoverOf } from '../lib/workbench.mjs';
 
 export async function sidebarAndNodes() {
   await step(
@@ -105,18 +106,7 @@ async function nodesViewShowsNodeAgent() {
   );
   const row = pane.locator('.monaco-list-row', { hasText: url }).first();
   await waitFor('the node row, ready', async () => /ready/.test((await row.textContent()) ?? ''), 30_000);
-  const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: 'inference node' }).first();
-  // its hover (shown after a delay; a row redrawn by a newer report closes it: hover again)
-  await waitFor(
-    "the node's hover",
-    async () => {
-      await page.mouse.move(0, 0);
-      await row.hover();
-      await hover.waitFor({ timeout: 3_000 });
-      return true;
-    },
-    30_000,
-  );
+  const hover = await hoverOf(row, 'inference node', "the node's hover");
   const text = (await hover.textContent()) ?? '';
   if (!text.includes(nodeRun.id)) throw new Error(`the hover does not name the run:\n${text}`);
   await shot('04b-nodes');

@@ -3,7 +3,7 @@
 import { api } from '../lib/daemon.mjs';
 import { ctx, page, shot, step, waitFor } from '../lib/harness.mjs';
 import { collapse, expand, runsPane, treeRow } from '../lib/sidebar.mjs';
-import { palette, quickPick, webview } from '../lib/workbench.mjs';
+import { hoverOf, palette, quickPick, webview } from '../lib/workbench.mjs';
 
 export async function statusBarAndDaemonLifecycle() {
   await step(
@@ -35,21 +35,7 @@ export async function statusBarAndDaemonLifecycle() {
 // The status bar item of the run that trains now (its text is the run's name and step).
 const runItem = (name) => page.locator('.statusbar-item', { hasText: name }).first();
 
-// The status bar item's hover (shown after a delay; hover again until it is there).
-async function statusHover(name, text) {
-  const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: text }).first();
-  await waitFor(
-    'the status bar hover',
-    async () => {
-      await page.mouse.move(0, 0);
-      await runItem(name).hover();
-      await hover.waitFor({ timeout: 3_000 });
-      return true;
-    },
-    30_000,
-  );
-  return hover;
-}
+const statusHover = (name, text) => hoverOf(runItem(name), text, 'the status bar hover');
 
 async function statusBarFollowsRun() {
   await palette('View: Close All Editors');

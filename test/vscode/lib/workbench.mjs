@@ -81,6 +81,23 @@ export async function pickerLabels(command, title, filter) {
 
 // Answers a save dialog (code-server's simple file dialog: a quick input holding a path). It waits
 // for the dialog itself: the quick pick that led to it may still be on screen for a moment.
+// The hover of `target` that holds `text`: it shows after a delay and closes when the target is redrawn
+// (a newer report, a tick), so move away and hover again until it is there.
+export async function hoverOf(target, text, what) {
+  const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: text }).first();
+  await waitFor(
+    what,
+    async () => {
+      await page.mouse.move(0, 0);
+      await target.hover();
+      await hover.waitFor({ timeout: 3_000 });
+      return true;
+    },
+    30_000,
+  );
+  return hover;
+}
+
 export async function saveAs(path) {
   const input = page.locator('.quick-input-widget input');
   await waitFor(
