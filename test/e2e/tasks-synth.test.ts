@@ -1,6 +1,6 @@
 // `harness-rl tasks` on code nobody here wrote: inflection 0.5.1 (its PyPI sdist and its own pytest
 // suite, installed by scripts/setup-synth-python.sh) and a slice of this repository's TypeScript with
-// vitest (BoundedMap and the task order, 8 tests). Synthesis keeps a stated share of mutants, every kept task validates, the gold patch scores 1
+// vitest (BoundedMap and the task order, 9 tests; the seeded randomness they import beside them). Synthesis keeps a stated share of mutants, every kept task validates, the gold patch scores 1
 // and no patch 0; a tiny repository shows flaky tests left out and a hanging mutant dropped; import
 // takes SWE-bench JSONL for a local clone and refuses a missing repository or commit by name.
 import { execFileSync, spawn } from 'node:child_process';
@@ -49,8 +49,18 @@ afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
-/** Synthesises, validates every kept task, and scores the gold patch and no patch on the first. */
-async function synthAndCheck(repo: string, test: string, lang: string, max: number, minShare: number) {
+/**
+ * Synthesises (with `more` arguments), validates every kept task, and scores the gold patch and no patch
+ * on the first.
+ */
+async function synthAndCheck(
+  repo: string,
+  test: string,
+  lang: string,
+  max: number,
+  minShare: number,
+  more: string[] = [],
+) {
   const out = join(tmp, lang, 'tasks.jsonl');
   const synth = await cli([
     'synth',
@@ -64,6 +74,7 @@ async function synthAndCheck(repo: string, test: string, lang: string, max: numb
     String(max),
     '--out',
     out,
+    ...more,
   ]);
   expect(synth.code, synth.stderr).toBe(0);
   expect(synth.stderr).toContain(`mutants tried ${max}/${max}`);
@@ -94,7 +105,7 @@ async function synthAndCheck(repo: string, test: string, lang: string, max: numb
   const nothing = jsonLines((await cli(['verify', out, '--id', tasks[0].instance_id])).stdout)[0];
   expect(nothing.reward).toBe(0);
   expect(nothing.reason).toMatch(/FAIL_TO_PASS tests still fail \(first: /);
-  return { out, tasks };
+  return { out, tasks, summary };
 }
 
 describe('tasks from code nobody here wrote', () => {
@@ -110,11 +121,14 @@ describe('tasks from code nobody here wrote', () => {
     // it lived): the seeded choice of 8 mutants follows the files' order, and from api/ it picks 8 the
     // tests cannot see (0 of 8 kept; 6 of 24).
     await mkdir(join(slice, 'daemon/cluster'), { recursive: true });
+    // random.ts is what the task order imports (`../random`): there, unmutated (--only), so the task
+    // order's tests load; without it they failed to import and only BoundedMap's were counted.
     for (const [from, to] of [
       ['bounded-map', 'bounded-map'],
       ['bounded-map.test', 'bounded-map.test'],
       ['api/task-order', 'cluster/task-order'],
       ['api/task-order.test', 'cluster/task-order.test'],
+      ['random', 'random'],
     ])
       await cp(join(ROOT, 'daemon', `${from}.ts`), join(slice, 'daemon', `${to}.ts`));
     await symlink(await realpath(join(ROOT, 'node_modules')), join(slice, 'node_modules'));
@@ -123,7 +137,22 @@ describe('tasks from code nobody here wrote', () => {
       join(slice, 'vitest.config.mjs'),
       "export default { test: { include: ['daemon/**/*.test.ts'] } };\n",
     );
-    await synthAndCheck(slice, 'node node_modules/vitest/vitest.mjs run', 'typescript', 8, 0.33);
+    const mutated = ['daemon/bounded-map.ts', 'daemon/cluster/task-order.ts'];
+    const { summary } = await synthAndCheck(
+      slice,
+      'node node_modules/vitest/vitest.mjs run',
+      'typescript',
+      8,
+      0.33,
+      mutated.flatMap((file) => ['--only', file]),
+    );
+    // every test of both files is among the stable ones the mutants are judged by
+    let written = 0;
+    for (const file of mutated)
+      written += (await readFile(join(slice, file.replace(/\.ts$/, '.test.ts')), 'utf8')).match(
+        /^\s*it\(/gm,
+      )!.length;
+    expect(summary.tests).toBe(written);
   }, 600_000);
 
   it('validate reports a broken task with the test that shows it, and exits 1', async () => {
