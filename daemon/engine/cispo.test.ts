@@ -1,20 +1,12 @@
 // The reference engine with policy_loss cispo: a batch PPO-clip cannot learn from still trains.
 import { describe, expect, it } from 'vitest';
 import type { PolicyLossConfig, Sample } from '../protocol/training';
-import { gradientGap } from './gradient-check';
-import { initParams, type ModelConfig } from './layout';
+import { GRADIENT_CHECK_MODEL, gradientGap } from './gradient-check';
+import { initParams } from './layout';
 import { Model } from './model';
 import { sampleLossAndGrad } from './trainer';
 
-const cfg: ModelConfig = {
-  vocab: 23,
-  dModel: 8,
-  nHeads: 2,
-  nLayers: 2,
-  dFf: 12,
-  maxLen: 16,
-  alibi: [0.5, 0.1],
-};
+const cfg = GRADIENT_CHECK_MODEL;
 const T = 11;
 /** Rollout logprobs of −30: every trained token's lp − μ is past +20 (bypass clamps it, the weight is 1.28). */
 const sample: Sample = {

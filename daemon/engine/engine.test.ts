@@ -7,9 +7,9 @@ import type { Sample, TrainBatch } from '../protocol/training';
 import { ppoClipLoss, truncatedIsWeight, weightedLoss } from '../samples/loss';
 import { readVectors } from '../samples/vectors.gen';
 import { loadLatestCheckpoint } from './checkpoint';
-import { gradientGap } from './gradient-check';
+import { GRADIENT_CHECK_MODEL, gradientGap } from './gradient-check';
 import { DEFAULT_MODEL_CONFIG, type ReferenceEngine, startReferenceEngine } from './index';
-import { initParams, type ModelConfig } from './layout';
+import { initParams } from './layout';
 import { Model } from './model';
 import { applyChatTemplate, decode, END_ID, encode } from './tokenizer';
 import { ppoClipTokenLossAndGrad, sampleLossAndGrad } from './trainer';
@@ -36,15 +36,7 @@ describe('tokenizer', () => {
 });
 
 describe('gradients', () => {
-  const cfg: ModelConfig = {
-    vocab: 23,
-    dModel: 8,
-    nHeads: 2,
-    nLayers: 2,
-    dFf: 12,
-    maxLen: 16,
-    alibi: [0.5, 0.1],
-  };
+  const cfg = GRADIENT_CHECK_MODEL;
   const sample = (T: number): Sample => ({
     rollout_id: 'r',
     group_id: 'g',

@@ -1,4 +1,16 @@
 // For the engine's tests: an analytic gradient against central finite differences of the loss.
+import type { ModelConfig } from './layout';
+
+/** The tiny model the gradient checks run on (every parameter cheap to perturb). */
+export const GRADIENT_CHECK_MODEL: ModelConfig = {
+  vocab: 23,
+  dModel: 8,
+  nHeads: 2,
+  nLayers: 2,
+  dFf: 12,
+  maxLen: 16,
+  alibi: [0.5, 0.1],
+};
 
 /**
  * The worst relative gap between `grad` and (loss(p + h) − loss(p − h)) / 2h over every 5th parameter

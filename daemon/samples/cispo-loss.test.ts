@@ -2,15 +2,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { policySequenceLoss, policyTokenLoss, type TokenLossConfig } from './loss';
+import { mu, num } from './loss-arbitraries';
 
-const num = (min: number, max: number) => fc.double({ min, max, noNaN: true, noDefaultInfinity: true });
-/** A rollout logprob: known, absent (NaN), vLLM's floor, or far enough off that bypass clamps it. */
-const mu = fc.oneof(
-  { weight: 6, arbitrary: num(-4, 0) },
-  fc.constant(Number.NaN),
-  fc.constant(-9999),
-  num(-40, -25),
-);
 const config = fc.record({
   clip_low: fc.constantFrom(0.2, 10),
   clip_high: fc.constantFrom(0.28, 0.2, 4e-4),
